@@ -1,0 +1,74 @@
+// Package cli holds the fulcrum command line: one cobra command per
+// subcommand, each in a file of its own.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+// exitError carries a process exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode wraps err so that Main exits with code.
+func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// NewRoot builds the fulcrum command tree.
+func NewRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "fulcrum",
+		Short: "Adaptive load balancing for replicated RPC servers",
+		Long: `fulcrum binds each client to a replica, watches replica load, and rebinds
+clients on demand when loads drift, so load stays balanced while calls go
+straight from client to replica.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCmd())
+	for _, add := range subcommands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// subcommands are added by the files that define them.
+var subcommands []func() *cobra.Command
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string) int {
+	root := NewRoot()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "fulcrum:", err)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return 1
+	}
+	return 0
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print fulcrum's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "fulcrum %s\n", Version)
+			return nil
+		},
+	}
+}

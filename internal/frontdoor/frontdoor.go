@@ -1,0 +1,113 @@
+// Package frontdoor holds what every protocol's front door shares: the
+// immutable snapshot of a group that picks are made on, the members it
+// picks from with their counters, and the Group interface through which a
+// front door talks back to the balancer. The protocol front doors live in
+// sub-packages (httpfd; giop and tcp later) and are shaped like net/http: a
+// listener, a handler, sentinel errors mapped to protocol statuses.
+package frontdoor
+
+import (
+	"errors"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+)
+
+// Counters are a member's cumulative counters, updated atomically.
+type Counters struct {
+	// Bindings counts clients bound to the member by the front door.
+	Bindings atomic.Uint64
+	// Rebinds counts bindings that moved a client here from elsewhere.
+	Rebinds atomic.Uint64
+	// Proxied counts calls the front door forwarded (per-request).
+	Proxied atomic.Uint64
+	// Redirected counts front door redirects to the member.
+	Redirected atomic.Uint64
+	// Failures counts failed calls (connection errors, 5xx) seen by the
+	// front door or its probes.
+	Failures atomic.Uint64
+}
+
+// Member is one replica as a front door sees it. Immutable but for the
+// atomic counters it points to.
+type Member struct {
+	// Replica is the strategy's view (id, weight, load, live counters).
+	Replica *strategy.Replica
+	// Address is the registered address (base URL for HTTP).
+	Address string
+	// URL is Address parsed (HTTP groups).
+	URL *url.URL
+	// State is the replica's state in this snapshot.
+	State string
+	// Counters are shared by all snapshots of the member.
+	Counters *Counters
+}
+
+// ID returns the member's replica id.
+func (m *Member) ID() string { return m.Replica.ID }
+
+// Snapshot is an immutable view of one group, swapped atomically whenever
+// membership, states, loads or the strategy change.
+type Snapshot struct {
+	Group   string
+	Binding string
+	// Advertise is the group's public front door URL.
+	Advertise string
+	// Picker picks among Eligible.
+	Picker strategy.Picker
+	// Key says which request key the picker wants (KeyNone usually).
+	Key strategy.KeySpec
+	// Eligible are the members that may take new bindings, indexed like
+	// the picker's replicas (Eligible[r.Index].Replica == r).
+	Eligible []*Member
+	// Members are all members by id, including draining, down and ejected.
+	Members map[string]*Member
+	// Planned maps a client id to the member the analyzer planned to move
+	// it to.
+	Planned map[string]*Member
+	// MaxInflight caps per-member calls in flight in per-request mode
+	// (0: no cap).
+	MaxInflight int
+	// Timeouts bound the front door's connections.
+	Timeouts registry.Timeouts
+	// Observer, when not nil, learns from finished proxied calls.
+	Observer strategy.Observer
+}
+
+// ErrNoReplica is returned when nothing in the group can serve.
+var ErrNoReplica = strategy.ErrNoReplica
+
+// ErrOverloaded is returned when every candidate is at MaxInflight.
+var ErrOverloaded = errors.New("frontdoor: every replica is at its in-flight limit")
+
+// Pick chooses the member for a new binding or a proxied call: a client
+// with a planned move goes to its planned member if that member is still
+// eligible; everyone else gets the picker's choice. Pick does not allocate.
+func (s *Snapshot) Pick(r *strategy.Request) (*Member, error) {
+	if r.Client != "" && len(s.Planned) > 0 {
+		if m, ok := s.Planned[r.Client]; ok && m.State == registry.StateActive {
+			return m, nil
+		}
+	}
+	rep, err := s.Picker.Pick(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.Eligible[rep.Index], nil
+}
+
+// Group is the balancer's side of one group, as a front door sees it.
+// Implementations are safe for concurrent use.
+type Group interface {
+	// Snapshot returns the current snapshot; never nil.
+	Snapshot() *Snapshot
+	// Bound tells the balancer the front door bound client (may be "") to
+	// m; moved is true when the client came back from another replica.
+	Bound(m *Member, client string, moved bool)
+	// Observe reports a finished call to m (proxied calls, probes):
+	// latency, and whether it failed (connection error or 5xx).
+	Observe(m *Member, latency time.Duration, failed bool)
+}

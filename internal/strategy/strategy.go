@@ -1,0 +1,171 @@
+package strategy
+
+import (
+	"errors"
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// ErrNoReplica is returned by Pick when no replica can take the call or
+// binding. Front doors map it to 503 (HTTP), TRANSIENT (GIOP) or a refused
+// connection (TCP).
+var ErrNoReplica = errors.New("strategy: no replica available")
+
+// Replica is one member of a group as a strategy sees it in a snapshot.
+// Everything but Live is immutable once the snapshot is published; Live is
+// shared by all snapshots of the same replica and updated atomically on the
+// hot path.
+type Replica struct {
+	// Index is the replica's position in the snapshot's slice.
+	Index int
+	// ID is the replica's id.
+	ID string
+	// Weight is the replica's relative capacity (> 0).
+	Weight float64
+	// Reported is true when the replica has a fresh load report (not older
+	// than three report intervals).
+	Reported bool
+	// Load is the analyzer's effective (dampened) load; meaningful only when
+	// Reported.
+	Load float64
+	// Metrics are the standard metrics of the last fresh report.
+	Metrics Metrics
+	// Live holds the counters the hot path updates.
+	Live *Live
+}
+
+// Metrics are the standard metrics of a load report (protocol.Metric*).
+// NaN means "not reported".
+type Metrics struct {
+	Inflight    float64
+	RPS         float64
+	LatencyMS   float64
+	CPU         float64
+	Utilization float64
+	EPS         float64
+	BW          float64
+}
+
+// NoMetrics is a Metrics with every field unreported.
+var NoMetrics = Metrics{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+
+// Inflight is the replica's calls in flight: the larger of what the
+// balancer itself has in flight to it (per-request proxying) and what its
+// monitor last reported (calls that went straight to it).
+func (r *Replica) Inflight() float64 {
+	live := float64(r.Live.Inflight.Load())
+	if rep := r.Metrics.Inflight; !math.IsNaN(rep) && rep > live {
+		return rep
+	}
+	return live
+}
+
+// Live is a replica's hot-path state, kept across snapshots. The zero value
+// is ready to use. Must not be copied.
+type Live struct {
+	// Inflight counts calls the balancer has in flight to the replica.
+	Inflight atomic.Int64
+	// Bindings counts clients bound to the replica since its last report
+	// (reset by the analyzer when a report arrives).
+	Bindings atomic.Int64
+	// extra is the per-balance load (float64 bits) added by picks since the
+	// last report (least-loaded).
+	extra atomic.Uint64
+	// ewma is strategy-private state (float64 bits), e.g. peak-ewma's cost.
+	ewma atomic.Uint64
+	// stamp is the time (unix ns) ewma was last updated.
+	stamp atomic.Int64
+}
+
+// Extra returns the per-balance load added since the last report.
+func (l *Live) Extra() float64 { return math.Float64frombits(l.extra.Load()) }
+
+// AddExtra adds v to the per-balance load.
+func (l *Live) AddExtra(v float64) {
+	for {
+		old := l.extra.Load()
+		if l.extra.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+v)) {
+			return
+		}
+	}
+}
+
+// ResetExtra clears the per-balance load; called when a report arrives.
+func (l *Live) ResetExtra() { l.extra.Store(0) }
+
+// Request is what a front door knows of a call or binding request when it
+// asks for a pick. It is passed by pointer and must not be retained.
+type Request struct {
+	// Key is the affinity key for keyed strategies (consistent-hash),
+	// extracted by the front door as the picker's KeySpec says.
+	Key string
+	// Client is the Fulcrum-Client id, if the client sent one.
+	Client string
+}
+
+// Picker picks a replica. It is built over one immutable snapshot and must
+// be safe for concurrent use; Pick must not block, take a group-wide lock or
+// allocate.
+type Picker interface {
+	Pick(r *Request) (*Replica, error)
+}
+
+// KeySource says where a keyed strategy's key comes from.
+type KeySource int
+
+const (
+	// KeyNone: the strategy needs no key.
+	KeyNone KeySource = iota
+	// KeyHeader: a request header named KeySpec.Name.
+	KeyHeader
+	// KeyCookie: a cookie named KeySpec.Name.
+	KeyCookie
+	// KeyClientAddress: the client's IP address.
+	KeyClientAddress
+)
+
+// KeySpec tells a front door which key to put in Request.Key.
+type KeySpec struct {
+	Source KeySource
+	Name   string
+}
+
+// Keyed is implemented by strategies whose picks depend on a request key.
+type Keyed interface {
+	KeySpec() KeySpec
+}
+
+// Strategy is a group's pluggable policy. A Strategy value holds only its
+// validated configuration and seams (clock, randomness); per-snapshot state
+// lives in the pickers it builds.
+type Strategy interface {
+	// Name is the registered name.
+	Name() string
+	// Picker builds a picker over the replicas eligible for new bindings.
+	// replicas may be empty: the picker then returns ErrNoReplica.
+	Picker(replicas []*Replica) Picker
+}
+
+// Observer is implemented by strategies that learn from finished calls
+// (peak-ewma): the front door reports each proxied call's latency.
+type Observer interface {
+	Observe(r *Replica, latency time.Duration, failed bool)
+}
+
+// Env carries the seams a strategy is built with: time and randomness.
+type Env struct {
+	// Now returns the current time; time.Now when nil.
+	Now func() time.Time
+	// Rand is the source of randomness; a seeded math/rand/v2 PCG when nil.
+	Rand Rand
+}
+
+// Rand is the randomness a strategy may use. Implementations must be safe
+// for concurrent use.
+type Rand interface {
+	// IntN returns a pseudo-random number in [0, n). n > 0.
+	IntN(n int) int
+	// Float64 returns a pseudo-random number in [0, 1).
+	Float64() float64
+}

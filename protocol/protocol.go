@@ -1,0 +1,239 @@
+// Package protocol holds fulcrum's wire contract: the HTTP headers of the
+// binding protocol, the load report a monitor sends, the advisory the
+// balancer answers with, and the replica registration messages. Every client
+// and monitor library, in any language, speaks exactly these shapes.
+//
+// A monitor pushes a Report to POST /v1/report with
+// "Authorization: Bearer <replica token>" and applies the Advisory it gets
+// back; in pull mode the balancer GETs the monitor's URL, passing the current
+// advisory in the Fulcrum-Advisory header, and reads a Report from the body.
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Headers of the HTTP binding protocol (DESIGN.md "HTTP binding protocol").
+const (
+	// HeaderGroup names the group on a front door redirect.
+	HeaderGroup = "Fulcrum-Group"
+	// HeaderReplica names the chosen replica's id on a front door redirect.
+	HeaderReplica = "Fulcrum-Replica"
+	// HeaderBinding is sent by a bound client on calls straight to a
+	// replica: "<group>/<replica-id>".
+	HeaderBinding = "Fulcrum-Binding"
+	// HeaderClient is a bound client's stable random id.
+	HeaderClient = "Fulcrum-Client"
+	// HeaderRebind is "1" on a replica's 307 that sends a client back to the
+	// front door.
+	HeaderRebind = "Fulcrum-Rebind"
+	// HeaderAdvisory carries the current advisory (JSON) on a pull request.
+	HeaderAdvisory = "Fulcrum-Advisory"
+)
+
+// Advisory levels.
+const (
+	Nominal = "nominal"
+	High    = "high"
+	Drain   = "drain"
+)
+
+// MaxReportClients bounds the clients a report may list.
+const MaxReportClients = 1024
+
+// MaxReportBytes bounds the size of an encoded report.
+const MaxReportBytes = 256 << 10
+
+// Standard metric keys of a Report.
+const (
+	MetricInflight    = "inflight"
+	MetricRPS         = "rps"
+	MetricLatencyMS   = "latency_ms"
+	MetricCPU         = "cpu"
+	MetricUtilization = "utilization"
+	MetricEPS         = "eps"
+	MetricBW          = "bw"
+)
+
+// ClientRate is one bound client and its call rate (calls/s) over the last
+// report interval.
+type ClientRate struct {
+	ID   string  `json:"id"`
+	Rate float64 `json:"rate"`
+}
+
+// Report is a monitor's load report. Load is an opaque magnitude in the
+// group's unit; Metrics holds the standard keys above (and any others);
+// Clients lists the busiest bound clients with their rates.
+type Report struct {
+	Load    float64            `json:"load"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	Clients []ClientRate       `json:"clients,omitempty"`
+}
+
+// Advisory is the balancer's answer to a report.
+type Advisory struct {
+	// Advisory is Nominal, High or Drain.
+	Advisory string `json:"advisory"`
+	// Shed is the amount of load (in the report's unit) to move away.
+	Shed float64 `json:"shed"`
+	// Epoch changes with every new advisory; a monitor sends each client
+	// back at most once per epoch.
+	Epoch uint64 `json:"epoch"`
+	// Clients optionally names the bound clients to send back.
+	Clients []string `json:"clients,omitempty"`
+	// ReportInterval is the group's authoritative report interval.
+	ReportInterval Duration `json:"report_interval"`
+}
+
+// FieldError is a validation failure of one field: which field, the value
+// given and what is allowed.
+type FieldError struct {
+	Field   string
+	Value   any
+	Allowed string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s: invalid value %s, %s", e.Field, formatValue(e.Value), e.Allowed)
+}
+
+func formatValue(v any) string {
+	switch v := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", v)
+	case nil:
+		return "(missing)"
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Validate checks a decoded report: finite, non-negative numbers, bounded
+// client list, client ids present.
+func (r *Report) Validate() error {
+	if !finiteNonNeg(r.Load) {
+		return &FieldError{Field: "load", Value: r.Load, Allowed: "must be a finite number >= 0"}
+	}
+	for k, v := range r.Metrics {
+		if k == "" {
+			return &FieldError{Field: "metrics", Value: k, Allowed: "metric names must be non-empty"}
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return &FieldError{Field: "metrics." + k, Value: v, Allowed: "must be a finite number"}
+		}
+	}
+	if len(r.Clients) > MaxReportClients {
+		return &FieldError{Field: "clients", Value: len(r.Clients), Allowed: fmt.Sprintf("at most %d clients", MaxReportClients)}
+	}
+	for i, c := range r.Clients {
+		if c.ID == "" || len(c.ID) > 128 {
+			return &FieldError{Field: fmt.Sprintf("clients[%d].id", i), Value: c.ID, Allowed: "must be 1 to 128 characters"}
+		}
+		if !finiteNonNeg(c.Rate) {
+			return &FieldError{Field: fmt.Sprintf("clients[%d].rate", i), Value: c.Rate, Allowed: "must be a finite number >= 0"}
+		}
+	}
+	return nil
+}
+
+func finiteNonNeg(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+
+// DecodeReport decodes and validates a JSON report. Unknown top-level keys
+// are rejected so that a typo in a monitor is caught, not ignored.
+func DecodeReport(data []byte) (Report, error) {
+	var r Report
+	if len(data) > MaxReportBytes {
+		return r, &FieldError{Field: "body", Value: len(data), Allowed: fmt.Sprintf("at most %d bytes", MaxReportBytes)}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Report{}, jsonFieldError(err)
+	}
+	if dec.More() {
+		return Report{}, &FieldError{Field: "body", Value: "trailing data", Allowed: "must be a single JSON object"}
+	}
+	if err := r.Validate(); err != nil {
+		return Report{}, err
+	}
+	return r, nil
+}
+
+// jsonFieldError turns an encoding/json error into a FieldError naming the
+// field where it can.
+func jsonFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return &FieldError{Field: field, Value: te.Value, Allowed: "must be of type " + te.Type.String()}
+	case errors.As(err, &se):
+		return &FieldError{Field: "body", Value: fmt.Sprintf("syntax error at offset %d", se.Offset), Allowed: "must be valid JSON"}
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return &FieldError{Field: strings.Trim(f, `"`), Value: "unknown field", Allowed: "is not a known field"}
+	}
+	return &FieldError{Field: "body", Value: msg, Allowed: "must be a valid JSON object"}
+}
+
+// Duration is a time.Duration written as a Go duration string ("500ms",
+// "2s") in JSON and YAML.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"500ms\" or \"2s\", got %s", string(b))
+	}
+	v, err := ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// MarshalText and UnmarshalText make Duration work with YAML and flags.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// ParseDuration parses a non-negative Go duration string.
+func ParseDuration(s string) (Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: must be a Go duration such as \"500ms\" or \"2s\"", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("invalid duration %q: must not be negative", s)
+	}
+	return Duration(v), nil
+}

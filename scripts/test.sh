@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test command of fulcrum (README "Run the tests"). Installs what the
+# tests need, idempotently, then vets, runs every test with -race and gives
+# each fuzz target a short run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v wrk >/dev/null 2>&1 || need_pkgs+=(wrk)
+command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+if ((${#need_pkgs[@]})); then
+	sudo_cmd=""
+	[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+	$sudo_cmd apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+go mod download
+go vet ./...
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed on:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go test -race -count=1 -timeout 20m ./...
+
+# Short fuzz runs of every parser (FUZZTIME to lengthen them).
+fuzztime=${FUZZTIME:-10s}
+for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do
+	for fn in $(grep -h '^func Fuzz' "$target"/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do
+		echo "fuzz $target $fn ($fuzztime)"
+		go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$target"
+	done
+done
