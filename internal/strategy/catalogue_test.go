@@ -1,0 +1,244 @@
+package strategy_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+)
+
+// These tests hold every registered strategy to the package's contracts.
+
+// loadedGroup is a group in a state every strategy can pick from: unequal
+// weights, some calls in flight, bindings, fresh reports and metrics.
+func loadedGroup() []*strategy.Replica {
+	rs := withBindings(withInflight(replicaSet(3, 1, 2, 1, 1, 2, 4, 1), 2, 0, 1, 3, 0, 0, 5, 1), 4, 1, 0, 2, 7, 0, 1, 3)
+	for i, r := range rs {
+		r.Reported = true
+		r.Load = float64(10 + 3*i)
+		r.Metrics.Inflight = float64(i % 3)
+		r.Metrics.LatencyMS = float64(5 + i)
+		r.Metrics.RPS = float64(100 - i)
+	}
+	return rs
+}
+
+func TestEveryStrategyBuildsWithDefaults(t *testing.T) {
+	t.Parallel()
+	for _, name := range strategy.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d, _ := strategy.Lookup(name)
+			env, _ := seededEnv(1)
+			for _, params := range []map[string]any{nil, {}, d.Defaults()} {
+				s, err := strategy.New(name, params, env)
+				if err != nil {
+					t.Fatalf("New(%q, %v): %v", name, params, err)
+				}
+				if s.Name() != name {
+					t.Errorf("Name() = %q, want %q", s.Name(), name)
+				}
+			}
+			if d.Summary == "" {
+				t.Error("no Summary")
+			}
+		})
+	}
+}
+
+func TestEveryStrategyRejectsUnknownParam(t *testing.T) {
+	t.Parallel()
+	for _, name := range strategy.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d, _ := strategy.Lookup(name)
+			params := d.Defaults()
+			params["no_such_param"] = 1
+			_, err := strategy.New(name, params, strategy.Env{})
+			var pe *strategy.ParamError
+			if !errors.As(err, &pe) {
+				t.Fatalf("New with an unknown param: err = %v, want a *ParamError", err)
+			}
+			if pe.Strategy != name || pe.Field != "no_such_param" {
+				t.Errorf("ParamError names %q field %q, want %q field %q", pe.Strategy, pe.Field, name, "no_such_param")
+			}
+		})
+	}
+}
+
+func TestEveryStrategyFailsWithNoReplica(t *testing.T) {
+	t.Parallel()
+	for _, name := range strategy.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env, _ := seededEnv(1)
+			s := mustBuild(t, name, nil, env)
+			for _, rs := range [][]*strategy.Replica{nil, {}} {
+				r, err := s.Picker(rs).Pick(&strategy.Request{Key: "k", Client: "c"})
+				if !errors.Is(err, strategy.ErrNoReplica) || r != nil {
+					t.Errorf("Pick over %d replicas = %v, %v; want nil, ErrNoReplica", len(rs), r, err)
+				}
+			}
+		})
+	}
+}
+
+func TestEveryPickDoesNotAllocate(t *testing.T) {
+	// Not parallel: AllocsPerRun counts the whole process's allocations.
+	for _, name := range strategy.Names() {
+		t.Run(name, func(t *testing.T) {
+			env, clock := seededEnv(1)
+			s := mustBuild(t, name, nil, env)
+			rs := loadedGroup()
+			if o, ok := s.(strategy.Observer); ok {
+				for i, r := range rs[:4] {
+					o.Observe(r, time.Duration(i+1)*time.Millisecond, false)
+				}
+				clock.Advance(time.Second)
+			}
+			p := s.Picker(rs)
+			for _, req := range []*strategy.Request{{Key: "10.0.0.7", Client: "c1"}, {}} {
+				allocs := testing.AllocsPerRun(1000, func() {
+					if _, err := p.Pick(req); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if allocs != 0 {
+					t.Errorf("Pick(%+v) allocates %v times per call, want 0", *req, allocs)
+				}
+			}
+		})
+	}
+}
+
+func TestEveryPickerIsSafeForConcurrentUse(t *testing.T) {
+	t.Parallel()
+	for _, name := range strategy.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			env, clock := seededEnv(7)
+			s := mustBuild(t, name, nil, env)
+			rs := loadedGroup()
+			p := s.Picker(rs)
+			o, _ := s.(strategy.Observer)
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					req := &strategy.Request{Key: string(rune('a' + g))}
+					for i := range 500 {
+						r, err := p.Pick(req)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if r != rs[r.Index] {
+							t.Errorf("picked %s, not a replica of the snapshot", r.ID)
+							return
+						}
+						r.Live.Inflight.Add(1)
+						if o != nil {
+							o.Observe(r, time.Duration(i%7)*time.Millisecond, i%11 == 0)
+						}
+						clock.Advance(time.Millisecond)
+						r.Live.Inflight.Add(-1)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func BenchmarkPick(b *testing.B) {
+	for _, name := range strategy.Names() {
+		b.Run(name, func(b *testing.B) {
+			env, _ := seededEnv(1)
+			s := mustBuild(b, name, nil, env)
+			p := s.Picker(loadedGroup())
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				req := &strategy.Request{Key: "10.1.2.3"}
+				for pb.Next() {
+					if _, err := p.Pick(req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestParamErrorsNameStrategyFieldValueAndRange(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		strategy string
+		params   map[string]any
+		field    string
+		msg      string // the whole message, when not empty
+	}{
+		{"round-robin takes no params", strategy.RoundRobinName, map[string]any{"weight": 2}, "weight", ""},
+		{"bias below range", strategy.PowerOfTwoName, map[string]any{"bias": -1}, "bias", "power-of-two: bias -1, must be in [0,10]"},
+		{"bias above range", strategy.PowerOfTwoName, map[string]any{"bias": 10.5}, "bias", "power-of-two: bias 10.5, must be in [0,10]"},
+		{"bias of the wrong type", strategy.PowerOfTwoName, map[string]any{"bias": "high"}, "bias", ""},
+		{"key without source", strategy.ConsistentHashName, map[string]any{"key": "session"}, "key", ""},
+		{"header key without name", strategy.ConsistentHashName, map[string]any{"key": "header:"}, "key", ""},
+		{"header name not a token", strategy.ConsistentHashName, map[string]any{"key": "header:X User"}, "key", ""},
+		{"cookie name not a token", strategy.ConsistentHashName, map[string]any{"key": "cookie:a;b"}, "key", ""},
+		{"unknown method", strategy.ConsistentHashName, map[string]any{"method": "rendezvous"}, "method",
+			"consistent-hash: method rendezvous, must be one of: maglev, ring"},
+		{"table size not prime", strategy.ConsistentHashName, map[string]any{"table_size": 65536}, "table_size",
+			"consistent-hash: table_size 65536, must be a prime in [7,4194304], such as 65537"},
+		{"table size too small", strategy.ConsistentHashName, map[string]any{"table_size": 5}, "table_size", ""},
+		{"table size too large", strategy.ConsistentHashName, map[string]any{"table_size": 16777259}, "table_size", ""},
+		{"no vnodes", strategy.ConsistentHashName, map[string]any{"method": "ring", "vnodes": 0}, "vnodes",
+			"consistent-hash: vnodes 0, must be in [1,1000]"},
+		{"decay too short", strategy.PeakEWMAName, map[string]any{"decay": "1ms"}, "decay",
+			"peak-ewma: decay 1ms, must be in [100ms,10m0s]"},
+		{"zero default rtt", strategy.PeakEWMAName, map[string]any{"default_rtt": "0s"}, "default_rtt", ""},
+		{"failure rtt too long", strategy.PeakEWMAName, map[string]any{"failure_rtt": "2m"}, "failure_rtt", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := strategy.New(tt.strategy, tt.params, strategy.Env{})
+			var pe *strategy.ParamError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err = %v, want a *ParamError", err)
+			}
+			if pe.Strategy != tt.strategy || pe.Field != tt.field {
+				t.Errorf("error names %q field %q, want %q field %q (%v)", pe.Strategy, pe.Field, tt.strategy, tt.field, err)
+			}
+			if tt.msg != "" && err.Error() != tt.msg {
+				t.Errorf("error = %q, want %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+func TestValidParamsAreAccepted(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		strategy string
+		params   map[string]any
+	}{
+		{strategy.PowerOfTwoName, map[string]any{"bias": 0}},
+		{strategy.PowerOfTwoName, map[string]any{"bias": 10}},
+		{strategy.ConsistentHashName, map[string]any{"key": "header:X-User-Id"}},
+		{strategy.ConsistentHashName, map[string]any{"key": "cookie:session", "method": "ring", "vnodes": 1000}},
+		{strategy.ConsistentHashName, map[string]any{"table_size": 7}},
+		{strategy.ConsistentHashName, map[string]any{"table_size": 4194301}},
+		{strategy.PeakEWMAName, map[string]any{"decay": "100ms", "default_rtt": "1µs", "failure_rtt": "0s"}},
+		{strategy.PeakEWMAName, map[string]any{"decay": "10m", "default_rtt": "1m", "failure_rtt": "1m"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.strategy, func(t *testing.T) {
+			t.Parallel()
+			if _, err := strategy.New(tt.strategy, tt.params, strategy.Env{}); err != nil {
+				t.Errorf("New(%q, %v): %v", tt.strategy, tt.params, err)
+			}
+		})
+	}
+}

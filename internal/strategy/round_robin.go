@@ -1,0 +1,54 @@
+package strategy
+
+import "sync/atomic"
+
+// RoundRobinName is the registered name of the round-robin strategy.
+const RoundRobinName = "round-robin"
+
+// RoundRobinConfig is round-robin's configuration. It has no parameters.
+type RoundRobinConfig struct{}
+
+// roundRobin hands out the replicas in turn, ignoring weights and load:
+// pick k goes to replica k mod N (IPVS rr, seed 003 §3 "Round-Robin"; the
+// picker follows grpc-go's round_robin: an atomic counter over the
+// snapshot, started at a random replica so that frequent snapshot swaps do
+// not favour the first one).
+type roundRobin struct{ env Env }
+
+func init() {
+	Register(Definition{
+		Name:     RoundRobinName,
+		Summary:  "each replica in turn, ignoring weights and load (IPVS rr)",
+		Build:    buildRoundRobin,
+		Defaults: func() map[string]any { return ToParams(RoundRobinConfig{}) },
+	})
+}
+
+func buildRoundRobin(params map[string]any, env Env) (Strategy, error) {
+	var cfg RoundRobinConfig
+	if err := DecodeParams(RoundRobinName, params, &cfg); err != nil {
+		return nil, err
+	}
+	return &roundRobin{env: env.withDefaults()}, nil
+}
+
+func (*roundRobin) Name() string { return RoundRobinName }
+
+func (s *roundRobin) Picker(replicas []*Replica) Picker {
+	if len(replicas) == 0 {
+		return noReplicas{}
+	}
+	p := &roundRobinPicker{replicas: snapshotOf(replicas)}
+	p.next.Store(uint64(s.env.Rand.IntN(len(replicas))))
+	return p
+}
+
+type roundRobinPicker struct {
+	replicas []*Replica
+	next     atomic.Uint64
+}
+
+func (p *roundRobinPicker) Pick(*Request) (*Replica, error) {
+	k := p.next.Add(1) - 1
+	return p.replicas[k%uint64(len(p.replicas))], nil
+}
