@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"math/bits"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -87,29 +88,34 @@ func (e Env) withDefaults() Env {
 	return e
 }
 
-// NewRand returns a Rand safe for concurrent use, seeded with seed.
+// NewRand returns a Rand safe for concurrent use, seeded with seed. It is
+// lock-free: each draw advances an atomic counter and mixes it with the
+// SplitMix64 finaliser (Steele, Lea, Flood: "Fast splittable pseudorandom
+// number generators", OOPSLA 2014), so strategies that draw on the hot path
+// never contend on a lock.
 func NewRand(seed uint64) Rand {
-	return &lockedRand{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	r := &splitMix{}
+	r.state.Store(seed)
+	return r
 }
 
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
+type splitMix struct{ state atomic.Uint64 }
+
+func (r *splitMix) next() uint64 {
+	z := r.state.Add(0x9e3779b97f4a7c15)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
-func (l *lockedRand) IntN(n int) int {
-	l.mu.Lock()
-	v := l.r.IntN(n)
-	l.mu.Unlock()
-	return v
+// IntN maps a 64-bit draw onto [0,n) by multiplication (Lemire), whose bias
+// is below n/2^64.
+func (r *splitMix) IntN(n int) int {
+	hi, _ := bits.Mul64(r.next(), uint64(n))
+	return int(hi)
 }
 
-func (l *lockedRand) Float64() float64 {
-	l.mu.Lock()
-	v := l.r.Float64()
-	l.mu.Unlock()
-	return v
-}
+func (r *splitMix) Float64() float64 { return float64(r.next()>>11) / (1 << 53) }
 
 // ParamError is a strategy parameter validation failure.
 type ParamError struct {
