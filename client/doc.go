@@ -1,0 +1,45 @@
+// Package client is fulcrum's smart HTTP client: an http.RoundTripper that
+// follows the HTTP binding protocol (DESIGN.md "HTTP binding protocol") so
+// that calls go straight from the client to a replica, not through the
+// balancer.
+//
+// Send every call to the group's front door URL. The first one is answered
+// by the front door with a 307 to the chosen replica; the Transport caches
+// that binding (front door → replica base URL) and sends later calls
+// straight to the replica, with Fulcrum-Binding: <group>/<replica-id> and a
+// stable random Fulcrum-Client id. When the replica's monitor sends the
+// client back (307 with Fulcrum-Rebind: 1), the Transport drops the binding
+// and goes through the front door again, which binds it afresh. A failure
+// to connect to the replica or a 503 from it also drops the binding.
+//
+// No call runs twice: a call is retried through the front door only when it
+// provably did not run — the replica could not be connected to (nothing was
+// sent), the replica answered with a rebind instead of running it, or the
+// front door answered 503. Any other failure is returned to the caller. A
+// request body follows redirects when the request has GetBody (as requests
+// built by http.NewRequest from a bytes.Buffer, bytes.Reader or
+// strings.Reader do) or when it fits in Options.MaxBufferedBody; a larger
+// streamed body cannot be sent twice, and the redirect is returned instead.
+//
+// The Transport follows fulcrum's redirects itself, a bounded number of
+// times (Options.MaxHops); the http.Client's own redirect policy only sees
+// other redirects. Plain clients (curl -L) work with an on-demand or
+// per-session front door too: they follow the redirect on every call and
+// are never sent back, since they carry no binding.
+//
+// gRPC clients do not follow HTTP redirects, so this package does not apply
+// to them: put gRPC services in a group with binding per-request, where the
+// front door forwards every call as a proxy.
+//
+// # Example
+//
+//	hc := client.NewHTTPClient(client.Options{})
+//	for n := range 100 {
+//		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:8000/prime/%d", n))
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		io.Copy(io.Discard, resp.Body)
+//		resp.Body.Close()
+//	}
+package client

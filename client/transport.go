@@ -1,0 +1,285 @@
+package client
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxHops is how many redirects and retries one call may take.
+	DefaultMaxHops = 4
+	// DefaultMaxBufferedBody is the largest request body (without GetBody)
+	// kept in memory so that it can follow a redirect.
+	DefaultMaxBufferedBody = 1 << 20
+)
+
+// ErrTooManyHops is returned when a call was redirected or retried more
+// than Options.MaxHops times. The call did not run.
+var ErrTooManyHops = errors.New("client: too many redirects and retries")
+
+var errNotReplayable = errors.New("client: request body cannot be sent again")
+
+// Options configure a Transport. The zero value is usable.
+type Options struct {
+	// Base sends the requests. Default http.DefaultTransport.
+	Base http.RoundTripper
+	// ClientID is the client's stable id, sent as Fulcrum-Client. Default
+	// a random one, fixed for the Transport's life. At most 128
+	// characters.
+	ClientID string
+	// MaxHops bounds the redirects followed and retries made for one call.
+	// Default DefaultMaxHops.
+	MaxHops int
+	// MaxBufferedBody is the largest request body without GetBody that is
+	// buffered so that it can follow a redirect. Default
+	// DefaultMaxBufferedBody; negative: never buffer.
+	MaxBufferedBody int64
+	// Logger receives binding changes at debug level. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Transport is an http.RoundTripper that speaks fulcrum's HTTP binding
+// protocol. Send calls to a group's front door URL; the Transport keeps one
+// binding per front door and sends later calls straight to the bound
+// replica. Safe for concurrent use.
+type Transport struct {
+	base    http.RoundTripper
+	id      string
+	maxHops int
+	maxBody int64
+	log     *slog.Logger
+	doors   doors
+}
+
+// NewTransport returns a Transport for opts.
+func NewTransport(opts Options) *Transport {
+	t := &Transport{
+		base:    opts.Base,
+		id:      opts.ClientID,
+		maxHops: opts.MaxHops,
+		maxBody: opts.MaxBufferedBody,
+		log:     opts.Logger,
+	}
+	if t.base == nil {
+		t.base = http.DefaultTransport
+	}
+	if t.id == "" {
+		t.id = rand.Text()
+	}
+	if t.maxHops <= 0 {
+		t.maxHops = DefaultMaxHops
+	}
+	switch {
+	case t.maxBody == 0:
+		t.maxBody = DefaultMaxBufferedBody
+	case t.maxBody < 0:
+		t.maxBody = -1
+	}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	return t
+}
+
+// NewHTTPClient returns an *http.Client whose Transport is
+// NewTransport(opts).
+func NewHTTPClient(opts Options) *http.Client {
+	return &http.Client{Transport: NewTransport(opts)}
+}
+
+// ClientID returns the id the Transport sends as Fulcrum-Client.
+func (t *Transport) ClientID() string { return t.id }
+
+// Binding returns the current binding of the front door at frontDoor (a
+// URL with the front door's scheme and host), and false if there is none.
+func (t *Transport) Binding(frontDoor string) (Binding, bool) {
+	u, err := url.Parse(frontDoor)
+	if err != nil {
+		return Binding{}, false
+	}
+	d := t.doors.get(keyOf(u))
+	if d == nil {
+		return Binding{}, false
+	}
+	b := d.binding.Load()
+	if b == nil {
+		return Binding{}, false
+	}
+	return b.Binding, true
+}
+
+// Unbind drops the binding of the front door at frontDoor: the next call
+// goes through the front door again.
+func (t *Transport) Unbind(frontDoor string) {
+	u, err := url.Parse(frontDoor)
+	if err != nil {
+		return
+	}
+	if d := t.doors.get(keyOf(u)); d != nil {
+		d.binding.Store(nil)
+	}
+}
+
+// CloseIdleConnections closes the idle connections of the base transport.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req to the replica bound for req's front door, or to the
+// front door when there is no binding, and follows the binding protocol:
+//
+//   - a front door's 307 with Fulcrum-Group and Fulcrum-Replica binds the
+//     client and the call goes on to the replica;
+//   - a replica's 307 with Fulcrum-Rebind: 1 drops the binding and the call
+//     goes back through the front door;
+//   - a failure to connect to the replica (nothing was sent) drops the
+//     binding and the call goes back through the front door; any other
+//     failure drops the binding and is returned, since the call may have
+//     run;
+//   - a 503 from the replica drops the binding and is returned;
+//   - a 503 from a front door that has bound this client before (so it
+//     redirects and the 503 is its own) is retried once.
+//
+// A call is sent again only when it provably did not run, so no call runs
+// twice. The body follows redirects when the request has GetBody or the
+// body fits in Options.MaxBufferedBody; otherwise the redirect is returned
+// to the caller.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := newReplay(req, t.maxBody)
+	if err != nil {
+		return nil, err
+	}
+	defer body.close()
+	key := keyOf(req.URL)
+	door := t.doors.get(key)
+	var bound *binding
+	if door != nil {
+		bound = door.binding.Load()
+	}
+	retried503 := false
+	for hop := 0; ; hop++ {
+		if hop > t.maxHops {
+			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
+		}
+		out, err := t.attempt(req, bound, body)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := t.base.RoundTrip(out)
+
+		if bound != nil { // the replica answered, or failed to
+			switch {
+			case err != nil:
+				if req.Context().Err() != nil {
+					return nil, err
+				}
+				door.drop(bound)
+				if !notSent(err) || !body.canReplay() {
+					t.log.Debug("fulcrum: call to bound replica failed; binding dropped", "group", bound.Group, "replica", bound.Replica, "err", err)
+					return nil, err
+				}
+				t.log.Debug("fulcrum: bound replica unreachable; rebinding through the front door", "group", bound.Group, "replica", bound.Replica, "err", err)
+				bound = nil
+				continue
+			case isRebind(resp):
+				door.drop(bound)
+				t.log.Debug("fulcrum: replica sent the client back; rebinding", "group", bound.Group, "replica", bound.Replica)
+				if !body.canReplay() {
+					return resp, nil
+				}
+				discard(resp)
+				bound = nil
+				continue
+			case resp.StatusCode == http.StatusServiceUnavailable:
+				door.drop(bound)
+				t.log.Debug("fulcrum: replica unavailable; binding dropped", "group", bound.Group, "replica", bound.Replica)
+			}
+			return resp, nil
+		}
+
+		// The front door answered (or a host not known as one).
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case resp.StatusCode == http.StatusTemporaryRedirect:
+			nb, ok := bindingFrom(resp, req.URL)
+			if !ok {
+				return resp, nil // not a binding redirect
+			}
+			if door == nil {
+				door = t.doors.getOrAdd(key)
+			}
+			door.binding.Store(nb)
+			t.log.Debug("fulcrum: bound", "group", nb.Group, "replica", nb.Replica, "url", nb.URL)
+			if !body.canReplay() {
+				return resp, nil
+			}
+			discard(resp)
+			bound = nb
+			continue
+		case resp.StatusCode == http.StatusServiceUnavailable && door != nil && !retried503 && body.canReplay():
+			retried503 = true
+			discard(resp)
+			continue
+		}
+		return resp, nil
+	}
+}
+
+// attempt builds the request of one attempt: to the replica of b, or to
+// the front door when b is nil.
+func (t *Transport) attempt(req *http.Request, b *binding, body *replay) (*http.Request, error) {
+	rc, err := body.next()
+	if err != nil {
+		return nil, err
+	}
+	out := req.Clone(req.Context())
+	out.Body = rc
+	if body.get != nil {
+		out.GetBody = body.get
+	}
+	if body.length >= 0 {
+		out.ContentLength = body.length
+	}
+	if b != nil {
+		out.URL = b.rewrite(req.URL)
+		out.Host = ""
+		out.Header.Set(protocol.HeaderBinding, b.header)
+	} else {
+		out.Header.Del(protocol.HeaderBinding)
+	}
+	out.Header.Set(protocol.HeaderClient, t.id)
+	return out, nil
+}
+
+// isRebind reports whether resp is a replica sending the client back.
+func isRebind(resp *http.Response) bool {
+	return resp.StatusCode == http.StatusTemporaryRedirect && resp.Header.Get(protocol.HeaderRebind) == "1"
+}
+
+// notSent reports whether err proves that the request never left: the
+// connection could not be made (refused, unreachable, no such host).
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// discard drains a little of a response that is not returned, so that its
+// connection can be reused, and closes it.
+func discard(resp *http.Response) {
+	_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+	resp.Body.Close()
+}

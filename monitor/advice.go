@@ -1,0 +1,90 @@
+package monitor
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// advice is an advisory as the hot path applies it. Immutable but for the
+// sent set; a new advisory (a new epoch or level) is a new advice, so every
+// client may be sent back once again.
+type advice struct {
+	adv protocol.Advisory
+	// drain sends every bound client back, on each call.
+	drain bool
+	// targets are the clients to send back once each (under high).
+	targets map[string]struct{}
+
+	mu sync.Mutex
+	// sent are the targets already sent back in this epoch. Guarded by mu.
+	sent map[string]struct{}
+}
+
+var nominalAdvice = &advice{adv: protocol.Advisory{Advisory: protocol.Nominal}}
+
+// sendBack reports whether a bound call of client should be answered with
+// a rebind redirect, and if so marks the client as sent for this epoch.
+// Cheap when it answers false for a client not targeted.
+func (a *advice) sendBack(client string) bool {
+	if a.drain {
+		return true
+	}
+	if len(a.targets) == 0 || client == "" {
+		return false
+	}
+	if _, ok := a.targets[client]; !ok {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, done := a.sent[client]; done {
+		return false
+	}
+	if a.sent == nil {
+		a.sent = make(map[string]struct{}, len(a.targets))
+	}
+	a.sent[client] = struct{}{}
+	return true
+}
+
+// sameAs reports whether adv is the advisory a already applies: same level
+// and epoch (the epoch changes with every new advisory).
+func (a *advice) sameAs(adv protocol.Advisory) bool {
+	return a.adv.Advisory == adv.Advisory && a.adv.Epoch == adv.Epoch
+}
+
+// newAdvice builds the advice for adv. rates are the bound clients' rates
+// over the last window, busiest first; target converts adv.Shed into calls/s
+// (see Monitor.shedTarget).
+func newAdvice(adv protocol.Advisory, rates []protocol.ClientRate, target func(shed float64) float64) *advice {
+	a := &advice{adv: adv}
+	a.adv.Clients = slices.Clone(adv.Clients)
+	switch adv.Advisory {
+	case protocol.Drain:
+		a.drain = true
+	case protocol.High:
+		names := adv.Clients
+		if len(names) == 0 {
+			names = chooseShed(rates, target(adv.Shed))
+		}
+		if len(names) > 0 {
+			a.targets = make(map[string]struct{}, len(names))
+			for _, id := range names {
+				a.targets[id] = struct{}{}
+			}
+		}
+	}
+	return a
+}
+
+// chosen returns the clients a sends back under high (for logs).
+func (a *advice) chosen() []string {
+	ids := make([]string, 0, len(a.targets))
+	for id := range a.targets {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

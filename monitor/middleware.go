@@ -1,0 +1,87 @@
+package monitor
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Handler wraps a replica's handler: it measures every call and, for calls
+// of bound clients (those carrying Fulcrum-Binding), answers the clients an
+// advisory sends back with a rebind redirect instead of running the call.
+// Calls without Fulcrum-Binding always run. In pull mode it also answers
+// the balancer's pulls on the path of Options.PullURL.
+//
+// The wrapped ResponseWriter is passed through untouched, so Flusher,
+// Hijacker and the like keep working.
+func (m *Monitor) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.pullPath != "" && r.URL.Path == m.pullPath {
+			m.servePull(w, r)
+			return
+		}
+		m.serve(w, r, next)
+	})
+}
+
+// serve is the per-call path: a header lookup, at most one shard lock, a
+// few atomics, two clock reads. A rebind allocates its Location.
+func (m *Monitor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if binding := headerValue(r.Header, protocol.HeaderBinding); binding != "" && m.ownsBinding(binding) {
+		client := headerValue(r.Header, protocol.HeaderClient)
+		if a := m.advice.Load(); a != nominalAdvice {
+			if reg := m.reg.Load(); reg != nil && reg.frontDoor != "" && a.sendBack(client) {
+				m.rebind(w, r, reg.frontDoor)
+				return
+			}
+		}
+		if client != "" {
+			m.clients.count(client)
+		}
+	}
+	m.calls.Add(1)
+	m.inflight.Add(1)
+	defer m.finish(m.clock.Now())
+	next.ServeHTTP(w, r)
+}
+
+// finish accounts a call that started at start.
+func (m *Monitor) finish(start time.Time) {
+	if d := m.clock.Now().Sub(start); d > 0 {
+		m.latencyNS.Add(uint64(d))
+	}
+	m.done.Add(1)
+	m.inflight.Add(-1)
+}
+
+// ownsBinding reports whether a Fulcrum-Binding value names this group.
+func (m *Monitor) ownsBinding(binding string) bool {
+	return m.bindingPrefix == "" || strings.HasPrefix(binding, m.bindingPrefix)
+}
+
+// rebind answers r with a 307 to the front door, same path and query, and
+// Fulcrum-Rebind: 1; the call does not run.
+func (m *Monitor) rebind(w http.ResponseWriter, r *http.Request, frontDoor string) {
+	loc := frontDoor + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		loc += "?" + r.URL.RawQuery
+	}
+	h := w.Header()
+	h.Set("Location", loc)
+	h.Set(protocol.HeaderRebind, "1")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusTemporaryRedirect)
+	m.rebinds.Add(1)
+}
+
+// headerValue is h.Get for a key already in canonical form, without the
+// canonicalisation.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}

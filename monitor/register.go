@@ -1,0 +1,171 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Registration retry backoff: doubling from the first to the last, each
+// wait drawn from [d/2, d].
+const (
+	firstBackoff = 100 * time.Millisecond
+	maxBackoff   = 10 * time.Second
+)
+
+// maxAnswerBytes bounds what the monitor reads of an admin API answer.
+const maxAnswerBytes = 1 << 20
+
+// APIError is an error answer of the balancer's admin API.
+type APIError struct {
+	// Status is the HTTP status code.
+	Status int
+	// Code, Message and Field are the body's error object, when it has one.
+	Code    string
+	Message string
+	Field   string
+}
+
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("balancer answered %d %s", e.Status, http.StatusText(e.Status))
+	if e.Code != "" {
+		msg += ": " + e.Code
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	if e.Field != "" {
+		msg += " (field " + e.Field + ")"
+	}
+	return msg
+}
+
+// Unwrap makes a 401 match ErrUnauthorized.
+func (e *APIError) Unwrap() error {
+	if e.Status == http.StatusUnauthorized {
+		return ErrUnauthorized
+	}
+	return nil
+}
+
+// responseError reads an error answer into an *APIError.
+func responseError(resp *http.Response) error {
+	e := &APIError{Status: resp.StatusCode}
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Field   string `json:"field"`
+		} `json:"error"`
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if json.Unmarshal(data, &body) == nil {
+		e.Code, e.Message, e.Field = body.Error.Code, body.Error.Message, body.Error.Field
+	}
+	return e
+}
+
+// canRegister reports whether the monitor knows enough to register.
+func (m *Monitor) canRegister() bool {
+	return m.opts.Admin != "" && m.opts.Group != "" && m.opts.Address != ""
+}
+
+// register registers the replica once, with replace, and adopts the answer.
+func (m *Monitor) register(ctx context.Context) (protocol.Registered, error) {
+	body := protocol.Registration{
+		Address: m.opts.Address,
+		Weight:  m.opts.Weight,
+		Monitor: protocol.MonitorSpec{Mode: m.opts.Mode},
+		Replace: true,
+	}
+	if m.opts.Mode == protocol.MonitorPull {
+		body.Monitor.URL = m.opts.PullURL
+		body.Monitor.Interval = protocol.Duration(m.pullInterval)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return protocol.Registered{}, fmt.Errorf("monitor: register: %w", err)
+	}
+	u := m.opts.Admin + "/v1/groups/" + url.PathEscape(m.opts.Group) + "/replicas"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
+	if err != nil {
+		return protocol.Registered{}, fmt.Errorf("monitor: register: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if m.opts.JoinToken != "" {
+		req.Header.Set("Authorization", "Bearer "+m.opts.JoinToken)
+	}
+	resp, err := m.opts.HTTPClient.Do(req)
+	if err != nil {
+		return protocol.Registered{}, fmt.Errorf("monitor: register: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		return protocol.Registered{}, fmt.Errorf("monitor: register in group %q: %w", m.opts.Group, responseError(resp))
+	}
+	var reg protocol.Registered
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&reg); err != nil {
+		return protocol.Registered{}, fmt.Errorf("monitor: register: decode answer: %w", err)
+	}
+	if reg.ID == "" || reg.Token == "" {
+		return protocol.Registered{}, fmt.Errorf("monitor: register: answer has no id or token")
+	}
+	m.adopt(reg)
+	m.log.Info("registered", "replica", reg.ID, "address", m.opts.Address, "front_door", reg.FrontDoor,
+		"report_interval", reg.ReportInterval.D())
+	return reg, nil
+}
+
+// registerLoop registers, retrying with backoff until it succeeds (true)
+// or ctx ends (false).
+func (m *Monitor) registerLoop(ctx context.Context) bool {
+	backoff := firstBackoff
+	for {
+		_, err := m.register(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		wait := backoff/2 + rand.N(backoff/2+1)
+		m.log.Warn("registration failed; retrying", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return false
+		case <-m.clock.After(wait):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// deregister removes the replica from its group, with its own token.
+func (m *Monitor) deregister(ctx context.Context, reg *registration) error {
+	u := m.opts.Admin + "/v1/groups/" + url.PathEscape(m.opts.Group) + "/replicas/" + url.PathEscape(reg.ID)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+	if err != nil {
+		return fmt.Errorf("monitor: deregister: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+reg.Token)
+	resp, err := m.opts.HTTPClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("monitor: deregister %s: %w", reg.ID, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil // already gone
+	case resp.StatusCode/100 != 2:
+		return fmt.Errorf("monitor: deregister %s: %w", reg.ID, responseError(resp))
+	}
+	m.log.Info("deregistered", "replica", reg.ID)
+	return nil
+}

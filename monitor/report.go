@@ -1,0 +1,233 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// ReportNow closes the current report window, pushes the report to the
+// balancer and applies the advisory it answers with, which it returns. The
+// background loop does the same every interval; ReportNow is for tests and
+// for applications that report on their own schedule. If the balancer
+// rejects the token and the monitor can register, it registers again (with
+// replace) and sends the report once more.
+func (m *Monitor) ReportNow(ctx context.Context) (protocol.Advisory, error) {
+	if m.opts.Mode != protocol.MonitorPush {
+		return protocol.Advisory{}, ErrPullMode
+	}
+	m.reportMu.Lock()
+	defer m.reportMu.Unlock()
+	return m.pushLocked(ctx)
+}
+
+// pushLocked sends one report and applies the answer. Caller must hold
+// m.reportMu.
+func (m *Monitor) pushLocked(ctx context.Context) (protocol.Advisory, error) {
+	reg := m.reg.Load()
+	if reg == nil {
+		return protocol.Advisory{}, ErrNotRegistered
+	}
+	rep := m.closeWindowLocked(m.clock.Now())
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return protocol.Advisory{}, fmt.Errorf("monitor: encode report: %w", err)
+	}
+	adv, err := m.postReport(ctx, reg.Token, body)
+	if errors.Is(err, ErrUnauthorized) && m.canRegister() {
+		m.log.Warn("balancer rejected the replica token; registering again")
+		if _, rerr := m.register(ctx); rerr != nil {
+			return protocol.Advisory{}, errors.Join(err, rerr)
+		}
+		adv, err = m.postReport(ctx, m.reg.Load().Token, body)
+	}
+	if err != nil {
+		return protocol.Advisory{}, err
+	}
+	m.applyLocked(adv)
+	return adv, nil
+}
+
+// postReport POSTs an encoded report to {admin}/v1/report.
+func (m *Monitor) postReport(ctx context.Context, token string, body []byte) (protocol.Advisory, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.opts.Admin+"/v1/report", bytes.NewReader(body))
+	if err != nil {
+		return protocol.Advisory{}, fmt.Errorf("monitor: report: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := m.opts.HTTPClient.Do(req)
+	if err != nil {
+		return protocol.Advisory{}, fmt.Errorf("monitor: report: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return protocol.Advisory{}, fmt.Errorf("monitor: report: %w", responseError(resp))
+	}
+	var adv protocol.Advisory
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&adv); err != nil {
+		return protocol.Advisory{}, fmt.Errorf("monitor: report: decode advisory: %w", err)
+	}
+	return adv, nil
+}
+
+// PullHandler serves the balancer's pulls: it applies the advisory passed
+// in the Fulcrum-Advisory header, closes the report window and answers the
+// report. The middleware already serves it on the path of Options.PullURL;
+// mount PullHandler yourself to serve pulls elsewhere (on a private
+// listener, say). Whoever can reach it can set the advisory, so keep it
+// where only the balancer can.
+func (m *Monitor) PullHandler() http.Handler {
+	return http.HandlerFunc(m.servePull)
+}
+
+func (m *Monitor) servePull(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeJSONError(w, http.StatusMethodNotAllowed, "method_not_allowed", "pulls are GET requests")
+		return
+	}
+	m.reportMu.Lock()
+	if h := r.Header.Get(protocol.HeaderAdvisory); h != "" {
+		var adv protocol.Advisory
+		if err := json.Unmarshal([]byte(h), &adv); err != nil {
+			m.log.Warn("ignoring a malformed advisory in a pull", "header", protocol.HeaderAdvisory, "err", err)
+		} else {
+			m.applyLocked(adv)
+		}
+	}
+	rep := m.closeWindowLocked(m.clock.Now())
+	m.reportMu.Unlock()
+	body, err := json.Marshal(rep)
+	if err != nil {
+		writeJSONError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(body)
+	}
+}
+
+// closeWindowLocked ends the current report window at now and returns its
+// report. A window of no length (two reports at the same instant) returns
+// the previous report. Caller must hold m.reportMu.
+func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
+	elapsed := now.Sub(m.win.start)
+	if elapsed <= 0 {
+		return m.last
+	}
+	secs := elapsed.Seconds()
+	calls, done, lat := m.calls.Load(), m.done.Load(), m.latencyNS.Load()
+	dCalls, dDone, dLat := calls-m.win.calls, done-m.win.done, lat-m.win.latencyNS
+	m.win = window{start: now, calls: calls, done: done, latencyNS: lat}
+
+	rps := float64(dCalls) / secs
+	if dDone > 0 {
+		mean := float64(dLat) / float64(dDone) / float64(time.Millisecond)
+		if !m.haveLatency {
+			m.latency, m.haveLatency = mean, true
+		} else {
+			m.latency = latencyWeight*mean + (1-latencyWeight)*m.latency
+		}
+	}
+	inflight := float64(m.inflight.Load())
+	concurrency := float64(dLat) / float64(elapsed)
+	cpu, cpuOK := m.cpu.sample(now)
+	m.rates = m.clients.window(secs)
+
+	metrics := map[string]float64{
+		protocol.MetricInflight:  inflight,
+		protocol.MetricRPS:       rps,
+		protocol.MetricLatencyMS: m.latency,
+	}
+	if cpuOK {
+		metrics[protocol.MetricCPU] = cpu
+	}
+	var load float64
+	switch {
+	case m.opts.LoadFunc != nil:
+		load = m.opts.LoadFunc()
+	case m.opts.Load == LoadInflight:
+		load = max(inflight, concurrency)
+	case m.opts.Load == LoadCPU:
+		load = cpu
+	case m.opts.Load == LoadLatency:
+		load = m.latency
+	default:
+		load = rps
+	}
+	if math.IsNaN(load) || math.IsInf(load, 0) || load < 0 {
+		load = 0
+	}
+	top := m.rates
+	if len(top) > m.opts.TopClients {
+		top = top[:m.opts.TopClients:m.opts.TopClients]
+	}
+	m.last = protocol.Report{Load: load, Metrics: metrics, Clients: top}
+	return m.last
+}
+
+// applyLocked makes adv the advisory the middleware obeys, unless it is the
+// one already obeyed (same level and epoch), and adopts its report
+// interval. Caller must hold m.reportMu.
+func (m *Monitor) applyLocked(adv protocol.Advisory) {
+	if adv.ReportInterval > 0 {
+		m.setInterval(adv.ReportInterval.D())
+	}
+	switch adv.Advisory {
+	case protocol.Nominal, protocol.High, protocol.Drain:
+	default:
+		m.log.Warn("unknown advisory level; treating it as nominal", "advisory", adv.Advisory)
+		adv.Advisory = protocol.Nominal
+	}
+	cur := m.advice.Load()
+	if cur.sameAs(adv) {
+		return
+	}
+	if adv.Advisory == protocol.Nominal {
+		m.advice.Store(nominalAdvice)
+		if cur != nominalAdvice {
+			m.log.Info("advisory nominal", "epoch", adv.Epoch)
+		}
+		return
+	}
+	a := newAdvice(adv, m.rates, m.shedTargetLocked)
+	m.advice.Store(a)
+	switch {
+	case a.drain:
+		m.log.Info("advisory drain: sending every bound client back", "epoch", adv.Epoch)
+	default:
+		m.log.Info("advisory high: sending clients back once each", "epoch", adv.Epoch, "shed", adv.Shed, "clients", a.chosen())
+	}
+}
+
+// shedTargetLocked converts an amount of load to shed into calls/s of bound
+// clients: as is when the load is the call rate, otherwise as the same share
+// of the call rate as shed is of the last reported load. Caller must hold
+// m.reportMu.
+func (m *Monitor) shedTargetLocked(shed float64) float64 {
+	if m.opts.LoadFunc == nil && m.opts.Load == LoadRate {
+		return shed
+	}
+	if m.last.Load <= 0 {
+		return 0
+	}
+	return shed / m.last.Load * m.last.Metrics[protocol.MetricRPS]
+}
+
+func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
