@@ -13,9 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Headers of the HTTP binding protocol (DESIGN.md "HTTP binding protocol").
@@ -144,20 +147,65 @@ func (r *Report) Validate() error {
 
 func finiteNonNeg(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
-// DecodeReport decodes and validates a JSON report. Unknown top-level keys
-// are rejected so that a typo in a monitor is caught, not ignored.
+// DecodeReport decodes and validates a JSON report: a single JSON object
+// with a required "load" and optional "metrics" and "clients". Keys match
+// exactly (no case folding) and unknown keys are rejected, so that a typo
+// in a monitor is caught, not ignored. Errors are *FieldError naming the
+// field by its path, such as "clients[3].rate".
 func DecodeReport(data []byte) (Report, error) {
-	var r Report
 	if len(data) > MaxReportBytes {
-		return r, &FieldError{Field: "body", Value: len(data), Allowed: fmt.Sprintf("at most %d bytes", MaxReportBytes)}
+		return Report{}, &FieldError{Field: "body", Value: len(data), Allowed: fmt.Sprintf("must be at most %d bytes", MaxReportBytes)}
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Report{}, jsonFieldError(err)
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return Report{}, bodyError(err)
 	}
-	if dec.More() {
-		return Report{}, &FieldError{Field: "body", Value: "trailing data", Allowed: "must be a single JSON object"}
+	if top == nil {
+		return Report{}, &FieldError{Field: "body", Value: jsonText("null"), Allowed: "must be a JSON object"}
+	}
+	if err := knownKeys("", top, "load", "metrics", "clients"); err != nil {
+		return Report{}, err
+	}
+	var r Report
+	raw, ok := top["load"]
+	if !ok {
+		return Report{}, &FieldError{Field: "load", Value: nil, Allowed: "is required: a finite number >= 0"}
+	}
+	if err := decodeNumber("load", raw, &r.Load); err != nil {
+		return Report{}, err
+	}
+	if raw, ok := top["metrics"]; ok {
+		var ms map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &ms); err != nil {
+			return Report{}, &FieldError{Field: "metrics", Value: jsonText(raw), Allowed: "must be an object of metric names to numbers"}
+		}
+		if ms != nil {
+			r.Metrics = make(map[string]float64, len(ms))
+		}
+		for _, k := range slices.Sorted(maps.Keys(ms)) { // the same error every time
+			var v float64
+			if err := decodeNumber("metrics."+k, ms[k], &v); err != nil {
+				return Report{}, err
+			}
+			r.Metrics[k] = v
+		}
+	}
+	if raw, ok := top["clients"]; ok {
+		var cs []json.RawMessage
+		if err := json.Unmarshal(raw, &cs); err != nil {
+			return Report{}, &FieldError{Field: "clients", Value: jsonText(raw), Allowed: `must be a list of {"id", "rate"} objects`}
+		}
+		if len(cs) > MaxReportClients {
+			return Report{}, &FieldError{Field: "clients", Value: len(cs), Allowed: fmt.Sprintf("at most %d clients", MaxReportClients)}
+		}
+		if cs != nil {
+			r.Clients = make([]ClientRate, len(cs))
+		}
+		for i, raw := range cs {
+			if err := decodeClient(fmt.Sprintf("clients[%d]", i), raw, &r.Clients[i]); err != nil {
+				return Report{}, err
+			}
+		}
 	}
 	if err := r.Validate(); err != nil {
 		return Report{}, err
@@ -165,26 +213,80 @@ func DecodeReport(data []byte) (Report, error) {
 	return r, nil
 }
 
-// jsonFieldError turns an encoding/json error into a FieldError naming the
-// field where it can.
-func jsonFieldError(err error) error {
+// decodeClient decodes one entry of a report's clients.
+func decodeClient(field string, raw json.RawMessage, c *ClientRate) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return &FieldError{Field: field, Value: jsonText(raw), Allowed: `must be an object {"id": "...", "rate": calls/s}`}
+	}
+	if err := knownKeys(field+".", obj, "id", "rate"); err != nil {
+		return err
+	}
+	id, ok := obj["id"]
+	if !ok {
+		return &FieldError{Field: field + ".id", Value: nil, Allowed: "is required: a string of 1 to 128 characters"}
+	}
+	if err := json.Unmarshal(id, &c.ID); err != nil || string(id) == "null" {
+		return &FieldError{Field: field + ".id", Value: jsonText(id), Allowed: "must be a string of 1 to 128 characters"}
+	}
+	rate, ok := obj["rate"]
+	if !ok {
+		return &FieldError{Field: field + ".rate", Value: nil, Allowed: "is required: a finite number >= 0"}
+	}
+	return decodeNumber(field+".rate", rate, &c.Rate)
+}
+
+// knownKeys rejects the first key of obj (in sorted order) not in known.
+func knownKeys(prefix string, obj map[string]json.RawMessage, known ...string) error {
+	var unknown []string
+	for k := range obj {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return &FieldError{Field: prefix + unknown[0], Value: "unknown field", Allowed: "must be one of: " + strings.Join(known, ", ")}
+}
+
+// decodeNumber decodes a JSON number (not null, not a string) into v.
+func decodeNumber(field string, raw json.RawMessage, v *float64) error {
+	if err := json.Unmarshal(raw, v); err != nil || string(raw) == "null" {
+		return &FieldError{Field: field, Value: jsonText(raw), Allowed: "must be a finite number"}
+	}
+	return nil
+}
+
+// bodyError turns an error decoding the whole body into a FieldError.
+func bodyError(err error) error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "body"
-		}
-		return &FieldError{Field: field, Value: te.Value, Allowed: "must be of type " + te.Type.String()}
+		return &FieldError{Field: "body", Value: jsonText(te.Value), Allowed: "must be a JSON object"}
 	case errors.As(err, &se):
-		return &FieldError{Field: "body", Value: fmt.Sprintf("syntax error at offset %d", se.Offset), Allowed: "must be valid JSON"}
+		return &FieldError{Field: "body", Value: jsonText(fmt.Sprintf("(syntax error at offset %d)", se.Offset)), Allowed: "must be a single valid JSON object: " + se.Error()}
 	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &FieldError{Field: strings.Trim(f, `"`), Value: "unknown field", Allowed: "is not a known field"}
+	return &FieldError{Field: "body", Value: jsonText(err.Error()), Allowed: "must be a single valid JSON object"}
+}
+
+// jsonText is a piece of JSON shown as written in a FieldError (strings
+// keep their quotes; long values are cut).
+type jsonText string
+
+func (t jsonText) String() string {
+	const max = 64
+	s := string(t)
+	if len(s) > max {
+		i := max
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i] + "..."
 	}
-	return &FieldError{Field: "body", Value: msg, Allowed: "must be a valid JSON object"}
+	return s
 }
 
 // Duration is a time.Duration written as a Go duration string ("500ms",
@@ -199,8 +301,12 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // MarshalJSON writes d as a duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// UnmarshalJSON reads a duration string.
+// UnmarshalJSON reads a duration string; null leaves d unchanged, as
+// encoding/json does for other types.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string such as \"500ms\" or \"2s\", got %s", string(b))

@@ -1,0 +1,127 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Defaults of the top-level settings.
+const (
+	DefaultAdmin           = "127.0.0.1:7070"
+	DefaultDataDir         = "./fulcrum-data"
+	DefaultLogLevel        = "info"
+	DefaultShutdownTimeout = protocol.Duration(10 * time.Second)
+)
+
+// MaxFileBytes bounds the size of a config file.
+const MaxFileBytes = 4 << 20
+
+// File is the config file of `fulcrum serve`. The comments give each key's
+// default; docs/config.md is the full reference.
+type File struct {
+	// Admin is the admin API's host:port; default 127.0.0.1:7070.
+	Admin string `yaml:"admin"`
+	// AdminToken, when set, is required as "Authorization: Bearer <token>"
+	// on the admin API.
+	AdminToken string `yaml:"admin_token"`
+	// JoinToken lets replicas of any group register without the admin
+	// token; groups may set their own.
+	JoinToken string `yaml:"join_token"`
+	// DataDir holds the store; default ./fulcrum-data.
+	DataDir string `yaml:"data_dir"`
+	// AccessLog is "" (off, the default), "-" (stderr) or a file path.
+	AccessLog string `yaml:"access_log"`
+	// LogLevel is debug, info (default), warn or error.
+	LogLevel string `yaml:"log_level"`
+	// ShutdownTimeout bounds the wait for calls in flight on SIGTERM;
+	// default 10s, range [0s, 1h].
+	ShutdownTimeout protocol.Duration `yaml:"shutdown_timeout"`
+	// Groups are applied at every start; the file wins for what it
+	// declares.
+	Groups []registry.Group `yaml:"groups"`
+}
+
+// Default returns the settings used without a config file.
+func Default() File {
+	return File{
+		Admin:           DefaultAdmin,
+		DataDir:         DefaultDataDir,
+		LogLevel:        DefaultLogLevel,
+		ShutdownTimeout: DefaultShutdownTimeout,
+	}
+}
+
+// Load reads and parses the config file at path. Every error it returns
+// is an *Error naming path.
+func Load(path string) (File, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return File{}, &Error{File: path, Problem: ProblemRead, Allowed: err.Error()}
+	}
+	return Parse(path, data)
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, unwrapPathError(err)
+	}
+	return data, nil
+}
+
+// unwrapPathError drops the path from an *os.PathError: Error names the
+// file already.
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// Parse parses a config file's contents; name is the file name used in
+// errors. It applies the defaults, decodes the YAML rejecting unknown keys,
+// completes every group with its defaults and validates the result. Every
+// error it returns is an *Error with the line of the key at fault.
+func Parse(name string, data []byte) (File, error) {
+	if len(data) > MaxFileBytes {
+		return File{}, &Error{File: name, Problem: ProblemInvalid, Value: fmt.Sprintf("(%d bytes)", len(data)), Allowed: fmt.Sprintf("a config file must be at most %d bytes", MaxFileBytes)}
+	}
+	f := Default()
+	root, err := parseTree(name, data)
+	if err != nil {
+		return File{}, err
+	}
+	if root != nil {
+		if err := checkTree(name, root); err != nil {
+			return File{}, err
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&f); err != nil {
+			return File{}, decodeError(name, root, err)
+		}
+	}
+	for i := range f.Groups {
+		f.Groups[i] = f.Groups[i].WithDefaults()
+		f.Groups[i].Source = registry.SourceConfig
+	}
+	if err := f.Validate(); err != nil {
+		return File{}, fieldError(name, root, f, err)
+	}
+	return f, nil
+}

@@ -1,0 +1,282 @@
+package config
+
+import (
+	"encoding"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// checkTree walks the node tree alongside the File type and reports the
+// first unknown key, duplicate key or value of the wrong type with its
+// line and dotted path: the decoder itself reports these without the path,
+// and errors from a field's UnmarshalText (durations) without the line.
+func checkTree(name string, root *yaml.Node) *Error {
+	c := &checker{file: name, budget: maxVisits}
+	return c.check(root, reflect.TypeFor[File](), "")
+}
+
+// maxVisits bounds the nodes checkTree visits, aliases included, so that
+// a document built to explode through aliases cannot stall it; the
+// decoder rejects such documents on its own.
+const maxVisits = 100_000
+
+// maxMergeDepth bounds merge keys ("<<") within merge keys.
+const maxMergeDepth = 16
+
+type checker struct {
+	file   string
+	budget int
+}
+
+var (
+	durationType        = reflect.TypeFor[protocol.Duration]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// resolve follows aliases. It returns nil when the visit budget is spent.
+func (c *checker) resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < maxMergeDepth; i++ {
+		n = n.Alias
+	}
+	c.budget--
+	if n == nil || n.Kind == yaml.AliasNode || c.budget < 0 {
+		return nil
+	}
+	return n
+}
+
+func (c *checker) invalid(n *yaml.Node, path, allowed string) *Error {
+	return &Error{File: c.file, Line: n.Line, Column: n.Column, Key: path, Problem: ProblemInvalid, Value: nodeValue(n), Allowed: allowed}
+}
+
+// check reports the first problem of n as a value of type t at path.
+func (c *checker) check(n *yaml.Node, t reflect.Type, path string) *Error {
+	orig := n
+	if n = c.resolve(n); n == nil {
+		return nil
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil // null leaves the default
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) || isBasic(t.Kind()) {
+		return c.scalar(orig, n, t, path)
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return c.invalid(n, path, "must be a mapping with keys: "+strings.Join(keyNames(t), ", "))
+		}
+		return c.mapping(n, t, path, 0)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return c.invalid(n, path, "must be a list")
+		}
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			if r := c.resolve(item); r != nil && r.Kind == yaml.ScalarNode && r.ShortTag() == "!!null" {
+				// The decoder would drop the item without a word.
+				return &Error{File: c.file, Line: r.Line, Column: r.Column, Key: p, Problem: ProblemInvalid, Value: "(empty)", Allowed: "a list item must not be empty"}
+			}
+			if err := c.check(item, t.Elem(), p); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return c.invalid(n, path, "must be a mapping")
+		}
+		return c.decodes(orig, n, t, path, "must be a mapping of names to values")
+	}
+	return nil // interfaces take anything
+}
+
+func isBasic(k reflect.Kind) bool {
+	switch k {
+	case reflect.String, reflect.Bool, reflect.Float32, reflect.Float64,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// scalar checks a scalar by decoding it the way the decoder will.
+func (c *checker) scalar(orig, n *yaml.Node, t reflect.Type, path string) *Error {
+	allowed := describe(t)
+	if t == durationType && n.Kind == yaml.ScalarNode {
+		if d, err := time.ParseDuration(n.Value); err == nil && d < 0 {
+			allowed = "must not be negative"
+		}
+	}
+	if n.Kind != yaml.ScalarNode {
+		return c.invalid(n, path, allowed)
+	}
+	if isInt(t.Kind()) && t != durationType && n.ShortTag() != "!!int" {
+		// The decoder would cut 1.5 to 1.
+		return c.invalid(n, path, allowed)
+	}
+	return c.decodes(orig, n, t, path, allowed)
+}
+
+// decodes reports an error unless orig decodes into a value of type t.
+func (c *checker) decodes(orig, n *yaml.Node, t reflect.Type, path, allowed string) *Error {
+	if err := orig.Decode(reflect.New(t).Interface()); err != nil {
+		if strings.Contains(err.Error(), "excessive aliasing") {
+			allowed = "document contains excessive aliasing"
+		}
+		return c.invalid(n, path, allowed)
+	}
+	return nil
+}
+
+// describe says what a scalar of type t must look like.
+func describe(t reflect.Type) string {
+	if t == durationType {
+		return `must be a Go duration such as "500ms" or "2s"`
+	}
+	switch k := t.Kind(); {
+	case k == reflect.Bool:
+		return "must be true or false"
+	case k == reflect.Float32 || k == reflect.Float64:
+		return "must be a number"
+	case isInt(k):
+		return "must be an integer"
+	}
+	return "must be a string"
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// mapping checks the keys and values of a mapping for struct type t,
+// following merge keys ("<<") into the mappings they merge.
+func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string, depth int) *Error {
+	fields := fieldIndex(t)
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMerge(k) {
+			if err := c.merge(k, v, t, path, depth); err != nil {
+				return err
+			}
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			return &Error{File: c.file, Line: k.Line, Column: k.Column, Key: path, Problem: ProblemInvalid, Value: nodeValue(k), Allowed: "keys must be plain names"}
+		}
+		key := joinKey(path, k.Value)
+		if prev, dup := seen[k.Value]; dup {
+			return &Error{File: c.file, Line: k.Line, Column: k.Column, Key: key, Problem: ProblemDuplicate, Allowed: fmt.Sprintf("already set on line %d", prev.Line)}
+		}
+		seen[k.Value] = k
+		ft, ok := fields[k.Value]
+		if !ok {
+			return &Error{File: c.file, Line: k.Line, Column: k.Column, Key: key, Problem: ProblemUnknown, Allowed: "allowed keys: " + strings.Join(keyNames(t), ", ")}
+		}
+		if err := c.check(v, ft, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// merge checks the value of a merge key: a mapping, or a list of them.
+func (c *checker) merge(k, v *yaml.Node, t reflect.Type, path string, depth int) *Error {
+	const allowed = "a merge key (<<) takes a mapping or a list of mappings, usually aliases such as *defaults"
+	if depth >= maxMergeDepth {
+		return &Error{File: c.file, Line: k.Line, Column: k.Column, Key: joinKey(path, "<<"), Problem: ProblemInvalid, Allowed: "merge keys nest too deeply"}
+	}
+	m := c.resolve(v)
+	if m == nil {
+		return nil
+	}
+	items := []*yaml.Node{m}
+	if m.Kind == yaml.SequenceNode {
+		items = m.Content
+	}
+	for _, item := range items {
+		r := c.resolve(item)
+		if r == nil {
+			return nil
+		}
+		if r.Kind != yaml.MappingNode {
+			return &Error{File: c.file, Line: k.Line, Column: k.Column, Key: joinKey(path, "<<"), Problem: ProblemInvalid, Value: nodeValue(r), Allowed: allowed}
+		}
+		if err := c.mapping(r, t, path, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && k.ShortTag() == "!!merge"
+}
+
+// fieldIndex maps the YAML keys of struct type t to their field types.
+func fieldIndex(t reflect.Type) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if name, ok := yamlName(f); ok {
+			m[name] = f.Type
+		}
+	}
+	return m
+}
+
+// keyNames lists the YAML keys of struct type t in declaration order.
+func keyNames(t reflect.Type) []string {
+	var names []string
+	for f := range t.Fields() {
+		if name, ok := yamlName(f); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// yamlName is the key of a struct field in YAML, as the decoder sees it.
+func yamlName(f reflect.StructField) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	tag := f.Tag.Get("yaml")
+	if tag == "-" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name, true
+}
+
+// nodeValue renders a node as written, for error messages.
+func nodeValue(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "(a mapping)"
+	case yaml.SequenceNode:
+		return "(a list)"
+	case yaml.AliasNode:
+		return "*" + n.Value
+	}
+	if n.ShortTag() == "!!str" || n.ShortTag() == "!!binary" {
+		return strconv.Quote(truncate(n.Value))
+	}
+	return truncate(n.Value)
+}

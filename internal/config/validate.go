@@ -1,0 +1,126 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Log levels.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+// maxTokenLen bounds admin and join tokens.
+const maxTokenLen = 512
+
+// Validate checks f after defaults (groups completed with WithDefaults).
+// Errors are *protocol.FieldError naming the key by its dotted path in the
+// file, such as "groups[1].front_door".
+func (f File) Validate() error {
+	fe := func(field string, v any, allowed string) error {
+		return &protocol.FieldError{Field: field, Value: v, Allowed: allowed}
+	}
+	if err := checkListenAddr(f.Admin); err != "" {
+		return fe("admin", f.Admin, err)
+	}
+	if err := checkToken(f.AdminToken); err != "" {
+		return fe("admin_token", "(hidden)", err)
+	}
+	if err := checkToken(f.JoinToken); err != "" {
+		return fe("join_token", "(hidden)", err)
+	}
+	if strings.TrimSpace(f.DataDir) == "" {
+		return fe("data_dir", f.DataDir, "must be a directory path")
+	}
+	if strings.ContainsFunc(f.AccessLog, unicode.IsControl) {
+		return fe("access_log", f.AccessLog, `must be "" (off), "-" (stderr) or a file path`)
+	}
+	if !slices.Contains(logLevels, f.LogLevel) {
+		return fe("log_level", f.LogLevel, "must be one of: "+strings.Join(logLevels, ", "))
+	}
+	if d := f.ShutdownTimeout.D(); d < 0 || d > time.Hour {
+		return fe("shutdown_timeout", f.ShutdownTimeout.String(), "must be a duration in [0s, 1h]")
+	}
+
+	names := map[string]int{}
+	var doors []listener
+	if _, port, err := net.SplitHostPort(f.Admin); err == nil && port != "0" {
+		doors = append(doors, listener{owner: "admin", addr: f.Admin})
+	}
+	for i, g := range f.Groups {
+		path := fmt.Sprintf("groups[%d]", i)
+		if err := g.Validate(); err != nil {
+			if e, ok := err.(*protocol.FieldError); ok {
+				e.Field = path + "." + e.Field
+				return e
+			}
+			return fe(path, g.Name, err.Error())
+		}
+		if j, dup := names[g.Name]; dup {
+			return fe(path+".name", g.Name, fmt.Sprintf("must be unique among groups (groups[%d] has it too)", j))
+		}
+		names[g.Name] = i
+		for _, d := range doors {
+			if sameListener(d.addr, g.FrontDoor) {
+				return fe(path+".front_door", g.FrontDoor, fmt.Sprintf("must not be an address another listener uses (%s listens on %s)", d.owner, d.addr))
+			}
+		}
+		doors = append(doors, listener{owner: path, addr: g.FrontDoor})
+	}
+	return nil
+}
+
+// listener is an address some part of the balancer listens on.
+type listener struct {
+	owner string
+	addr  string
+}
+
+// sameListener reports whether listening on a and b would collide: the
+// same port on the same host, or on a wildcard host. Port 0 (any free
+// port) never collides.
+func sameListener(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb {
+		return false
+	}
+	if n, err := strconv.Atoi(pa); err != nil || n == 0 {
+		return false
+	}
+	return strings.EqualFold(ha, hb) || isWildcard(ha) || isWildcard(hb)
+}
+
+func isWildcard(host string) bool {
+	return host == "" || host == "0.0.0.0" || host == "::"
+}
+
+// checkListenAddr checks a host:port to listen on; it returns what is
+// allowed, or "" when addr is fine.
+func checkListenAddr(addr string) string {
+	const allowed = "must be host:port with a port in 0-65535, such as 127.0.0.1:7070"
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return allowed
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return allowed
+	}
+	return ""
+}
+
+// checkToken checks an admin or join token; "" means none and is fine.
+func checkToken(tok string) string {
+	if len(tok) > maxTokenLen {
+		return fmt.Sprintf("must be at most %d characters", maxTokenLen)
+	}
+	if strings.ContainsFunc(tok, func(r rune) bool { return r > unicode.MaxASCII || !unicode.IsGraphic(r) || unicode.IsSpace(r) }) {
+		return "must be printable ASCII without spaces"
+	}
+	return ""
+}
