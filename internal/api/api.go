@@ -1,0 +1,151 @@
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxBodyBytes bounds admin request bodies (1 MiB).
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultHeartbeat is the interval of comment lines on an idle event
+	// stream, which keep proxies from closing it.
+	DefaultHeartbeat = 15 * time.Second
+)
+
+// Options configure the admin API handler.
+type Options struct {
+	// AdminToken, when not empty, is required as "Authorization: Bearer
+	// <token>" on every admin route.
+	AdminToken string
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Version is reported by /healthz and the fulcrum_build_info metric.
+	Version string
+	// MaxBodyBytes bounds JSON request bodies; DefaultMaxBodyBytes when 0.
+	// Load reports are bounded by protocol.MaxReportBytes instead.
+	MaxBodyBytes int64
+	// Heartbeat is the event stream's heartbeat interval; DefaultHeartbeat
+	// when 0.
+	Heartbeat time.Duration
+}
+
+// server holds the handler's dependencies. It keeps no state of its own.
+type server struct {
+	b    *balancer.Balancer
+	opts Options
+	log  *slog.Logger
+	auth authenticator
+	// prom serves /metrics.
+	prom http.Handler
+}
+
+// access says who may call a route.
+type access int
+
+const (
+	// public routes need no token.
+	public access = iota
+	// admin routes need the admin token (when one is set).
+	admin
+	// joiner routes take the admin token or a join token of the group.
+	joiner
+	// self routes take the admin token, a join token of the group, or the
+	// replica's own token ({name} and {id} in the path).
+	self
+	// drainSelf routes take the admin token or the replica's own token.
+	drainSelf
+	// replica routes authenticate the replica token themselves.
+	replica
+	// stream routes take the admin token in the header or in ?token=.
+	stream
+)
+
+// route is one entry of the API: a method, a ServeMux path pattern, who may
+// call it and its handler.
+type route struct {
+	method  string
+	path    string
+	access  access
+	handler func(s *server, w http.ResponseWriter, r *http.Request)
+}
+
+// routes is the API. The OpenAPI file lists exactly these (tested).
+var routes = []route{
+	{http.MethodGet, "/healthz", public, (*server).healthz},
+	{http.MethodGet, "/readyz", public, (*server).readyz},
+	{http.MethodGet, "/metrics", admin, (*server).metrics},
+	{http.MethodGet, "/v1/openapi.yaml", public, (*server).openapi},
+	{http.MethodGet, "/v1/groups", admin, (*server).listGroups},
+	{http.MethodGet, "/v1/groups/{name}", admin, (*server).getGroup},
+	{http.MethodPut, "/v1/groups/{name}", admin, (*server).putGroup},
+	{http.MethodPatch, "/v1/groups/{name}", admin, (*server).patchGroup},
+	{http.MethodDelete, "/v1/groups/{name}", admin, (*server).deleteGroup},
+	{http.MethodGet, "/v1/groups/{name}/events", stream, (*server).events},
+	{http.MethodPost, "/v1/groups/{name}/replicas", joiner, (*server).register},
+	{http.MethodDelete, "/v1/groups/{name}/replicas/{id}", self, (*server).removeReplica},
+	{http.MethodPost, "/v1/groups/{name}/replicas/{id}/drain", drainSelf, (*server).drain},
+	{http.MethodPost, "/v1/groups/{name}/replicas/{id}/activate", admin, (*server).activate},
+	{http.MethodPost, "/v1/report", replica, (*server).report},
+}
+
+// New returns the admin API handler over b.
+func New(b *balancer.Balancer, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	s := &server{b: b, opts: opts, log: opts.Logger, auth: newAuthenticator(b, opts.AdminToken), prom: newMetricsHandler(b, opts.Version)}
+
+	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, s.guard(rt.access, rt.handler))
+		methods[rt.path] = append(methods[rt.path], rt.method)
+	}
+	// A path with no route for the method: 405 in JSON, with Allow. The
+	// method-less pattern is less specific than the routes above, so it
+	// only sees the other methods.
+	for path, ms := range methods {
+		allow := allowHeader(ms)
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, apiError{
+				Code:    codeMethodNotAllowed,
+				Message: "method " + r.Method + " is not allowed on " + r.URL.Path + "; allowed: " + allow,
+			})
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, apiError{Code: codeNotFound, Message: "no such endpoint: " + r.URL.Path + " (see /v1/openapi.yaml)"})
+	})
+	return mux
+}
+
+// allowHeader lists methods for an Allow header; GET implies HEAD.
+func allowHeader(ms []string) string {
+	set := map[string]bool{}
+	for _, m := range ms {
+		set[m] = true
+		if m == http.MethodGet {
+			set[http.MethodHead] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for m := range set {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}

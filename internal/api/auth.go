@@ -1,0 +1,104 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+)
+
+// authenticator checks the tokens of the admin API.
+type authenticator struct {
+	b *balancer.Balancer
+	// adminSum is the SHA-256 of the admin token; nil when none is set.
+	// Comparing sums keeps the comparison constant-time whatever the
+	// length of the token offered.
+	adminSum []byte
+}
+
+func newAuthenticator(b *balancer.Balancer, adminToken string) authenticator {
+	a := authenticator{b: b}
+	if adminToken != "" {
+		sum := sha256.Sum256([]byte(adminToken))
+		a.adminSum = sum[:]
+	}
+	return a
+}
+
+// open reports whether no admin token is set: every admin route is open.
+func (a authenticator) open() bool { return a.adminSum == nil }
+
+// isAdmin reports whether token is the admin token, in constant time.
+func (a authenticator) isAdmin(token string) bool {
+	if a.adminSum == nil || token == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(sum[:], a.adminSum) == 1
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header.
+func bearer(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// allowed reports whether r may call a route with access level acc.
+func (a authenticator) allowed(acc access, r *http.Request) bool {
+	token := bearer(r)
+	switch acc {
+	case public, replica:
+		return true
+	case stream:
+		if token == "" {
+			token = r.URL.Query().Get("token")
+		}
+	}
+	if a.open() || a.isAdmin(token) {
+		return true
+	}
+	if token == "" {
+		return false
+	}
+	name, id := r.PathValue("name"), r.PathValue("id")
+	switch acc {
+	case joiner:
+		return a.b.JoinAllowed(name, token)
+	case self:
+		return a.b.JoinAllowed(name, token) || a.b.ReplicaTokenAllowed(name, id, token)
+	case drainSelf:
+		return a.b.ReplicaTokenAllowed(name, id, token)
+	}
+	return false
+}
+
+// guard wraps a route's handler with its access check.
+func (s *server) guard(acc access, h func(*server, http.ResponseWriter, *http.Request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.auth.allowed(acc, r) {
+			msg := "this endpoint needs \"Authorization: Bearer <admin token>\""
+			switch acc {
+			case joiner:
+				msg = "registering a replica needs the admin token or a join token as \"Authorization: Bearer <token>\""
+			case self:
+				msg = "removing a replica needs the admin token, a join token or the replica's own token as \"Authorization: Bearer <token>\""
+			case drainSelf:
+				msg = "draining a replica needs the admin token or the replica's own token as \"Authorization: Bearer <token>\""
+			case stream:
+				msg = "the event stream needs the admin token as \"Authorization: Bearer <token>\" or ?token=<token>"
+			}
+			if bearer(r) != "" || r.URL.Query().Get("token") != "" {
+				msg = "the token is not valid here: " + msg
+			}
+			writeError(w, http.StatusUnauthorized, apiError{Code: codeUnauthorized, Message: msg})
+			return
+		}
+		h(s, w, r)
+	})
+}

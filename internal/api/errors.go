@@ -1,0 +1,119 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Error codes of the "code" member, each with its status.
+const (
+	codeInvalidJSON      = "invalid_json"           // 400: malformed, oversized, unknown field, wrong type
+	codeInvalidValue     = "invalid_value"          // 400: a value outside what is allowed
+	codeUnauthorized     = "unauthorized"           // 401: missing or wrong bearer token
+	codeUnknownGroup     = "unknown_group"          // 404
+	codeUnknownReplica   = "unknown_replica"        // 404
+	codeNotFound         = "not_found"              // 404: no such endpoint
+	codeMethodNotAllowed = "method_not_allowed"     // 405
+	codeDuplicateAddress = "duplicate_address"      // 409
+	codeFrontDoor        = "front_door_unavailable" // 409
+	codeGroupExists      = "group_exists"           // 412: PUT with If-None-Match: *
+	codeNotReady         = "not_ready"              // 503
+	codeShuttingDown     = "shutting_down"          // 503
+	codeInternal         = "internal"               // 500
+)
+
+// apiError is the "error" member of every error body.
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Field names the offending request field, as in the request
+	// ("params.dampening", "health.interval", "body").
+	Field string `json:"field,omitempty"`
+	// Allowed says what the field accepts.
+	Allowed string `json:"allowed,omitempty"`
+	// ExistingID is the replica already registered at the address (409).
+	ExistingID string `json:"existing_id,omitempty"`
+}
+
+type errorBody struct {
+	Error apiError `json:"error"`
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data, _ = json.Marshal(errorBody{apiError{Code: codeInternal, Message: "cannot encode the answer: " + err.Error()}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// writeError writes an error body with status.
+func writeError(w http.ResponseWriter, status int, e apiError) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="fulcrum"`)
+	}
+	writeJSON(w, status, errorBody{e})
+}
+
+// fieldError is a 400 naming a field.
+func fieldError(code string, fe *protocol.FieldError) apiError {
+	return apiError{Code: code, Message: fe.Error(), Field: fe.Field, Allowed: fe.Allowed}
+}
+
+// jsonBodyError is a 400 for a request body that does not decode (an
+// error of decodeJSON): "<field>: <what is allowed>[, got <what it was>]".
+func jsonBodyError(fe *protocol.FieldError) apiError {
+	msg := fe.Field + ": " + fe.Allowed
+	if v, ok := fe.Value.(string); ok && v != "" {
+		msg += ", got " + v
+	}
+	return apiError{Code: codeInvalidJSON, Message: msg, Field: fe.Field, Allowed: fe.Allowed}
+}
+
+// fail maps an error from the balancer to its status and writes it.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		fe  *protocol.FieldError
+		pe  *strategy.ParamError
+		dup *balancer.DuplicateAddressError
+	)
+	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, fe))
+	case errors.As(err, &pe):
+		writeError(w, http.StatusBadRequest, apiError{Code: codeInvalidValue, Message: pe.Error(), Field: "params." + pe.Field, Allowed: pe.Allowed})
+	case errors.Is(err, strategy.ErrUnknown):
+		writeError(w, http.StatusBadRequest, apiError{Code: codeInvalidValue, Message: message(err), Field: "strategy", Allowed: "one of: " + strings.Join(strategy.Names(), ", ")})
+	case errors.As(err, &dup):
+		writeError(w, http.StatusConflict, apiError{Code: codeDuplicateAddress, Message: message(err), Field: "address", ExistingID: dup.ExistingID})
+	case errors.Is(err, balancer.ErrUnknownGroup):
+		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownGroup, Message: message(err)})
+	case errors.Is(err, balancer.ErrUnknownReplica):
+		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownReplica, Message: message(err)})
+	case errors.Is(err, balancer.ErrUnknownToken):
+		writeError(w, http.StatusUnauthorized, apiError{Code: codeUnauthorized, Message: "the bearer token is not a registered replica's token"})
+	case errors.Is(err, balancer.ErrFrontDoor):
+		writeError(w, http.StatusConflict, apiError{Code: codeFrontDoor, Message: message(err), Field: "front_door"})
+	case errors.Is(err, balancer.ErrClosed):
+		writeError(w, http.StatusServiceUnavailable, apiError{Code: codeShuttingDown, Message: message(err)})
+	default:
+		s.log.Error("admin API request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, apiError{Code: codeInternal, Message: err.Error()})
+	}
+}
+
+// message is an error's text without the package prefix of sentinels.
+func message(err error) string {
+	return strings.TrimPrefix(err.Error(), "balancer: ")
+}

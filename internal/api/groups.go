@@ -1,0 +1,98 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// groupList is the body of GET /v1/groups.
+type groupList struct {
+	Groups []balancer.GroupStatus `json:"groups"`
+}
+
+func (s *server) listGroups(w http.ResponseWriter, _ *http.Request) {
+	gs := s.b.Groups()
+	if gs == nil {
+		gs = []balancer.GroupStatus{}
+	}
+	writeJSON(w, http.StatusOK, groupList{Groups: gs})
+}
+
+func (s *server) getGroup(w http.ResponseWriter, r *http.Request) {
+	st, err := s.b.Group(r.PathValue("name"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// putGroup creates (201) or replaces (200) a group. The body is the group's
+// config file keys as JSON; "name", when given, must match the path. With
+// "If-None-Match: *" an existing group is not replaced (412).
+func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	var gs registry.Group
+	if fe := decodeJSON(w, r, s.opts.MaxBodyBytes, &gs); fe != nil {
+		writeError(w, http.StatusBadRequest, jsonBodyError(fe))
+		return
+	}
+	if gs.Name != "" && gs.Name != name {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, &protocol.FieldError{
+			Field: "name", Value: gs.Name, Allowed: "must be omitted or equal the name in the path (" + name + ")",
+		}))
+		return
+	}
+	gs.Name = name
+	if r.Header.Get("If-None-Match") == "*" {
+		if _, err := s.b.Group(name); err == nil {
+			writeError(w, http.StatusPreconditionFailed, apiError{Code: codeGroupExists, Message: "group " + name + " already exists (If-None-Match: *)", Field: "name"})
+			return
+		} else if !errors.Is(err, balancer.ErrUnknownGroup) {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	st, created, err := s.b.PutGroup(gs)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/groups/"+name)
+	}
+	writeJSON(w, status, st)
+}
+
+// patchGroup changes strategy, params or binding at run time.
+func (s *server) patchGroup(w http.ResponseWriter, r *http.Request) {
+	var p balancer.GroupPatch
+	if fe := decodeJSON(w, r, s.opts.MaxBodyBytes, &p); fe != nil {
+		if fe.Allowed == allowedUnknownField {
+			fe.Allowed = "is not a field PATCH changes: only strategy, params and binding (PUT replaces the whole group)"
+		}
+		writeError(w, http.StatusBadRequest, jsonBodyError(fe))
+		return
+	}
+	st, err := s.b.PatchGroup(r.PathValue("name"), p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// deleteGroup stops a group's front door and forgets it and its replicas.
+func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) {
+	if err := s.b.DeleteGroup(r.PathValue("name")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

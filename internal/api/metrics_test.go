@@ -1,0 +1,130 @@
+package api_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/fulcrum-lb/fulcrum/internal/api"
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+)
+
+// sample finds the value of the series name{labels...}; ok is false when
+// there is none.
+func sample(families map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
+	f := families[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, lp := range m.Label {
+			have[lp.GetName()] = lp.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{Version: "v9.9.9"}, balancer.Options{})
+	// A report counts for three intervals: long enough for a scrape
+	// under the race detector.
+	e.mustGroup("g", map[string]any{"report_interval": "100ms"})
+	r1 := e.mustRegister("g", "http://127.0.0.1:9001")
+	r2 := e.mustRegister("g", "http://127.0.0.1:9002")
+	steps := e.steps("g")
+	ctx := boundedContext(t)
+
+	var families map[string]*dto.MetricFamily
+	for {
+		// Report as a monitor does, then scrape after the analyzer step.
+		want(t, e.call("POST", "/v1/report", r1.Token, `{"load":42,"metrics":{"inflight":3}}`), http.StatusOK)
+		nextStep(ctx, t, steps)
+		a := e.call("GET", "/metrics", "", nil)
+		want(t, a, http.StatusOK)
+		if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+			t.Fatalf("Content-Type %q", ct)
+		}
+		var err error
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err = parser.TextToMetricFamilies(bytes.NewReader(a.body))
+		if err != nil {
+			t.Fatalf("metrics do not parse: %v\n%s", err, a.body)
+		}
+		if _, ok := sample(families, "fulcrum_replica_load", "group", "g", "replica", r1.ID); ok {
+			break
+		}
+	}
+
+	checks := []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"fulcrum_build_info", []string{"version", "v9.9.9"}, 1},
+		{"fulcrum_ready", nil, 1},
+		{"fulcrum_group_info", []string{"group", "g", "binding", "on-demand", "strategy", "least-loaded"}, 1},
+		{"fulcrum_group_replicas", []string{"group", "g", "state", "active"}, 2},
+		{"fulcrum_group_replicas", []string{"group", "g", "state", "draining"}, 0},
+		{"fulcrum_group_reported_replicas", []string{"group", "g"}, 1},
+		{"fulcrum_group_load", []string{"group", "g"}, 42},
+		{"fulcrum_group_advisories", []string{"group", "g", "advisory", "nominal"}, 2},
+		{"fulcrum_group_bindings_total", []string{"group", "g"}, 0},
+		{"fulcrum_replica_info", []string{"group", "g", "replica", r1.ID, "address", "http://127.0.0.1:9001", "monitor", "push"}, 1},
+		{"fulcrum_replica_state", []string{"group", "g", "replica", r1.ID, "state", "active"}, 1},
+		{"fulcrum_replica_state", []string{"group", "g", "replica", r1.ID, "state", "down"}, 0},
+		{"fulcrum_replica_weight", []string{"group", "g", "replica", r1.ID}, 1},
+		{"fulcrum_replica_reported", []string{"group", "g", "replica", r1.ID}, 1},
+		{"fulcrum_replica_reported", []string{"group", "g", "replica", r2.ID}, 0},
+		{"fulcrum_replica_load", []string{"group", "g", "replica", r1.ID}, 42},
+		{"fulcrum_replica_advisory", []string{"group", "g", "replica", r1.ID, "advisory", "nominal"}, 1},
+		{"fulcrum_replica_advisory", []string{"group", "g", "replica", r1.ID, "advisory", "high"}, 0},
+		{"fulcrum_replica_shed", []string{"group", "g", "replica", r1.ID}, 0},
+		{"fulcrum_replica_inflight", []string{"group", "g", "replica", r1.ID}, 0},
+		{"fulcrum_replica_bindings_total", []string{"group", "g", "replica", r1.ID}, 0},
+		{"fulcrum_replica_rebinds_total", []string{"group", "g", "replica", r1.ID}, 0},
+		{"fulcrum_replica_proxied_total", []string{"group", "g", "replica", r1.ID}, 0},
+		{"fulcrum_replica_redirected_total", []string{"group", "g", "replica", r1.ID}, 0},
+		{"fulcrum_replica_failures_total", []string{"group", "g", "replica", r1.ID}, 0},
+	}
+	for _, c := range checks {
+		got, ok := sample(families, c.name, c.labels...)
+		if !ok || got != c.want {
+			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	for _, name := range []string{"fulcrum_replica_effective_load", "fulcrum_replica_report_age_seconds"} {
+		if _, ok := sample(families, name, "replica", r1.ID); !ok {
+			t.Errorf("%s missing for the reported replica", name)
+		}
+		if _, ok := sample(families, name, "replica", r2.ID); ok {
+			t.Errorf("%s present for the unreported replica: its load is unknown, not 0", name)
+		}
+	}
+	if families["fulcrum_replica_bindings_total"].GetType() != dto.MetricType_COUNTER {
+		t.Errorf("bindings is not a counter")
+	}
+	if _, ok := families["go_goroutines"]; !ok {
+		t.Errorf("Go collector missing")
+	}
+}

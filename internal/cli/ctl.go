@@ -1,0 +1,548 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/ctl"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+func init() { subcommands = append(subcommands, newCtlCmd) }
+
+// ctlOptions are the flags every ctl subcommand shares.
+type ctlOptions struct {
+	admin string
+	token string
+	json  bool
+}
+
+// client returns the admin API client the flags (or FULCRUM_ADMIN and
+// FULCRUM_TOKEN) point at.
+func (o *ctlOptions) client(cmd *cobra.Command) (*ctl.Client, error) {
+	admin, token := o.admin, o.token
+	if !cmd.Flags().Changed("admin") {
+		if env := os.Getenv("FULCRUM_ADMIN"); env != "" {
+			admin = env
+		}
+	}
+	if !cmd.Flags().Changed("token") {
+		token = os.Getenv("FULCRUM_TOKEN")
+	}
+	c, err := ctl.New(admin, token)
+	if err != nil {
+		return nil, exitCode(2, err)
+	}
+	return c, nil
+}
+
+// apiErr marks an error from the API (or reaching it) for exit status 1.
+func apiErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitCode(1, err)
+}
+
+// usageErr marks a usage error for exit status 2.
+func usageErr(cmd *cobra.Command, format string, args ...any) error {
+	return exitCode(2, fmt.Errorf("%s (see \"%s --help\")", fmt.Sprintf(format, args...), cmd.CommandPath()))
+}
+
+// exactArgs checks the positional arguments, naming them in the error.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usageErr(cmd, "%s takes %d argument(s), %s; got %d", cmd.Name(), len(names), strings.Join(names, " "), len(args))
+		}
+		for i, a := range args {
+			if a == "" {
+				return usageErr(cmd, "%s must not be empty", names[i])
+			}
+		}
+		return nil
+	}
+}
+
+// printJSON writes an API answer indented.
+func printJSON(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		_, err = w.Write(raw)
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+func newCtlCmd() *cobra.Command {
+	o := &ctlOptions{}
+	cmd := &cobra.Command{
+		Use:   "ctl COMMAND",
+		Short: "Administer a running balancer through its admin API",
+		Long: `Administer a running balancer through its admin API: list and show groups,
+create, change and delete them, and add, drain, activate and remove replicas.
+
+The admin API is at --admin (or $FULCRUM_ADMIN; default ` + ctl.DefaultAdmin + `).
+When the balancer has an admin_token, pass it with --token (or $FULCRUM_TOKEN).
+Exit status: 0 on success, 1 when the API refuses (its message and the field
+at fault are printed) or cannot be reached, 2 on a usage error.`,
+		Example: `  fulcrum ctl groups
+  fulcrum ctl create prime --front-door 127.0.0.1:8000 --strategy least-loaded --param tolerance=1.1
+  fulcrum ctl add prime http://127.0.0.1:9001
+  fulcrum ctl show prime
+  fulcrum ctl set prime --strategy round-robin
+  fulcrum ctl drain prime r-0a1b2c3d4e`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr(cmd, "unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(c, "%v", err) })
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.admin, "admin", ctl.DefaultAdmin, "admin API base URL (env FULCRUM_ADMIN)")
+	pf.StringVar(&o.token, "token", "", "admin token, sent as a bearer token (env FULCRUM_TOKEN)")
+	pf.BoolVar(&o.json, "json", false, "print the API's JSON answer instead of a table")
+	cmd.AddCommand(
+		ctlGroupsCmd(o), ctlShowCmd(o), ctlStatusCmd(o),
+		ctlCreateCmd(o), ctlApplyCmd(o), ctlDeleteCmd(o), ctlSetCmd(o),
+		ctlAddCmd(o), ctlReplicaCmd(o, "drain"), ctlReplicaCmd(o, "activate"), ctlReplicaCmd(o, "remove"),
+	)
+	return cmd
+}
+
+func ctlGroupsCmd(o *ctlOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "groups",
+		Short: "List the groups",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			groups, raw, err := c.Groups(cmd.Context())
+			if err != nil {
+				return apiErr(err)
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			return ctl.PrintGroups(cmd.OutOrStdout(), groups)
+		},
+	}
+}
+
+func ctlShowCmd(o *ctlOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show GROUP",
+		Short: "Show a group's settings and replicas: loads, advisories, counters",
+		Args:  exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			st, raw, err := c.Group(cmd.Context(), args[0])
+			if err != nil {
+				return apiErr(err)
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			return ctl.PrintStatus(cmd.OutOrStdout(), st)
+		},
+	}
+}
+
+func ctlStatusCmd(o *ctlOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show every group with its replicas",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			groups, raw, err := c.Groups(cmd.Context())
+			if err != nil {
+				return apiErr(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(out, raw)
+			}
+			if len(groups) == 0 {
+				return ctl.PrintGroups(out, groups)
+			}
+			for i, g := range groups {
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				if err := ctl.PrintStatus(out, g); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+}
+
+// parseParams turns repeated --param k=v into a params map. A value that
+// is JSON (a number, true, false, a quoted string, an object) is taken as
+// such; anything else ("2s", "header:X-User") is a string.
+func parseParams(cmd *cobra.Command, kvs []string) (map[string]any, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := map[string]any{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErr(cmd, "--param %q must be KEY=VALUE", kv)
+		}
+		var val any
+		if err := json.Unmarshal([]byte(v), &val); err != nil {
+			val = v
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func ctlCreateCmd(o *ctlOptions) *cobra.Command {
+	var (
+		frontDoor, binding, strat, interval, advertise, joinToken string
+		params                                                    []string
+	)
+	cmd := &cobra.Command{
+		Use:   "create GROUP --front-door HOST:PORT",
+		Short: "Create a group (fails if it exists; see apply to replace)",
+		Long: `Create a group whose front door listens on --front-door. Unset settings take
+their defaults (binding on-demand, strategy least-loaded with its default
+params, report interval 500ms). For health checks, timeouts and static
+replicas, write the group in a file and use "fulcrum ctl apply -f".`,
+		Example: `  fulcrum ctl create prime --front-door 127.0.0.1:8000
+  fulcrum ctl create api --front-door :8080 --binding per-request --strategy power-of-two
+  fulcrum ctl create prime --front-door 127.0.0.1:8000 --param dampening=0.5 --param tolerance=1.05`,
+		Args: exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if frontDoor == "" {
+				return usageErr(cmd, "--front-door HOST:PORT is required")
+			}
+			p, err := parseParams(cmd, params)
+			if err != nil {
+				return err
+			}
+			g := registry.Group{Name: args[0], FrontDoor: frontDoor, Binding: binding, Strategy: strat, Params: p, Advertise: advertise, JoinToken: joinToken}
+			if interval != "" {
+				d, err := protocol.ParseDuration(interval)
+				if err != nil {
+					return usageErr(cmd, "--report-interval: %v", err)
+				}
+				g.ReportInterval = d
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			st, _, raw, err := c.PutGroup(cmd.Context(), args[0], g, true)
+			if err != nil {
+				return apiErr(err)
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "group %s created: front door %s, %s, strategy %s\n", st.Name, st.Advertise, st.Binding, st.Strategy)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&frontDoor, "front-door", "", "HOST:PORT the group's front door listens on (required; port 0 picks one)")
+	f.StringVar(&binding, "binding", "", "per-session, on-demand (default) or per-request")
+	f.StringVar(&strat, "strategy", "", "strategy name (default least-loaded)")
+	f.StringArrayVar(&params, "param", nil, "strategy parameter KEY=VALUE (repeatable)")
+	f.StringVar(&interval, "report-interval", "", "how often monitors report, a duration such as 500ms")
+	f.StringVar(&advertise, "advertise", "", "front door URL clients and monitors use (default derived from --front-door)")
+	f.StringVar(&joinToken, "join-token", "", "token that lets replicas register to this group without the admin token")
+	return cmd
+}
+
+func ctlApplyCmd(o *ctlOptions) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Create or replace groups from a YAML or JSON file",
+		Long: `Create or replace the groups a file defines. The file holds one group with the
+keys of a group in the config file (name, front_door, binding, strategy,
+params, report_interval, health, timeouts, replicas, ...), a "groups:" list
+of them, or several YAML documents. "-" reads standard input. Unknown keys
+are rejected with their line.`,
+		Example: `  fulcrum ctl apply -f prime.yaml
+  cat prime.json | fulcrum ctl apply -f -`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file == "" {
+				return usageErr(cmd, "-f FILE is required")
+			}
+			groups, err := ctl.ReadGroups(file, cmd.InOrStdin())
+			if err != nil {
+				return exitCode(2, err)
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			var answers []json.RawMessage
+			for _, g := range groups {
+				st, created, raw, err := c.PutGroup(cmd.Context(), g.Name, g, false)
+				if err != nil {
+					return apiErr(fmt.Errorf("group %s: %w", g.Name, err))
+				}
+				if o.json {
+					answers = append(answers, raw)
+					continue
+				}
+				verb := "replaced"
+				if created {
+					verb = "created"
+				}
+				fmt.Fprintf(out, "group %s %s: front door %s, %s, strategy %s\n", st.Name, verb, st.Advertise, st.Binding, st.Strategy)
+				if st.Warning != "" {
+					fmt.Fprintf(out, "  warning: %s\n", st.Warning)
+				}
+			}
+			if o.json {
+				data, err := json.Marshal(map[string]any{"groups": answers})
+				if err != nil {
+					return err
+				}
+				return printJSON(out, data)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "group file (YAML or JSON; - for standard input)")
+	return cmd
+}
+
+func ctlDeleteCmd(o *ctlOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete GROUP",
+		Short: "Delete a group: stop its front door and forget its replicas",
+		Args:  exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteGroup(cmd.Context(), args[0]); err != nil {
+				return apiErr(err)
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), []byte(fmt.Sprintf(`{"group":%q,"deleted":true}`, args[0])))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "group %s deleted\n", args[0])
+			return nil
+		},
+	}
+}
+
+func ctlSetCmd(o *ctlOptions) *cobra.Command {
+	var (
+		strat, binding string
+		params         []string
+	)
+	cmd := &cobra.Command{
+		Use:   "set GROUP [--strategy S] [--param KEY=VALUE ...] [--binding B]",
+		Short: "Change a group's strategy, params or binding at run time",
+		Long: `Change a group's strategy, strategy params or binding mode at run time, without
+a restart and without failing a call in flight. Params are merged into the
+current ones; switching strategy resets params to the new strategy's
+defaults, then applies the --param given.`,
+		Example: `  fulcrum ctl set prime --strategy round-robin
+  fulcrum ctl set prime --param tolerance=1.2
+  fulcrum ctl set prime --binding per-request`,
+		Args: exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := parseParams(cmd, params)
+			if err != nil {
+				return err
+			}
+			var patch balancer.GroupPatch
+			if cmd.Flags().Changed("strategy") {
+				patch.Strategy = &strat
+			}
+			if cmd.Flags().Changed("binding") {
+				patch.Binding = &binding
+			}
+			patch.Params = p
+			if patch.Strategy == nil && patch.Binding == nil && len(p) == 0 {
+				return usageErr(cmd, "nothing to set: give --strategy, --param or --binding")
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			st, raw, err := c.PatchGroup(cmd.Context(), args[0], patch)
+			if err != nil {
+				return apiErr(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(out, raw)
+			}
+			fmt.Fprintf(out, "group %s: %s, strategy %s, params %s\n", st.Name, st.Binding, st.Strategy, formatParamsLine(st.Params))
+			if st.Warning != "" {
+				fmt.Fprintf(out, "  warning: %s\n", st.Warning)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&strat, "strategy", "", "new strategy name")
+	f.StringArrayVar(&params, "param", nil, "strategy parameter KEY=VALUE (repeatable)")
+	f.StringVar(&binding, "binding", "", "new binding mode: per-session, on-demand or per-request")
+	return cmd
+}
+
+// formatParamsLine is params as compact JSON.
+func formatParamsLine(p map[string]any) string {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Sprint(p)
+	}
+	return string(data)
+}
+
+func ctlAddCmd(o *ctlOptions) *cobra.Command {
+	var (
+		weight                float64
+		replace               bool
+		pullURL, pullInterval string
+	)
+	cmd := &cobra.Command{
+		Use:   "add GROUP ADDRESS",
+		Short: "Register a replica; prints its id and token",
+		Long: `Register a replica at ADDRESS (its base URL, e.g. http://10.0.0.5:9001) in
+GROUP. Prints the replica's id and token: the token is shown only once, and
+the replica's monitor needs it to report its load (or use --pull URL to have
+the balancer poll the monitor instead). An address already in the group is
+refused unless --replace is given.`,
+		Example: `  fulcrum ctl add prime http://127.0.0.1:9001
+  fulcrum ctl add prime http://127.0.0.1:9002 --weight 2
+  fulcrum ctl add prime http://127.0.0.1:9003 --pull http://127.0.0.1:9003/fulcrum/load`,
+		Args: exactArgs("GROUP", "ADDRESS"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg := protocol.Registration{Address: args[1], Weight: weight, Replace: replace}
+			if pullURL != "" {
+				reg.Monitor = protocol.MonitorSpec{Mode: protocol.MonitorPull, URL: pullURL}
+			}
+			if pullInterval != "" {
+				if pullURL == "" {
+					return usageErr(cmd, "--pull-interval needs --pull")
+				}
+				d, err := protocol.ParseDuration(pullInterval)
+				if err != nil {
+					return usageErr(cmd, "--pull-interval: %v", err)
+				}
+				reg.Monitor.Interval = d
+			}
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			r, created, raw, err := c.Register(cmd.Context(), args[0], reg)
+			var ae *ctl.APIError
+			if errors.As(err, &ae) && ae.ExistingID != "" {
+				return apiErr(fmt.Errorf("%w; add --replace to take it over", err))
+			}
+			if err != nil {
+				return apiErr(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(out, raw)
+			}
+			verb := "added to"
+			if !created {
+				verb = "re-registered in"
+			}
+			fmt.Fprintf(out, "replica %s %s group %s\n", r.ID, verb, args[0])
+			fmt.Fprintf(out, "id          %s\n", r.ID)
+			fmt.Fprintf(out, "token       %s\n", r.Token)
+			fmt.Fprintf(out, "front door  %s\n", r.FrontDoor)
+			fmt.Fprintf(out, "report to   %s every %s\n", r.ReportURL, r.ReportInterval)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&weight, "weight", 1, "relative capacity, in (0, 1000000]")
+	f.BoolVar(&replace, "replace", false, "take over an existing registration of the same address (same id, fresh token)")
+	f.StringVar(&pullURL, "pull", "", "monitor URL the balancer polls for load reports (pull mode)")
+	f.StringVar(&pullInterval, "pull-interval", "", "poll interval (default the group's report interval)")
+	return cmd
+}
+
+// ctlReplicaCmd builds drain, activate and remove.
+func ctlReplicaCmd(o *ctlOptions, verb string) *cobra.Command {
+	short := map[string]string{
+		"drain":    "Drain a replica: no new bindings, bound clients sent back",
+		"activate": "Activate a drained replica again",
+		"remove":   "Deregister a replica: drain it, then remove it once idle",
+	}[verb]
+	return &cobra.Command{
+		Use:   verb + " GROUP ID",
+		Short: short,
+		Args:  exactArgs("GROUP", "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			var (
+				st  ctl.ReplicaState
+				raw []byte
+			)
+			switch verb {
+			case "drain":
+				st, raw, err = c.Drain(cmd.Context(), args[0], args[1])
+			case "activate":
+				st, raw, err = c.Activate(cmd.Context(), args[0], args[1])
+			case "remove":
+				st, raw, err = c.Remove(cmd.Context(), args[0], args[1])
+			default:
+				err = errors.New("unknown replica command " + verb)
+			}
+			if err != nil {
+				return apiErr(err)
+			}
+			out := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(out, raw)
+			}
+			switch verb {
+			case "remove":
+				fmt.Fprintf(out, "replica %s of group %s is draining; it is removed once idle\n", st.ID, st.Group)
+			default:
+				fmt.Fprintf(out, "replica %s of group %s: %s\n", st.ID, st.Group, st.State)
+			}
+			return nil
+		},
+	}
+}

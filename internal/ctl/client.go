@@ -1,0 +1,211 @@
+// Package ctl is the admin API's Go client, used by "fulcrum ctl": one
+// method per route, errors as *APIError carrying the API's code, message
+// and field, and the tables ctl prints.
+package ctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// DefaultAdmin is the admin API's default base URL.
+const DefaultAdmin = "http://127.0.0.1:7070"
+
+// Client calls one balancer's admin API. Safe for concurrent use.
+type Client struct {
+	// Base is the admin API's base URL, e.g. http://127.0.0.1:7070.
+	Base string
+	// Token is sent as "Authorization: Bearer <token>" when not empty.
+	Token string
+	// HTTP is the client used; one with a 30 s timeout when nil.
+	HTTP *http.Client
+}
+
+// New returns a client for the admin API at base.
+func New(base, token string) (*Client, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("ctl: admin URL %q must be an http:// or https:// URL such as %s", base, DefaultAdmin)
+	}
+	return &Client{Base: strings.TrimRight(base, "/"), Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+// APIError is an error answer of the admin API.
+type APIError struct {
+	// Status is the HTTP status.
+	Status     int    `json:"-"`
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Field      string `json:"field,omitempty"`
+	Allowed    string `json:"allowed,omitempty"`
+	ExistingID string `json:"existing_id,omitempty"`
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Message)
+	if e.Field != "" && !strings.HasPrefix(e.Message, e.Field+":") {
+		fmt.Fprintf(&b, " (field %s", e.Field)
+		if e.Allowed != "" && !strings.Contains(e.Message, e.Allowed) {
+			fmt.Fprintf(&b, ": %s", e.Allowed)
+		}
+		b.WriteString(")")
+	}
+	if e.ExistingID != "" && !strings.Contains(e.Message, e.ExistingID) {
+		fmt.Fprintf(&b, " (existing replica %s)", e.ExistingID)
+	}
+	fmt.Fprintf(&b, " [%d %s]", e.Status, e.Code)
+	return b.String()
+}
+
+// do sends a request with an optional JSON body and decodes a JSON answer
+// into out (when not nil). It returns the raw answer body too.
+func (c *Client) do(ctx context.Context, method, path string, hdr http.Header, in, out any) (int, []byte, error) {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return 0, nil, fmt.Errorf("ctl: encode request: %w", err)
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Base+path, body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("ctl: %w", err)
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("cannot reach the admin API at %s: %w", c.Base, unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("ctl: read answer of %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 400 {
+		var eb struct {
+			Error *APIError `json:"error"`
+		}
+		if json.Unmarshal(raw, &eb) != nil || eb.Error == nil {
+			return resp.StatusCode, raw, &APIError{Status: resp.StatusCode, Code: "http", Message: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(raw)))}
+		}
+		eb.Error.Status = resp.StatusCode
+		return resp.StatusCode, raw, eb.Error
+	}
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return resp.StatusCode, raw, fmt.Errorf("ctl: decode answer of %s %s: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, raw, nil
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func groupPath(name string) string { return "/v1/groups/" + url.PathEscape(name) }
+
+func replicaPath(group, id string) string {
+	return groupPath(group) + "/replicas/" + url.PathEscape(id)
+}
+
+// Groups lists every group. raw is the API's JSON answer.
+func (c *Client) Groups(ctx context.Context) (groups []balancer.GroupStatus, raw []byte, err error) {
+	var out struct {
+		Groups []balancer.GroupStatus `json:"groups"`
+	}
+	_, raw, err = c.do(ctx, http.MethodGet, "/v1/groups", nil, nil, &out)
+	return out.Groups, raw, err
+}
+
+// Group returns one group's status.
+func (c *Client) Group(ctx context.Context, name string) (st balancer.GroupStatus, raw []byte, err error) {
+	_, raw, err = c.do(ctx, http.MethodGet, groupPath(name), nil, nil, &st)
+	return st, raw, err
+}
+
+// PutGroup creates or replaces a group; body is the group's settings
+// (registry.Group or its JSON form). With createOnly an existing group is
+// an error (412 group_exists). created reports a new group.
+func (c *Client) PutGroup(ctx context.Context, name string, body any, createOnly bool) (st balancer.GroupStatus, created bool, raw []byte, err error) {
+	var hdr http.Header
+	if createOnly {
+		hdr = http.Header{"If-None-Match": {"*"}}
+	}
+	status, raw, err := c.do(ctx, http.MethodPut, groupPath(name), hdr, body, &st)
+	return st, status == http.StatusCreated, raw, err
+}
+
+// PatchGroup changes strategy, params or binding.
+func (c *Client) PatchGroup(ctx context.Context, name string, p balancer.GroupPatch) (st balancer.GroupStatus, raw []byte, err error) {
+	_, raw, err = c.do(ctx, http.MethodPatch, groupPath(name), nil, p, &st)
+	return st, raw, err
+}
+
+// DeleteGroup deletes a group.
+func (c *Client) DeleteGroup(ctx context.Context, name string) error {
+	_, _, err := c.do(ctx, http.MethodDelete, groupPath(name), nil, nil, nil)
+	return err
+}
+
+// Register adds a replica. created is false when reg.Replace took over an
+// existing registration.
+func (c *Client) Register(ctx context.Context, group string, reg protocol.Registration) (out protocol.Registered, created bool, raw []byte, err error) {
+	status, raw, err := c.do(ctx, http.MethodPost, groupPath(group)+"/replicas", nil, reg, &out)
+	return out, status == http.StatusCreated, raw, err
+}
+
+// ReplicaState is the answer of Drain, Activate and Remove.
+type ReplicaState struct {
+	Group string `json:"group"`
+	ID    string `json:"id"`
+	State string `json:"state"`
+}
+
+// Drain stops new bindings to a replica.
+func (c *Client) Drain(ctx context.Context, group, id string) (st ReplicaState, raw []byte, err error) {
+	_, raw, err = c.do(ctx, http.MethodPost, replicaPath(group, id)+"/drain", nil, nil, &st)
+	return st, raw, err
+}
+
+// Activate undoes a drain.
+func (c *Client) Activate(ctx context.Context, group, id string) (st ReplicaState, raw []byte, err error) {
+	_, raw, err = c.do(ctx, http.MethodPost, replicaPath(group, id)+"/activate", nil, nil, &st)
+	return st, raw, err
+}
+
+// Remove drains a replica and removes it once idle.
+func (c *Client) Remove(ctx context.Context, group, id string) (st ReplicaState, raw []byte, err error) {
+	_, raw, err = c.do(ctx, http.MethodDelete, replicaPath(group, id), nil, nil, &st)
+	return st, raw, err
+}

@@ -1,0 +1,131 @@
+package ctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+)
+
+func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
+
+// PrintGroups writes one line per group.
+func PrintGroups(w io.Writer, groups []balancer.GroupStatus) error {
+	if len(groups) == 0 {
+		_, err := fmt.Fprintln(w, "no groups (create one with \"fulcrum ctl create GROUP --front-door HOST:PORT\")")
+		return err
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NAME\tPROTOCOL\tFRONT DOOR\tBINDING\tSTRATEGY\tREPLICAS\tSOURCE")
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Protocol, dash(g.Advertise), g.Binding, g.Strategy, replicaCount(g.Replicas), dash(g.Source))
+	}
+	return tw.Flush()
+}
+
+// replicaCount is "<active>/<total> active".
+func replicaCount(rs []balancer.ReplicaStatus) string {
+	active := 0
+	for _, r := range rs {
+		if r.State == registry.StateActive {
+			active++
+		}
+	}
+	return fmt.Sprintf("%d/%d active", active, len(rs))
+}
+
+// PrintStatus writes a group's settings and its replica table.
+func PrintStatus(w io.Writer, g balancer.GroupStatus) error {
+	listening := ""
+	if g.Listening != "" {
+		listening = " (listening on " + g.Listening + ")"
+	}
+	fmt.Fprintf(w, "group %s: %s, %s, strategy %s\n", g.Name, g.Protocol, g.Binding, g.Strategy)
+	fmt.Fprintf(w, "  front door   %s%s\n", dash(g.Advertise), listening)
+	fmt.Fprintf(w, "  params       %s\n", formatParams(g.Params))
+	fmt.Fprintf(w, "  report every %s\n", g.ReportInterval)
+	if g.Warning != "" {
+		fmt.Fprintf(w, "  warning      %s\n", g.Warning)
+	}
+	if len(g.Replicas) == 0 {
+		_, err := fmt.Fprintln(w, "  no replicas (add one with \"fulcrum ctl add "+g.Name+" URL\")")
+		return err
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tWEIGHT\tLOAD\tEFFECTIVE\tADVISORY\tSHED\tREPORT AGE\tBINDINGS\tREBINDS\tPROXIED\tREDIRECTED\tFAILURES")
+	for _, r := range g.Replicas {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n",
+			r.ID, r.Address, r.State, num(r.Weight), optNum(r.Load), optNum(r.EffectiveLoad),
+			dash(r.Advisory), num(r.Shed), age(r.ReportAgeMS),
+			r.Counters.Bindings, r.Counters.Rebinds, r.Counters.Proxied, r.Counters.Redirected, r.Counters.Failures)
+	}
+	return tw.Flush()
+}
+
+// formatParams writes params as sorted key=value pairs.
+func formatParams(p map[string]any) string {
+	if len(p) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		var v string
+		switch x := p[k].(type) {
+		case string:
+			v = x
+		case float64:
+			v = strconv.FormatFloat(x, 'f', -1, 64)
+		default:
+			data, err := json.Marshal(x)
+			if err != nil {
+				data = []byte(fmt.Sprint(x))
+			}
+			v = string(data)
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// num formats a figure with at most two decimals.
+func num(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	return strings.TrimRight(strings.TrimRight(s, "0"), ".")
+}
+
+func optNum(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return num(*v)
+}
+
+func age(ms *int64) string {
+	if ms == nil {
+		return "-"
+	}
+	return (time.Duration(*ms) * time.Millisecond).String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
