@@ -60,19 +60,20 @@ func PrimeCount(x int) int {
 
 // Prime is the prime service's HTTP handler.
 type Prime struct {
-	// ServedBy names this replica in answers.
-	ServedBy string
+	// ServedBy names this replica in answers (its replica id once
+	// registered, its address before).
+	ServedBy func() string
 	mux      *http.ServeMux
 }
 
 // NewPrime returns the handler of the prime service.
-func NewPrime(servedBy string) *Prime {
+func NewPrime(servedBy func() string) *Prime {
 	p := &Prime{ServedBy: servedBy, mux: http.NewServeMux()}
 	p.mux.HandleFunc("GET /prime/{n}", p.prime)
 	p.mux.HandleFunc("GET /count/{x}", p.count)
 	p.mux.HandleFunc("POST /echo", p.echo)
 	p.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "served_by": p.ServedBy})
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "served_by": p.ServedBy()})
 	})
 	return p
 }
@@ -85,7 +86,7 @@ func (p *Prime) prime(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "n", r.PathValue("n"), fmt.Sprintf("must be an integer in [0, %d]", uint64(MaxPrimeN)))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"n": n, "prime": IsPrime(n), "served_by": p.ServedBy})
+	writeJSON(w, http.StatusOK, map[string]any{"n": n, "prime": IsPrime(n), "served_by": p.ServedBy()})
 }
 
 func (p *Prime) count(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +95,7 @@ func (p *Prime) count(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, "x", r.PathValue("x"), fmt.Sprintf("must be an integer in [0, %d]", MaxCountX))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"x": x, "count": PrimeCount(x), "served_by": p.ServedBy})
+	writeJSON(w, http.StatusOK, map[string]any{"x": x, "count": PrimeCount(x), "served_by": p.ServedBy()})
 }
 
 func (p *Prime) echo(w http.ResponseWriter, r *http.Request) {

@@ -30,7 +30,7 @@ func TestPrimeCount(t *testing.T) {
 
 func TestPrimeHTTP(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(NewPrime("r1"))
+	srv := httptest.NewServer(NewPrime(func() string { return "r1" }))
 	defer srv.Close()
 	get := func(path string) (int, map[string]any) {
 		t.Helper()

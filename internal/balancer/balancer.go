@@ -1,0 +1,437 @@
+// Package balancer is fulcrum's running service: it owns the groups, their
+// replicas and tokens (persisted through the registry), runs one analyzer
+// loop per group, publishes the immutable snapshots front doors pick on, and
+// starts and stops the front doors, pull pollers and health probes.
+//
+// It is the thin concurrent layer around the pure cores (strategy,
+// analyzer, health): every decision is made there; this package only feeds
+// them events under the group's lock and publishes their results.
+package balancer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+)
+
+// Options configure a Balancer.
+type Options struct {
+	// Store persists groups, replicas and tokens. Required.
+	Store store.Store
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// JoinToken is the global join token ("" = none).
+	JoinToken string
+	// AccessLog, when not nil, receives one line per front door request.
+	AccessLog io.Writer
+	// AdminURL is the admin API's public base URL, used in registration
+	// answers (report_url).
+	AdminURL string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Rand seeds strategies; a time-seeded source when nil.
+	Rand strategy.Rand
+	// HTTPClient is used for pull polls; a client with short timeouts when
+	// nil.
+	HTTPClient *http.Client
+}
+
+// Balancer is the running service. Safe for concurrent use.
+type Balancer struct {
+	opts Options
+	log  *slog.Logger
+	reg  *registry.Registry
+	now  func() time.Time
+
+	mu     sync.RWMutex
+	groups map[string]*group
+	tokens map[string]*member // token hash → member
+	closed bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// New loads the persisted groups and replicas. Front doors are not started
+// until Start.
+func New(opts Options) (*Balancer, error) {
+	if opts.Store == nil {
+		return nil, errors.New("balancer: Options.Store is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = strategy.NewRand(uint64(time.Now().UnixNano()))
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Balancer{
+		opts:   opts,
+		log:    opts.Logger,
+		reg:    registry.New(opts.Store),
+		now:    opts.Now,
+		groups: map[string]*group{},
+		tokens: map[string]*member{},
+		ctx:    ctx,
+		cancel: cancel,
+	}
+	snap, err := b.reg.Load()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, gs := range snap.Groups {
+		gs = gs.WithDefaults()
+		if err := gs.Validate(); err != nil {
+			b.log.Warn("stored group is invalid; skipped", "group", gs.Name, "err", err)
+			continue
+		}
+		g, err := b.newGroup(gs)
+		if err != nil {
+			b.log.Warn("stored group cannot be built; skipped", "group", gs.Name, "err", err)
+			continue
+		}
+		b.groups[gs.Name] = g
+	}
+	for _, rec := range snap.Replicas {
+		g := b.groups[rec.Group]
+		if g == nil {
+			continue
+		}
+		m := g.addMemberLocked(rec)
+		b.tokens[rec.TokenHash] = m
+	}
+	for _, g := range b.groups {
+		g.mu.Lock()
+		g.membershipChangedLocked()
+		g.mu.Unlock()
+	}
+	return b, nil
+}
+
+// ApplyConfig applies the groups declared in the config file: the file wins
+// for what it declares. A stored group that differs from its declaration
+// (a run-time change) is reverted, with a warning.
+func (b *Balancer) ApplyConfig(groups []registry.Group) error {
+	for _, gs := range groups {
+		gs = gs.WithDefaults()
+		gs.Source = registry.SourceConfig
+		if err := gs.Validate(); err != nil {
+			return fmt.Errorf("group %s: %w", gs.Name, err)
+		}
+		if old, err := b.reg.GetGroup(gs.Name); err == nil && !sameSettings(old.WithDefaults(), gs) {
+			b.log.Warn("group is declared in the config file; reverting run-time changes", "group", gs.Name)
+		}
+		if _, _, err := b.putGroup(gs, false); err != nil {
+			return fmt.Errorf("group %s: %w", gs.Name, err)
+		}
+	}
+	return nil
+}
+
+// Start starts every group's front door and loops. It fails if a front
+// door cannot listen.
+func (b *Balancer) Start() error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	names := make([]string, 0, len(b.groups))
+	for n := range b.groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := b.groups[n].start(); err != nil {
+			return fmt.Errorf("group %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// Shutdown stops every front door (finishing calls in flight, bounded by
+// ctx) and every loop.
+func (b *Balancer) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	b.closed = true
+	groups := make([]*group, 0, len(b.groups))
+	for _, g := range b.groups {
+		groups = append(groups, g)
+	}
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(groups))
+	for i, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = g.stop(ctx)
+		}()
+	}
+	wg.Wait()
+	b.cancel()
+	return errors.Join(errs...)
+}
+
+// Ready reports whether every group's front door is serving.
+func (b *Balancer) Ready() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return false
+	}
+	for _, g := range b.groups {
+		if !g.serving() {
+			return false
+		}
+	}
+	return true
+}
+
+// JoinAllowed reports whether token is a join token for group (the group's
+// own or the global one).
+func (b *Balancer) JoinAllowed(groupName, token string) bool {
+	if token == "" {
+		return false
+	}
+	if b.opts.JoinToken != "" && constantEq(token, b.opts.JoinToken) {
+		return true
+	}
+	b.mu.RLock()
+	g := b.groups[groupName]
+	b.mu.RUnlock()
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	jt := g.spec.JoinToken
+	g.mu.Unlock()
+	return jt != "" && constantEq(token, jt)
+}
+
+// ReplicaTokenAllowed reports whether token is replica id's own token.
+func (b *Balancer) ReplicaTokenAllowed(groupName, id, token string) bool {
+	b.mu.RLock()
+	m := b.tokens[registry.HashToken(token)]
+	b.mu.RUnlock()
+	if m == nil {
+		return false
+	}
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	return m.g.spec.Name == groupName && m.rec.ID == id
+}
+
+func constantEq(a, b string) bool {
+	return registry.TokenMatches(a, registry.HashToken(b))
+}
+
+func (b *Balancer) group(name string) (*group, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	g := b.groups[name]
+	if g == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownGroup, name)
+	}
+	return g, nil
+}
+
+// Groups returns every group's status, sorted by name.
+func (b *Balancer) Groups() []GroupStatus {
+	b.mu.RLock()
+	gs := make([]*group, 0, len(b.groups))
+	for _, g := range b.groups {
+		gs = append(gs, g)
+	}
+	b.mu.RUnlock()
+	out := make([]GroupStatus, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, g.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Group returns one group's status.
+func (b *Balancer) Group(name string) (GroupStatus, error) {
+	g, err := b.group(name)
+	if err != nil {
+		return GroupStatus{}, err
+	}
+	return g.status(), nil
+}
+
+// PutGroup creates or replaces a group from the API. created is true when
+// it did not exist.
+func (b *Balancer) PutGroup(gs registry.Group) (GroupStatus, bool, error) {
+	gs = gs.WithDefaults()
+	gs.Source = registry.SourceAPI
+	if err := gs.Validate(); err != nil {
+		return GroupStatus{}, false, err
+	}
+	b.mu.RLock()
+	old := b.groups[gs.Name]
+	b.mu.RUnlock()
+	warning := ""
+	if old != nil && old.spec.Source == registry.SourceConfig {
+		gs.Source = registry.SourceConfig
+		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start"
+		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
+	}
+	g, created, err := b.putGroup(gs, true)
+	if err != nil {
+		return GroupStatus{}, false, err
+	}
+	st := g.status()
+	st.Warning = warning
+	return st, created, nil
+}
+
+// putGroup stores and applies gs (already defaulted and validated). When
+// start is true a new front door is started at once.
+func (b *Balancer) putGroup(gs registry.Group, start bool) (*group, bool, error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, false, ErrClosed
+	}
+	g := b.groups[gs.Name]
+	b.mu.Unlock()
+	if g != nil {
+		if err := g.update(gs); err != nil {
+			return nil, false, err
+		}
+		if err := b.reg.PutGroup(gs); err != nil {
+			return nil, false, err
+		}
+		g.mu.Lock()
+		err := g.syncStaticLocked()
+		g.mu.Unlock()
+		return g, false, err
+	}
+	g, err := b.newGroup(gs)
+	if err != nil {
+		return nil, false, err
+	}
+	g.mu.Lock()
+	err = g.syncStaticLocked()
+	g.mu.Unlock()
+	if err != nil {
+		return nil, false, err
+	}
+	if start {
+		if err := g.start(); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := b.reg.PutGroup(gs); err != nil {
+		_ = g.stop(context.Background())
+		return nil, false, err
+	}
+	b.mu.Lock()
+	b.groups[gs.Name] = g
+	b.mu.Unlock()
+	b.log.Info("group created", "group", gs.Name, "front_door", gs.FrontDoor, "binding", gs.Binding, "strategy", gs.Strategy)
+	return g, true, nil
+}
+
+// PatchGroup changes strategy, params or binding at run time. Params are
+// merged into the current ones; switching strategy resets params to the new
+// strategy's defaults unless given.
+func (b *Balancer) PatchGroup(name string, p GroupPatch) (GroupStatus, error) {
+	g, err := b.group(name)
+	if err != nil {
+		return GroupStatus{}, err
+	}
+	g.mu.Lock()
+	gs := g.spec
+	g.mu.Unlock()
+	params := map[string]any{}
+	if p.Strategy != nil && *p.Strategy != gs.Strategy {
+		gs.Strategy = *p.Strategy
+	} else {
+		for k, v := range gs.Params {
+			params[k] = v
+		}
+	}
+	for k, v := range p.Params {
+		params[k] = v
+	}
+	gs.Params = params
+	if p.Binding != nil {
+		gs.Binding = *p.Binding
+	}
+	gs = gs.WithDefaults()
+	if err := gs.Validate(); err != nil {
+		return GroupStatus{}, err
+	}
+	warning := ""
+	if gs.Source == registry.SourceConfig {
+		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start"
+		b.log.Warn("run-time change to a config-declared group", "group", name)
+	}
+	if _, _, err := b.putGroup(gs, true); err != nil {
+		return GroupStatus{}, err
+	}
+	st := g.status()
+	st.Warning = warning
+	return st, nil
+}
+
+// DeleteGroup stops a group's front door and forgets it and its replicas.
+func (b *Balancer) DeleteGroup(name string) error {
+	b.mu.Lock()
+	g := b.groups[name]
+	if g == nil {
+		b.mu.Unlock()
+		return fmt.Errorf("%w %q", ErrUnknownGroup, name)
+	}
+	delete(b.groups, name)
+	for h, m := range b.tokens {
+		if m.g == g {
+			delete(b.tokens, h)
+		}
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = g.stop(ctx)
+	if g.spec.Source == registry.SourceConfig {
+		b.log.Warn("deleted a config-declared group; it comes back at the next start", "group", name)
+	}
+	return b.reg.DeleteGroup(name)
+}
+
+// listen opens a front door listener.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrFrontDoor, err)
+	}
+	return ln, nil
+}
+
+// sameSettings compares two groups' settings in their JSON form (so that
+// YAML's 1 and JSON's 1.0 are equal).
+func sameSettings(a, b registry.Group) bool {
+	a.Source, b.Source = "", ""
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}

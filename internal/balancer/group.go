@@ -1,0 +1,560 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpfd"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// group is one group at run time. Its lock (mu) guards everything but the
+// published snapshot, which front doors read without it.
+type group struct {
+	b *Balancer
+
+	mu       sync.Mutex
+	spec     registry.Group
+	strat    strategy.Strategy
+	an       *analyzer.Analyzer
+	members  map[string]*member
+	order    []*member // registration order
+	lastStep analyzer.Step
+	subs     map[chan Event]struct{}
+	health   *groupHealth
+
+	snap atomic.Pointer[frontdoor.Snapshot]
+
+	// front door and loops; guarded by mu.
+	fd       *httpfd.Server
+	ln       net.Listener
+	listenOn string
+	loopStop chan struct{}
+	loopDone chan struct{}
+	running  bool
+}
+
+// member is one replica at run time.
+type member struct {
+	g        *group
+	rec      registry.Replica
+	live     *strategy.Live
+	counters *frontdoor.Counters
+	url      *url.URL
+
+	// removing is set by DELETE: drain, then remove.
+	removing  bool
+	drainFrom time.Time
+	// down and ejected are health states.
+	down    bool
+	ejected bool
+
+	pullStop chan struct{}
+}
+
+func (m *member) stateLocked() string {
+	switch {
+	case m.down:
+		return registry.StateDown
+	case m.ejected:
+		return registry.StateEjected
+	case m.rec.Draining || m.removing:
+		return registry.StateDraining
+	default:
+		return registry.StateActive
+	}
+}
+
+func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
+	s, err := strategy.New(gs.Strategy, gs.Params, strategy.Env{Now: b.now, Rand: b.opts.Rand})
+	if err != nil {
+		return nil, err
+	}
+	g := &group{
+		b:       b,
+		spec:    gs,
+		strat:   s,
+		an:      analyzer.New(s, gs.ReportInterval.D()),
+		members: map[string]*member{},
+		subs:    map[chan Event]struct{}{},
+	}
+	g.health = newGroupHealth(g)
+	g.mu.Lock()
+	g.membershipChangedLocked()
+	g.mu.Unlock()
+	return g, nil
+}
+
+// addMemberLocked adds a member from its record. Caller holds g.mu (or g is
+// not yet shared).
+func (g *group) addMemberLocked(rec registry.Replica) *member {
+	u, _ := url.Parse(rec.Address)
+	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters), url: u}
+	g.members[rec.ID] = m
+	g.order = append(g.order, m)
+	return m
+}
+
+func (g *group) removeMemberLocked(m *member) {
+	delete(g.members, m.rec.ID)
+	for i, o := range g.order {
+		if o == m {
+			g.order = append(g.order[:i], g.order[i+1:]...)
+			break
+		}
+	}
+	if m.pullStop != nil {
+		close(m.pullStop)
+		m.pullStop = nil
+	}
+}
+
+// membershipChangedLocked tells the analyzer and health about the current
+// members and republishes the snapshot. Caller holds g.mu.
+func (g *group) membershipChangedLocked() {
+	infos := make([]analyzer.ReplicaInfo, 0, len(g.order))
+	for _, m := range g.order {
+		infos = append(infos, analyzer.ReplicaInfo{ID: m.rec.ID, Weight: m.rec.Weight, State: m.stateLocked()})
+	}
+	g.an.SetReplicas(infos)
+	g.publishLocked()
+}
+
+// publishLocked builds and swaps in a new snapshot from the last analyzer
+// step and the current members. Caller holds g.mu.
+func (g *group) publishLocked() {
+	views := make(map[string]*analyzer.ReplicaView, len(g.lastStep.Replicas))
+	for i := range g.lastStep.Replicas {
+		views[g.lastStep.Replicas[i].ID] = &g.lastStep.Replicas[i]
+	}
+	snap := &frontdoor.Snapshot{
+		Group:       g.spec.Name,
+		Binding:     g.spec.Binding,
+		Advertise:   g.advertiseLocked(),
+		Members:     make(map[string]*frontdoor.Member, len(g.order)),
+		MaxInflight: g.spec.MaxInflight,
+		Timeouts:    g.spec.Timeouts,
+	}
+	var eligible []*strategy.Replica
+	for _, m := range g.order {
+		rep := &strategy.Replica{ID: m.rec.ID, Weight: m.rec.Weight, Metrics: strategy.NoMetrics, Live: m.live}
+		if v := views[m.rec.ID]; v != nil && v.Reported {
+			rep.Reported = true
+			rep.Load = v.Load
+			rep.Metrics = metricsOf(v.Metrics)
+		}
+		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, State: m.stateLocked(), Counters: m.counters}
+		snap.Members[m.rec.ID] = fm
+		if fm.State == registry.StateActive {
+			rep.Index = len(eligible)
+			eligible = append(eligible, rep)
+			snap.Eligible = append(snap.Eligible, fm)
+		}
+	}
+	snap.Picker = g.strat.Picker(eligible)
+	if k, ok := g.strat.(strategy.Keyed); ok {
+		snap.Key = k.KeySpec()
+	}
+	if o, ok := g.strat.(strategy.Observer); ok {
+		snap.Observer = o
+	}
+	for _, mv := range g.lastStep.Moves {
+		if to := snap.Members[mv.To]; to != nil {
+			if snap.Planned == nil {
+				snap.Planned = map[string]*frontdoor.Member{}
+			}
+			snap.Planned[mv.Client] = to
+		}
+	}
+	g.snap.Store(snap)
+}
+
+func metricsOf(m map[string]float64) strategy.Metrics {
+	out := strategy.NoMetrics
+	get := func(k string, dst *float64) {
+		if v, ok := m[k]; ok {
+			*dst = v
+		}
+	}
+	get(protocol.MetricInflight, &out.Inflight)
+	get(protocol.MetricRPS, &out.RPS)
+	get(protocol.MetricLatencyMS, &out.LatencyMS)
+	get(protocol.MetricCPU, &out.CPU)
+	get(protocol.MetricUtilization, &out.Utilization)
+	get(protocol.MetricEPS, &out.EPS)
+	get(protocol.MetricBW, &out.BW)
+	return out
+}
+
+// advertiseLocked is the group's public front door URL: the configured
+// advertise, or one derived from the address actually bound (port 0).
+func (g *group) advertiseLocked() string {
+	if g.ln != nil && g.spec.Advertise == registry.AdvertiseFor(g.spec.Protocol, g.spec.FrontDoor) {
+		return registry.AdvertiseFor(g.spec.Protocol, g.ln.Addr().String())
+	}
+	return g.spec.Advertise
+}
+
+// Snapshot implements frontdoor.Group.
+func (g *group) Snapshot() *frontdoor.Snapshot { return g.snap.Load() }
+
+// Bound implements frontdoor.Group: counts the binding and, for a client
+// with a planned move, completes the move in the analyzer.
+func (g *group) Bound(m *frontdoor.Member, client string, moved bool) {
+	m.Replica.Live.Bindings.Add(1)
+	m.Counters.Bindings.Add(1)
+	if moved {
+		m.Counters.Rebinds.Add(1)
+	}
+	snap := g.snap.Load()
+	if client == "" || snap.Planned == nil {
+		return
+	}
+	if _, planned := snap.Planned[client]; !planned {
+		return
+	}
+	g.mu.Lock()
+	g.an.Bound(client, m.ID())
+	g.emitLocked("binding", map[string]any{"client": client, "replica": m.ID(), "planned": true})
+	g.mu.Unlock()
+}
+
+// Observe implements frontdoor.Group: passive health.
+func (g *group) Observe(m *frontdoor.Member, latency time.Duration, failed bool) {
+	if failed {
+		m.Counters.Failures.Add(1)
+	}
+	g.health.observe(m.ID(), failed)
+}
+
+// start opens the front door and starts the analyzer loop and pollers.
+func (g *group) start() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running {
+		return nil
+	}
+	if err := g.startFrontDoorLocked(); err != nil {
+		return err
+	}
+	g.loopStop = make(chan struct{})
+	g.loopDone = make(chan struct{})
+	go g.loop(g.loopStop, g.loopDone)
+	for _, m := range g.order {
+		g.startPullLocked(m)
+	}
+	g.health.startLocked()
+	g.running = true
+	g.publishLocked()
+	return nil
+}
+
+func (g *group) startFrontDoorLocked() error {
+	ln, err := listen(g.spec.FrontDoor)
+	if err != nil {
+		return err
+	}
+	g.ln = ln
+	g.listenOn = g.spec.FrontDoor
+	g.fd = httpfd.New(g, httpfd.Options{Logger: g.b.log.With("group", g.spec.Name), AccessLog: g.b.opts.AccessLog})
+	fd := g.fd
+	go func() {
+		if err := fd.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			g.b.log.Error("front door stopped", "group", g.spec.Name, "err", err)
+		}
+	}()
+	g.b.log.Info("front door listening", "group", g.spec.Name, "addr", ln.Addr().String(), "binding", g.spec.Binding)
+	return nil
+}
+
+func (g *group) serving() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running && g.fd != nil
+}
+
+// stop shuts the front door down (finishing calls in flight, bounded by
+// ctx) and stops the loops.
+func (g *group) stop(ctx context.Context) error {
+	g.mu.Lock()
+	if !g.running {
+		g.closeSubsLocked()
+		g.mu.Unlock()
+		return nil
+	}
+	g.running = false
+	fd := g.fd
+	g.fd, g.ln = nil, nil
+	close(g.loopStop)
+	done := g.loopDone
+	for _, m := range g.order {
+		if m.pullStop != nil {
+			close(m.pullStop)
+			m.pullStop = nil
+		}
+	}
+	g.health.stopLocked()
+	g.closeSubsLocked()
+	g.mu.Unlock()
+	<-done
+	if fd != nil {
+		return fd.Shutdown(ctx)
+	}
+	return nil
+}
+
+// update applies new settings to a running group: strategy and binding at
+// once, on the next snapshot; a new front door address rebinds the
+// listener (calls in flight on the old one finish).
+func (g *group) update(gs registry.Group) error {
+	s, err := strategy.New(gs.Strategy, gs.Params, strategy.Env{Now: g.b.now, Rand: g.b.opts.Rand})
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	var oldFD *httpfd.Server
+	if g.running && gs.FrontDoor != g.listenOn {
+		old, oldLn, oldAddr := g.fd, g.ln, g.listenOn
+		g.spec.FrontDoor = gs.FrontDoor
+		if err := g.startFrontDoorLocked(); err != nil {
+			g.fd, g.ln, g.listenOn = old, oldLn, oldAddr
+			g.mu.Unlock()
+			return err
+		}
+		oldFD = old
+	}
+	prevInterval := g.spec.ReportInterval
+	g.spec = gs
+	g.strat = s
+	g.an.SetStrategy(s)
+	if gs.ReportInterval != prevInterval {
+		g.an.SetInterval(gs.ReportInterval.D())
+	}
+	g.health.configureLocked()
+	g.publishLocked()
+	g.emitLocked("config", map[string]any{"strategy": gs.Strategy, "params": gs.Params, "binding": gs.Binding})
+	g.mu.Unlock()
+	if oldFD != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), gs.Timeouts.Request.D())
+			defer cancel()
+			_ = oldFD.Shutdown(ctx)
+		}()
+	}
+	return nil
+}
+
+// loop runs an analyzer step every report interval.
+func (g *group) loop(stop, done chan struct{}) {
+	defer close(done)
+	g.mu.Lock()
+	interval := g.spec.ReportInterval.D()
+	g.mu.Unlock()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		g.stepLocked()
+		if cur := g.spec.ReportInterval.D(); cur != interval {
+			interval = cur
+			t.Reset(interval)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// stepLocked runs one analyzer step, finishes drains and republishes.
+func (g *group) stepLocked() {
+	now := g.b.now()
+	g.lastStep = g.an.Step(now)
+	g.finishDrainsLocked(now)
+	g.publishLocked()
+	g.emitLocked("step", g.stepEventLocked())
+}
+
+// finishDrainsLocked removes members being deleted once they are idle:
+// no bound clients reported and no calls, or the drain timeout has passed.
+func (g *group) finishDrainsLocked(now time.Time) {
+	views := map[string]analyzer.ReplicaView{}
+	for _, v := range g.lastStep.Replicas {
+		views[v.ID] = v
+	}
+	changed := false
+	for _, m := range append([]*member(nil), g.order...) {
+		if !m.removing {
+			continue
+		}
+		v := views[m.rec.ID]
+		idle := !v.Reported || (v.Metrics[protocol.MetricRPS] == 0 && v.Metrics[protocol.MetricInflight] == 0)
+		idle = idle && m.live.Inflight.Load() == 0
+		if idle || now.Sub(m.drainFrom) > g.drainTimeoutLocked() {
+			g.removeMemberLocked(m)
+			g.b.forgetToken(m)
+			if err := g.b.reg.DeleteReplica(g.spec.Name, m.rec.ID); err != nil {
+				g.b.log.Error("cannot delete replica from store", "group", g.spec.Name, "replica", m.rec.ID, "err", err)
+			}
+			g.b.log.Info("replica removed", "group", g.spec.Name, "replica", m.rec.ID)
+			changed = true
+		}
+	}
+	if changed {
+		g.membershipChangedLocked()
+		g.emitLocked("membership", g.membersEventLocked())
+	}
+}
+
+func (g *group) drainTimeoutLocked() time.Duration {
+	d := 10 * g.spec.ReportInterval.D()
+	if d < 5*time.Second {
+		d = 5 * time.Second
+	}
+	return d
+}
+
+func (b *Balancer) forgetToken(m *member) {
+	b.mu.Lock()
+	if b.tokens[m.rec.TokenHash] == m {
+		delete(b.tokens, m.rec.TokenHash)
+	}
+	b.mu.Unlock()
+}
+
+// status renders the group's status.
+func (g *group) status() GroupStatus {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.b.now()
+	st := GroupStatus{Group: g.spec, Replicas: []ReplicaStatus{}}
+	st.Advertise = g.advertiseLocked()
+	if g.ln != nil {
+		st.Listening = g.ln.Addr().String()
+	}
+	views := map[string]analyzer.ReplicaView{}
+	for _, v := range g.lastStep.Replicas {
+		views[v.ID] = v
+	}
+	for _, m := range g.order {
+		rs := ReplicaStatus{
+			ID: m.rec.ID, Address: m.rec.Address, State: m.stateLocked(), Weight: m.rec.Weight, Static: m.rec.Static,
+			Monitor:  monitorMode(m.rec.Monitor),
+			Inflight: m.live.Inflight.Load(),
+			Counters: CountersStatus{
+				Bindings: m.counters.Bindings.Load(), Rebinds: m.counters.Rebinds.Load(), Proxied: m.counters.Proxied.Load(),
+				Redirected: m.counters.Redirected.Load(), Failures: m.counters.Failures.Load(),
+			},
+		}
+		adv := g.an.Advisory(m.rec.ID)
+		rs.Advisory, rs.Shed, rs.Epoch = adv.Advisory, adv.Shed, adv.Epoch
+		if v, ok := views[m.rec.ID]; ok && v.Reported {
+			load, eff := v.Sample, v.Load
+			rs.Load, rs.EffectiveLoad = &load, &eff
+			rs.Metrics = v.Metrics
+			age := (v.ReportAge + now.Sub(g.lastStep.Now)).Milliseconds()
+			if age < 0 {
+				age = 0
+			}
+			rs.ReportAgeMS = &age
+		}
+		st.Replicas = append(st.Replicas, rs)
+	}
+	return st
+}
+
+func monitorMode(m protocol.MonitorSpec) string {
+	if m.Mode == "" {
+		return protocol.MonitorPush
+	}
+	return m.Mode
+}
+
+// Subscribe returns a channel of the group's events and a cancel func. Slow
+// subscribers lose events rather than stall the group.
+func (b *Balancer) Subscribe(name string) (<-chan Event, func(), error) {
+	g, err := b.group(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan Event, 64)
+	g.mu.Lock()
+	g.subs[ch] = struct{}{}
+	g.mu.Unlock()
+	cancel := func() {
+		g.mu.Lock()
+		if _, ok := g.subs[ch]; ok {
+			delete(g.subs, ch)
+			close(ch)
+		}
+		g.mu.Unlock()
+	}
+	return ch, cancel, nil
+}
+
+func (g *group) closeSubsLocked() {
+	for ch := range g.subs {
+		close(ch)
+		delete(g.subs, ch)
+	}
+}
+
+func (g *group) emitLocked(typ string, data any) {
+	if len(g.subs) == 0 {
+		return
+	}
+	ev := Event{Type: typ, Group: g.spec.Name, Time: g.b.now(), Data: data}
+	for ch := range g.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+func (g *group) stepEventLocked() map[string]any {
+	type rep struct {
+		ID            string   `json:"id"`
+		State         string   `json:"state"`
+		Load          *float64 `json:"load"`
+		EffectiveLoad *float64 `json:"effective_load"`
+		Advisory      string   `json:"advisory"`
+		Shed          float64  `json:"shed"`
+		Epoch         uint64   `json:"epoch"`
+		Bindings      uint64   `json:"bindings"`
+	}
+	reps := []rep{}
+	for _, v := range g.lastStep.Replicas {
+		r := rep{ID: v.ID, State: v.State, Advisory: v.Advisory.Advisory, Shed: v.Advisory.Shed, Epoch: v.Advisory.Epoch}
+		if v.Reported {
+			s, l := v.Sample, v.Load
+			r.Load, r.EffectiveLoad = &s, &l
+		}
+		if m := g.members[v.ID]; m != nil {
+			r.Bindings = m.counters.Bindings.Load()
+		}
+		reps = append(reps, r)
+	}
+	return map[string]any{"replicas": reps, "moves": g.lastStep.Moves}
+}
+
+func (g *group) membersEventLocked() map[string]any {
+	ids := make([]map[string]string, 0, len(g.order))
+	for _, m := range g.order {
+		ids = append(ids, map[string]string{"id": m.rec.ID, "address": m.rec.Address, "state": m.stateLocked()})
+	}
+	return map[string]any{"replicas": ids}
+}
+

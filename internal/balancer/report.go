@@ -1,0 +1,115 @@
+package balancer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Report takes a pushed load report from the replica the token belongs to
+// and returns its advisory.
+func (b *Balancer) Report(token string, r protocol.Report) (protocol.Advisory, error) {
+	if token == "" {
+		return protocol.Advisory{}, ErrUnknownToken
+	}
+	b.mu.RLock()
+	m := b.tokens[registry.HashToken(token)]
+	b.mu.RUnlock()
+	if m == nil {
+		return protocol.Advisory{}, ErrUnknownToken
+	}
+	return m.g.report(m, r)
+}
+
+// report feeds one report to the analyzer.
+func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.members[m.rec.ID] != m {
+		return protocol.Advisory{}, ErrUnknownToken
+	}
+	adv, err := g.an.Report(m.rec.ID, r, g.b.now())
+	if err != nil {
+		return protocol.Advisory{}, err
+	}
+	m.live.ResetExtra()
+	m.live.Bindings.Store(0)
+	adv.ReportInterval = g.spec.ReportInterval
+	return adv, nil
+}
+
+// startPullLocked starts polling m's monitor URL if it is in pull mode.
+// Caller holds g.mu.
+func (g *group) startPullLocked(m *member) {
+	if m.rec.Monitor.Mode != protocol.MonitorPull || m.pullStop != nil {
+		return
+	}
+	stop := make(chan struct{})
+	m.pullStop = stop
+	go g.pull(m, stop)
+}
+
+// pull GETs the monitor's URL every interval, passing the current advisory
+// in the Fulcrum-Advisory header, and feeds the report it answers.
+func (g *group) pull(m *member, stop chan struct{}) {
+	for {
+		g.mu.Lock()
+		interval := m.rec.Monitor.Interval.D()
+		if interval == 0 {
+			interval = g.spec.ReportInterval.D()
+		}
+		u := m.rec.Monitor.URL
+		adv := g.an.Advisory(m.rec.ID)
+		adv.ReportInterval = g.spec.ReportInterval
+		g.mu.Unlock()
+
+		if err := g.pollOnce(m, u, adv, interval); err != nil {
+			g.b.log.Debug("pull failed", "group", g.spec.Name, "replica", m.rec.ID, "url", u, "err", err)
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-g.b.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (g *group) pollOnce(m *member, u string, adv protocol.Advisory, interval time.Duration) error {
+	ctx, cancel := context.WithTimeout(g.b.ctx, interval)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	hdr, _ := json.Marshal(adv)
+	req.Header.Set(protocol.HeaderAdvisory, string(hdr))
+	resp, err := g.b.opts.HTTPClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxReportBytes+1))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("monitor answered %s", resp.Status)
+	}
+	r, err := protocol.DecodeReport(body)
+	if err != nil {
+		return fmt.Errorf("bad report from monitor: %w", err)
+	}
+	_, err = g.report(m, r)
+	return err
+}

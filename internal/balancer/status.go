@@ -1,0 +1,69 @@
+package balancer
+
+import (
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+)
+
+// GroupStatus is a group's settings and live state: the body of
+// GET /v1/groups/{name}.
+type GroupStatus struct {
+	registry.Group
+	// Listening is the address the front door is bound to.
+	Listening string `json:"listening,omitempty"`
+	// Replicas are all members with their loads and counters.
+	Replicas []ReplicaStatus `json:"replicas"`
+	// Warning is set when a change to a config-declared group will be
+	// reverted at the next start.
+	Warning string `json:"warning,omitempty"`
+}
+
+// ReplicaStatus is one replica's live state.
+type ReplicaStatus struct {
+	ID      string  `json:"id"`
+	Address string  `json:"address"`
+	State   string  `json:"state"`
+	Weight  float64 `json:"weight"`
+	Static  bool    `json:"static,omitempty"`
+	Monitor string  `json:"monitor"`
+	// Load is the last reported sample; null when unreported.
+	Load *float64 `json:"load"`
+	// EffectiveLoad is the analyzer's dampened load; null when unreported.
+	EffectiveLoad *float64           `json:"effective_load"`
+	Metrics       map[string]float64 `json:"metrics,omitempty"`
+	Advisory      string             `json:"advisory"`
+	Shed          float64            `json:"shed"`
+	Epoch         uint64             `json:"epoch"`
+	// ReportAgeMS is the age of the last report; null when never reported.
+	ReportAgeMS *int64         `json:"report_age_ms"`
+	Inflight    int64          `json:"inflight"`
+	Counters    CountersStatus `json:"counters"`
+}
+
+// CountersStatus are a replica's cumulative counters.
+type CountersStatus struct {
+	Bindings   uint64 `json:"bindings"`
+	Rebinds    uint64 `json:"rebinds"`
+	Proxied    uint64 `json:"proxied"`
+	Redirected uint64 `json:"redirected"`
+	Failures   uint64 `json:"failures"`
+}
+
+// GroupPatch is the body of PATCH /v1/groups/{name}: run-time changes.
+type GroupPatch struct {
+	Strategy *string       `json:"strategy,omitempty"`
+	Params   map[string]any `json:"params,omitempty"`
+	Binding  *string       `json:"binding,omitempty"`
+}
+
+// Event is one entry of a group's event stream.
+type Event struct {
+	// Type is "step" (an analyzer step: loads, advisories, moves),
+	// "binding" (a planned move completed), "membership" (a replica
+	// joined, left or changed state) or "config" (settings changed).
+	Type  string    `json:"type"`
+	Group string    `json:"group"`
+	Time  time.Time `json:"time"`
+	Data  any       `json:"data"`
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/monitor"
+)
+
+func init() { subcommands = append(subcommands, newBackendCmd) }
+
+func newBackendCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "backend",
+		Short: "Run one of the seeds' test services as a replica",
+	}
+	cmd.AddCommand(newBackendPrimeCmd())
+	return cmd
+}
+
+type primeFlags struct {
+	listen, advertise, register, group, token, joinToken, load, mode string
+	weight                                                           float64
+}
+
+func newBackendPrimeCmd() *cobra.Command {
+	var f primeFlags
+	cmd := &cobra.Command{
+		Use:   "prime --listen ADDR [--register ADMIN_URL --group NAME]",
+		Short: "Serve the prime service over HTTP (GET /prime/{n}, GET /count/{x}, POST /echo, GET /healthz)",
+		Long: `Serve the seeds' test service: GET /prime/{n} answers whether n is prime by
+trial division (seed 000's CPU-bound call), GET /count/{x} the number of primes
+below x (seed 004's getPrimeCount), POST /echo returns the body, GET /healthz.
+
+With --register the replica joins a group through the Go monitor library: it
+registers (with replace, so a restarted replica keeps its id), reports its
+load (calls/s by default) every report interval, obeys advisories, and
+deregisters on SIGTERM or SIGINT. Its first line on stdout is
+"listening on <URL>".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.register != "" && f.group == "" {
+				return exitCode(2, errors.New("--group is required with --register"))
+			}
+			return runPrime(cmd.Context(), f, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:9001", "address to listen on (port 0: any free port)")
+	fl.StringVar(&f.advertise, "advertise", "", "base URL clients reach this replica at (default http://<listen address>)")
+	fl.StringVar(&f.register, "register", "", "admin API URL of the balancer to register with")
+	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
+	fl.StringVar(&f.token, "token", "", "replica token from an earlier registration (fulcrum ctl add) instead of registering")
+	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
+	fl.StringVar(&f.load, "load", string(monitor.LoadRate), "what to report as load: rate, inflight, cpu or latency")
+	fl.StringVar(&f.mode, "monitor", "push", "monitor mode: push or pull")
+	fl.Float64Var(&f.weight, "weight", 0, "relative capacity (default 1)")
+	return cmd
+}
+
+func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte) (int, error) }) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	addr := f.advertise
+	if addr == "" {
+		addr = "http://" + ln.Addr().String()
+	}
+	servedBy := func() string { return addr }
+	var handler http.Handler
+	var mon *monitor.Monitor
+	if f.register != "" || f.token != "" {
+		mon, err = monitor.New(monitor.Options{
+			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
+			Weight: f.weight, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
+		})
+		if err != nil {
+			ln.Close()
+			return exitCode(2, err)
+		}
+		servedBy = func() string {
+			if r, ok := mon.Registered(); ok {
+				return r.ID
+			}
+			return addr
+		}
+		handler = mon.Handler(backend.NewPrime(servedBy))
+	} else {
+		handler = backend.NewPrime(servedBy)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "listening on %s\n", addr)
+	if mon != nil {
+		if err := mon.Start(); err != nil {
+			return err
+		}
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case <-sigs:
+	case err := <-serveErr:
+		runErr = err
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if mon != nil {
+		if err := mon.Close(sctx); err != nil {
+			log.Warn("deregistering failed", "err", err)
+		}
+	}
+	if err := srv.Shutdown(sctx); err != nil && runErr == nil {
+		runErr = err
+	}
+	return runErr
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fulcrum-lb/fulcrum/internal/demo"
+)
+
+func init() { subcommands = append(subcommands, newDemoCmd) }
+
+func newDemoCmd() *cobra.Command {
+	var (
+		o     demo.Options
+		rates string
+		logs  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the main job on loopback: a balancer, prime replicas and clients, until loads balance",
+		Long: `Run seed 000's effectiveness experiment on this machine with nothing set up:
+a balancer, 4 prime replicas (child processes, whose pids and addresses are
+printed at start) and 8 clients, 4 at 100 calls/s and 4 at 50 calls/s,
+started one after another, in an on-demand group balanced by least-loaded.
+
+Every second it prints the calls/s each replica served. It exits 0 once every
+replica has stayed within ±10% of the mean for 10 s ("balanced after N s",
+N being when that window began) and 1 if that has not happened within 120 s.
+If no assignment of the clients can meet ±10%, it says so at start and uses
+the best reachable spread plus two points.
+
+Kill a replica with kill -9 while it runs: its clients rebind through the
+front door, and the demo starts it again on the same address, where it
+re-registers and takes load.
+
+With a non-adaptive set-up, e.g. --strategy round-robin --binding
+per-session, it shows the lasting imbalance of seed 000 Fig. 15 instead, runs
+for --duration (default 60s) and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if o.Rates, err = parseRates(rates); err != nil {
+				return exitCode(2, err)
+			}
+			o.Out = cmd.OutOrStdout()
+			if logs {
+				o.Log = cmd.ErrOrStderr()
+			}
+			err = demo.Run(cmd.Context(), o)
+			if errors.Is(err, demo.ErrNotBalanced) {
+				return exitCode(1, err)
+			}
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&o.Replicas, "replicas", 4, "number of prime replicas")
+	fl.StringVar(&rates, "rates", "100,100,100,100,50,50,50,50", "clients' call rates in calls/s, comma-separated, started in this order")
+	fl.StringVar(&o.Strategy, "strategy", "least-loaded", "strategy of the group")
+	fl.StringVar(&o.Binding, "binding", "on-demand", "binding mode: on-demand, per-session or per-request")
+	fl.DurationVar(&o.Duration, "duration", 0, "deadline for equilibrium (on-demand, default 120s) or run time (otherwise, default 60s)")
+	fl.BoolVar(&logs, "logs", false, "show the balancer's and replicas' logs on stderr")
+	return cmd
+}
+
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for i, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(v > 0 && v <= 10000) {
+			return nil, fmt.Errorf("--rates: invalid value %q at position %d, each rate must be a number in (0, 10000] calls/s", f, i+1)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
