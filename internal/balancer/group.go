@@ -557,4 +557,3 @@ func (g *group) membersEventLocked() map[string]any {
 	}
 	return map[string]any{"replicas": ids}
 }
-

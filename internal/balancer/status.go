@@ -52,9 +52,9 @@ type CountersStatus struct {
 
 // GroupPatch is the body of PATCH /v1/groups/{name}: run-time changes.
 type GroupPatch struct {
-	Strategy *string       `json:"strategy,omitempty"`
+	Strategy *string        `json:"strategy,omitempty"`
 	Params   map[string]any `json:"params,omitempty"`
-	Binding  *string       `json:"binding,omitempty"`
+	Binding  *string        `json:"binding,omitempty"`
 }
 
 // Event is one entry of a group's event stream.

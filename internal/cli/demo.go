@@ -79,4 +79,3 @@ func parseRates(s string) ([]float64, error) {
 	}
 	return out, nil
 }
-
