@@ -31,6 +31,10 @@ type Replica struct {
 	Load float64
 	// Metrics are the standard metrics of the last fresh report.
 	Metrics Metrics
+	// Clients is how many bound clients the last fresh report listed (0
+	// when unknown). The adaptive strategies estimate one binding's load
+	// from it (per_balance_load "auto").
+	Clients int
 	// Live holds the counters the hot path updates.
 	Live *Live
 }

@@ -1,0 +1,305 @@
+package analyzer
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Replica states, the same strings as the registry's (registry.StateActive
+// and so on); the analyzer does not import the registry, which touches the
+// network and the disk.
+const (
+	StateActive   = "active"
+	StateDraining = "draining"
+	StateEjected  = "ejected"
+	StateDown     = "down"
+)
+
+const (
+	// StaleIntervals: a report older than this many report intervals no
+	// longer counts; the replica is unreported (load unknown, not idle).
+	StaleIntervals = 3
+	// MoveExpiryIntervals: a planned move the client has not completed
+	// within this many report intervals is dropped.
+	MoveExpiryIntervals = 4
+	// SettleReports: after a move, the replicas it touched must send this
+	// many reports before the strategy plans again. The first report after
+	// a move covers an interval in which the client was on both.
+	SettleReports = 2
+	// MovePinIntervals: a client the analyzer moved is not planned for
+	// again for this many report intervals, doubled for each further move
+	// within MoveMemoryIntervals of the previous one. Measured rates are
+	// noisy; without this, two clients of nearly the same rate could be
+	// swapped back and forth whenever the noise favours it.
+	MovePinIntervals = 8
+	// MoveMemoryIntervals: a client not moved for this long starts again
+	// from the shortest pin.
+	MoveMemoryIntervals = 240
+	// ShedHoldIntervals: after a `high` advisory that names no clients,
+	// the strategy is not asked again for this many report intervals, so
+	// the clients sent back show in the loads before more are.
+	ShedHoldIntervals = 3
+)
+
+// ErrUnknownReplica is returned by Report for an id that is not a member.
+var ErrUnknownReplica = errors.New("analyzer: unknown replica")
+
+// ReplicaInfo is one member as the balancer knows it.
+type ReplicaInfo struct {
+	ID string
+	// Weight is the relative capacity; not finite and > 0 counts as 1.
+	Weight float64
+	// State is StateActive, StateDraining, StateEjected or StateDown; ""
+	// counts as active.
+	State string
+}
+
+// ReplicaView is one replica in a Step.
+type ReplicaView struct {
+	ID, State string
+	// Reported is true when the replica's last report is fresh (not older
+	// than StaleIntervals intervals). Load, Sample, Metrics and Clients are
+	// the last known values and mean nothing when it is false.
+	Reported bool
+	// Load is the effective (dampened) load; Sample the last raw one.
+	Load, Sample float64
+	// ReportAge is the age of the last report at Step's time (0 if none).
+	ReportAge time.Duration
+	// Metrics are the last report's metrics. Shared: do not modify.
+	Metrics map[string]float64
+	// Clients are the bound clients the last report listed, with their
+	// rates as reported. Shared: do not modify.
+	Clients []protocol.ClientRate
+	// Advisory is the replica's current advisory.
+	Advisory protocol.Advisory
+}
+
+// Step is the result of one analyzer step.
+type Step struct {
+	Now time.Time
+	// Replicas are every member, in SetReplicas order.
+	Replicas []ReplicaView
+	// Moves are the planned moves not yet completed nor expired, by
+	// client: the front door binds each returning client to its To.
+	Moves []strategy.Move
+	// Changed is true when anything a snapshot or a monitor sees may have
+	// changed since the previous step: reports, freshness, membership,
+	// advisories, moves.
+	Changed bool
+}
+
+// Analyzer is one group's analyzer. Not safe for concurrent use.
+type Analyzer struct {
+	strat    strategy.Strategy
+	adaptive strategy.Adaptive // nil when strat is not adaptive
+	interval time.Duration
+
+	order []*replica
+	byID  map[string]*replica
+	moves map[string]*pendingMove // by client
+
+	history map[string]*moveHistory // by client
+
+	epoch     uint64
+	holdUntil time.Time
+	changed   bool
+	// now is the latest time Report or Step was given.
+	now time.Time
+}
+
+// replica is one member's soft state.
+type replica struct {
+	info     ReplicaInfo
+	reported bool // last is the time of a report
+	fresh    bool // as of the last Step
+	last     time.Time
+	sample   float64
+	load     float64
+	metrics  map[string]float64
+	clients  []protocol.ClientRate // as reported
+	// rates are the listed clients' smoothed rates in load units.
+	rates []clientRate
+	adv   protocol.Advisory
+	// settle counts the reports still due after a move touched the
+	// replica before the strategy may plan again.
+	settle int
+}
+
+// clientRate is one listed client's rate in load units, dampened like the
+// load; seen counts the consecutive reports that listed it.
+type clientRate struct {
+	id   string
+	rate float64
+	seen int
+}
+
+type pendingMove struct {
+	strategy.Move
+	planned time.Time
+}
+
+// moveHistory is what the analyzer remembers of a client it moved, to pin
+// it for a while (see MovePinIntervals).
+type moveHistory struct {
+	moves int       // moves within MoveMemoryIntervals of each other
+	last  time.Time // when the last one completed
+	until time.Time // not planned for again before this
+}
+
+// New returns an analyzer running s with report interval interval. It
+// panics if s is nil or interval is not positive.
+func New(s strategy.Strategy, interval time.Duration) *Analyzer {
+	if s == nil || interval <= 0 {
+		panic("analyzer: New needs a strategy and a positive interval")
+	}
+	a := &Analyzer{
+		interval: interval, byID: map[string]*replica{},
+		moves: map[string]*pendingMove{}, history: map[string]*moveHistory{},
+	}
+	a.SetStrategy(s)
+	return a
+}
+
+// Strategy returns the strategy in use.
+func (a *Analyzer) Strategy() strategy.Strategy { return a.strat }
+
+// Interval returns the report interval.
+func (a *Analyzer) Interval() time.Duration { return a.interval }
+
+// SetStrategy switches the strategy at run time (seed 000's Component
+// Configurator). Loads are kept; the new strategy's dampening applies from
+// the next report. Switching to a strategy that is not adaptive drops the
+// planned moves and turns `high` advisories nominal. A nil s is ignored.
+func (a *Analyzer) SetStrategy(s strategy.Strategy) {
+	if s == nil {
+		return
+	}
+	a.strat = s
+	a.adaptive, _ = s.(strategy.Adaptive)
+	a.changed = true
+	if a.adaptive == nil {
+		clear(a.moves)
+		a.holdUntil = time.Time{}
+		for _, r := range a.order {
+			if r.active() {
+				a.setAdvisory(r, protocol.Nominal, 0, nil)
+			}
+		}
+	}
+}
+
+// SetInterval changes the report interval; d <= 0 is ignored.
+func (a *Analyzer) SetInterval(d time.Duration) {
+	if d > 0 && d != a.interval {
+		a.interval = d
+		a.changed = true
+	}
+}
+
+// SetReplicas sets the membership, weights and states. Replicas not in rs
+// are forgotten, with the moves from or to them. A replica that is not
+// active gets `drain`, and moves planned to it are dropped.
+func (a *Analyzer) SetReplicas(rs []ReplicaInfo) {
+	order := make([]*replica, 0, len(rs))
+	keep := make(map[string]*replica, len(rs))
+	for _, info := range rs {
+		if _, dup := keep[info.ID]; dup {
+			continue
+		}
+		if info.State == "" {
+			info.State = StateActive
+		}
+		r := a.byID[info.ID]
+		if r == nil {
+			r = &replica{}
+			a.setAdvisory(r, protocol.Nominal, 0, nil)
+		}
+		if r.info != info {
+			r.info = info
+			a.changed = true
+		}
+		keep[info.ID] = r
+		order = append(order, r)
+	}
+	if len(keep) != len(a.byID) {
+		a.changed = true
+	}
+	a.order, a.byID = order, keep
+	for c, mv := range a.moves {
+		if from, to := a.byID[mv.From], a.byID[mv.To]; from == nil || to == nil || !to.active() {
+			delete(a.moves, c)
+			a.changed = true
+		}
+	}
+	for _, r := range a.order {
+		switch {
+		case !r.active():
+			a.setAdvisory(r, protocol.Drain, 0, nil)
+		case r.adv.Advisory == protocol.Drain:
+			a.setAdvisory(r, protocol.Nominal, 0, nil)
+		}
+	}
+	a.releaseSources()
+}
+
+// Advisory returns the current advisory of replica id (nominal, epoch 0,
+// for an unknown id), with ReportInterval set.
+func (a *Analyzer) Advisory(id string) protocol.Advisory {
+	r := a.byID[id]
+	if r == nil {
+		return protocol.Advisory{Advisory: protocol.Nominal, ReportInterval: protocol.Duration(a.interval)}
+	}
+	return a.advisoryOf(r)
+}
+
+func (a *Analyzer) advisoryOf(r *replica) protocol.Advisory {
+	adv := r.adv
+	adv.Clients = slices.Clone(adv.Clients)
+	adv.ReportInterval = protocol.Duration(a.interval)
+	return adv
+}
+
+// setAdvisory gives r a new advisory, with a new epoch, unless it already
+// has this one.
+func (a *Analyzer) setAdvisory(r *replica, level string, shed float64, clients []string) {
+	if r.adv.Epoch != 0 && r.adv.Advisory == level && r.adv.Shed == shed && slices.Equal(r.adv.Clients, clients) {
+		return
+	}
+	a.epoch++
+	r.adv = protocol.Advisory{Advisory: level, Shed: shed, Epoch: a.epoch, Clients: clients}
+	a.changed = true
+}
+
+// releaseSources turns nominal the replicas whose `high` named clients of
+// which no planned move is left.
+func (a *Analyzer) releaseSources() {
+	for _, r := range a.order {
+		if !r.active() || r.adv.Advisory != protocol.High || len(r.adv.Clients) == 0 {
+			continue
+		}
+		pending := false
+		for _, c := range r.adv.Clients {
+			if mv := a.moves[c]; mv != nil && mv.From == r.info.ID {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			a.setAdvisory(r, protocol.Nominal, 0, nil)
+		}
+	}
+}
+
+func (r *replica) active() bool { return r.info.State == StateActive }
+
+func (r *replica) weight() float64 {
+	if w := r.info.Weight; w > 0 && !math.IsInf(w, 1) {
+		return w
+	}
+	return 1
+}

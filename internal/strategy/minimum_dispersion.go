@@ -1,0 +1,90 @@
+package strategy
+
+// MinimumDispersionName is the registered name of the minimum-dispersion
+// strategy.
+const MinimumDispersionName = "minimum-dispersion"
+
+// MinimumDispersionConfig is minimum-dispersion's configuration. Loads are
+// per unit of weight.
+type MinimumDispersionConfig struct {
+	// Dampening is d in the effective load L = d·L_prev + (1−d)·sample
+	// (seed 000 §3.3.4: "averages instantaneous load samples with older
+	// load values"). Default 0.5, range [0,1).
+	Dampening float64 `json:"dampening"`
+	// Tolerance: every replica's load is kept between mean/Tolerance and
+	// mean·Tolerance; picks are made at random among the replicas within
+	// this factor of the least loaded; a plan is only issued when it
+	// narrows the spread by more than Tolerance−1 of the mean. Default
+	// 1.10 (±10%), range [1,10].
+	Tolerance float64 `json:"tolerance"`
+	// PerBalanceLoad is added to a replica's load each time it is picked,
+	// until its next report. "auto" (default) or a number >= 0 in load
+	// units (0: off); see LeastLoadedConfig.PerBalanceLoad.
+	PerBalanceLoad AutoLoad `json:"per_balance_load"`
+}
+
+var defaultMinimumDispersionConfig = MinimumDispersionConfig{
+	Dampening:      0.5,
+	Tolerance:      1.10,
+	PerBalanceLoad: AutoLoad{Auto: true},
+}
+
+// minimumDispersion is seed 000 §3.3.3's minimum dispersion strategy:
+// "ensure load differences fall within a certain tolerance": the average
+// load of the group is compared with each replica's (dampened) load and,
+// when a replica is further from it than the tolerance, load is shifted to
+// bring the difference back within it. fulcrum shifts it by a plan of
+// moves (rebalance, PlanMoves) and picks the least loaded replica for new
+// bindings, at random among near-ties (loadPicker).
+type minimumDispersion struct {
+	cfg MinimumDispersionConfig
+	env Env
+}
+
+func init() {
+	Register(Definition{
+		Name:     MinimumDispersionName,
+		Summary:  "keeps every replica's reported load within a tolerance of the group average, by planned moves",
+		Build:    buildMinimumDispersion,
+		Defaults: func() map[string]any { return ToParams(defaultMinimumDispersionConfig) },
+	})
+}
+
+func buildMinimumDispersion(params map[string]any, env Env) (Strategy, error) {
+	cfg := defaultMinimumDispersionConfig
+	if err := DecodeParams(MinimumDispersionName, params, &cfg); err != nil {
+		return nil, err
+	}
+	const s = MinimumDispersionName
+	if err := halfOpenParamIn(s, "dampening", cfg.Dampening, 0, 1); err != nil {
+		return nil, err
+	}
+	if err := floatParamIn(s, "tolerance", cfg.Tolerance, 1, 10); err != nil {
+		return nil, err
+	}
+	if err := cfg.PerBalanceLoad.validate(s, "per_balance_load"); err != nil {
+		return nil, err
+	}
+	return &minimumDispersion{cfg: cfg, env: env.withDefaults()}, nil
+}
+
+func (*minimumDispersion) Name() string { return MinimumDispersionName }
+
+// Dampening implements Adaptive.
+func (s *minimumDispersion) Dampening() float64 { return s.cfg.Dampening }
+
+func (s *minimumDispersion) Picker(replicas []*Replica) Picker {
+	return newLoadPicker(replicas, loadPickerConfig{
+		tolerance:  s.cfg.Tolerance,
+		perBalance: s.cfg.PerBalanceLoad,
+	}, s.env.Rand)
+}
+
+// Analyze implements Adaptive: the group is rebalanced when some replica
+// is above mean·Tolerance or below mean/Tolerance.
+func (s *minimumDispersion) Analyze(in *Analysis) Decision {
+	tol := s.cfg.Tolerance
+	return rebalance(in, func(load, mean float64) bool {
+		return load > mean*tol || load*tol < mean
+	}, tol-1)
+}

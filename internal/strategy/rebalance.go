@@ -1,0 +1,80 @@
+package strategy
+
+import "math"
+
+// rebalance is the analysis the adaptive strategies share. critical tells,
+// from a reported replica's effective load per unit of weight and the
+// group's weighted mean of those, whether the replica is out of bounds.
+// When none is, the group is left alone. Otherwise the move planner
+// (PlanMoves) works from every reported replica's latest sample and listed
+// clients, and a plan that narrows the spread by more than minImprovement
+// becomes `high` advisories naming the clients each source replica sends
+// back; a move must narrow the spread by half of minImprovement (and at
+// least DefaultMoveCost) to be worth making. A critical replica that lists
+// no clients cannot be planned for: it gets TAO's advisory, `high` with
+// shed = its latest sample above the mean of the samples, and the clients
+// it sends back are placed by the picker.
+//
+// Both the trigger and the plan read the dampened loads and client rates
+// (a trend, not a blip, seed 000 §3.3.4: measured rates are noisy, and a
+// plan made on noise is undone by the next one). The unnamed shed reads
+// the latest samples: it is sent once and must not chase the lag of the
+// dampening. Replicas without a fresh report are neither sources nor
+// destinations: their load is unknown.
+func rebalance(in *Analysis, critical func(load, mean float64) bool, minImprovement float64) Decision {
+	var sumLoad, sumW float64
+	for i := range in.Replicas {
+		if r := &in.Replicas[i]; r.Reported {
+			sumLoad += max(0, r.Load)
+			sumW += planWeight(r.Weight)
+		}
+	}
+	if sumW == 0 || sumLoad <= 0 {
+		return Decision{}
+	}
+	mean := sumLoad / sumW
+	var crit []int
+	for i := range in.Replicas {
+		r := &in.Replicas[i]
+		if r.Reported && critical(max(0, r.Load)/planWeight(r.Weight), mean) {
+			crit = append(crit, i)
+		}
+	}
+	if len(crit) == 0 {
+		return Decision{}
+	}
+	reps := make([]PlanReplica, 0, len(in.Replicas))
+	for i := range in.Replicas {
+		if r := &in.Replicas[i]; r.Reported {
+			reps = append(reps, PlanReplica{ID: r.ID, Weight: r.Weight, Load: r.Load, Clients: r.Clients})
+		}
+	}
+	plan := PlanMoves(reps, PlanOptions{MinImprovement: minImprovement, MoveCost: max(DefaultMoveCost, minImprovement/2)})
+	var d Decision
+	d.Moves = plan.Moves
+	for _, mv := range plan.Moves {
+		if n := len(d.High); n == 0 || d.High[n-1].ID != mv.From {
+			d.High = append(d.High, Advice{ID: mv.From})
+		}
+		a := &d.High[len(d.High)-1]
+		a.Shed += mv.Rate
+		a.Clients = append(a.Clients, mv.Client)
+	}
+	sampleMean := 0.0
+	for i := range in.Replicas {
+		if r := &in.Replicas[i]; r.Reported {
+			sampleMean += max(0, r.Sample)
+		}
+	}
+	sampleMean /= sumW
+	for _, i := range crit {
+		r := &in.Replicas[i]
+		if len(r.Clients) > 0 {
+			continue
+		}
+		if shed := max(0, r.Sample) - sampleMean*planWeight(r.Weight); shed > 0 && !math.IsInf(shed, 0) {
+			d.High = append(d.High, Advice{ID: r.ID, Shed: shed})
+		}
+	}
+	return d
+}
