@@ -58,6 +58,9 @@ type member struct {
 	// down and ejected are health states.
 	down    bool
 	ejected bool
+	// reported is set when a report arrived since the last step; the step
+	// then clears the per-balance load the report now accounts for.
+	reported bool
 
 	pullStop chan struct{}
 }
@@ -152,6 +155,7 @@ func (g *group) publishLocked() {
 			rep.Reported = true
 			rep.Load = v.Load
 			rep.Metrics = metricsOf(v.Metrics)
+			rep.Clients = len(v.Clients)
 		}
 		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, State: m.stateLocked(), Counters: m.counters}
 		snap.Members[m.rec.ID] = fm
@@ -382,6 +386,13 @@ func (g *group) loop(stop, done chan struct{}) {
 func (g *group) stepLocked() {
 	now := g.b.now()
 	g.lastStep = g.an.Step(now)
+	for _, m := range g.order {
+		if m.reported {
+			m.reported = false
+			m.live.ResetExtra()
+			m.live.Bindings.Store(0)
+		}
+	}
 	g.finishDrainsLocked(now)
 	g.publishLocked()
 	g.emitLocked("step", g.stepEventLocked())

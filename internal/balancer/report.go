@@ -38,8 +38,7 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if err != nil {
 		return protocol.Advisory{}, err
 	}
-	m.live.ResetExtra()
-	m.live.Bindings.Store(0)
+	m.reported = true
 	adv.ReportInterval = g.spec.ReportInterval
 	return adv, nil
 }
