@@ -56,10 +56,10 @@ type Advice struct {
 // Move is one planned rebinding: Client, now on From with call rate Rate,
 // goes to To when it comes back to the front door.
 type Move struct {
-	Client string
-	From   string
-	To     string
-	Rate   float64
+	Client string  `json:"client"`
+	From   string  `json:"from"`
+	To     string  `json:"to"`
+	Rate   float64 `json:"rate"`
 }
 
 // Decision is the result of one analysis step.
