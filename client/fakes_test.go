@@ -131,6 +131,9 @@ type fakeFrontDoor struct {
 	pick    func(n int) *fakeReplica
 	hits    int
 	clients []string
+	// hints are the Fulcrum-Rebind and Fulcrum-Binding each request came
+	// with, as "rebind binding".
+	hints []string
 }
 
 func newFakeFrontDoor(t *testing.T, replicas ...*fakeReplica) *fakeFrontDoor {
@@ -150,6 +153,7 @@ func (fd *fakeFrontDoor) serve(w http.ResponseWriter, req *http.Request) {
 	n := fd.hits
 	fd.hits++
 	fd.clients = append(fd.clients, req.Header.Get(protocol.HeaderClient))
+	fd.hints = append(fd.hints, req.Header.Get(protocol.HeaderRebind)+" "+req.Header.Get(protocol.HeaderBinding))
 	pick := fd.pick
 	fd.mu.Unlock()
 	if fd.unavailable.Add(-1) >= 0 {

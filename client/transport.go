@@ -169,11 +169,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		bound = door.binding.Load()
 	}
 	retried503 := false
+	unreachable := "" // the binding the client could not connect to
 	for hop := 0; ; hop++ {
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
 		}
-		out, err := t.attempt(req, bound, body)
+		out, err := t.attempt(req, bound, body, unreachable)
 		if err != nil {
 			return nil, err
 		}
@@ -191,6 +192,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 					return nil, err
 				}
 				t.log.Debug("fulcrum: bound replica unreachable; rebinding through the front door", "group", bound.Group, "replica", bound.Replica, "err", err)
+				unreachable = bound.header
 				bound = nil
 				continue
 			case isRebind(resp):
@@ -240,8 +242,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // attempt builds the request of one attempt: to the replica of b, or to
-// the front door when b is nil.
-func (t *Transport) attempt(req *http.Request, b *binding, body *replay) (*http.Request, error) {
+// the front door when b is nil. unreachable, when set, is the binding the
+// client could not connect to; the front door is told so that it binds the
+// client elsewhere.
+func (t *Transport) attempt(req *http.Request, b *binding, body *replay, unreachable string) (*http.Request, error) {
 	rc, err := body.next()
 	if err != nil {
 		return nil, err
@@ -258,6 +262,9 @@ func (t *Transport) attempt(req *http.Request, b *binding, body *replay) (*http.
 		out.URL = b.rewrite(req.URL)
 		out.Host = ""
 		out.Header.Set(protocol.HeaderBinding, b.header)
+	} else if unreachable != "" {
+		out.Header.Set(protocol.HeaderBinding, unreachable)
+		out.Header.Set(protocol.HeaderRebind, protocol.RebindUnreachable)
 	} else {
 		out.Header.Del(protocol.HeaderBinding)
 	}

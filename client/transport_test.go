@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -174,6 +175,13 @@ func TestDialFailureRebindsWithoutRunningTwice(t *testing.T) {
 	}
 	if b, _ := tr.Binding(fd.srv.URL); b.Replica != "r2" {
 		t.Fatalf("bound to %q, want r2", b.Replica)
+	}
+	fd.mu.Lock()
+	hints := append([]string(nil), fd.hints...)
+	fd.mu.Unlock()
+	want := []string{" ", protocol.RebindUnreachable + " " + testGroup + "/r1"}
+	if !slices.Equal(hints, want) {
+		t.Fatalf("front door saw rebind hints %q, want %q (the client names the replica it could not reach)", hints, want)
 	}
 }
 

@@ -33,11 +33,18 @@ const (
 	// HeaderClient is a bound client's stable random id.
 	HeaderClient = "Fulcrum-Client"
 	// HeaderRebind is "1" on a replica's 307 that sends a client back to the
-	// front door.
+	// front door. A client that comes back to the front door because it
+	// could not connect to its replica sends it with the value
+	// RebindUnreachable, together with the Fulcrum-Binding it is leaving,
+	// so that the front door does not bind it to that replica again.
 	HeaderRebind = "Fulcrum-Rebind"
 	// HeaderAdvisory carries the current advisory (JSON) on a pull request.
 	HeaderAdvisory = "Fulcrum-Advisory"
 )
+
+// RebindUnreachable is the Fulcrum-Rebind value of a client whose replica
+// refused its connection.
+const RebindUnreachable = "unreachable"
 
 // Advisory levels.
 const (

@@ -23,6 +23,9 @@ func (s *Server) serveRedirect(w http.ResponseWriter, r *http.Request, snap *fro
 		s.writeError(w, r, snap, err)
 		return
 	}
+	if m != nil && len(snap.Eligible) > 1 && r.Header.Get(protocol.HeaderRebind) == protocol.RebindUnreachable {
+		m = avoidUnreachable(r, snap, &req, m)
+	}
 	// One allocation backs the three header values; each is capped so an
 	// append elsewhere cannot write into its neighbour.
 	vals := [...]string{location(m, r.URL), snap.Group, m.ID()}
@@ -40,6 +43,37 @@ func (s *Server) serveRedirect(w http.ResponseWriter, r *http.Request, snap *fro
 }
 
 var noStore = []string{"no-store"}
+
+// maxAvoidPicks bounds the re-picks that steer a client away from the
+// replica it could not connect to.
+const maxAvoidPicks = 4
+
+// avoidUnreachable re-picks, a bounded number of times, when the pick is
+// the replica the client says refused its connection (Fulcrum-Rebind:
+// unreachable with the Fulcrum-Binding it left). Health checks take the
+// replica out of the group; this only keeps one client from being sent
+// back to a dead replica before they do.
+func avoidUnreachable(r *http.Request, snap *frontdoor.Snapshot, req *strategy.Request, m *frontdoor.Member) *frontdoor.Member {
+	g, id, ok := strings.Cut(r.Header.Get(protocol.HeaderBinding), "/")
+	if !ok || g != snap.Group {
+		return m
+	}
+	for i := 0; i < maxAvoidPicks && m.ID() == id; i++ {
+		next, err := snap.Picker.Pick(req)
+		if err != nil {
+			return m
+		}
+		m = snap.Eligible[next.Index]
+	}
+	if m.ID() == id {
+		for _, e := range snap.Eligible {
+			if e.ID() != id {
+				return e
+			}
+		}
+	}
+	return m
+}
 
 // movedFrom tells whether the client comes back from another replica of
 // the group: it names a different replica in Fulcrum-Binding, or, having

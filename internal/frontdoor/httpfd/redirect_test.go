@@ -271,3 +271,30 @@ func TestBindingSwitch(t *testing.T) {
 		t.Errorf("call in flight across the switch: %+v", got)
 	}
 }
+
+func TestRedirectAvoidsUnreachableReplica(t *testing.T) {
+	t.Parallel()
+	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{
+		{id: "r1", url: "http://10.0.0.1:1"}, {id: "r2", url: "http://10.0.0.2:2"},
+	}, picker: newFirst})
+	fd := startFrontDoor(t, g, Options{})
+	c := noFollow(t)
+	// The picker always answers r1; a client that could not reach r1 says
+	// so and must be bound elsewhere, while others still get r1.
+	res, _ := do(t, c, "GET", fd.url+"/", "", protocol.HeaderBinding, "g/r1", protocol.HeaderRebind, protocol.RebindUnreachable)
+	if got := res.Header.Get(protocol.HeaderReplica); got != "r2" {
+		t.Fatalf("client leaving unreachable r1 bound to %q, want r2", got)
+	}
+	recv(t, g.bound, "Bound")
+	res, _ = do(t, c, "GET", fd.url+"/", "")
+	if got := res.Header.Get(protocol.HeaderReplica); got != "r1" {
+		t.Fatalf("plain client bound to %q, want r1", got)
+	}
+	recv(t, g.bound, "Bound")
+	// The hint of another group is ignored.
+	res, _ = do(t, c, "GET", fd.url+"/", "", protocol.HeaderBinding, "other/r1", protocol.HeaderRebind, protocol.RebindUnreachable)
+	if got := res.Header.Get(protocol.HeaderReplica); got != "r1" {
+		t.Fatalf("hint of another group: bound to %q, want r1", got)
+	}
+	recv(t, g.bound, "Bound")
+}
