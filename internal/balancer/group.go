@@ -130,6 +130,9 @@ func (g *group) membershipChangedLocked() {
 		infos = append(infos, analyzer.ReplicaInfo{ID: m.rec.ID, Weight: m.rec.Weight, State: m.stateLocked()})
 	}
 	g.an.SetReplicas(infos)
+	if g.health != nil {
+		g.health.syncLocked()
+	}
 	g.publishLocked()
 }
 
@@ -385,6 +388,10 @@ func (g *group) loop(stop, done chan struct{}) {
 // stepLocked runs one analyzer step, finishes drains and republishes.
 func (g *group) stepLocked() {
 	now := g.b.now()
+	if g.health.tickLocked() {
+		g.membershipChangedLocked()
+		g.emitLocked("membership", g.membersEventLocked())
+	}
 	g.lastStep = g.an.Step(now)
 	for _, m := range g.order {
 		if m.reported {

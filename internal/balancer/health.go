@@ -1,15 +1,158 @@
 package balancer
 
+import (
+	"context"
+	"sync"
+
+	"github.com/fulcrum-lb/fulcrum/internal/health"
+)
+
 // groupHealth connects a group to the health state machines: active probes
-// and passive ejection. Methods ending in Locked expect g.mu held.
+// (a Prober per group, when health.path is set) and passive ejection (a
+// Passive fed by the front door's finished calls). Methods ending in
+// Locked expect g.mu held; observe must be called without it.
 type groupHealth struct {
 	g *group
+
+	// mu guards passive, which the front door feeds on its hot path
+	// without the group lock. Lock order: g.mu before mu.
+	mu      sync.Mutex
+	passive *health.Passive
+	known   []string // ids given to passive
+
+	prober   *health.Prober
+	stopProb context.CancelFunc
+	probDone chan struct{}
+	running  bool
 }
 
-func newGroupHealth(g *group) *groupHealth { return &groupHealth{g: g} }
+func newGroupHealth(g *group) *groupHealth {
+	h := &groupHealth{g: g, passive: health.NewPassive(g.spec.Health.Passive)}
+	h.prober = health.NewProber(g.spec.Health, h.onProbe, health.ProberOptions{Logger: g.b.log.With("group", g.spec.Name)})
+	return h
+}
 
-func (h *groupHealth) startLocked()     {}
-func (h *groupHealth) stopLocked()      {}
-func (h *groupHealth) configureLocked() {}
+// startLocked starts active probing if the group has a health path.
+func (h *groupHealth) startLocked() {
+	h.running = true
+	h.syncLocked()
+	h.startProberLocked()
+}
 
-func (h *groupHealth) observe(id string, failed bool) {}
+func (h *groupHealth) startProberLocked() {
+	if h.stopProb != nil || h.g.spec.Health.Path == "" || !h.running {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.g.b.ctx)
+	done := make(chan struct{})
+	h.stopProb, h.probDone = cancel, done
+	p := h.prober
+	go func() {
+		defer close(done)
+		_ = p.Run(ctx)
+	}()
+}
+
+// stopLocked stops probing. The prober's last round may still report a
+// change; onProbe then finds the group stopped and ignores it.
+func (h *groupHealth) stopLocked() {
+	h.running = false
+	if h.stopProb != nil {
+		h.stopProb()
+		h.stopProb, h.probDone = nil, nil
+	}
+}
+
+// configureLocked applies changed health settings.
+func (h *groupHealth) configureLocked() {
+	h.mu.Lock()
+	h.passive.SetConfig(h.g.spec.Health.Passive)
+	h.mu.Unlock()
+	h.prober.SetConfig(h.g.spec.Health)
+	if h.g.spec.Health.Path == "" && h.stopProb != nil {
+		h.stopProb()
+		h.stopProb, h.probDone = nil, nil
+		for _, m := range h.g.order {
+			m.down = false
+		}
+	}
+	h.startProberLocked()
+}
+
+// syncLocked gives the prober and the passive detector the current
+// members.
+func (h *groupHealth) syncLocked() {
+	targets := make([]health.Target, 0, len(h.g.order))
+	h.mu.Lock()
+	seen := map[string]bool{}
+	for _, m := range h.g.order {
+		targets = append(targets, health.Target{ID: m.rec.ID, URL: m.rec.Address})
+		h.passive.Add(m.rec.ID)
+		seen[m.rec.ID] = true
+	}
+	for _, id := range h.known {
+		if !seen[id] {
+			h.passive.Remove(id)
+		}
+	}
+	h.known = h.known[:0]
+	for id := range seen {
+		h.known = append(h.known, id)
+	}
+	h.mu.Unlock()
+	h.prober.SetTargets(targets)
+}
+
+// onProbe applies an active probe's state change.
+func (h *groupHealth) onProbe(id, state string) {
+	g := h.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m := g.members[id]
+	if m == nil || !h.running {
+		return
+	}
+	down := state == health.Down
+	if m.down == down {
+		return
+	}
+	m.down = down
+	g.b.log.Warn("replica health changed", "group", g.spec.Name, "replica", id, "state", state)
+	g.membershipChangedLocked()
+	g.emitLocked("membership", g.membersEventLocked())
+}
+
+// observe feeds one finished call to passive ejection.
+func (h *groupHealth) observe(id string, failed bool) {
+	h.mu.Lock()
+	ch, changed := h.passive.Observe(id, failed, h.g.b.now())
+	h.mu.Unlock()
+	if !changed {
+		return
+	}
+	g := h.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m := g.members[ch.ID]; m != nil && !m.ejected {
+		m.ejected = true
+		g.b.log.Warn("replica ejected after failed calls", "group", g.spec.Name, "replica", ch.ID)
+		g.membershipChangedLocked()
+		g.emitLocked("membership", g.membersEventLocked())
+	}
+}
+
+// tickLocked brings back replicas whose ejection has ended.
+func (h *groupHealth) tickLocked() bool {
+	h.mu.Lock()
+	changes := h.passive.Tick(h.g.b.now())
+	h.mu.Unlock()
+	changed := false
+	for _, ch := range changes {
+		if m := h.g.members[ch.ID]; m != nil && m.ejected {
+			m.ejected = false
+			h.g.b.log.Info("ejected replica returns", "group", h.g.spec.Name, "replica", ch.ID)
+			changed = true
+		}
+	}
+	return changed
+}
