@@ -1,0 +1,132 @@
+package registry
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+func validGroup() Group {
+	return Group{Name: "prime", FrontDoor: "127.0.0.1:8000", Replicas: []StaticReplica{{Address: "http://127.0.0.1:9001"}}}
+}
+
+func TestWithDefaults(t *testing.T) {
+	t.Parallel()
+	g := validGroup().WithDefaults()
+	if g.Protocol != ProtocolHTTP || g.Binding != OnDemand || g.Strategy != DefaultStrategy {
+		t.Errorf("defaults: protocol %q binding %q strategy %q", g.Protocol, g.Binding, g.Strategy)
+	}
+	if g.ReportInterval.D() != 500*time.Millisecond || g.Health.Interval.D() != time.Second || g.Health.Timeout.D() != 500*time.Millisecond {
+		t.Errorf("durations: %s %s %s", g.ReportInterval, g.Health.Interval, g.Health.Timeout)
+	}
+	if g.Advertise != "http://127.0.0.1:8000" {
+		t.Errorf("advertise = %q", g.Advertise)
+	}
+	if g.Replicas[0].Weight != 1 {
+		t.Errorf("static weight = %v, want 1", g.Replicas[0].Weight)
+	}
+	if _, ok := g.Params["dampening"]; !ok {
+		t.Errorf("params not completed with the strategy's defaults: %v", g.Params)
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatalf("valid group rejected: %v", err)
+	}
+}
+
+func TestAdvertiseFor(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ proto, addr, want string }{
+		{ProtocolHTTP, "0.0.0.0:8000", "http://127.0.0.1:8000"},
+		{ProtocolHTTP, ":8000", "http://127.0.0.1:8000"},
+		{ProtocolHTTP, "[::1]:8000", "http://[::1]:8000"},
+		{ProtocolGIOP, "10.0.0.1:2809", "corbaloc:iiop:10.0.0.1:2809"},
+		{ProtocolTCP, "10.0.0.1:5000", "10.0.0.1:5000"},
+		{ProtocolHTTP, "nonsense", ""},
+	}
+	for _, tt := range tests {
+		if got := AdvertiseFor(tt.proto, tt.addr); got != tt.want {
+			t.Errorf("AdvertiseFor(%s, %s) = %q, want %q", tt.proto, tt.addr, got, tt.want)
+		}
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mutate func(*Group)
+		field  string
+		want   string
+	}{
+		{"bad name", func(g *Group) { g.Name = "Prime!" }, "name", "[a-z0-9-]+"},
+		{"unknown protocol", func(g *Group) { g.Protocol = "smtp" }, "protocol", "http, giop, tcp"},
+		{"bad front door", func(g *Group) { g.FrontDoor = "8000" }, "front_door", "host:port"},
+		{"port out of range", func(g *Group) { g.FrontDoor = "127.0.0.1:70000" }, "front_door", "0-65535"},
+		{"bad binding", func(g *Group) { g.Binding = "sometimes" }, "binding", "per-session, on-demand, per-request"},
+		{"unknown strategy", func(g *Group) { g.Strategy = "magic" }, "strategy", "least-loaded"},
+		{"bad param", func(g *Group) { g.Params = map[string]any{"dampening": 1.5} }, "params.dampening", "least-loaded"},
+		{"unknown param", func(g *Group) { g.Params = map[string]any{"bogus": 1} }, "params.bogus", "least-loaded"},
+		{"report interval too short", func(g *Group) { g.ReportInterval = protocol.Duration(time.Millisecond) }, "report_interval", "[10ms, 1h0m0s]"},
+		{"advertise not a URL", func(g *Group) { g.Advertise = "ftp://x" }, "advertise", "http://"},
+		{"health path", func(g *Group) { g.Health.Path = "healthz" }, "health.path", "start with '/'"},
+		{"health timeout above interval", func(g *Group) { g.Health.Timeout = protocol.Duration(2 * time.Second) }, "health.timeout", "at most health.interval"},
+		{"rise", func(g *Group) { g.Health.Rise = 1000 }, "health.rise", "[1,100]"},
+		{"ejected percent", func(g *Group) { g.Health.Passive.MaxEjectedPercent = 101 }, "health.passive.max_ejected_percent", "[0,100]"},
+		{"max inflight", func(g *Group) { g.MaxInflight = -1 }, "max_inflight", "[0,1000000]"},
+		{"replica address", func(g *Group) { g.Replicas[0].Address = "127.0.0.1:9001" }, "replicas[0].address", "http://"},
+		{"duplicate replica", func(g *Group) {
+			g.Replicas = append(g.Replicas, StaticReplica{Address: "HTTP://127.0.0.1:9001/"})
+		}, "replicas[1].address", "unique"},
+		{"replica weight", func(g *Group) { g.Replicas[0].Weight = -2 }, "replicas[0].weight", "(0, 1000000]"},
+		{"pull without url", func(g *Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "pull"} }, "replicas[0].monitor.url", "pull mode"},
+		{"monitor mode", func(g *Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "poll"} }, "replicas[0].monitor.mode", "push or pull"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			g := validGroup()
+			tt.mutate(&g)
+			err := g.WithDefaults().Validate()
+			var fe *protocol.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Validate() = %v, want a *protocol.FieldError", err)
+			}
+			if fe.Field != tt.field || !strings.Contains(fe.Error(), tt.want) {
+				t.Fatalf("Validate() = field %q, %q; want field %q mentioning %q", fe.Field, fe.Error(), tt.field, tt.want)
+			}
+		})
+	}
+}
+
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	tok, hash := NewToken()
+	tok2, _ := NewToken()
+	if tok == tok2 || len(tok) < 40 {
+		t.Fatalf("tokens not unique or too short: %q %q", tok, tok2)
+	}
+	if !TokenMatches(tok, hash) || TokenMatches(tok2, hash) || TokenMatches("", hash) {
+		t.Fatal("TokenMatches does not tell tokens apart")
+	}
+	if strings.Contains(hash, tok) {
+		t.Fatal("hash contains the token")
+	}
+	id := NewReplicaID()
+	if !nameRE.MatchString(id) {
+		t.Fatalf("replica id %q does not match [a-z0-9-]+", id)
+	}
+}
+
+func TestNormalizeAddress(t *testing.T) {
+	t.Parallel()
+	if NormalizeAddress("HTTP://Host:80/base/") != NormalizeAddress("http://host:80/base") {
+		t.Fatal("addresses differing in case and trailing slash should compare equal")
+	}
+	if NormalizeAddress("http://a:1") == NormalizeAddress("http://a:2") {
+		t.Fatal("different ports compare equal")
+	}
+}
