@@ -176,6 +176,9 @@ func (g *group) publishLocked() {
 		snap.Observer = o
 	}
 	for _, mv := range g.lastStep.Moves {
+		if g.spec.Binding != registry.OnDemand {
+			break
+		}
 		if to := snap.Members[mv.To]; to != nil {
 			if snap.Planned == nil {
 				snap.Planned = map[string]*frontdoor.Member{}
@@ -210,6 +213,17 @@ func (g *group) advertiseLocked() string {
 		return registry.AdvertiseFor(g.spec.Protocol, g.ln.Addr().String())
 	}
 	return g.spec.Advertise
+}
+
+// bindingAdvisoryLocked is the advisory as the group's binding mode
+// allows it: only on-demand clients are ever moved, so per-session and
+// per-request groups turn high into nominal (drain still sends per-session
+// clients away from a replica that is leaving).
+func (g *group) bindingAdvisoryLocked(adv protocol.Advisory) protocol.Advisory {
+	if adv.Advisory == protocol.High && g.spec.Binding != registry.OnDemand {
+		adv.Advisory, adv.Shed, adv.Clients = protocol.Nominal, 0, nil
+	}
+	return adv
 }
 
 // Snapshot implements frontdoor.Group.
@@ -476,7 +490,7 @@ func (g *group) status() GroupStatus {
 				Redirected: m.counters.Redirected.Load(), Failures: m.counters.Failures.Load(),
 			},
 		}
-		adv := g.an.Advisory(m.rec.ID)
+		adv := g.bindingAdvisoryLocked(g.an.Advisory(m.rec.ID))
 		rs.Advisory, rs.Shed, rs.Epoch = adv.Advisory, adv.Shed, adv.Epoch
 		if v, ok := views[m.rec.ID]; ok && v.Reported {
 			load, eff := v.Sample, v.Load
@@ -555,7 +569,8 @@ func (g *group) stepEventLocked() map[string]any {
 	}
 	reps := []rep{}
 	for _, v := range g.lastStep.Replicas {
-		r := rep{ID: v.ID, State: v.State, Advisory: v.Advisory.Advisory, Shed: v.Advisory.Shed, Epoch: v.Advisory.Epoch}
+		adv := g.bindingAdvisoryLocked(v.Advisory)
+		r := rep{ID: v.ID, State: v.State, Advisory: adv.Advisory, Shed: adv.Shed, Epoch: adv.Epoch}
 		if v.Reported {
 			s, l := v.Sample, v.Load
 			r.Load, r.EffectiveLoad = &s, &l

@@ -38,6 +38,7 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if err != nil {
 		return protocol.Advisory{}, err
 	}
+	adv = g.bindingAdvisoryLocked(adv)
 	m.reported = true
 	adv.ReportInterval = g.spec.ReportInterval
 	return adv, nil
@@ -64,7 +65,7 @@ func (g *group) pull(m *member, stop chan struct{}) {
 			interval = g.spec.ReportInterval.D()
 		}
 		u := m.rec.Monitor.URL
-		adv := g.an.Advisory(m.rec.ID)
+		adv := g.bindingAdvisoryLocked(g.an.Advisory(m.rec.ID))
 		adv.ReportInterval = g.spec.ReportInterval
 		g.mu.Unlock()
 
