@@ -3,6 +3,7 @@ package balancer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fulcrum-lb/fulcrum/internal/health"
 )
@@ -19,6 +20,13 @@ type groupHealth struct {
 	mu      sync.Mutex
 	passive *health.Passive
 	known   []string // ids given to passive
+
+	// suspect marks, per replica id, a failure not yet followed by a
+	// success. A success of a replica that is not suspect changes nothing
+	// in passive, so observe skips the lock for it: the per-request hot
+	// path takes no group-wide lock while calls succeed. The map is
+	// rebuilt on membership changes and swapped atomically.
+	suspect atomic.Pointer[map[string]*atomic.Bool]
 
 	prober   *health.Prober
 	stopProb context.CancelFunc
@@ -85,11 +93,22 @@ func (h *groupHealth) syncLocked() {
 	targets := make([]health.Target, 0, len(h.g.order))
 	h.mu.Lock()
 	seen := map[string]bool{}
+	old := map[string]*atomic.Bool{}
+	if p := h.suspect.Load(); p != nil {
+		old = *p
+	}
+	flags := make(map[string]*atomic.Bool, len(h.g.order))
 	for _, m := range h.g.order {
 		targets = append(targets, health.Target{ID: m.rec.ID, URL: m.rec.Address})
 		h.passive.Add(m.rec.ID)
 		seen[m.rec.ID] = true
+		if f := old[m.rec.ID]; f != nil {
+			flags[m.rec.ID] = f
+		} else {
+			flags[m.rec.ID] = new(atomic.Bool)
+		}
 	}
+	h.suspect.Store(&flags)
 	for _, id := range h.known {
 		if !seen[id] {
 			h.passive.Remove(id)
@@ -124,7 +143,15 @@ func (h *groupHealth) onProbe(id, state string) {
 
 // observe feeds one finished call to passive ejection.
 func (h *groupHealth) observe(id string, failed bool) {
+	var flag *atomic.Bool
+	if p := h.suspect.Load(); p != nil {
+		flag = (*p)[id]
+	}
+	if flag == nil || (!failed && !flag.Load()) {
+		return
+	}
 	h.mu.Lock()
+	flag.Store(failed)
 	ch, changed := h.passive.Observe(id, failed, h.g.b.now())
 	h.mu.Unlock()
 	if !changed {
