@@ -18,13 +18,12 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// needStrategies skips a test until the strategies it names are
-// registered (they are written alongside this package).
+// needStrategies fails a test whose strategies are not registered.
 func needStrategies(t *testing.T, names ...string) {
 	t.Helper()
 	for _, n := range names {
 		if _, ok := strategy.Lookup(n); !ok {
-			t.Skipf("strategy %q is not registered yet", n)
+			t.Fatalf("strategy %q is not registered", n)
 		}
 	}
 }

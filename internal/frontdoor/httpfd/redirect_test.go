@@ -143,9 +143,6 @@ func TestRedirectFollow(t *testing.T) {
 // round-robin strategy rather than the test picker.
 func TestRoundRobinStrategy(t *testing.T) {
 	t.Parallel()
-	if _, ok := strategy.Lookup("round-robin"); !ok {
-		t.Skip("round-robin is not registered")
-	}
 	st, err := strategy.New("round-robin", nil, strategy.Env{Rand: strategy.NewRand(1)})
 	if err != nil {
 		t.Fatal(err)
