@@ -1,0 +1,17 @@
+package balancer
+
+// EligibleIDs returns the ids of the members that group name's current
+// snapshot lets take new bindings, in snapshot order; nil for an unknown
+// group. Tests use it to see what the front door picks from.
+func (b *Balancer) EligibleIDs(name string) []string {
+	g, err := b.group(name)
+	if err != nil {
+		return nil
+	}
+	snap := g.Snapshot()
+	ids := make([]string, 0, len(snap.Eligible))
+	for _, m := range snap.Eligible {
+		ids = append(ids, m.ID())
+	}
+	return ids
+}

@@ -1,0 +1,274 @@
+package balancer_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// healthyReplica answers /healthz with 200 while healthy is true, 503
+// otherwise, and every other path with name.
+func healthyReplica(t *testing.T, name string, healthy *atomic.Bool) string {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "sick", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	mux.Handle("/", named(name))
+	return newReplica(t, mux).URL
+}
+
+// stateIs matches a membership event where replica id has state.
+func stateIs(id, state string) func(map[string]memberEntry) error {
+	return func(r map[string]memberEntry) error {
+		if got := r[id].State; got != state {
+			return fmt.Errorf("%s is %q, want %s", id, got, state)
+		}
+		return nil
+	}
+}
+
+// TestActiveHealth fails a replica's health checks: it goes down, gets no
+// new bindings, and comes back when its checks pass again.
+func TestActiveHealth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	var healthyA, healthyB atomic.Bool
+	healthyA.Store(true)
+	healthyB.Store(true)
+	urlA := healthyReplica(t, "a", &healthyA)
+	urlB := healthyReplica(t, "b", &healthyB)
+
+	st := e.mustPutGroup(registry.Group{
+		Name: "hc", Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
+		Health: registry.Health{Path: "/healthz", Interval: ms(20), Timeout: ms(20), Rise: 2, Fall: 2},
+	})
+	events := e.subscribe("hc")
+	a := e.mustRegister("hc", urlA)
+	b := e.mustRegister("hc", urlB)
+	c := httpClient(t)
+
+	healthyA.Store(false)
+	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, registry.StateDown)))
+	if got := replicaOf(t, e.mustGroup("hc"), a.ID).State; got != registry.StateDown {
+		t.Errorf("status of a failing replica: %s, want down", got)
+	}
+	if got := e.b.EligibleIDs("hc"); !slices.Equal(got, []string{b.ID}) {
+		t.Errorf("eligible with %s down = %v, want [%s]", a.ID, got, b.ID)
+	}
+	if seen := redirects(t, c, st.Advertise, 20); seen[a.ID] != 0 {
+		t.Errorf("redirects with %s down: %v; want none to it", a.ID, seen)
+	}
+	if adv := e.mustReport(a.Token, protocol.Report{Load: 1}); adv.Advisory != protocol.Drain {
+		t.Errorf("advisory of a down replica: %+v, want drain (its clients are rebound)", adv)
+	}
+
+	healthyA.Store(true)
+	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, registry.StateActive)))
+	if seen := redirects(t, c, st.Advertise, 20); seen[a.ID] == 0 || seen[b.ID] == 0 {
+		t.Errorf("redirects after %s recovered: %v; want both (round-robin)", a.ID, seen)
+	}
+}
+
+// passiveGroup is a per-request round-robin group with a good and a
+// failing replica, ejected after 3 failed calls for 200ms.
+func passiveGroup(t *testing.T, e *env, name string) passiveSetup {
+	t.Helper()
+	var failures atomic.Int64
+	good := newReplica(t, named("good"))
+	bad := newReplica(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		failures.Add(1)
+		http.Error(w, "broken", http.StatusInternalServerError)
+	}))
+	gs := e.mustPutGroup(registry.Group{
+		Name: name, Binding: registry.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
+		Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: 3, BaseEjection: ms(200)}},
+	})
+	return passiveSetup{
+		frontDoor: gs.Advertise,
+		good:      e.mustRegister(name, good.URL).ID,
+		bad:       e.mustRegister(name, bad.URL).ID,
+		badCalls:  &failures,
+	}
+}
+
+// passiveSetup is a group made by passiveGroup: its front door, its
+// replicas' ids and the count of calls the failing one got.
+type passiveSetup struct {
+	frontDoor string
+	good, bad string
+	badCalls  *atomic.Int64
+}
+
+// callUntilEjected calls the front door until the failing replica has
+// been called n times.
+func callUntilEjected(t *testing.T, c *http.Client, g passiveSetup, n int64) {
+	t.Helper()
+	start := g.badCalls.Load()
+	for i := 0; g.badCalls.Load()-start < n; i++ {
+		if i > 200 {
+			t.Fatalf("the failing replica got %d calls of 200", g.badCalls.Load()-start)
+		}
+		a := get(t, c, g.frontDoor+"/work")
+		if a.status != http.StatusOK && a.status != http.StatusInternalServerError {
+			t.Fatalf("front door answered %d %s", a.status, a.body)
+		}
+	}
+}
+
+// TestPassiveEjection ejects a replica whose calls fail and brings it back
+// after the ejection time, which grows with repeats. The balancer's clock
+// stands still but when the test moves it, so the ejections end exactly
+// when the test says.
+func TestPassiveEjection(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	e := newEnv(t, envOptions{clock: clock})
+	g := passiveGroup(t, e, "pe")
+	events := e.subscribe("pe")
+	c := httpClient(t)
+
+	eject := func() {
+		t.Helper()
+		callUntilEjected(t, c, g, 3)
+		waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, registry.StateEjected)))
+		if got := e.b.EligibleIDs("pe"); !slices.Equal(got, []string{g.good}) {
+			t.Fatalf("eligible with %s ejected = %v, want [%s]", g.bad, got, g.good)
+		}
+		before := g.badCalls.Load()
+		for range 20 {
+			if a := get(t, c, g.frontDoor+"/work"); a.status != http.StatusOK || a.body != "good" {
+				t.Fatalf("call while %s is ejected: %d %q, want the good replica's answer", g.bad, a.status, a.body)
+			}
+		}
+		if n := g.badCalls.Load() - before; n != 0 {
+			t.Fatalf("the ejected replica got %d calls", n)
+		}
+	}
+	// stepAt moves the clock by d, waits for a step at the new time and
+	// checks the failing replica's state in it.
+	stepAt := func(d time.Duration, state string) {
+		t.Helper()
+		at := clock.Advance(d)
+		waitEvent(t, events, 5*time.Second, stepAfter(at, func(r map[string]stepReplica) error {
+			if got := r[g.bad].State; got != state {
+				return fmt.Errorf("%s is %s at +%s, want %s", g.bad, got, d, state)
+			}
+			return nil
+		}))
+	}
+
+	eject()
+	stepAt(199*time.Millisecond, registry.StateEjected)
+	stepAt(time.Millisecond, registry.StateActive) // 200ms: back
+	if got := replicaOf(t, e.mustGroup("pe"), g.bad); got.State != registry.StateActive || got.Counters.Failures < 3 {
+		t.Errorf("returned replica: state %s failures %d; want active and the failures counted", got.State, got.Counters.Failures)
+	}
+
+	// Failing again at once: the second ejection in a row lasts twice as
+	// long.
+	eject()
+	stepAt(399*time.Millisecond, registry.StateEjected)
+	stepAt(time.Millisecond, registry.StateActive)
+}
+
+// TestPassiveEjectionRealClock is the same on the real clock: an ejected
+// replica comes back by itself after base_ejection.
+func TestPassiveEjectionRealClock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	g := passiveGroup(t, e, "pr")
+	events := e.subscribe("pr")
+	c := httpClient(t)
+
+	callUntilEjected(t, c, g, 3)
+	ejected := waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, registry.StateEjected)))
+	back := waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, registry.StateActive)))
+	if d := back.Time.Sub(ejected.Time); d < 200*time.Millisecond {
+		t.Errorf("back after %s, want at least base_ejection (200ms)", d)
+	}
+	eventually(t, 5*time.Second, func() error {
+		if got := e.b.EligibleIDs("pr"); len(got) != 2 {
+			return fmt.Errorf("eligible %v, want both replicas", got)
+		}
+		return nil
+	})
+}
+
+// TestPassiveEjectionCap fails every replica: at most max_ejected_percent
+// of the group is ejected at once.
+func TestPassiveEjectionCap(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{clock: newFakeClock()})
+	var calls atomic.Int64
+	failing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		http.Error(w, "broken", http.StatusBadGateway)
+	})
+	st := e.mustPutGroup(registry.Group{
+		Name: "cap", Binding: registry.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
+		Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: 2, BaseEjection: ms(200), MaxEjectedPercent: 50}},
+	})
+	for range 4 {
+		e.mustRegister("cap", newReplica(t, failing).URL)
+	}
+	c := httpClient(t)
+	for range 40 {
+		if a := get(t, c, st.Advertise+"/work"); a.status != http.StatusBadGateway {
+			t.Fatalf("front door answered %d %s, want the replicas' 502", a.status, a.body)
+		}
+	}
+	ejected := 0
+	for _, r := range e.mustGroup("cap").Replicas {
+		if r.State == registry.StateEjected {
+			ejected++
+		}
+	}
+	if ejected != 2 || len(e.b.EligibleIDs("cap")) != 2 {
+		t.Errorf("%d of 4 failing replicas ejected (eligible %v), want 2 (50%%)", ejected, e.b.EligibleIDs("cap"))
+	}
+}
+
+// TestHealthPathRemoved: a replica down by its health checks is active
+// again once the group stops checking, for the front door and for the
+// advisory its monitor gets alike.
+func TestHealthPathRemoved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	var healthy atomic.Bool
+	url := healthyReplica(t, "a", &healthy)
+	gs := registry.Group{
+		Name: "nohc", FrontDoor: "127.0.0.1:0", ReportInterval: ms(20),
+		Health: registry.Health{Path: "/healthz", Interval: ms(20), Timeout: ms(20), Rise: 1, Fall: 1},
+	}
+	e.mustPutGroup(gs)
+	events := e.subscribe("nohc")
+	a := e.mustRegister("nohc", url)
+	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, registry.StateDown)))
+	if adv := e.mustReport(a.Token, protocol.Report{Load: 1}); adv.Advisory != protocol.Drain {
+		t.Fatalf("advisory of a down replica %+v, want drain", adv)
+	}
+
+	gs.Health.Path = ""
+	e.mustPutGroup(gs)
+	if got := replicaOf(t, e.mustGroup("nohc"), a.ID).State; got != registry.StateActive {
+		t.Errorf("state without health checks: %s, want active", got)
+	}
+	if got := e.b.EligibleIDs("nohc"); !slices.Equal(got, []string{a.ID}) {
+		t.Errorf("eligible without health checks: %v, want [%s]", got, a.ID)
+	}
+	if adv := e.mustReport(a.Token, protocol.Report{Load: 1}); adv.Advisory != protocol.Nominal {
+		t.Errorf("advisory without health checks: %+v, want nominal (the replica is active and takes bindings)", adv)
+	}
+}
