@@ -170,11 +170,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	retried503 := false
 	unreachable := "" // the binding the client could not connect to
+	leaving := ""     // the binding a replica sent the client back from
 	for hop := 0; ; hop++ {
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
 		}
-		out, err := t.attempt(req, bound, body, unreachable)
+		out, err := t.attempt(req, bound, body, unreachable, leaving)
 		if err != nil {
 			return nil, err
 		}
@@ -202,6 +203,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 					return resp, nil
 				}
 				discard(resp)
+				leaving = bound.header
 				bound = nil
 				continue
 			case resp.StatusCode == http.StatusServiceUnavailable:
@@ -244,8 +246,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // attempt builds the request of one attempt: to the replica of b, or to
 // the front door when b is nil. unreachable, when set, is the binding the
 // client could not connect to; the front door is told so that it binds the
-// client elsewhere.
-func (t *Transport) attempt(req *http.Request, b *binding, body *replay, unreachable string) (*http.Request, error) {
+// client elsewhere. leaving, when set, is the binding a replica sent the
+// client back from; the front door is told so that it counts the move.
+func (t *Transport) attempt(req *http.Request, b *binding, body *replay, unreachable, leaving string) (*http.Request, error) {
 	rc, err := body.next()
 	if err != nil {
 		return nil, err
@@ -265,6 +268,9 @@ func (t *Transport) attempt(req *http.Request, b *binding, body *replay, unreach
 	} else if unreachable != "" {
 		out.Header.Set(protocol.HeaderBinding, unreachable)
 		out.Header.Set(protocol.HeaderRebind, protocol.RebindUnreachable)
+	} else if leaving != "" {
+		out.Header.Set(protocol.HeaderBinding, leaving)
+		out.Header.Set(protocol.HeaderRebind, "1")
 	} else {
 		out.Header.Del(protocol.HeaderBinding)
 	}

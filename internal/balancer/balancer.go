@@ -111,12 +111,16 @@ func New(opts Options) (*Balancer, error) {
 		}
 		b.groups[gs.Name] = g
 	}
+	sort.SliceStable(snap.Replicas, func(i, j int) bool { return snap.Replicas[i].Created.Before(snap.Replicas[j].Created) })
 	for _, rec := range snap.Replicas {
 		g := b.groups[rec.Group]
 		if g == nil {
 			continue
 		}
 		m := g.addMemberLocked(rec)
+		if rec.Removing {
+			m.removing, m.drainFrom = true, b.now()
+		}
 		b.tokens[rec.TokenHash] = m
 	}
 	for _, g := range b.groups {
@@ -131,6 +135,24 @@ func New(opts Options) (*Balancer, error) {
 // for what it declares. A stored group that differs from its declaration
 // (a run-time change) is reverted, with a warning.
 func (b *Balancer) ApplyConfig(groups []registry.Group) error {
+	declared := map[string]bool{}
+	for _, gs := range groups {
+		declared[gs.Name] = true
+	}
+	b.mu.RLock()
+	var dropped []string
+	for name, g := range b.groups {
+		if g.spec.Source == registry.SourceConfig && !declared[name] {
+			dropped = append(dropped, name)
+		}
+	}
+	b.mu.RUnlock()
+	for _, name := range dropped {
+		b.log.Warn("group is no longer declared in the config file; deleting it", "group", name)
+		if err := b.DeleteGroup(name); err != nil {
+			return fmt.Errorf("group %s: %w", name, err)
+		}
+	}
 	for _, gs := range groups {
 		gs = gs.WithDefaults()
 		gs.Source = registry.SourceConfig
@@ -329,19 +351,19 @@ func (b *Balancer) putGroup(gs registry.Group, start bool) (*group, bool, error)
 	if err != nil {
 		return nil, false, err
 	}
-	g.mu.Lock()
-	err = g.syncStaticLocked()
-	g.mu.Unlock()
-	if err != nil {
-		return nil, false, err
-	}
 	if start {
 		if err := g.start(); err != nil {
 			return nil, false, err
 		}
 	}
-	if err := b.reg.PutGroup(gs); err != nil {
-		_ = g.stop(context.Background())
+	g.mu.Lock()
+	err = g.syncStaticLocked()
+	g.mu.Unlock()
+	if err == nil {
+		err = b.reg.PutGroup(gs)
+	}
+	if err != nil {
+		b.discardNew(g)
 		return nil, false, err
 	}
 	b.mu.Lock()
@@ -349,6 +371,21 @@ func (b *Balancer) putGroup(gs registry.Group, start bool) (*group, bool, error)
 	b.mu.Unlock()
 	b.log.Info("group created", "group", gs.Name, "front_door", gs.FrontDoor, "binding", gs.Binding, "strategy", gs.Strategy)
 	return g, true, nil
+}
+
+// discardNew undoes a group that could not be created: it stops it and
+// forgets the static replicas syncStaticLocked stored for it.
+func (b *Balancer) discardNew(g *group) {
+	_ = g.stop(context.Background())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range append([]*member(nil), g.order...) {
+		g.removeMemberLocked(m)
+		b.forgetToken(m)
+		if err := b.reg.DeleteReplica(g.spec.Name, m.rec.ID); err != nil {
+			b.log.Error("cannot delete replica from store", "group", g.spec.Name, "replica", m.rec.ID, "err", err)
+		}
+	}
 }
 
 // PatchGroup changes strategy, params or binding at run time. Params are

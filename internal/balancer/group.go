@@ -348,7 +348,7 @@ func (g *group) update(gs registry.Group) error {
 		old, oldLn, oldAddr := g.fd, g.ln, g.listenOn
 		g.spec.FrontDoor = gs.FrontDoor
 		if err := g.startFrontDoorLocked(); err != nil {
-			g.fd, g.ln, g.listenOn = old, oldLn, oldAddr
+			g.fd, g.ln, g.listenOn, g.spec.FrontDoor = old, oldLn, oldAddr, oldAddr
 			g.mu.Unlock()
 			return err
 		}
@@ -362,7 +362,7 @@ func (g *group) update(gs registry.Group) error {
 		g.an.SetInterval(gs.ReportInterval.D())
 	}
 	g.health.configureLocked()
-	g.publishLocked()
+	g.membershipChangedLocked()
 	g.emitLocked("config", map[string]any{"strategy": gs.Strategy, "params": gs.Params, "binding": gs.Binding})
 	g.mu.Unlock()
 	if oldFD != nil {

@@ -116,7 +116,8 @@ type envOptions struct {
 	// admin serves the real admin API over the balancer on a loopback
 	// socket (and sets Options.AdminURL to it).
 	admin bool
-	// config groups are applied with ApplyConfig before Start.
+	// config groups are applied with ApplyConfig before Start (when not
+	// nil: an empty list is a config file that declares no group).
 	config []registry.Group
 	// noStart leaves the balancer unstarted.
 	noStart bool
@@ -174,7 +175,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	e.b = b
 	t.Cleanup(e.close)
-	if len(opts.config) > 0 {
+	if opts.config != nil {
 		if err := b.ApplyConfig(opts.config); err != nil {
 			t.Fatalf("ApplyConfig: %v", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/health"
 )
@@ -36,7 +37,7 @@ type groupHealth struct {
 
 func newGroupHealth(g *group) *groupHealth {
 	h := &groupHealth{g: g, passive: health.NewPassive(g.spec.Health.Passive)}
-	h.prober = health.NewProber(g.spec.Health, h.onProbe, health.ProberOptions{Logger: g.b.log.With("group", g.spec.Name)})
+	h.prober = health.NewProber(g.spec.Health, h.onProbe, health.ProberOptions{Logger: g.b.log.With("group", g.spec.Name), OnResult: h.onProbeResult})
 	return h
 }
 
@@ -139,6 +140,19 @@ func (h *groupHealth) onProbe(id, state string) {
 	g.b.log.Warn("replica health changed", "group", g.spec.Name, "replica", id, "state", state)
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
+}
+
+// onProbeResult counts a failed probe in the replica's failures.
+func (h *groupHealth) onProbeResult(id string, _ time.Duration, ok bool) {
+	if ok {
+		return
+	}
+	h.g.mu.Lock()
+	m := h.g.members[id]
+	h.g.mu.Unlock()
+	if m != nil {
+		m.counters.Failures.Add(1)
+	}
 }
 
 // observe feeds one finished call to passive ejection.

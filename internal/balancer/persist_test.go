@@ -292,3 +292,23 @@ func TestRemovalSurvivesRestart(t *testing.T) {
 		t.Errorf("replica %s, removed before the restart, takes new bindings", a.ID)
 	}
 }
+
+// TestApplyConfigDropsUndeclaredGroups: a config group that is no longer in
+// the file is deleted at the next start (the file wins); API groups stay.
+func TestApplyConfigDropsUndeclaredGroups(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{config: []registry.Group{configGroup("http://127.0.0.1:9111")}})
+	e.mustPutGroup(registry.Group{Name: "api", FrontDoor: "127.0.0.1:0"})
+	e2 := e.reopen(envOptions{config: []registry.Group{}})
+	names := []string{}
+	for _, g := range e2.b.Groups() {
+		names = append(names, g.Name)
+	}
+	if len(names) != 1 || names[0] != "api" {
+		t.Fatalf("groups after the file dropped cfg: %v, want [api]", names)
+	}
+	e3 := e2.reopen(envOptions{noStart: true})
+	if _, err := e3.b.Group("cfg"); !errors.Is(err, balancer.ErrUnknownGroup) {
+		t.Fatalf("cfg after another restart: %v, want ErrUnknownGroup (deleted from the store)", err)
+	}
+}

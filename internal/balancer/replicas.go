@@ -52,7 +52,7 @@ func (b *Balancer) Register(groupName string, reg protocol.Registration) (protoc
 	if existing != nil {
 		rec = existing.rec
 		rec.Weight, rec.Monitor = reg.Weight, reg.Monitor
-		rec.Draining = false
+		rec.Draining, rec.Removing = false, false
 	} else {
 		rec = registry.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Created: b.now().UTC()}
 	}
@@ -72,6 +72,10 @@ func (b *Balancer) Register(groupName string, reg protocol.Registration) (protoc
 		}
 	} else {
 		m = g.addMemberLocked(rec)
+	}
+	if m.pullStop != nil && m.rec.Monitor.Mode != protocol.MonitorPull {
+		close(m.pullStop) // re-registered in push mode
+		m.pullStop = nil
 	}
 	if g.running {
 		g.startPullLocked(m)
@@ -137,6 +141,9 @@ func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 	defer g.mu.Unlock()
 	rec := m.rec
 	rec.Draining = draining
+	if !draining {
+		rec.Removing = false
+	}
 	if err := b.reg.PutReplica(rec); err != nil {
 		return err
 	}
@@ -161,6 +168,12 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !m.removing {
+		rec := m.rec
+		rec.Removing = true
+		if err := b.reg.PutReplica(rec); err != nil {
+			return err
+		}
+		m.rec = rec
 		m.removing = true
 		m.drainFrom = b.now()
 	}

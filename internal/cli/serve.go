@@ -56,7 +56,7 @@ and names the file, line, key, value and what is allowed.`,
 			if cmd.Flags().Changed("data-dir") {
 				cfg.DataDir = dataDir
 			}
-			return serve(cmd.Context(), cfg, insecure, cmd.ErrOrStderr(), nil)
+			return serve(cmd.Context(), cfg, configPath != "", insecure, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "YAML config file (see docs/config.md)")
@@ -66,9 +66,9 @@ and names the file, line, key, value and what is allowed.`,
 	return cmd
 }
 
-// serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives. When
-// ready is not nil it receives the admin address once serving.
-func serve(ctx context.Context, cfg config.File, insecure bool, logOut io.Writer, ready chan<- string) error {
+// serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives.
+// fromFile says cfg was read from a config file, whose groups are applied.
+func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -107,9 +107,13 @@ func serve(ctx context.Context, cfg config.File, insecure bool, logOut io.Writer
 		adminLn.Close()
 		return err
 	}
-	if err := b.ApplyConfig(cfg.Groups); err != nil {
-		adminLn.Close()
-		return exitCode(2, err)
+	if fromFile {
+		// The file wins for what it declares, and a config group it no
+		// longer declares is deleted. Without a file, stored groups stay.
+		if err := b.ApplyConfig(cfg.Groups); err != nil {
+			adminLn.Close()
+			return exitCode(2, err)
+		}
 	}
 	if err := b.Start(); err != nil {
 		adminLn.Close()
@@ -125,9 +129,6 @@ func serve(ctx context.Context, cfg config.File, insecure bool, logOut io.Writer
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
 	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", Version)
-	if ready != nil {
-		ready <- adminURL
-	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

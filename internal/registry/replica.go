@@ -35,6 +35,9 @@ type Replica struct {
 	// Draining is the administrative state: no new bindings, bound clients
 	// sent back. Down and ejected are health states and are not persisted.
 	Draining bool `json:"draining,omitempty"`
+	// Removing is set by DELETE: the replica drains and is removed once
+	// idle, also after a restart.
+	Removing bool `json:"removing,omitempty"`
 	// Static is true for replicas declared in the config file.
 	Static bool `json:"static,omitempty"`
 	// TokenHash is the hex SHA-256 of the replica's token; the token itself
