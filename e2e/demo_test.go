@@ -1,0 +1,123 @@
+//go:build linux
+
+package e2e
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// fulcrum demo reaches equilibrium and exits 0; the non-adaptive set-up
+// runs for its duration and exits 0. Each demo's replicas are its children,
+// in its process group: the cleanup fails the test if one outlives it.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	t.Run("on-demand least-loaded", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t, 100*time.Second)
+		start := time.Now()
+		code, stdout, stderr := run(ctx, t, "fulcrum demo", "demo", "--duration", "60s")
+		t.Logf("fulcrum demo exited %d after %v", code, time.Since(start).Round(time.Millisecond))
+		if code != 0 || !strings.Contains(stdout, "balanced after") {
+			t.Errorf("fulcrum demo: exit status %d, want 0 and \"balanced after\"\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+	})
+	t.Run("kill -9 of a replica", func(t *testing.T) {
+		t.Parallel()
+		testDemoReplicaKill(t)
+	})
+	t.Run("round-robin per-session", func(t *testing.T) {
+		t.Parallel()
+		ctx := testContext(t, 60*time.Second)
+		start := time.Now()
+		code, stdout, stderr := run(ctx, t, "fulcrum demo", "demo", "--strategy", "round-robin", "--binding", "per-session", "--duration", "8s")
+		t.Logf("fulcrum demo exited %d after %v", code, time.Since(start).Round(time.Millisecond))
+		if code != 0 {
+			t.Errorf("fulcrum demo --strategy round-robin --binding per-session: exit status %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+	})
+}
+
+var (
+	demoReplica = regexp.MustCompile(`(?m)^replica 2: pid (\d+), (\S+)$`)
+	demoRow     = regexp.MustCompile(`(?m)^\s*(\d+)((?:\s+\d+){4})\s+(\d+)\s+(\d+)$`)
+)
+
+// testDemoReplicaKill kills a replica of the demo with kill -9 once its
+// clients run: its clients rebind with no failed call beyond those in
+// flight (at most one per client), the demo starts it again on its
+// address, and it re-registers under its id and takes load, since the demo
+// reaches equilibrium (every replica, the restarted one included, within
+// the band of the mean) afterwards.
+func testDemoReplicaKill(t *testing.T) {
+	ctx := testContext(t, 100*time.Second)
+	const clients = 8 // the demo's default
+	p := startProc(t, "fulcrum demo", "demo", "--duration", "60s")
+	p.waitOutput(ctx, t, p.stdout, regexp.MustCompile(`(?m)^\s+3\s`)) // the third second's row
+	m := demoReplica.FindStringSubmatch(p.stdout.String())
+	if m == nil {
+		t.Fatalf("the demo did not print replica 2's pid:\n%s", p.stdout)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	addr := m[2]
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 of replica 2 (pid %d): %v", pid, err)
+	}
+	restarted := regexp.MustCompile(`(?m)^replica 2: pid (\d+), ` + regexp.QuoteMeta(addr) + `$`)
+	poll(ctx, t, "the demo restarting replica 2 on "+addr, func() (bool, string) {
+		for _, m := range restarted.FindAllStringSubmatch(p.stdout.String(), -1) {
+			if m[1] != strconv.Itoa(pid) {
+				return true, ""
+			}
+		}
+		return false, p.stdout.String()
+	})
+	code := p.exit(ctx, t)
+	out := p.stdout.String()
+	if code != 0 || !strings.Contains(out, "balanced after") {
+		t.Fatalf("fulcrum demo with a replica killed: exit status %d, want 0 and \"balanced after\"\n%s", code, out)
+	}
+	failed := 0
+	for _, row := range demoRow.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(row[3])
+		failed += n
+	}
+	if failed > clients {
+		t.Errorf("%d failed calls after kill -9 of a replica, want at most %d (one in flight per client):\n%s", failed, clients, out)
+	}
+	t.Logf("replica 2 (pid %d) killed; %d failed calls; %s", pid, failed, out[strings.LastIndex(out, "balanced after"):])
+}
+
+// The command line's help works.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--help"}, []string{"Usage:", "serve", "backend", "demo", "ctl", "version"}},
+		{[]string{"serve", "--help"}, []string{"Usage:", "--config", "--insecure", "--admin", "--data-dir"}},
+		{[]string{"ctl", "--help"}, []string{"Usage:", "--admin", "--token"}},
+		{[]string{"backend", "prime", "--help"}, []string{"Usage:", "--listen", "--register", "--group"}},
+		{[]string{"demo", "--help"}, []string{"Usage:", "--replicas", "--rates", "--strategy", "--binding", "--duration"}},
+		{[]string{"version"}, []string{"fulcrum "}},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			ctx := testContext(t, 30*time.Second)
+			code, stdout, stderr := run(ctx, t, "fulcrum", tc.args...)
+			if code != 0 {
+				t.Errorf("fulcrum %s: exit status %d, want 0; stderr:\n%s", strings.Join(tc.args, " "), code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("fulcrum %s: stdout lacks %q:\n%s", strings.Join(tc.args, " "), w, stdout)
+				}
+			}
+		})
+	}
+}
