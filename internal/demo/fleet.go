@@ -77,10 +77,16 @@ func (f *fleet) start(ctx context.Context, i int) error {
 		return ctx.Err()
 	}
 	f.mu.Lock()
+	_, restart := f.procs[i]
 	f.procs[i] = cmd
 	f.addrs[i] = addr
 	f.mu.Unlock()
-	fmt.Fprintf(f.out, "replica %d: pid %d, %s\n", i+1, cmd.Process.Pid, addr)
+	line := fmt.Sprintf("replica %d: pid %d, %s", i+1, cmd.Process.Pid, addr)
+	if restart {
+		f.note(line) // printed after the line saying it exited
+	} else {
+		fmt.Fprintln(f.out, line)
+	}
 	f.wg.Add(1)
 	go f.wait(ctx, i, cmd)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
@@ -54,6 +55,10 @@ type call struct {
 	// response headers).
 	timer    *time.Timer
 	upgraded bool
+	// timerMu orders the timer's action against stopTimer, so that a timer
+	// firing as the handler returns does not touch the connection after.
+	timerMu  sync.Mutex
+	finished bool
 }
 
 type callKey struct{}
@@ -99,7 +104,17 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 		deadline := time.Now().Add(c.to.request + deadlineGrace)
 		_ = c.rc.SetReadDeadline(deadline)
 		_ = c.rc.SetWriteDeadline(deadline)
-		c.timer = time.AfterFunc(c.to.request, func() { cancel(errCallTimeout) })
+		c.timer = time.AfterFunc(c.to.request, func() {
+			c.timerMu.Lock()
+			defer c.timerMu.Unlock()
+			if c.finished {
+				return
+			}
+			cancel(errCallTimeout)
+			// A client stalled in its body blocks the upstream send, and
+			// with it the 504: end the read now, not at the backstop.
+			_ = c.rc.SetReadDeadline(time.Now())
+		})
 	}
 	defer c.stopTimer()
 
@@ -243,6 +258,9 @@ func (c *call) release() {
 }
 
 func (c *call) stopTimer() {
+	c.timerMu.Lock()
+	defer c.timerMu.Unlock()
+	c.finished = true
 	if c.timer != nil {
 		c.timer.Stop()
 	}
