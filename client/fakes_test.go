@@ -158,6 +158,7 @@ func (fd *fakeFrontDoor) serve(w http.ResponseWriter, req *http.Request) {
 	fd.mu.Unlock()
 	if fd.unavailable.Add(-1) >= 0 {
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(protocol.HeaderGroup, testGroup) // the front door's own 503
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "no_replica", "message": "group g: no replica available"}})
 		return

@@ -150,7 +150,8 @@ func (t *Transport) CloseIdleConnections() {
 //     run;
 //   - a 503 from the replica drops the binding and is returned;
 //   - a 503 from a front door that has bound this client before (so it
-//     redirects and the 503 is its own) is retried once.
+//     redirects) and that names the group in Fulcrum-Group (so the 503 is
+//     its own, not a proxied replica's) is retried once.
 //
 // A call is sent again only when it provably did not run, so no call runs
 // twice. The body follows redirects when the request has GetBody or the
@@ -234,7 +235,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			discard(resp)
 			bound = nb
 			continue
-		case resp.StatusCode == http.StatusServiceUnavailable && door != nil && !retried503 && body.canReplay():
+		case resp.StatusCode == http.StatusServiceUnavailable && door != nil && !retried503 && body.canReplay() &&
+			resp.Header.Get(protocol.HeaderGroup) != "":
 			retried503 = true
 			discard(resp)
 			continue

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,6 +253,37 @@ func TestFrontDoor503(t *testing.T) {
 		}
 		if n := len(r1.ran()); n != 2 {
 			t.Fatalf("r1 ran %d calls, want 2", n)
+		}
+	})
+	t.Run("a proxied replica's 503 is not retried", func(t *testing.T) {
+		t.Parallel()
+		// The group was switched to per-request: the front door now
+		// passes on a replica's 503 (no Fulcrum-Group), which may have
+		// run the call.
+		r1 := newFakeReplica(t, "r1", "")
+		var hits atomic.Int32
+		var proxied atomic.Bool
+		door := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			hits.Add(1)
+			if proxied.Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Location", r1.base()+req.URL.RequestURI())
+			w.Header().Set(protocol.HeaderGroup, testGroup)
+			w.Header().Set(protocol.HeaderReplica, "r1")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(door.Close)
+		tr := newTransport(client.Options{})
+		do(t, tr, http.MethodGet, door.URL+"/x", nil)
+		r1.rebinds.Store(1) // the replica sends the client back
+		proxied.Store(true)
+		if code, _ := do(t, tr, http.MethodGet, door.URL+"/x", nil); code != http.StatusServiceUnavailable {
+			t.Fatalf("status %d, want the proxied 503", code)
+		}
+		if n := hits.Load(); n != 2 {
+			t.Fatalf("front door hit %d times, want 2 (the 503 not retried)", n)
 		}
 	})
 	t.Run("first contact is not retried", func(t *testing.T) {

@@ -22,6 +22,10 @@ func (m *Monitor) Handler(next http.Handler) http.Handler {
 			m.servePull(w, r)
 			return
 		}
+		if headerValue(r.Header, protocol.HeaderProbe) != "" {
+			next.ServeHTTP(w, r) // the balancer's health probe: not load
+			return
+		}
 		m.serve(w, r, next)
 	})
 }
@@ -37,7 +41,7 @@ func (m *Monitor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 				return
 			}
 		}
-		if client != "" {
+		if client != "" && len(client) <= protocol.MaxClientIDLength {
 			m.clients.count(client)
 		}
 	}

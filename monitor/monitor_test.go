@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -522,5 +523,42 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 	pullWithToken := monitor.Options{Token: "t", Mode: protocol.MonitorPull}
 	if _, err := monitor.New(pullWithToken); err != nil {
 		t.Fatalf("pull mode with a token needs nothing else: %v", err)
+	}
+}
+
+// TestProbesAndOverlongClientIDsAreNotLoad: the balancer's health probes
+// run but are not counted, and a client id too long for a report is not
+// listed (so it cannot make every report fail validation).
+func TestProbesAndOverlongClientIDsAreNotLoad(t *testing.T) {
+	t.Parallel()
+	admin := newFakeAdmin(t)
+	rp := newReplica(t, admin, nil)
+	rp.start(t)
+	for range 4 {
+		req, err := http.NewRequest(http.MethodGet, rp.srv.URL+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(protocol.HeaderProbe, "1")
+		resp, err := noRedirects.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("probe: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	long := strings.Repeat("x", protocol.MaxClientIDLength+1)
+	rp.calls(t, long, true, 2)
+	rp.calls(t, "a", true, 2)
+	rp.reportNow(t, time.Second)
+	_, reps, _ := admin.snapshot()
+	last := reps[len(reps)-1].Report
+	if last.Metrics[protocol.MetricRPS] != 4 || last.Load != 4 {
+		t.Errorf("load %v rps %v, want 4 (the four client calls, not the probes)", last.Load, last.Metrics[protocol.MetricRPS])
+	}
+	if want := []protocol.ClientRate{{ID: "a", Rate: 2}}; !slices.Equal(last.Clients, want) {
+		t.Errorf("clients %v, want %v", last.Clients, want)
+	}
+	if err := last.Validate(); err != nil {
+		t.Errorf("report does not validate: %v", err)
 	}
 }

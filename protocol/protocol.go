@@ -40,6 +40,11 @@ const (
 	HeaderRebind = "Fulcrum-Rebind"
 	// HeaderAdvisory carries the current advisory (JSON) on a pull request.
 	HeaderAdvisory = "Fulcrum-Advisory"
+	// HeaderProbe is "1" on the balancer's health probes, which monitors
+	// do not count as calls (they are the balancer's, not a client's load).
+	HeaderProbe = "Fulcrum-Probe"
+	// MaxClientIDLength bounds a Fulcrum-Client id.
+	MaxClientIDLength = 128
 )
 
 // RebindUnreachable is the Fulcrum-Rebind value of a client whose replica
@@ -142,8 +147,8 @@ func (r *Report) Validate() error {
 		return &FieldError{Field: "clients", Value: len(r.Clients), Allowed: fmt.Sprintf("at most %d clients", MaxReportClients)}
 	}
 	for i, c := range r.Clients {
-		if c.ID == "" || len(c.ID) > 128 {
-			return &FieldError{Field: fmt.Sprintf("clients[%d].id", i), Value: c.ID, Allowed: "must be 1 to 128 characters"}
+		if c.ID == "" || len(c.ID) > MaxClientIDLength {
+			return &FieldError{Field: fmt.Sprintf("clients[%d].id", i), Value: c.ID, Allowed: fmt.Sprintf("must be 1 to %d characters", MaxClientIDLength)}
 		}
 		if !finiteNonNeg(c.Rate) {
 			return &FieldError{Field: fmt.Sprintf("clients[%d].rate", i), Value: c.Rate, Allowed: "must be a finite number >= 0"}

@@ -149,7 +149,7 @@ func (b *Balancer) ApplyConfig(groups []registry.Group) error {
 	b.mu.RUnlock()
 	for _, name := range dropped {
 		b.log.Warn("group is no longer declared in the config file; deleting it", "group", name)
-		if err := b.DeleteGroup(name); err != nil {
+		if err := b.deleteGroup(name); err != nil {
 			return fmt.Errorf("group %s: %w", name, err)
 		}
 	}
@@ -433,6 +433,16 @@ func (b *Balancer) PatchGroup(name string, p GroupPatch) (GroupStatus, error) {
 
 // DeleteGroup stops a group's front door and forgets it and its replicas.
 func (b *Balancer) DeleteGroup(name string) error {
+	b.mu.RLock()
+	g := b.groups[name]
+	b.mu.RUnlock()
+	if g != nil && g.spec.Source == registry.SourceConfig {
+		b.log.Warn("deleted a config-declared group; it comes back at the next start", "group", name)
+	}
+	return b.deleteGroup(name)
+}
+
+func (b *Balancer) deleteGroup(name string) error {
 	b.mu.Lock()
 	g := b.groups[name]
 	if g == nil {
@@ -449,9 +459,6 @@ func (b *Balancer) DeleteGroup(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = g.stop(ctx)
-	if g.spec.Source == registry.SourceConfig {
-		b.log.Warn("deleted a config-declared group; it comes back at the next start", "group", name)
-	}
 	return b.reg.DeleteGroup(name)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 )
 
@@ -100,7 +101,9 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 	if err != nil {
 		return fmt.Errorf("admin API: %w", err)
 	}
-	adminURL := "http://" + adminLn.Addr().String()
+	// The URL replicas are told to report to: a wildcard listen address
+	// is advertised as loopback, like a front door's.
+	adminURL := registry.AdvertiseFor(registry.ProtocolHTTP, adminLn.Addr().String())
 
 	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AdminURL: adminURL})
 	if err != nil {

@@ -227,6 +227,7 @@ func (p *Prober) probe(ctx context.Context, base string, cfg registry.Health) bo
 		return false
 	}
 	req.Header.Set("User-Agent", "fulcrum-health")
+	req.Header.Set(protocol.HeaderProbe, "1")
 	res, err := p.client.Do(req)
 	if err != nil {
 		return false

@@ -85,7 +85,7 @@ type StaticReplica struct {
 	Monitor protocol.MonitorSpec `json:"monitor,omitempty" yaml:"monitor,omitempty"`
 }
 
-// Health configures a group's health checking. A zero Interval disables
+// Health configures a group's health checking. An empty Path disables
 // active probes.
 type Health struct {
 	// Path is probed with GET (HTTP groups); empty disables active probes.
@@ -104,14 +104,15 @@ type Health struct {
 
 // Passive configures passive ejection (outlier detection).
 type Passive struct {
-	// ConsecutiveFailures (connection errors or 5xx) that eject a replica;
-	// default 5; 0 after defaults means disabled is not possible: use -1.
+	// ConsecutiveFailures (connection errors or 5xx) in a row that eject a
+	// replica; default 5 (0 means the default); -1 disables passive
+	// ejection. Only calls the front door proxies (per-request) count.
 	ConsecutiveFailures int `json:"consecutive_failures,omitempty" yaml:"consecutive_failures,omitempty"`
 	// BaseEjection is the first ejection's length, multiplied by the number
 	// of ejections in a row; default 30s.
 	BaseEjection protocol.Duration `json:"base_ejection,omitempty" yaml:"base_ejection,omitempty"`
 	// MaxEjectedPercent caps the share of the group ejected at once;
-	// default 50, range [0,100].
+	// default 50 (0 means the default), range [1,100].
 	MaxEjectedPercent int `json:"max_ejected_percent,omitempty" yaml:"max_ejected_percent,omitempty"`
 }
 
