@@ -43,6 +43,9 @@ for --duration (default 60s) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
+			if o.Replicas < 1 || o.Replicas > 64 {
+				return exitCode(2, fmt.Errorf("--replicas: invalid value %d, must be in [1,64]", o.Replicas))
+			}
 			if o.Rates, err = parseRates(rates); err != nil {
 				return exitCode(2, err)
 			}
