@@ -142,7 +142,7 @@ func (b *Balancer) ApplyConfig(groups []registry.Group) error {
 	b.mu.RLock()
 	var dropped []string
 	for name, g := range b.groups {
-		if g.spec.Source == registry.SourceConfig && !declared[name] {
+		if g.fromConfig.Load() && !declared[name] {
 			dropped = append(dropped, name)
 		}
 	}
@@ -257,7 +257,7 @@ func (b *Balancer) ReplicaTokenAllowed(groupName, id, token string) bool {
 	}
 	m.g.mu.Lock()
 	defer m.g.mu.Unlock()
-	return m.g.spec.Name == groupName && m.rec.ID == id
+	return m.g.name == groupName && m.rec.ID == id
 }
 
 func constantEq(a, b string) bool {
@@ -311,7 +311,7 @@ func (b *Balancer) PutGroup(gs registry.Group) (GroupStatus, bool, error) {
 	old := b.groups[gs.Name]
 	b.mu.RUnlock()
 	warning := ""
-	if old != nil && old.spec.Source == registry.SourceConfig {
+	if old != nil && old.fromConfig.Load() {
 		gs.Source = registry.SourceConfig
 		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start"
 		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
@@ -382,8 +382,8 @@ func (b *Balancer) discardNew(g *group) {
 	for _, m := range append([]*member(nil), g.order...) {
 		g.removeMemberLocked(m)
 		b.forgetToken(m)
-		if err := b.reg.DeleteReplica(g.spec.Name, m.rec.ID); err != nil {
-			b.log.Error("cannot delete replica from store", "group", g.spec.Name, "replica", m.rec.ID, "err", err)
+		if err := b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
+			b.log.Error("cannot delete replica from store", "group", g.name, "replica", m.rec.ID, "err", err)
 		}
 	}
 }
@@ -436,7 +436,7 @@ func (b *Balancer) DeleteGroup(name string) error {
 	b.mu.RLock()
 	g := b.groups[name]
 	b.mu.RUnlock()
-	if g != nil && g.spec.Source == registry.SourceConfig {
+	if g != nil && g.fromConfig.Load() {
 		b.log.Warn("deleted a config-declared group; it comes back at the next start", "group", name)
 	}
 	return b.deleteGroup(name)

@@ -22,6 +22,10 @@ import (
 // published snapshot, which front doors read without it.
 type group struct {
 	b *Balancer
+	// name never changes; fromConfig mirrors spec.Source == config. Both
+	// are read without the lock.
+	name       string
+	fromConfig atomic.Bool
 
 	mu       sync.Mutex
 	spec     registry.Group
@@ -85,12 +89,14 @@ func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
 	}
 	g := &group{
 		b:       b,
+		name:    gs.Name,
 		spec:    gs,
 		strat:   s,
 		an:      analyzer.New(s, gs.ReportInterval.D()),
 		members: map[string]*member{},
 		subs:    map[chan Event]struct{}{},
 	}
+	g.fromConfig.Store(gs.Source == registry.SourceConfig)
 	g.health = newGroupHealth(g)
 	g.mu.Lock()
 	g.membershipChangedLocked()
@@ -144,7 +150,7 @@ func (g *group) publishLocked() {
 		views[g.lastStep.Replicas[i].ID] = &g.lastStep.Replicas[i]
 	}
 	snap := &frontdoor.Snapshot{
-		Group:       g.spec.Name,
+		Group:       g.name,
 		Binding:     g.spec.Binding,
 		Advertise:   g.advertiseLocked(),
 		Members:     make(map[string]*frontdoor.Member, len(g.order)),
@@ -287,14 +293,14 @@ func (g *group) startFrontDoorLocked() error {
 	}
 	g.ln = ln
 	g.listenOn = g.spec.FrontDoor
-	g.fd = httpfd.New(g, httpfd.Options{Logger: g.b.log.With("group", g.spec.Name), AccessLog: g.b.opts.AccessLog})
+	g.fd = httpfd.New(g, httpfd.Options{Logger: g.b.log.With("group", g.name), AccessLog: g.b.opts.AccessLog})
 	fd := g.fd
 	go func() {
 		if err := fd.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			g.b.log.Error("front door stopped", "group", g.spec.Name, "err", err)
+			g.b.log.Error("front door stopped", "group", g.name, "err", err)
 		}
 	}()
-	g.b.log.Info("front door listening", "group", g.spec.Name, "addr", ln.Addr().String(), "binding", g.spec.Binding)
+	g.b.log.Info("front door listening", "group", g.name, "addr", ln.Addr().String(), "binding", g.spec.Binding)
 	return nil
 }
 
@@ -356,6 +362,7 @@ func (g *group) update(gs registry.Group) error {
 	}
 	prevInterval := g.spec.ReportInterval
 	g.spec = gs
+	g.fromConfig.Store(gs.Source == registry.SourceConfig)
 	g.strat = s
 	g.an.SetStrategy(s)
 	if gs.ReportInterval != prevInterval {
@@ -437,10 +444,10 @@ func (g *group) finishDrainsLocked(now time.Time) {
 		if idle || now.Sub(m.drainFrom) > g.drainTimeoutLocked() {
 			g.removeMemberLocked(m)
 			g.b.forgetToken(m)
-			if err := g.b.reg.DeleteReplica(g.spec.Name, m.rec.ID); err != nil {
-				g.b.log.Error("cannot delete replica from store", "group", g.spec.Name, "replica", m.rec.ID, "err", err)
+			if err := g.b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
+				g.b.log.Error("cannot delete replica from store", "group", g.name, "replica", m.rec.ID, "err", err)
 			}
-			g.b.log.Info("replica removed", "group", g.spec.Name, "replica", m.rec.ID)
+			g.b.log.Info("replica removed", "group", g.name, "replica", m.rec.ID)
 			changed = true
 		}
 	}
@@ -547,7 +554,7 @@ func (g *group) emitLocked(typ string, data any) {
 	if len(g.subs) == 0 {
 		return
 	}
-	ev := Event{Type: typ, Group: g.spec.Name, Time: g.b.now(), Data: data}
+	ev := Event{Type: typ, Group: g.name, Time: g.b.now(), Data: data}
 	for ch := range g.subs {
 		select {
 		case ch <- ev:

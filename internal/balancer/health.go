@@ -37,7 +37,7 @@ type groupHealth struct {
 
 func newGroupHealth(g *group) *groupHealth {
 	h := &groupHealth{g: g, passive: health.NewPassive(g.spec.Health.Passive)}
-	h.prober = health.NewProber(g.spec.Health, h.onProbe, health.ProberOptions{Logger: g.b.log.With("group", g.spec.Name), OnResult: h.onProbeResult})
+	h.prober = health.NewProber(g.spec.Health, h.onProbe, health.ProberOptions{Logger: g.b.log.With("group", g.name), OnResult: h.onProbeResult})
 	return h
 }
 
@@ -137,7 +137,7 @@ func (h *groupHealth) onProbe(id, state string) {
 		return
 	}
 	m.down = down
-	g.b.log.Warn("replica health changed", "group", g.spec.Name, "replica", id, "state", state)
+	g.b.log.Warn("replica health changed", "group", g.name, "replica", id, "state", state)
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
 }
@@ -176,7 +176,7 @@ func (h *groupHealth) observe(id string, failed bool) {
 	defer g.mu.Unlock()
 	if m := g.members[ch.ID]; m != nil && !m.ejected {
 		m.ejected = true
-		g.b.log.Warn("replica ejected after failed calls", "group", g.spec.Name, "replica", ch.ID)
+		g.b.log.Warn("replica ejected after failed calls", "group", g.name, "replica", ch.ID)
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
@@ -191,7 +191,7 @@ func (h *groupHealth) tickLocked() bool {
 	for _, ch := range changes {
 		if m := h.g.members[ch.ID]; m != nil && m.ejected {
 			m.ejected = false
-			h.g.b.log.Info("ejected replica returns", "group", h.g.spec.Name, "replica", ch.ID)
+			h.g.b.log.Info("ejected replica returns", "group", h.g.name, "replica", ch.ID)
 			changed = true
 		}
 	}

@@ -177,7 +177,7 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 		m.removing = true
 		m.drainFrom = b.now()
 	}
-	if m.rec.Static && g.spec.Source == registry.SourceConfig {
+	if m.rec.Static && g.fromConfig.Load() {
 		b.log.Warn("removing a replica declared in the config file; it comes back at the next start", "group", groupName, "replica", id)
 	}
 	g.membershipChangedLocked()
@@ -211,7 +211,7 @@ func (g *group) syncStaticLocked() error {
 		case m.rec.Static:
 			g.removeMemberLocked(m)
 			b.forgetToken(m)
-			if err := b.reg.DeleteReplica(g.spec.Name, m.rec.ID); err != nil {
+			if err := b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
 				return err
 			}
 			changed = true
@@ -222,7 +222,7 @@ func (g *group) syncStaticLocked() error {
 			continue
 		}
 		_, hash := registry.NewToken()
-		rec := registry.Replica{ID: g.freshIDLocked(), Group: g.spec.Name, Address: sr.Address, Weight: sr.Weight, Monitor: sr.Monitor, Static: true, TokenHash: hash, Created: b.now().UTC()}
+		rec := registry.Replica{ID: g.freshIDLocked(), Group: g.name, Address: sr.Address, Weight: sr.Weight, Monitor: sr.Monitor, Static: true, TokenHash: hash, Created: b.now().UTC()}
 		if err := b.reg.PutReplica(rec); err != nil {
 			return err
 		}

@@ -70,7 +70,7 @@ func (g *group) pull(m *member, stop chan struct{}) {
 		g.mu.Unlock()
 
 		if err := g.pollOnce(m, u, adv, interval); err != nil {
-			g.b.log.Debug("pull failed", "group", g.spec.Name, "replica", m.rec.ID, "url", u, "err", err)
+			g.b.log.Debug("pull failed", "group", g.name, "replica", m.rec.ID, "url", u, "err", err)
 		}
 		t := time.NewTimer(interval)
 		select {
