@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 need_pkgs=()
 command -v wrk >/dev/null 2>&1 || need_pkgs+=(wrk)
 command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
+# HAProxy and NGINX are the bench's competitors; their binaries are used
+# directly (no service is started).
+[ -x /usr/sbin/haproxy ] || need_pkgs+=(haproxy)
+[ -x /usr/sbin/nginx ] || need_pkgs+=(nginx)
 if ((${#need_pkgs[@]})); then
 	sudo_cmd=""
 	[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
