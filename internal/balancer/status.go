@@ -3,7 +3,9 @@ package balancer
 import (
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // GroupStatus is a group's settings and live state: the body of
@@ -66,4 +68,52 @@ type Event struct {
 	Group string    `json:"group"`
 	Time  time.Time `json:"time"`
 	Data  any       `json:"data"`
+}
+
+// status renders the group's status.
+func (g *group) status() GroupStatus {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.b.now()
+	st := GroupStatus{Group: g.spec, Replicas: []ReplicaStatus{}}
+	st.Advertise = g.advertiseLocked()
+	if g.ln != nil {
+		st.Listening = g.ln.Addr().String()
+	}
+	views := map[string]analyzer.ReplicaView{}
+	for _, v := range g.lastStep.Replicas {
+		views[v.ID] = v
+	}
+	for _, m := range g.order {
+		rs := ReplicaStatus{
+			ID: m.rec.ID, Address: m.rec.Address, State: m.stateLocked(), Weight: m.rec.Weight, Static: m.rec.Static,
+			Monitor:  monitorMode(m.rec.Monitor),
+			Inflight: m.live.Inflight.Load(),
+			Counters: CountersStatus{
+				Bindings: m.counters.Bindings.Load(), Rebinds: m.counters.Rebinds.Load(), Proxied: m.counters.Proxied.Load(),
+				Redirected: m.counters.Redirected.Load(), Failures: m.counters.Failures.Load(),
+			},
+		}
+		adv := g.bindingAdvisoryLocked(g.an.Advisory(m.rec.ID))
+		rs.Advisory, rs.Shed, rs.Epoch = adv.Advisory, adv.Shed, adv.Epoch
+		if v, ok := views[m.rec.ID]; ok && v.Reported {
+			load, eff := v.Sample, v.Load
+			rs.Load, rs.EffectiveLoad = &load, &eff
+			rs.Metrics = v.Metrics
+			age := (v.ReportAge + now.Sub(g.lastStep.Now)).Milliseconds()
+			if age < 0 {
+				age = 0
+			}
+			rs.ReportAgeMS = &age
+		}
+		st.Replicas = append(st.Replicas, rs)
+	}
+	return st
+}
+
+func monitorMode(m protocol.MonitorSpec) string {
+	if m.Mode == "" {
+		return protocol.MonitorPush
+	}
+	return m.Mode
 }
