@@ -472,4 +472,3 @@ func (b *Balancer) forgetToken(m *member) {
 	}
 	b.mu.Unlock()
 }
-
