@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -113,16 +111,7 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 			return err
 		}
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case <-sigs:
-	case err := <-serveErr:
-		runErr = err
-	}
+	_, runErr := awaitStop(ctx, serveErr)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if mon != nil {

@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -133,16 +131,12 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 	go func() { serveErr <- srv.Serve(adminLn) }()
 	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", Version)
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	var runErr error
-	select {
-	case <-ctx.Done():
-	case s := <-sigs:
-		log.Info("shutting down", "signal", s.String())
-	case err := <-serveErr:
+	switch sig, err := awaitStop(ctx, serveErr); {
+	case err != nil:
 		runErr = fmt.Errorf("admin API: %w", err)
+	case sig != nil:
+		log.Info("shutting down", "signal", sig.String())
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.D())
 	defer cancel()
