@@ -19,6 +19,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -240,7 +241,7 @@ func waitRegistered(ctx context.Context, b *balancer.Balancer, n int) ([]string,
 // watch prints the per-replica served rates once a second and decides when
 // the run is over.
 func watch(ctx context.Context, o Options, ids []string, tally *tally, fleet *fleet, band float64) error {
-	eq := NewEquilibrium(band, int(o.Window/time.Second))
+	eq := stats.NewEquilibrium(band, int(o.Window/time.Second))
 	header := []string{"  t"}
 	for _, id := range ids {
 		header = append(header, fmt.Sprintf("%14s", id))
