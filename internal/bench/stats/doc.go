@@ -18,4 +18,7 @@
 //	wg.Wait()
 //	sum := stats.Merge(recs...).Summary()
 //	fmt.Println(sum.P99, sum.Jitter)
+//
+// A Recorder filled in another process travels as JSON (MarshalJSON,
+// UnmarshalJSON) and merges exactly.
 package stats

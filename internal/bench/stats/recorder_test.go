@@ -1,6 +1,9 @@
 package stats
 
 import (
+	"encoding/json"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"math"
 	"sync"
 	"testing"
@@ -123,4 +126,83 @@ func TestMergeEqualsOneRecorder(t *testing.T) {
 // latencyOf is a deterministic spread of latencies from 1µs to ~2s.
 func latencyOf(w, i int) time.Duration {
 	return time.Duration(1+(w*7919+i*104729)%2_000_000) * time.Microsecond
+}
+
+func TestRecorderJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	r := NewRecorder()
+	for i := 0; i < 20000; i++ {
+		r.Record(latencyOf(3, i))
+	}
+	r.Record(90 * time.Second) // clamped
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Recorder
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := back.Summary(), r.Summary(); got != want {
+		t.Errorf("decoded summary %+v, want %+v", got, want)
+	}
+	if back.Clamped() != 1 {
+		t.Errorf("clamped = %d, want 1", back.Clamped())
+	}
+	// A decoded recorder merges like the original.
+	a, c := Merge(r, r), Merge(&back, r)
+	if a.Summary() != c.Summary() {
+		t.Errorf("merge of decoded %+v, want %+v", c.Summary(), a.Summary())
+	}
+	// An empty recorder round-trips too.
+	b, err = json.Marshal(NewRecorder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var empty Recorder
+	if err := json.Unmarshal(b, &empty); err != nil || empty.Count() != 0 {
+		t.Fatalf("empty round trip: %v, count %d", err, empty.Count())
+	}
+	empty.Record(time.Millisecond)
+	if empty.Summary().Mean != 1000 {
+		t.Errorf("recording into a decoded empty recorder: mean %v", empty.Summary().Mean)
+	}
+}
+
+func TestRecorderJSONRejects(t *testing.T) {
+	t.Parallel()
+	r := NewRecorder()
+	r.Record(time.Millisecond)
+	good, _ := json.Marshal(r)
+	var w map[string]any
+	_ = json.Unmarshal(good, &w)
+	other := hdrhistogram.New(1, 1000, 2)
+	otherHDR, _ := other.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	tests := []struct {
+		name  string
+		patch map[string]any
+	}{
+		{"short", map[string]any{"hdr": "AAAA"}},
+		{"not base64", map[string]any{"hdr": "!!!!!!!!!!!!!!!!!!"}},
+		{"truncated", map[string]any{"hdr": w["hdr"].(string)[:16]}},
+		{"other range", map[string]any{"hdr": string(otherHDR), "n": 0}},
+		{"count mismatch", map[string]any{"n": 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m := map[string]any{}
+			for k, v := range w {
+				m[k] = v
+			}
+			for k, v := range tt.patch {
+				m[k] = v
+			}
+			b, _ := json.Marshal(m)
+			var back Recorder
+			if err := json.Unmarshal(b, &back); err == nil {
+				t.Errorf("decoded %s", b)
+			}
+		})
+	}
 }
