@@ -2,12 +2,12 @@ package stats
 
 import (
 	"encoding/json"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"math"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 func near(got, want, relTol float64) bool {
