@@ -1,0 +1,203 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// GroupSpec is a group of a balancer the bench starts.
+type GroupSpec struct {
+	// Name is the group's name.
+	Name string
+	// Binding is per-session, on-demand or per-request.
+	Binding string
+	// Strategy defaults to the balancer's default (least-loaded).
+	Strategy string
+	// ReportInterval defaults to 500ms.
+	ReportInterval time.Duration
+	// Replicas are static members (base URLs); replicas may also
+	// register themselves (StartReplica with a Join).
+	Replicas []string
+}
+
+// Balancer is a running "fulcrum serve".
+type Balancer struct {
+	// Admin is the admin API's base URL.
+	Admin string
+	// Proc is the process.
+	Proc *Proc
+
+	doors map[string]string
+	hc    *http.Client
+}
+
+// StartBalancer starts "fulcrum serve" with a generated config holding
+// groups: its own data directory, the admin API and every front door on
+// free loopback ports. It returns once /readyz answers 200 (every front
+// door serving).
+func (e *Env) StartBalancer(ctx context.Context, groups ...GroupSpec) (*Balancer, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // the free admin port may be taken meanwhile
+		b, err := e.startBalancer(ctx, groups)
+		if err == nil {
+			return b, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func (e *Env) startBalancer(ctx context.Context, groups []GroupSpec) (*Balancer, error) {
+	data, err := e.scratchDir("fulcrum-data")
+	if err != nil {
+		return nil, err
+	}
+	admin, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cfg := balancerConfig(admin, data, groups)
+	name := e.uniqueName("fulcrum-serve")
+	cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	p, err := e.start(procSpec{name: name, path: e.Binary, args: []string{"serve", "--config", cfgPath}})
+	if err != nil {
+		return nil, err
+	}
+	b := &Balancer{Admin: "http://" + admin, Proc: p, doors: map[string]string{}, hc: &http.Client{Timeout: 5 * time.Second}}
+	if err := waitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); err != nil {
+		p.Stop(0)
+		return nil, err
+	}
+	for _, g := range groups {
+		st, err := b.Group(ctx, g.Name)
+		if err != nil {
+			p.Stop(0)
+			return nil, err
+		}
+		b.doors[g.Name] = st.Advertise
+	}
+	e.Logf("balancer %s: admin %s, pid %d", name, b.Admin, p.Pid())
+	return b, nil
+}
+
+// balancerConfig is the YAML config of a bench balancer.
+func balancerConfig(admin, dataDir string, groups []GroupSpec) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "admin: %s\ndata_dir: %s\nshutdown_timeout: 1s\ngroups:\n", admin, yamlQuote(dataDir))
+	for _, g := range groups {
+		interval := g.ReportInterval
+		if interval == 0 {
+			interval = 500 * time.Millisecond
+		}
+		fmt.Fprintf(&sb, "  - name: %s\n    front_door: 127.0.0.1:0\n    binding: %s\n", g.Name, g.Binding)
+		if g.Strategy != "" {
+			fmt.Fprintf(&sb, "    strategy: %s\n", g.Strategy)
+		}
+		fmt.Fprintf(&sb, "    report_interval: %s\n", interval)
+		sb.WriteString("    health: {path: /healthz, interval: 1s, timeout: 500ms}\n")
+		sb.WriteString("    timeouts: {connect: 2s, request: 60s, idle: 90s}\n")
+		if len(g.Replicas) > 0 {
+			sb.WriteString("    replicas:\n")
+			for _, r := range g.Replicas {
+				fmt.Fprintf(&sb, "      - address: %s\n", yamlQuote(r))
+			}
+		}
+	}
+	return sb.String()
+}
+
+// yamlQuote quotes s as a YAML double-quoted scalar.
+func yamlQuote(s string) string {
+	b, _ := json.Marshal(s) // JSON strings are YAML double-quoted scalars
+	return string(b)
+}
+
+// FrontDoor returns the URL of a group's front door.
+func (b *Balancer) FrontDoor(group string) string { return b.doors[group] }
+
+// GroupStatus is the part of the admin API's group status the bench
+// reads.
+type GroupStatus struct {
+	Name      string `json:"name"`
+	Advertise string `json:"advertise"`
+	Binding   string `json:"binding"`
+	Replicas  []struct {
+		ID          string `json:"id"`
+		Address     string `json:"address"`
+		State       string `json:"state"`
+		ReportAgeMS *int64 `json:"report_age_ms"`
+		Counters    struct {
+			Bindings   int64 `json:"bindings"`
+			Rebinds    int64 `json:"rebinds"`
+			Proxied    int64 `json:"proxied"`
+			Redirected int64 `json:"redirected"`
+			Failures   int64 `json:"failures"`
+		} `json:"counters"`
+	} `json:"replicas"`
+}
+
+// Group reads a group's status from the admin API.
+func (b *Balancer) Group(ctx context.Context, name string) (GroupStatus, error) {
+	var st GroupStatus
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.Admin+"/v1/groups/"+name, nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("bench: group %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return st, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("bench: group %s: %s: %s", name, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return st, json.Unmarshal(body, &st)
+}
+
+// WaitReady waits until group has n active replicas and, when reported
+// is set, every one of them has reported its load (their monitors are
+// running).
+func (b *Balancer) WaitReady(ctx context.Context, group string, n int, reported bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st, err := b.Group(ctx, group)
+		ready := 0
+		if err == nil {
+			for _, r := range st.Replicas {
+				if r.State == "active" && (!reported || r.ReportAgeMS != nil) {
+					ready++
+				}
+			}
+			if ready >= n {
+				return nil
+			}
+		}
+		select {
+		case <-b.Proc.exited:
+			return b.Proc.died()
+		case <-ctx.Done():
+			return fmt.Errorf("bench: group %s has %d of %d replicas ready (last error: %v); see %s", group, ready, n, err, b.Proc.Log)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/spf13/pflag"
+)
+
+// Experiment is one of the seeds' experiments.
+type Experiment interface {
+	// Name is the experiment's name on the command line.
+	Name() string
+	// Summary is one line for the command's help.
+	Summary() string
+	// Run runs the experiment in env and returns its results. It may
+	// write CSV files and plots into env.Dir; Run (the package function)
+	// writes results.json and report.md from what it returns. An error
+	// means the experiment could not run; targets it missed are not
+	// errors.
+	Run(ctx context.Context, env *Env) (*Results, error)
+}
+
+// FlagAdder is implemented by experiments that take flags of their own
+// (effectiveness's --rates, scalability's --callers, ...). AddFlags binds
+// them to the experiment's fields; it is called once, on a fresh value.
+type FlagAdder interface {
+	AddFlags(fs *pflag.FlagSet)
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]func() Experiment{}
+)
+
+// Register makes an experiment available by name. newExp returns a fresh
+// value, so that flags bound to one do not leak into another run. It
+// panics when the name is taken or empty: two experiments with one name
+// is a programming error.
+func Register(name string, newExp func() Experiment) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if name == "" || name == "all" {
+		panic(fmt.Sprintf("bench: invalid experiment name %q", name))
+	}
+	if _, dup := registry[name]; dup {
+		panic("bench: experiment " + name + " registered twice")
+	}
+	registry[name] = newExp
+}
+
+// New returns a fresh value of the experiment registered as name.
+func New(name string) (Experiment, bool) {
+	registryMu.Lock()
+	newExp, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	return newExp(), true
+}
+
+// Names lists the registered experiments in the order "bench all" runs
+// them: the seeds' order (overhead, effectiveness, scalability), then any
+// others by name.
+func Names() []string {
+	registryMu.Lock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	registryMu.Unlock()
+	order := map[string]int{"overhead": 0, "effectiveness": 1, "scalability": 2}
+	slices.SortFunc(names, func(a, b string) int {
+		oa, okA := order[a]
+		ob, okB := order[b]
+		switch {
+		case okA && okB:
+			return oa - ob
+		case okA:
+			return -1
+		case okB:
+			return 1
+		}
+		if a < b {
+			return -1
+		}
+		if a > b {
+			return 1
+		}
+		return 0
+	})
+	return names
+}

@@ -1,0 +1,87 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+)
+
+// Size is how long an experiment runs.
+type Size int
+
+const (
+	// Full is the seeds' size (200,000 calls for overhead, as in the
+	// paper).
+	Full Size = iota
+	// Quick is the shortest run whose figures still mean something:
+	// enough calls for a p99, long enough for an equilibrium window.
+	Quick
+	// Smoke only proves that every configuration runs and that the
+	// output is valid: seconds, for CI.
+	Smoke
+)
+
+func (s Size) String() string {
+	switch s {
+	case Full:
+		return "full"
+	case Quick:
+		return "quick"
+	case Smoke:
+		return "smoke"
+	}
+	return fmt.Sprintf("Size(%d)", int(s))
+}
+
+// Pick returns full, quick or smoke according to s.
+func Pick[T any](s Size, full, quick, smoke T) T {
+	switch s {
+	case Quick:
+		return quick
+	case Smoke:
+		return smoke
+	}
+	return full
+}
+
+// Protocols the bench can run over.
+const ProtocolHTTP = "http"
+
+// Options configure a bench run.
+type Options struct {
+	// Out is the output directory. Empty: ./bench-results/<name>-<time>.
+	// With several experiments (bench all), each writes into a
+	// subdirectory of Out named after it.
+	Out string
+	// Size is Full, Quick or Smoke.
+	Size Size
+	// Protocol is the protocol the replicas and balancers speak; only
+	// ProtocolHTTP for now (the default).
+	Protocol string
+	// Command is the command line as typed, recorded in results.json.
+	Command string
+	// Binary is the fulcrum executable that replicas, balancers and
+	// client processes run. Default: this process's executable.
+	Binary string
+	// HAProxy and NGINX are the competitors' executables. Empty: looked
+	// up in PATH, then /usr/sbin. A path that does not exist marks the
+	// competitor's rows skipped.
+	HAProxy, NGINX string
+	// Progress receives one line per step (default discarded).
+	Progress io.Writer
+}
+
+func (o *Options) validate() error {
+	if o.Protocol == "" {
+		o.Protocol = ProtocolHTTP
+	}
+	if o.Protocol != ProtocolHTTP {
+		return fmt.Errorf("bench: --protocol %q: only %q is supported for now", o.Protocol, ProtocolHTTP)
+	}
+	if o.Size < Full || o.Size > Smoke {
+		return fmt.Errorf("bench: invalid size %d", o.Size)
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Proc is a process an experiment started, in a process group of its own
+// whose members get SIGKILL if the bench dies.
+type Proc struct {
+	// Name names the process in logs and errors.
+	Name string
+	// Log is the file its output goes to.
+	Log string
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has exited
+	err    error         // Wait's error, read after exited
+}
+
+// procSpec is what to start.
+type procSpec struct {
+	name string
+	path string
+	args []string
+	dir  string
+	// stdout, when set, receives the process's standard output instead
+	// of the log file (stderr still goes to the log).
+	stdout io.Writer
+	// firstLine, when set, receives the first line of standard output;
+	// the rest goes to the log.
+	firstLine chan<- string
+}
+
+// start starts a process and tracks it for Close. s.name must be unique
+// in the environment (uniqueName).
+func (e *Env) start(s procSpec) (*Proc, error) {
+	name := s.name
+	logPath := filepath.Join(e.Dir, "logs", name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child has its own descriptor once started
+	fmt.Fprintf(logFile, "# %s %s\n", s.path, strings.Join(s.args, " "))
+	cmd := exec.Command(s.path, s.args...)
+	cmd.Dir = s.dir
+	cmd.Stderr = logFile
+	cmd.Stdout = logFile
+	var pipeR *os.File
+	switch {
+	case s.stdout != nil:
+		cmd.Stdout = s.stdout
+	case s.firstLine != nil:
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		defer w.Close()
+		cmd.Stdout, pipeR = w, r
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		if pipeR != nil {
+			pipeR.Close()
+		}
+		return nil, fmt.Errorf("bench: starting %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Log: logPath, cmd: cmd, exited: make(chan struct{})}
+	if pipeR != nil {
+		logCopy, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			logCopy = nil
+		}
+		go func() {
+			defer pipeR.Close()
+			sc := bufio.NewScanner(pipeR)
+			first := true
+			for sc.Scan() {
+				if first {
+					s.firstLine <- sc.Text()
+					first = false
+				}
+				if logCopy != nil {
+					fmt.Fprintln(logCopy, sc.Text())
+				}
+			}
+			if first {
+				close(s.firstLine)
+			}
+			if logCopy != nil {
+				logCopy.Close()
+			}
+		}()
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := e.track(p); err != nil {
+		p.Stop(0)
+		return nil, err
+	}
+	return p, nil
+}
+
+// Pid is the process id (and its process group's).
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Exited is closed once the process has exited.
+func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// Err is why the process exited; call it after Exited is closed.
+func (p *Proc) Err() error { return p.err }
+
+// died describes a process that exited when it should not have.
+func (p *Proc) died() error {
+	return fmt.Errorf("bench: %s exited (%v); see %s", p.Name, p.err, p.Log)
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace for the
+// process to exit, then kills the whole group with SIGKILL.
+func (p *Proc) Stop(grace time.Duration) {
+	pgid := p.Pid()
+	select {
+	case <-p.exited:
+	default:
+		if grace > 0 {
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(grace):
+			}
+		}
+	}
+	// Also whatever it left in its group (NGINX workers, say).
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// waitLine waits for the first line of a process started with firstLine
+// and returns what follows prefix in it.
+func waitLine(ctx context.Context, p *Proc, lines <-chan string, prefix string, within time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	select {
+	case line, ok := <-lines:
+		if rest, found := strings.CutPrefix(line, prefix); ok && found {
+			return strings.TrimSpace(rest), nil
+		}
+		if !ok {
+			<-p.exited
+			return "", p.died()
+		}
+		return "", fmt.Errorf("bench: %s said %q, want a line starting %q; see %s", p.Name, line, prefix, p.Log)
+	case <-ctx.Done():
+		return "", fmt.Errorf("bench: %s did not say %q within %s: %w; see %s", p.Name, prefix, within, ctx.Err(), p.Log)
+	}
+}
+
+// waitHTTP polls url every 20ms until it answers 200 (true from ok), the
+// process exits, or within passes.
+func waitHTTP(ctx context.Context, p *Proc, url string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("status %s", resp.Status)
+		} else {
+			last = err
+		}
+		select {
+		case <-p.exited:
+			return p.died()
+		case <-ctx.Done():
+			return fmt.Errorf("bench: %s not ready at %s within %s (last: %v); see %s", p.Name, url, within, last, p.Log)
+		case <-tick.C:
+		}
+	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago, for programs that cannot listen on port 0 and say which port they
+// got (HAProxy, NGINX, the admin API).
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}

@@ -1,0 +1,50 @@
+package bench
+
+import (
+	"context"
+	"time"
+)
+
+// Join registers a replica with a balancer's group through its monitor.
+type Join struct {
+	// Admin is the balancer's admin API URL.
+	Admin string
+	// Group is the group to join.
+	Group string
+}
+
+// Replica is a running "fulcrum backend prime".
+type Replica struct {
+	// URL is the replica's base URL.
+	URL string
+	// Proc is the process.
+	Proc *Proc
+}
+
+// StartReplica starts a prime replica on a free loopback port. With a
+// join it registers with the group and reports its load (the Go monitor
+// library); without, it is the plain service (for direct calls, HAProxy,
+// NGINX and static members). It returns once the replica answers
+// /healthz.
+func (e *Env) StartReplica(ctx context.Context, name string, join *Join) (*Replica, error) {
+	args := []string{"backend", "prime", "--listen", "127.0.0.1:0"}
+	if join != nil {
+		args = append(args, "--register", join.Admin, "--group", join.Group)
+	}
+	lines := make(chan string, 1)
+	p, err := e.start(procSpec{name: e.uniqueName(name), path: e.Binary, args: args, firstLine: lines})
+	if err != nil {
+		return nil, err
+	}
+	url, err := waitLine(ctx, p, lines, "listening on ", 20*time.Second)
+	if err != nil {
+		p.Stop(0)
+		return nil, err
+	}
+	if err := waitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
+		p.Stop(0)
+		return nil, err
+	}
+	e.Logf("replica %s: %s, pid %d", p.Name, url, p.Pid())
+	return &Replica{URL: url, Proc: p}, nil
+}
