@@ -42,7 +42,7 @@ func (e *Env) StartHAProxy(ctx context.Context, backends []string) (*Proxy, erro
 func haproxyConfig(listen string, backends []string) string {
 	var sb strings.Builder
 	sb.WriteString(`global
-    maxconn 20000
+    maxconn 4096
 
 defaults
     mode http
@@ -99,7 +99,7 @@ pid %[1]s/nginx.pid;
 error_log %[2]s warn;
 
 events {
-    worker_connections 20000;
+    worker_connections 4096;
 }
 
 http {

@@ -129,21 +129,24 @@ func (p *Proc) died() error {
 }
 
 // Stop sends SIGTERM to the process group, waits up to grace for the
-// process to exit, then kills the whole group with SIGKILL.
+// process to exit, then kills the whole group with SIGKILL. A process
+// that already exited is left alone: its group id may be reused by now
+// (the bench's processes start no children of their own).
 func (p *Proc) Stop(grace time.Duration) {
 	pgid := p.Pid()
 	select {
 	case <-p.exited:
+		return
 	default:
-		if grace > 0 {
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			select {
-			case <-p.exited:
-			case <-time.After(grace):
-			}
+	}
+	if grace > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.exited:
+			return
+		case <-time.After(grace):
 		}
 	}
-	// Also whatever it left in its group (NGINX workers, say).
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.exited
 }

@@ -1,0 +1,402 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
+)
+
+func init() { Register("overhead", func() Experiment { return &Overhead{} }) }
+
+// The overhead experiment's configurations, in the order of every round.
+const (
+	cfgDirect     = "direct"
+	cfgPerSession = "per-session"
+	cfgPerRequest = "per-request"
+	cfgOnDemand   = "on-demand"
+	cfgHAProxy    = "haproxy"
+	cfgNGINX      = "nginx"
+)
+
+// overheadPrimeN is the n of GET /prime/{n}: small, so that the path of
+// the call, not the trial division, is what is measured.
+const overheadPrimeN = 1009
+
+// Overhead is seed 000's overhead experiment (§4.2, Fig. 13/14): one
+// single-threaded closed-loop client and one prime replica, the same
+// number of calls through each configuration, run in interleaved rounds.
+type Overhead struct {
+	// Calls per configuration; 0: 200,000 (the paper's), 20,000 with
+	// --quick, 200 with --smoke.
+	Calls int
+	// Rounds the calls are split into; 0: 10 (5 with --smoke). At least
+	// 5.
+	Rounds int
+}
+
+// Name implements Experiment.
+func (*Overhead) Name() string { return "overhead" }
+
+// Summary implements Experiment.
+func (*Overhead) Summary() string {
+	return "seed 000 Fig. 13/14: one client, one replica; direct, per-session, per-request, on-demand, HAProxy, NGINX"
+}
+
+// AddFlags implements FlagAdder.
+func (o *Overhead) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&o.Calls, "calls", 0, "calls per configuration (default 200000, --quick 20000, --smoke 200)")
+	fs.IntVar(&o.Rounds, "rounds", 0, "interleaved rounds the calls are split into, at least 5 (default 10, --smoke 5)")
+}
+
+// OverheadRow is one configuration's row of results.json.
+type OverheadRow struct {
+	Name string `json:"name"`
+	Figures
+	// The medians of the per-round ratios to direct's round: throughput,
+	// and mean latency. Null when the configuration was skipped.
+	ThroughputRatio *float64 `json:"throughput_ratio_to_direct"`
+	LatencyRatio    *float64 `json:"latency_ratio_to_direct"`
+	// The per-round ratios' mean with 5%/95% bounds: the noise.
+	ThroughputRatioBounds *stats.Bounds `json:"throughput_ratio_bounds,omitempty"`
+	LatencyRatioBounds    *stats.Bounds `json:"latency_ratio_bounds,omitempty"`
+	Rounds                int           `json:"rounds"`
+	Skipped               string        `json:"skipped,omitempty"`
+}
+
+// overheadConfig is one configuration during the run.
+type overheadConfig struct {
+	name    string
+	callers *Callers
+	skipped string
+	rounds  []LoadResult
+	total   LoadResult
+}
+
+// Run implements Experiment.
+func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
+	calls := o.Calls
+	if calls <= 0 {
+		calls = Pick(env.Size, 200_000, 20_000, 200)
+	}
+	rounds := o.Rounds
+	if rounds <= 0 {
+		rounds = Pick(env.Size, 10, 10, 5)
+	}
+	if rounds < 5 {
+		return nil, fmt.Errorf("overhead: --rounds %d, must be at least 5", rounds)
+	}
+	if calls < rounds {
+		return nil, fmt.Errorf("overhead: --calls %d, must be at least the number of rounds (%d)", calls, rounds)
+	}
+	cfgs, err := o.setUp(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, c := range cfgs {
+			if c.callers != nil {
+				c.callers.Close()
+			}
+		}
+	}()
+
+	env.Logf("overhead: %d calls per configuration in %d interleaved rounds", calls, rounds)
+	for r := range rounds {
+		share := calls / rounds
+		if r < calls%rounds {
+			share++
+		}
+		line := fmt.Sprintf("round %d/%d:", r+1, rounds)
+		// Each round starts one configuration further on (A B C, B C A,
+		// C A B, ...), so that no configuration always runs first, or
+		// always right after another.
+		for i := range cfgs {
+			c := cfgs[(i+r)%len(cfgs)]
+			if c.skipped != "" {
+				continue
+			}
+			res, err := c.callers.Run(ctx, time.Time{}, share, time.Time{})
+			if err != nil {
+				return nil, err
+			}
+			c.rounds = append(c.rounds, res)
+			if c.total.Rec == nil {
+				c.total = LoadResult{Rec: stats.NewRecorder()}
+			}
+			c.total.Rec.Merge(res.Rec)
+			c.total.Errors += res.Errors
+			c.total.Elapsed += res.Elapsed
+			if c.total.FirstError == "" {
+				c.total.FirstError = res.FirstError
+			}
+			f := res.Figures()
+			line += fmt.Sprintf(" %s %.0f/s %.0fµs", c.name, f.ThroughputRPS, f.Mean)
+		}
+		env.Logf("%s", line)
+	}
+
+	rows := overheadRows(cfgs)
+	if err := o.write(env, cfgs, rows); err != nil {
+		return nil, err
+	}
+	return &Results{Rows: rows, Report: overheadReport(env, cfgs, rows, calls, rounds)}, nil
+}
+
+// setUp starts the replicas, the balancer and the competitors, and makes
+// one caller per configuration, warmed up (connected, and bound for the
+// binding configurations). Every configuration has a replica process of
+// its own, so that all replicas are equally busy (idle while the other
+// configurations run): a replica shared by several configurations stays
+// hotter than the others and answers faster.
+func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, error) {
+	plain := map[string]*Replica{}
+	for _, name := range []string{cfgDirect, cfgPerRequest, cfgHAProxy, cfgNGINX} {
+		if name == cfgHAProxy && env.HAProxy.Missing != "" || name == cfgNGINX && env.NGINX.Missing != "" {
+			continue
+		}
+		r, err := env.StartReplica(ctx, "replica-"+name, nil)
+		if err != nil {
+			return nil, err
+		}
+		plain[name] = r
+	}
+	// per-request proxies to a plain replica, as HAProxy and NGINX do:
+	// the paper's forwarding server in front of an unmodified server.
+	bal, err := env.StartBalancer(ctx,
+		GroupSpec{Name: cfgPerSession, Binding: "per-session", Strategy: "round-robin"},
+		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded"},
+		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Replicas: []string{plain[cfgPerRequest].URL}},
+	)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range []string{cfgPerSession, cfgOnDemand} {
+		if _, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g}); err != nil {
+			return nil, err
+		}
+		if err := bal.WaitReady(ctx, g, 1, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
+		return nil, err
+	}
+	path := "/prime/" + strconv.Itoa(overheadPrimeN)
+	cfgs := []*overheadConfig{
+		{name: cfgDirect, callers: NewCallers(Endpoint{URL: plain[cfgDirect].URL + path}, 1)},
+		{name: cfgPerSession, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerSession) + path, Binding: true}, 1)},
+		{name: cfgPerRequest, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerRequest) + path}, 1)},
+		{name: cfgOnDemand, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgOnDemand) + path, Binding: true}, 1)},
+		{name: cfgHAProxy, skipped: env.HAProxy.Missing},
+		{name: cfgNGINX, skipped: env.NGINX.Missing},
+	}
+	if r := plain[cfgHAProxy]; r != nil {
+		px, err := env.StartHAProxy(ctx, []string{r.URL})
+		if err != nil {
+			return nil, err
+		}
+		cfgs[4].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
+	}
+	if r := plain[cfgNGINX]; r != nil {
+		px, err := env.StartNGINX(ctx, []string{r.URL})
+		if err != nil {
+			return nil, err
+		}
+		cfgs[5].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
+	}
+	for _, c := range cfgs {
+		if c.callers == nil {
+			continue
+		}
+		if err := c.callers.Warm(ctx, 100); err != nil {
+			return cfgs, fmt.Errorf("overhead: %s: %w", c.name, err)
+		}
+	}
+	return cfgs, nil
+}
+
+// roundRatios are a configuration's per-round ratios to another's
+// (throughput, mean latency).
+func roundRatios(c, base *overheadConfig) (thr, lat []float64) {
+	for r := range min(len(c.rounds), len(base.rounds)) {
+		fc, fb := c.rounds[r].Figures(), base.rounds[r].Figures()
+		if fb.ThroughputRPS > 0 && fb.Mean > 0 {
+			thr = append(thr, fc.ThroughputRPS/fb.ThroughputRPS)
+			lat = append(lat, fc.Mean/fb.Mean)
+		}
+	}
+	return thr, lat
+}
+
+func overheadRows(cfgs []*overheadConfig) []OverheadRow {
+	direct := cfgs[0]
+	rows := make([]OverheadRow, 0, len(cfgs))
+	for _, c := range cfgs {
+		row := OverheadRow{Name: c.name, Skipped: c.skipped, Rounds: len(c.rounds)}
+		if c.skipped == "" && c.total.Rec != nil {
+			row.Figures = c.total.Figures()
+			thr, lat := roundRatios(c, direct)
+			if len(thr) > 0 {
+				t, l := stats.Median(thr), stats.Median(lat)
+				tb, lb := stats.MeanBounds(thr), stats.MeanBounds(lat)
+				row.ThroughputRatio, row.LatencyRatio = &t, &l
+				row.ThroughputRatioBounds, row.LatencyRatioBounds = &tb, &lb
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// write writes overhead.csv, overhead-rounds.csv and the plots.
+func (o *Overhead) write(env *Env, cfgs []*overheadConfig, rows []OverheadRow) error {
+	header := append([]string{"name"}, FiguresHeader...)
+	header = append(header, "throughput_ratio_to_direct", "latency_ratio_to_direct", "skipped")
+	var table [][]string
+	for _, r := range rows {
+		table = append(table, append(append([]string{r.Name}, r.Figures.CSV()...), ratio(r.ThroughputRatio), ratio(r.LatencyRatio), r.Skipped))
+	}
+	if err := env.WriteCSV("overhead.csv", header, table); err != nil {
+		return err
+	}
+	table = nil
+	for _, c := range cfgs {
+		for i, res := range c.rounds {
+			table = append(table, append([]string{strconv.Itoa(i + 1), c.name}, res.Figures().CSV()...))
+		}
+	}
+	if err := env.WriteCSV("overhead-rounds.csv", append([]string{"round", "name"}, FiguresHeader...), table); err != nil {
+		return err
+	}
+	var names []string
+	var mean, p50, p99, thr []float64
+	for _, r := range rows {
+		if r.Skipped != "" {
+			continue
+		}
+		names = append(names, r.Name)
+		mean, p50, p99 = append(mean, r.Mean), append(p50, r.P50), append(p99, r.P99)
+		thr = append(thr, r.ThroughputRPS)
+	}
+	if err := env.BarChart("overhead-latency.png", Axes{Title: "Latency overhead (seed 000 Fig. 13)", Y: "latency (µs)"}, names,
+		[]Series{{"mean", mean}, {"p50", p50}, {"p99", p99}}); err != nil {
+		return err
+	}
+	return env.BarChart("overhead-throughput.png", Axes{Title: "Throughput overhead (seed 000 Fig. 14)", Y: "calls/s"}, names,
+		[]Series{{"throughput", thr}})
+}
+
+func ratio(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return Num(*p, 3)
+}
+
+// overheadReport writes the tables and judges the targets.
+func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls, rounds int) *Report {
+	rep := NewReport("fulcrum bench overhead")
+	byName := map[string]OverheadRow{}
+	for _, r := range rows {
+		byName[r.Name] = r
+	}
+	rep.Para("Seed 000 §4.2 (Fig. 13/14): one single-threaded closed-loop client, one prime replica (`GET /prime/%d`), "+
+		"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
+		"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
+		"Latencies in µs, measured by the client from sending the call to reading the whole answer.", overheadPrimeN, calls, rounds)
+	var table [][]string
+	for _, r := range rows {
+		if r.Skipped != "" {
+			table = append(table, []string{r.Name, "skipped: " + r.Skipped, "", "", "", "", "", "", "", "", "", "", ""})
+			continue
+		}
+		table = append(table, []string{
+			r.Name, strconv.FormatInt(r.Count, 10), Num(r.ThroughputRPS, 0), ratio(r.ThroughputRatio),
+			Num(r.Mean, 1), ratio(r.LatencyRatio), Num(r.P5, 0), Num(r.P50, 0), Num(r.P95, 0), Num(r.P99, 0), Num(r.Max, 0), Num(r.Jitter, 1),
+			strconv.FormatInt(r.Errors, 10),
+		})
+	}
+	rep.Table([]string{"configuration", "calls", "calls/s", "× direct", "mean", "× direct", "p5", "p50", "p95", "p99", "max", "jitter", "errors"}, table)
+	rep.Image("latency", "overhead-latency.png")
+	rep.Image("throughput", "overhead-throughput.png")
+
+	var noise [][]string
+	for _, r := range rows {
+		if r.ThroughputRatioBounds == nil {
+			continue
+		}
+		tb, lb := r.ThroughputRatioBounds, r.LatencyRatioBounds
+		noise = append(noise, []string{r.Name, fmt.Sprintf("%.3f [%.3f, %.3f]", tb.Mean, tb.Lower, tb.Upper), fmt.Sprintf("%.3f [%.3f, %.3f]", lb.Mean, lb.Lower, lb.Upper)})
+	}
+	rep.Heading("Per-round ratios")
+	rep.Para("Mean of the per-round ratios to `direct` with their 5%%/95%% bounds: how much the machine's noise moves a ratio from round to round.")
+	rep.Table([]string{"configuration", "throughput × direct", "mean latency × direct"}, noise)
+
+	judgeOverhead(rep, cfgs, byName)
+
+	rep.Heading("Set-up")
+	rep.Para("Every configuration has a prime replica process of its own, so that all replicas are equally busy. " +
+		"`direct` calls a plain replica; `per-request` is a fulcrum per-request group whose static member is a plain replica, " +
+		"and HAProxy (HTTP mode, `option http-keep-alive`, `http-reuse always`) and NGINX (`keepalive 64`, `proxy_http_version 1.1`, one process) proxy to one each, " +
+		"so these four differ only by the hop. `per-session` and `on-demand` call replicas registered through the Go monitor library, which reports " +
+		"their load every 500 ms; the client uses fulcrum's client library, which is redirected once by the front door and then calls the replica directly. " +
+		"Each configuration keeps one connection (keep-alive) for the whole run; 100 unmeasured calls warm each up. " +
+		"Each round starts one configuration further on, so that none always runs first. Generated configs and every process's log are in `logs/`.")
+	return rep
+}
+
+// judgeOverhead records the issue's targets for the overhead experiment.
+func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
+	od := rows[cfgOnDemand]
+	if od.ThroughputRatio != nil {
+		rep.Target("on-demand throughput ≥ 0.97 × direct", *od.ThroughputRatio >= 0.97, "median per-round ratio %.3f", *od.ThroughputRatio)
+		rep.Target("on-demand mean latency ≤ 1.05 × direct", *od.LatencyRatio <= 1.05, "median per-round ratio %.3f", *od.LatencyRatio)
+	}
+	ps := rows[cfgPerSession]
+	if ps.ThroughputRatio != nil {
+		// Within noise: the median ratio is within the noise of the
+		// per-round ratios (half their 5–95% spread, at least 2%) of 1.
+		tb, lb := ps.ThroughputRatioBounds, ps.LatencyRatioBounds
+		tn := max(0.02, (tb.Upper-tb.Lower)/2)
+		ln := max(0.02, (lb.Upper-lb.Lower)/2)
+		dt, dl := *ps.ThroughputRatio-1, *ps.LatencyRatio-1
+		rep.Target("per-session within noise of direct", abs(dt) <= tn && abs(dl) <= ln,
+			"throughput ratio %.3f (noise ±%.3f), mean latency ratio %.3f (noise ±%.3f)", *ps.ThroughputRatio, tn, *ps.LatencyRatio, ln)
+	}
+	var pr, hp *overheadConfig
+	for _, c := range cfgs {
+		switch c.name {
+		case cfgPerRequest:
+			pr = c
+		case cfgHAProxy:
+			hp = c
+		}
+	}
+	if hp == nil || hp.skipped != "" || len(hp.rounds) == 0 {
+		why := "HAProxy did not run"
+		if hp != nil && hp.skipped != "" {
+			why = hp.skipped
+		}
+		rep.TargetUnknown("per-request throughput ≥ 1.0 × HAProxy", "%s", why)
+		rep.TargetUnknown("per-request p99 ≤ HAProxy p99", "%s", why)
+		return
+	}
+	thr, _ := roundRatios(pr, hp)
+	med := stats.Median(thr)
+	rep.Target("per-request throughput ≥ 1.0 × HAProxy", med >= 1.0,
+		"median per-round ratio %.3f (%.0f vs %.0f calls/s overall)", med, rows[cfgPerRequest].ThroughputRPS, rows[cfgHAProxy].ThroughputRPS)
+	rep.Target("per-request p99 ≤ HAProxy p99", rows[cfgPerRequest].P99 <= rows[cfgHAProxy].P99,
+		"%.0f µs vs %.0f µs", rows[cfgPerRequest].P99, rows[cfgHAProxy].P99)
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,209 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
+)
+
+func init() { subcommands = append(subcommands, newBenchCmd, newBenchClientCmd) }
+
+// benchFlags are the flags every experiment takes.
+type benchFlags struct {
+	out, protocol, haproxy, nginx string
+	quick, smoke                  bool
+}
+
+func newBenchCmd() *cobra.Command {
+	f := &benchFlags{}
+	var list strings.Builder
+	for _, name := range bench.Names() {
+		exp, _ := bench.New(name)
+		fmt.Fprintf(&list, "  %-14s %s\n", name, exp.Summary())
+	}
+	fmt.Fprintf(&list, "  %-14s every experiment above, each into its own subdirectory of --out\n", "all")
+	cmd := &cobra.Command{
+		Use:   "bench EXPERIMENT",
+		Short: "Run the seeds' experiments on this machine, side by side with HAProxy and NGINX",
+		Long: `Run one of the seeds' experiments with real processes on loopback — fulcrum
+balancers, prime replicas, HAProxy and NGINX — and write results.json, CSV
+files, PNG plots and report.md (with the issue's targets marked met or
+missed) into --out (default ./bench-results/<experiment>-<time>).
+
+Experiments:
+` + list.String() + `
+The default size is the paper's; --quick is the shortest run whose figures
+still mean something; --smoke only proves that every configuration runs.
+HAProxy and NGINX come from Debian's packages (apt-get install haproxy
+nginx); when one is missing its rows are marked skipped.
+
+Exit status: 0 when the experiment ran (targets are reported, not
+enforced), 1 when it could not run, 2 on a usage error.`,
+		Example: `  fulcrum bench overhead --quick
+  fulcrum bench scalability --smoke --out /tmp/scal
+  fulcrum bench all --quick`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr(cmd, "unknown experiment %q; experiments: %s, all", args[0], strings.Join(bench.Names(), ", "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(c, "%v", err) })
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&f.out, "out", "", "output directory (default ./bench-results/<experiment>-<time>)")
+	pf.BoolVar(&f.quick, "quick", false, "the shortest run whose figures still mean something")
+	pf.BoolVar(&f.smoke, "smoke", false, "only prove that every configuration runs and writes valid output (seconds)")
+	pf.StringVar(&f.protocol, "protocol", bench.ProtocolHTTP, "protocol of the replicas and balancers (http)")
+	pf.StringVar(&f.haproxy, "haproxy", "", "HAProxy executable (default: haproxy in PATH or /usr/sbin)")
+	pf.StringVar(&f.nginx, "nginx", "", "NGINX executable (default: nginx in PATH or /usr/sbin)")
+	for _, name := range bench.Names() {
+		cmd.AddCommand(benchExperimentCmd(f, name))
+	}
+	cmd.AddCommand(benchExperimentCmd(f, "all"))
+	return cmd
+}
+
+// benchExperimentCmd is "fulcrum bench NAME", NAME an experiment or all.
+func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
+	var exps []bench.Experiment
+	if name == "all" {
+		for _, n := range bench.Names() {
+			exp, _ := bench.New(n)
+			exps = append(exps, exp)
+		}
+	} else {
+		exp, _ := bench.New(name)
+		exps = append(exps, exp)
+	}
+	short := "Every experiment, each into its own subdirectory of --out"
+	if name != "all" {
+		short = exps[0].Summary()
+	}
+	cmd := &cobra.Command{
+		Use:   name,
+		Short: short,
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.quick && f.smoke {
+				return usageErr(cmd, "--quick and --smoke exclude each other")
+			}
+			o := bench.Options{
+				Out: f.out, Protocol: f.protocol, HAProxy: f.haproxy, NGINX: f.nginx,
+				Command: typedCommand(cmd), Progress: cmd.ErrOrStderr(),
+			}
+			switch {
+			case f.quick:
+				o.Size = bench.Quick
+			case f.smoke:
+				o.Size = bench.Smoke
+			}
+			if o.Protocol != bench.ProtocolHTTP {
+				return usageErr(cmd, "--protocol %q: only %q is supported for now", o.Protocol, bench.ProtocolHTTP)
+			}
+			ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			outs, err := bench.Run(ctx, exps, o)
+			w := cmd.OutOrStdout()
+			for _, out := range outs {
+				if out.Err == nil {
+					fmt.Fprintf(w, "%s: %s\n", out.Name, out.Dir)
+					for _, t := range out.Results.Report.Targets() {
+						fmt.Fprintf(w, "  %-7s %s (%s)\n", t.Status, t.Name, t.Detail)
+					}
+				}
+			}
+			if err != nil {
+				return exitCode(1, err)
+			}
+			return nil
+		},
+	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageErr(c, "%v", err) })
+	if name != "all" {
+		if fa, ok := exps[0].(bench.FlagAdder); ok {
+			fa.AddFlags(cmd.Flags())
+		}
+	}
+	return cmd
+}
+
+func contextOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// typedCommand reconstructs the command line: the command's path and the
+// flags given, e.g. "fulcrum bench overhead --quick".
+func typedCommand(cmd *cobra.Command) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if fl.Value.Type() == "bool" {
+			if fl.Value.String() == "true" {
+				parts = append(parts, "--"+fl.Name)
+			} else {
+				parts = append(parts, "--"+fl.Name+"=false")
+			}
+			return
+		}
+		parts = append(parts, "--"+fl.Name, shellQuote(fl.Value.String()))
+	})
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./,:=+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// newBenchClientCmd is the hidden client process of the scalability
+// experiment's load grid.
+func newBenchClientCmd() *cobra.Command {
+	var (
+		s        bench.ClientSpec
+		start    string
+		bodySize int
+	)
+	cmd := &cobra.Command{
+		Use:    bench.ClientCommand + " --url URL --callers N --start TIME --duration D",
+		Short:  "Run one client process of a bench (internal)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := time.Parse(time.RFC3339Nano, start)
+			if err != nil {
+				return exitCode(2, fmt.Errorf("--start: %w", err))
+			}
+			s.Start, s.BodySize = t, bodySize
+			ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.RunClient(ctx, s, cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&s.Endpoint.URL, "url", "", "URL to call")
+	fl.StringVar(&s.Endpoint.Method, "method", "", "HTTP method (default GET)")
+	fl.IntVar(&bodySize, "body-size", 0, "request body size in bytes")
+	fl.BoolVar(&s.Endpoint.Binding, "binding", false, "call through fulcrum's client library (binding protocol)")
+	fl.IntVar(&s.Callers, "callers", 1, "concurrent closed-loop callers")
+	fl.StringVar(&start, "start", "", "synchronised start, RFC 3339 with nanoseconds")
+	fl.DurationVar(&s.Duration, "duration", 0, "how long to call from the start")
+	return cmd
+}
