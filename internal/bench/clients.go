@@ -104,7 +104,7 @@ func (e *Env) RunClients(ctx context.Context, ep Endpoint, processes, callers in
 	spec := ClientSpec{Endpoint: ep, BodySize: len(ep.Body), Callers: callers, Duration: d}
 	spec.Endpoint.Body = nil
 	// Time to start the processes and open their connections.
-	spec.Start = time.Now().Add(time.Second + time.Duration(processes)*150*time.Millisecond)
+	spec.Start = time.Now().Add(400*time.Millisecond + time.Duration(processes)*100*time.Millisecond)
 	type child struct {
 		p   *Proc
 		out bytes.Buffer

@@ -30,6 +30,13 @@ type FlagAdder interface {
 	AddFlags(fs *pflag.FlagSet)
 }
 
+// Checker is implemented by experiments whose flags need checking: Check
+// reports a flag value the experiment cannot run with, before anything
+// starts (the command line exits 2).
+type Checker interface {
+	Check(size Size) error
+}
+
 var (
 	registryMu sync.Mutex
 	registry   = map[string]func() Experiment{}

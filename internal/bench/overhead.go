@@ -53,6 +53,30 @@ func (o *Overhead) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Rounds, "rounds", 0, "interleaved rounds the calls are split into, at least 5 (default 10, --smoke 5)")
 }
 
+// sizes are the calls per configuration and the rounds for size.
+func (o *Overhead) sizes(size Size) (calls, rounds int) {
+	calls, rounds = o.Calls, o.Rounds
+	if calls <= 0 {
+		calls = Pick(size, 200_000, 20_000, 200)
+	}
+	if rounds <= 0 {
+		rounds = Pick(size, 10, 10, 5)
+	}
+	return calls, rounds
+}
+
+// Check implements Checker.
+func (o *Overhead) Check(size Size) error {
+	calls, rounds := o.sizes(size)
+	if rounds < 5 {
+		return fmt.Errorf("overhead: --rounds %d, must be at least 5", rounds)
+	}
+	if calls < rounds {
+		return fmt.Errorf("overhead: --calls %d, must be at least the number of rounds (%d)", calls, rounds)
+	}
+	return nil
+}
+
 // OverheadRow is one configuration's row of results.json.
 type OverheadRow struct {
 	Name string `json:"name"`
@@ -79,20 +103,10 @@ type overheadConfig struct {
 
 // Run implements Experiment.
 func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
-	calls := o.Calls
-	if calls <= 0 {
-		calls = Pick(env.Size, 200_000, 20_000, 200)
+	if err := o.Check(env.Size); err != nil {
+		return nil, err
 	}
-	rounds := o.Rounds
-	if rounds <= 0 {
-		rounds = Pick(env.Size, 10, 10, 5)
-	}
-	if rounds < 5 {
-		return nil, fmt.Errorf("overhead: --rounds %d, must be at least 5", rounds)
-	}
-	if calls < rounds {
-		return nil, fmt.Errorf("overhead: --calls %d, must be at least the number of rounds (%d)", calls, rounds)
-	}
+	calls, rounds := o.sizes(env.Size)
 	cfgs, err := o.setUp(ctx, env)
 	if err != nil {
 		return nil, err

@@ -111,6 +111,13 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 			if o.Protocol != bench.ProtocolHTTP {
 				return usageErr(cmd, "--protocol %q: only %q is supported for now", o.Protocol, bench.ProtocolHTTP)
 			}
+			for _, exp := range exps {
+				if c, ok := exp.(bench.Checker); ok {
+					if err := c.Check(o.Size); err != nil {
+						return usageErr(cmd, "%v", err)
+					}
+				}
+			}
 			ctx, stop := signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			outs, err := bench.Run(ctx, exps, o)
