@@ -72,7 +72,11 @@ func (e *Env) startBalancer(ctx context.Context, groups []GroupSpec) (*Balancer,
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	p, err := e.start(procSpec{name: name, path: e.Binary, args: []string{"serve", "--config", cfgPath}})
+	args := []string{"serve", "--config", cfgPath}
+	if e.Profile {
+		args = append(args, "--cpuprofile", filepath.Join(e.Dir, "logs", name+".cpu.pprof"))
+	}
+	p, err := e.start(procSpec{name: name, path: e.Binary, args: args})
 	if err != nil {
 		return nil, err
 	}

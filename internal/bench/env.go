@@ -31,6 +31,8 @@ type Env struct {
 	Machine Machine
 	// HAProxy and NGINX are the competitors; Path is "" when missing.
 	HAProxy, NGINX Tool
+	// Profile has balancers write CPU profiles into Dir/logs.
+	Profile bool
 
 	progress io.Writer
 	began    time.Time
@@ -67,7 +69,7 @@ func NewEnv(ctx context.Context, dir string, o Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{
-		Dir: dir, Size: o.Size, Protocol: o.Protocol, Binary: bin,
+		Dir: dir, Size: o.Size, Protocol: o.Protocol, Binary: bin, Profile: o.Profile,
 		HAProxy:  findTool(ctx, toolHAProxy, o.HAProxy),
 		NGINX:    findTool(ctx, toolNGINX, o.NGINX),
 		progress: o.Progress, began: time.Now(), scratch: scratch,

@@ -66,6 +66,9 @@ type Options struct {
 	// up in PATH, then /usr/sbin. A path that does not exist marks the
 	// competitor's rows skipped.
 	HAProxy, NGINX string
+	// Profile has every balancer write a CPU profile (pprof) of itself,
+	// front doors included, to logs/<name>.cpu.pprof.
+	Profile bool
 	// Progress receives one line per step (default discarded).
 	Progress io.Writer
 }

@@ -20,7 +20,7 @@ func init() { subcommands = append(subcommands, newBenchCmd, newBenchClientCmd) 
 // benchFlags are the flags every experiment takes.
 type benchFlags struct {
 	out, protocol, haproxy, nginx string
-	quick, smoke                  bool
+	quick, smoke, profile         bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -67,6 +67,7 @@ enforced), 1 when it could not run, 2 on a usage error.`,
 	pf.StringVar(&f.protocol, "protocol", bench.ProtocolHTTP, "protocol of the replicas and balancers (http)")
 	pf.StringVar(&f.haproxy, "haproxy", "", "HAProxy executable (default: haproxy in PATH or /usr/sbin)")
 	pf.StringVar(&f.nginx, "nginx", "", "NGINX executable (default: nginx in PATH or /usr/sbin)")
+	pf.BoolVar(&f.profile, "profile", false, "have every fulcrum balancer write a CPU profile to logs/<name>.cpu.pprof (go tool pprof)")
 	for _, name := range bench.Names() {
 		cmd.AddCommand(benchExperimentCmd(f, name))
 	}
@@ -99,7 +100,7 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 				return usageErr(cmd, "--quick and --smoke exclude each other")
 			}
 			o := bench.Options{
-				Out: f.out, Protocol: f.protocol, HAProxy: f.haproxy, NGINX: f.nginx,
+				Out: f.out, Protocol: f.protocol, HAProxy: f.haproxy, NGINX: f.nginx, Profile: f.profile,
 				Command: typedCommand(cmd), Progress: cmd.ErrOrStderr(),
 			}
 			switch {
