@@ -166,7 +166,11 @@ func typedCommand(cmd *cobra.Command) string {
 			}
 			return
 		}
-		parts = append(parts, "--"+fl.Name, shellQuote(fl.Value.String()))
+		v := fl.Value.String()
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			v = strings.Join(sv.GetSlice(), ",")
+		}
+		parts = append(parts, "--"+fl.Name, shellQuote(v))
 	})
 	return strings.Join(parts, " ")
 }
