@@ -91,7 +91,12 @@ type OverheadRow struct {
 	ThroughputRatioBounds *stats.Bounds `json:"throughput_ratio_bounds,omitempty"`
 	LatencyRatioBounds    *stats.Bounds `json:"latency_ratio_bounds,omitempty"`
 	Rounds                int           `json:"rounds"`
-	Skipped               string        `json:"skipped,omitempty"`
+	// CPU time per call of the replica process and of the proxy
+	// process (fulcrum serve for per-request, HAProxy, NGINX) while the
+	// configuration's calls ran, from /proc (Linux).
+	ReplicaCPUUS *float64 `json:"replica_cpu_us_per_call,omitempty"`
+	ProxyCPUUS   *float64 `json:"proxy_cpu_us_per_call,omitempty"`
+	Skipped      string   `json:"skipped,omitempty"`
 }
 
 // overheadConfig is one configuration during the run.
@@ -101,6 +106,9 @@ type overheadConfig struct {
 	skipped string
 	rounds  []LoadResult
 	total   LoadResult
+	// replicaCPU and proxyCPU meter the replica's and the proxy's CPU
+	// time during the configuration's segments (proxyCPU nil: no proxy).
+	replicaCPU, proxyCPU *cpuMeter
 }
 
 // Run implements Experiment.
@@ -136,10 +144,14 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 			if c.skipped != "" {
 				continue
 			}
+			c.replicaCPU.begin()
+			c.proxyCPU.begin()
 			res, err := c.callers.Run(ctx, time.Time{}, share, time.Time{})
 			if err != nil {
 				return nil, err
 			}
+			c.replicaCPU.end()
+			c.proxyCPU.end()
 			c.rounds = append(c.rounds, res)
 			if c.total.Rec == nil {
 				c.total = LoadResult{Rec: stats.NewRecorder()}
@@ -191,10 +203,13 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 	if err != nil {
 		return nil, err
 	}
+	joined := map[string]*Replica{}
 	for _, g := range []string{cfgPerSession, cfgOnDemand} {
-		if _, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g}); err != nil {
+		r, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g})
+		if err != nil {
 			return nil, err
 		}
+		joined[g] = r
 		if err := bal.WaitReady(ctx, g, 1, true); err != nil {
 			return nil, err
 		}
@@ -204,10 +219,14 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 	}
 	path := "/prime/" + strconv.Itoa(overheadPrimeN)
 	cfgs := []*overheadConfig{
-		{name: cfgDirect, callers: NewCallers(Endpoint{URL: plain[cfgDirect].URL + path}, 1)},
-		{name: cfgPerSession, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerSession) + path, Binding: true}, 1)},
-		{name: cfgPerRequest, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerRequest) + path}, 1)},
-		{name: cfgOnDemand, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgOnDemand) + path, Binding: true}, 1)},
+		{name: cfgDirect, callers: NewCallers(Endpoint{URL: plain[cfgDirect].URL + path}, 1),
+			replicaCPU: newCPUMeter(plain[cfgDirect].Proc)},
+		{name: cfgPerSession, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerSession) + path, Binding: true}, 1),
+			replicaCPU: newCPUMeter(joined[cfgPerSession].Proc)},
+		{name: cfgPerRequest, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerRequest) + path}, 1),
+			replicaCPU: newCPUMeter(plain[cfgPerRequest].Proc), proxyCPU: newCPUMeter(bal.Proc)},
+		{name: cfgOnDemand, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgOnDemand) + path, Binding: true}, 1),
+			replicaCPU: newCPUMeter(joined[cfgOnDemand].Proc)},
 		{name: cfgHAProxy, skipped: env.HAProxy.Missing},
 		{name: cfgNGINX, skipped: env.NGINX.Missing},
 	}
@@ -217,6 +236,7 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 			return nil, err
 		}
 		cfgs[4].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
+		cfgs[4].replicaCPU, cfgs[4].proxyCPU = newCPUMeter(r.Proc), newCPUMeter(px.Proc)
 	}
 	if r := plain[cfgNGINX]; r != nil {
 		px, err := env.StartNGINX(ctx, []string{r.URL})
@@ -224,6 +244,7 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 			return nil, err
 		}
 		cfgs[5].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
+		cfgs[5].replicaCPU, cfgs[5].proxyCPU = newCPUMeter(r.Proc), newCPUMeter(px.Proc)
 	}
 	for _, c := range cfgs {
 		if c.callers == nil {
@@ -256,6 +277,7 @@ func overheadRows(cfgs []*overheadConfig) []OverheadRow {
 		row := OverheadRow{Name: c.name, Skipped: c.skipped, Rounds: len(c.rounds)}
 		if c.skipped == "" && c.total.Rec != nil {
 			row.Figures = c.total.Figures()
+			row.ReplicaCPUUS, row.ProxyCPUUS = c.replicaCPU.perCall(row.Count+row.Errors), c.proxyCPU.perCall(row.Count+row.Errors)
 			thr, lat := roundRatios(c, direct)
 			if len(thr) > 0 {
 				t, l := stats.Median(thr), stats.Median(lat)
@@ -307,6 +329,13 @@ func (o *Overhead) write(env *Env, cfgs []*overheadConfig, rows []OverheadRow) e
 		[]Series{{"throughput", thr}})
 }
 
+func ptrNum(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return Num(*p, 1)
+}
+
 func ratio(p *float64) string {
 	if p == nil {
 		return ""
@@ -352,6 +381,19 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 	rep.Heading("Per-round ratios")
 	rep.Para("Mean of the per-round ratios to `direct` with their 5%%/95%% bounds: how much the machine's noise moves a ratio from round to round.")
 	rep.Table([]string{"configuration", "throughput × direct", "mean latency × direct"}, noise)
+
+	var cpu [][]string
+	for _, r := range rows {
+		if r.Skipped == "" && r.ReplicaCPUUS != nil {
+			cpu = append(cpu, []string{r.Name, Num(*r.ReplicaCPUUS, 1), ptrNum(r.ProxyCPUUS)})
+		}
+	}
+	if len(cpu) > 0 {
+		rep.Heading("CPU per call")
+		rep.Para("CPU time (all threads, from /proc) that the replica process and the proxy process (the balancer for `per-request`) used while the configuration's calls ran, divided by its calls: " +
+			"what each hop costs the machine, unaffected by how the calls queued. The balancer's figure includes its background work (health probes, analyzer steps), which is small.")
+		rep.Table([]string{"configuration", "replica µs/call", "proxy µs/call"}, cpu)
+	}
 
 	judgeOverhead(rep, cfgs, byName)
 

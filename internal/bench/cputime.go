@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CPUTime is the CPU time the process's live threads have used so far, to
+// the nanosecond (the first field of Linux's /proc/PID/task/*/schedstat),
+// and false when it cannot be read.
+func (p *Proc) CPUTime() (time.Duration, bool) {
+	tasks, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(p.Pid()), "task", "*", "schedstat"))
+	if err != nil || len(tasks) == 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread has just exited
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, true
+}
+
+// cpuMeter adds up the CPU time processes use while a segment runs.
+type cpuMeter struct {
+	procs []*Proc
+	start []time.Duration
+	total time.Duration
+	ok    bool
+}
+
+func newCPUMeter(procs ...*Proc) *cpuMeter {
+	return &cpuMeter{procs: procs, ok: len(procs) > 0}
+}
+
+// begin notes the processes' CPU times before a segment.
+func (m *cpuMeter) begin() {
+	if m == nil {
+		return
+	}
+	m.start = m.start[:0]
+	for _, p := range m.procs {
+		t, ok := p.CPUTime()
+		m.ok = m.ok && ok
+		m.start = append(m.start, t)
+	}
+}
+
+// end adds what they used since begin.
+func (m *cpuMeter) end() {
+	if m == nil {
+		return
+	}
+	for i, p := range m.procs {
+		t, ok := p.CPUTime()
+		m.ok = m.ok && ok
+		if i < len(m.start) && t > m.start[i] {
+			m.total += t - m.start[i]
+		}
+	}
+}
+
+// perCall is the CPU time per call in µs, nil when unknown.
+func (m *cpuMeter) perCall(calls int64) *float64 {
+	if m == nil || !m.ok || calls <= 0 {
+		return nil
+	}
+	v := float64(m.total) / float64(time.Microsecond) / float64(calls)
+	return &v
+}
