@@ -43,9 +43,25 @@ const (
 	// HeaderProbe is "1" on the balancer's health probes, which monitors
 	// do not count as calls (they are the balancer's, not a client's load).
 	HeaderProbe = "Fulcrum-Probe"
+	// HeaderCost is a call's cost hint for cost-aware strategies (ett):
+	// "cpu=<work>, data=<bytes>", either part optional, in the units of
+	// the group's capacities (a bare number is the cpu part).
+	HeaderCost = "Fulcrum-Cost"
 	// MaxClientIDLength bounds a Fulcrum-Client id.
 	MaxClientIDLength = 128
 )
+
+// ProbePath is where a replica's monitor answers the balancer's load
+// probes (strategy prequal): GET, answered 200 with a LoadProbe.
+const ProbePath = "/fulcrum/probe"
+
+// LoadProbe is the answer to a load probe: the replica's calls in flight
+// now and its latency estimate (the median latency of its recent calls
+// that started with about as many calls in flight).
+type LoadProbe struct {
+	RIF       int64   `json:"rif"`
+	LatencyMS float64 `json:"latency_ms"`
+}
 
 // RebindUnreachable is the Fulcrum-Rebind value of a client whose replica
 // refused its connection.

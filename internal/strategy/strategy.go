@@ -21,6 +21,9 @@ type Replica struct {
 	Index int
 	// ID is the replica's id.
 	ID string
+	// Address is the replica's registered address (base URL for HTTP),
+	// for strategies configured per replica (ett's capacities).
+	Address string
 	// Weight is the replica's relative capacity (> 0).
 	Weight float64
 	// Reported is true when the replica has a fresh load report (not older
@@ -106,6 +109,17 @@ type Request struct {
 	Key string
 	// Client is the Fulcrum-Client id, if the client sent one.
 	Client string
+	// Path is the request's path (HTTP), for strategies that look up a
+	// call's cost by path (ett). The front door sets it without copying.
+	Path string
+	// Cost is the call's computing cost, cc(n) of ett, in the unit of the
+	// replicas' CPU capacity; 0 when not given (the Fulcrum-Cost header's
+	// cpu part).
+	Cost float64
+	// Size is the call's data to transfer, d(n) of ett, in the unit of the
+	// replicas' bandwidth capacity (bytes by default); 0 when not given
+	// (the Fulcrum-Cost header's data part).
+	Size float64
 }
 
 // Picker picks a replica. It is built over one immutable snapshot and must

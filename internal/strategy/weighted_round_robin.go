@@ -56,7 +56,22 @@ func (s *weightedRoundRobin) Picker(replicas []*Replica) Picker {
 	if len(replicas) == 0 {
 		return noReplicas{}
 	}
-	q := strideWeights(replicas)
+	weights := make([]float64, len(replicas))
+	for i, r := range replicas {
+		weights[i] = weightOf(r)
+	}
+	return newStridePicker(replicas, weights, s.env.Rand)
+}
+
+// newStridePicker returns the smooth weighted round-robin picker over
+// replicas with the given weights (finite, > 0; one per replica), starting
+// at a random point of its schedule. The weighted strategies whose weights
+// are computed (albl, weighted-round-robin-orca) share it.
+func newStridePicker(replicas []*Replica, weights []float64, rand Rand) Picker {
+	if len(replicas) == 0 {
+		return noReplicas{}
+	}
+	q := strideWeights(weights)
 	var period uint64
 	for _, w := range q {
 		period = max(period, w)
@@ -81,7 +96,7 @@ func (s *weightedRoundRobin) Picker(replicas []*Replica) Picker {
 	}
 	// A random start: snapshots are swapped often, and each new picker
 	// starting at sequence 0 would favour the replicas scheduled first.
-	p.seq.Store(uint64(s.env.Rand.IntN(len(q) * int(period))))
+	p.seq.Store(uint64(rand.IntN(len(q) * int(period))))
 	return p
 }
 
@@ -112,15 +127,15 @@ const (
 )
 
 // strideWeights returns integer weights q_i ≥ 1 with the ratios of the
-// replicas' weights, divided by their greatest common divisor. The ratios
+// weights w (finite, > 0), divided by their greatest common divisor. The ratios
 // are exact when every weight times 1, 10, 100 or 1000 is an integer no
 // larger than maxExactWeight (weights 5, 1, 1 or 1.5, 0.5), and within
 // 1/strideResolution of the largest weight otherwise.
-func strideWeights(replicas []*Replica) []uint64 {
-	q := make([]uint64, len(replicas))
+func strideWeights(w []float64) []uint64 {
+	q := make([]uint64, len(w))
 	exact := func(scale float64) bool {
-		for i, r := range replicas {
-			x := weightOf(r) * scale
+		for i, wi := range w {
+			x := wi * scale
 			rx := math.Round(x)
 			if rx < 1 || rx > maxExactWeight || math.Abs(x-rx) > 1e-9*x {
 				return false
@@ -131,11 +146,11 @@ func strideWeights(replicas []*Replica) []uint64 {
 	}
 	if !exact(1) && !exact(10) && !exact(100) && !exact(1000) {
 		var wmax float64
-		for _, r := range replicas {
-			wmax = max(wmax, weightOf(r))
+		for _, wi := range w {
+			wmax = max(wmax, wi)
 		}
-		for i, r := range replicas {
-			q[i] = max(1, uint64(math.Round(weightOf(r)/wmax*strideResolution)))
+		for i, wi := range w {
+			q[i] = max(1, uint64(math.Round(wi/wmax*strideResolution)))
 		}
 	}
 	d := q[0]

@@ -1,0 +1,346 @@
+package strategy
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// ETTName is the registered name of the estimated-task-time strategy.
+const ETTName = "ett"
+
+// ETTConfig is ett's configuration. Capacities and costs are in units the
+// group chooses; only the two ratios cc/P and d/W matter, so any units
+// work as long as each pair agrees (CPU-seconds of a reference core and
+// cores, bytes and bytes/s by default).
+type ETTConfig struct {
+	// CPUCapacity is P_s, the processing capacity, of a replica of weight
+	// 1 that Capacities does not list; a replica of weight w gets w times
+	// it. Default 1 (cc in seconds of a reference core), range (0,1e18].
+	CPUCapacity float64 `json:"cpu_capacity"`
+	// BWCapacity is W_s, the bandwidth, of a replica of weight 1 that
+	// Capacities does not list; weight w gets w times it. Default 1.25e8
+	// (bytes/s of 1 Gbit/s), range (0,1e18].
+	BWCapacity float64 `json:"bw_capacity"`
+	// Capacities sets P_s and W_s per replica, keyed by replica id or by
+	// registered address (ids are random, addresses are known in
+	// advance; an address matches with or without a trailing slash). A 0
+	// or missing part takes the default above. Default none.
+	Capacities map[string]ETTCapacity `json:"capacities"`
+	// CPUCost is cc(n) of a call that neither the Fulcrum-Cost header nor
+	// Paths prices. Default 0.001 (a millisecond of a reference core),
+	// range [0,1e18].
+	CPUCost float64 `json:"cpu_cost"`
+	// DataCost is d(n) of a call that neither the header nor Paths
+	// prices. Default 0, range [0,1e18].
+	DataCost float64 `json:"data_cost"`
+	// Paths prices calls by request path: the longest key that is the
+	// path or a prefix of it ending at a "/" boundary wins ("/count"
+	// prices "/count" and "/count/7"). A 0 part takes the defaults above.
+	// The Fulcrum-Cost header, when present, wins over both. Default none.
+	Paths map[string]ETTCost `json:"paths"`
+	// Inflight is q in ETT·(1 + q·inflight_s): how much each call already
+	// in flight at the replica lengthens the estimate. Loads come in
+	// reports, once per report interval; between two reports the paper's
+	// formula sends every call to the same replica. Calls in flight (the
+	// balancer's own, or the reported inflight metric, the larger) are
+	// current: with q = 1 a new call expects to share the replica with
+	// them. 0 gives the paper's formula exactly. Default 1, range [0,100].
+	Inflight float64 `json:"inflight"`
+	// MaxLoad caps the reported cpu and bw loads, so that a saturated
+	// replica's estimate stays finite (1/(1−MaxLoad) times its idle one).
+	// Default 0.99, range [0,0.999].
+	MaxLoad float64 `json:"max_load"`
+}
+
+// ETTCapacity is one replica's P_s (CPU) and W_s (BW).
+type ETTCapacity struct {
+	CPU float64 `json:"cpu"`
+	BW  float64 `json:"bw"`
+}
+
+// ETTCost is a call's cc(n) (CPU) and d(n) (Data).
+type ETTCost struct {
+	CPU  float64 `json:"cpu"`
+	Data float64 `json:"data"`
+}
+
+func defaultETTConfig() ETTConfig {
+	return ETTConfig{
+		CPUCapacity: 1,
+		BWCapacity:  1.25e8,
+		Capacities:  map[string]ETTCapacity{},
+		CPUCost:     0.001,
+		Paths:       map[string]ETTCost{},
+		Inflight:    1,
+		MaxLoad:     0.99,
+	}
+}
+
+// ettMaxValue bounds capacities and costs.
+const ettMaxValue = 1e18
+
+// ett sends a call to the replica of least estimated task time (seed 004
+// §IV.A, eq. 1, Lin et al.'s .NET Remoting switch):
+//
+//	ETT(n, s) = cc(n) / (P_s·(1 − cpu_s)) + d(n) / (W_s·(1 − bw_s))
+//
+// with cc(n) and d(n) the call's computing cost and data size, P_s and W_s
+// the replica's configured CPU and bandwidth capacity, cpu_s and bw_s its
+// reported cpu and bw metrics (0–1, capped at MaxLoad). A replica without a
+// fresh report, or whose report lacks a metric, counts as carrying the
+// mean of the reported ones (0 when none reported): unknown, not idle.
+//
+// fulcrum multiplies the estimate by (1 + q·inflight_s) (Inflight): the
+// paper's dispatcher gets loads "from feedbacks of the back-end computing
+// servers, periodically", and between two feedbacks its formula would give
+// every call to the same replica. Calls in flight are what the balancer
+// knows now. q = 0 is the paper's formula.
+//
+// The call's cost comes from the Fulcrum-Cost header (Request.Cost and
+// Request.Size, set by the front door), else from Paths by the request
+// path, else from CPUCost and DataCost. Ties go to the first minimum in an
+// order that rotates with every pick. The picker precomputes 1/(P_s·(1−cpu_s))
+// and 1/(W_s·(1−bw_s)) per replica; Pick is a scan without locks or
+// allocations.
+type ett struct {
+	cfg ETTConfig
+	// capacities are Capacities with the keys' trailing slashes dropped.
+	capacities map[string]ETTCapacity
+	// paths are the priced path prefixes, longest first.
+	paths []ettPath
+}
+
+type ettPath struct {
+	prefix string
+	cost   ETTCost
+}
+
+func init() {
+	Register(Definition{
+		Name:     ETTName,
+		Summary:  "least estimated task time cc/(P·(1−cpu)) + d/(W·(1−bw)) from reported cpu and bw and a per-call cost (seed 004)",
+		Build:    buildETT,
+		Defaults: func() map[string]any { return ToParams(defaultETTConfig()) },
+	})
+}
+
+func buildETT(params map[string]any, env Env) (Strategy, error) {
+	cfg := defaultETTConfig()
+	if err := DecodeParams(ETTName, params, &cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &ett{cfg: cfg, capacities: make(map[string]ETTCapacity, len(cfg.Capacities))}
+	for k, c := range cfg.Capacities {
+		s.capacities[strings.TrimSuffix(k, "/")] = c
+	}
+	for p, c := range cfg.Paths {
+		s.paths = append(s.paths, ettPath{prefix: strings.TrimSuffix(p, "/"), cost: c})
+	}
+	slices.SortFunc(s.paths, func(a, b ettPath) int { return len(b.prefix) - len(a.prefix) })
+	return s, nil
+}
+
+func (c *ETTConfig) validate() error {
+	const s = ETTName
+	positive := func(field string, v float64) error {
+		if v > 0 && v <= ettMaxValue {
+			return nil
+		}
+		return &ParamError{Strategy: s, Field: field, Value: v, Allowed: fmt.Sprintf("must be in (0,%g]", ettMaxValue)}
+	}
+	if err := positive("cpu_capacity", c.CPUCapacity); err != nil {
+		return err
+	}
+	if err := positive("bw_capacity", c.BWCapacity); err != nil {
+		return err
+	}
+	for k, cp := range c.Capacities {
+		if strings.TrimSuffix(k, "/") == "" {
+			return &ParamError{Strategy: s, Field: "capacities", Value: k, Allowed: "keys must be replica ids or addresses"}
+		}
+		if err := floatParamIn(s, "capacities."+k+".cpu", cp.CPU, 0, ettMaxValue); err != nil {
+			return err
+		}
+		if err := floatParamIn(s, "capacities."+k+".bw", cp.BW, 0, ettMaxValue); err != nil {
+			return err
+		}
+	}
+	if err := floatParamIn(s, "cpu_cost", c.CPUCost, 0, ettMaxValue); err != nil {
+		return err
+	}
+	if err := floatParamIn(s, "data_cost", c.DataCost, 0, ettMaxValue); err != nil {
+		return err
+	}
+	for p, cost := range c.Paths {
+		if !strings.HasPrefix(p, "/") {
+			return &ParamError{Strategy: s, Field: "paths", Value: p, Allowed: `keys must be paths starting with "/"`}
+		}
+		if err := floatParamIn(s, "paths."+p+".cpu", cost.CPU, 0, ettMaxValue); err != nil {
+			return err
+		}
+		if err := floatParamIn(s, "paths."+p+".data", cost.Data, 0, ettMaxValue); err != nil {
+			return err
+		}
+	}
+	if err := floatParamIn(s, "inflight", c.Inflight, 0, 100); err != nil {
+		return err
+	}
+	return floatParamIn(s, "max_load", c.MaxLoad, 0, 0.999)
+}
+
+func (*ett) Name() string { return ETTName }
+
+// capacityOf is P_s and W_s of r.
+func (s *ett) capacityOf(r *Replica) (cpu, bw float64) {
+	c, ok := s.capacities[r.ID]
+	if !ok {
+		c = s.capacities[strings.TrimSuffix(r.Address, "/")]
+	}
+	w := weightOf(r)
+	cpu, bw = c.CPU, c.BW
+	if cpu <= 0 {
+		cpu = s.cfg.CPUCapacity * w
+	}
+	if bw <= 0 {
+		bw = s.cfg.BWCapacity * w
+	}
+	return cpu, bw
+}
+
+func (s *ett) Picker(replicas []*Replica) Picker {
+	if len(replicas) == 0 {
+		return noReplicas{}
+	}
+	cpuMean, bwMean := reportedMean(replicas, func(m *Metrics) float64 { return m.CPU }),
+		reportedMean(replicas, func(m *Metrics) float64 { return m.BW })
+	p := &ettPicker{
+		s:        s,
+		replicas: snapshotOf(replicas),
+		cpuTerm:  make([]float64, len(replicas)),
+		bwTerm:   make([]float64, len(replicas)),
+	}
+	for i, r := range p.replicas {
+		cpuCap, bwCap := s.capacityOf(r)
+		cpu, bw := cpuMean, bwMean
+		if r.Reported {
+			if v := r.Metrics.CPU; !math.IsNaN(v) {
+				cpu = v
+			}
+			if v := r.Metrics.BW; !math.IsNaN(v) {
+				bw = v
+			}
+		}
+		p.cpuTerm[i] = 1 / (cpuCap * (1 - clampLoad(cpu, s.cfg.MaxLoad)))
+		p.bwTerm[i] = 1 / (bwCap * (1 - clampLoad(bw, s.cfg.MaxLoad)))
+	}
+	return p
+}
+
+// reportedMean is the mean of a metric over the replicas that report it
+// (0 when none does).
+func reportedMean(replicas []*Replica, metric func(*Metrics) float64) float64 {
+	var sum float64
+	n := 0
+	for _, r := range replicas {
+		if v := metric(&r.Metrics); r.Reported && !math.IsNaN(v) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// clampLoad puts a reported load in [0, limit].
+func clampLoad(v, limit float64) float64 { return min(max(v, 0), limit) }
+
+// cost is the call's cc(n) and d(n).
+func (s *ett) cost(r *Request) (cpu, data float64) {
+	cpu, data = r.Cost, r.Size
+	if cpu > 0 && data > 0 {
+		return cpu, data
+	}
+	var byPath ETTCost
+	for _, p := range s.paths {
+		if pathUnder(r.Path, p.prefix) {
+			byPath = p.cost
+			break
+		}
+	}
+	if cpu <= 0 {
+		cpu = byPath.CPU
+		if cpu <= 0 {
+			cpu = s.cfg.CPUCost
+		}
+	}
+	if data <= 0 {
+		data = byPath.Data
+		if data <= 0 {
+			data = s.cfg.DataCost
+		}
+	}
+	return cpu, data
+}
+
+// pathUnder reports whether path is prefix or lies below it ("" is the
+// prefix of "/" and everything).
+func pathUnder(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || path[len(prefix)] == '/' || prefix == ""
+}
+
+type ettPicker struct {
+	s        *ett
+	replicas []*Replica
+	// cpuTerm and bwTerm are 1/(P_s·(1−cpu_s)) and 1/(W_s·(1−bw_s)).
+	cpuTerm, bwTerm []float64
+	// next rotates where the scan starts, for fair tie-breaking.
+	next atomic.Uint64
+}
+
+func (p *ettPicker) Pick(r *Request) (*Replica, error) {
+	cpu, data := p.s.cost(r)
+	q := p.s.cfg.Inflight
+	n := len(p.replicas)
+	start := int((p.next.Add(1) - 1) % uint64(n))
+	best, bestETT := -1, math.Inf(1)
+	for k := range n {
+		i := (start + k) % n
+		e := cpu*p.cpuTerm[i] + data*p.bwTerm[i]
+		if q > 0 {
+			e *= 1 + q*p.replicas[i].Inflight()
+		}
+		if e < bestETT {
+			best, bestETT = i, e
+		}
+	}
+	if best < 0 { // every estimate NaN: cannot happen with validated params
+		best = start
+	}
+	return p.replicas[best], nil
+}
+
+// ettEstimate is ETT(n, s)·(1 + q·inflight_s) of a call r on replica i of
+// a picker built by ett (tests); NaN for another picker.
+func ettEstimate(p Picker, r *Request, i int) float64 {
+	ep, ok := p.(*ettPicker)
+	if !ok || i < 0 || i >= len(ep.replicas) {
+		return math.NaN()
+	}
+	cpu, data := ep.s.cost(r)
+	e := cpu*ep.cpuTerm[i] + data*ep.bwTerm[i]
+	if q := ep.s.cfg.Inflight; q > 0 {
+		e *= 1 + q*ep.replicas[i].Inflight()
+	}
+	return e
+}

@@ -1,0 +1,124 @@
+package strategy_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+)
+
+func TestPrequalProbesAsynchronously(t *testing.T) {
+	t.Parallel()
+	env, _ := seededEnv(1)
+	s := mustBuild(t, strategy.PrequalName, nil, env)
+	spec := s.(strategy.Prober).Probes()
+	if !spec.Async || spec.Period != 10*time.Millisecond || len(spec.Probes) != 1 ||
+		spec.Probes[0] != (strategy.Probe{Kind: strategy.ProbeLoad, Path: "/fulcrum/probe", Timeout: 100 * time.Millisecond}) {
+		t.Errorf("Probes() = %+v", spec)
+	}
+}
+
+// load feeds one probe answer.
+func load(p strategy.Prober, id string, rif, latency float64, now time.Time) {
+	p.Probed([]strategy.ProbeResult{{Replica: id, Kind: strategy.ProbeLoad, OK: true, RIF: rif, LatencyMS: latency}}, now)
+}
+
+// TestPrequalAvoidsTheSlowAndTheBusy: calls last one round, so each probe
+// answers with the calls the replica got in the round before, plus what
+// others (an antagonist) have in flight there.
+func TestPrequalAvoidsTheSlowAndTheBusy(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		latency    map[string]float64
+		antagonist map[string]float64
+		check      func(total map[string]int) bool
+		want       string
+	}{
+		{"slow", map[string]float64{"r0": 1, "r1": 1.2, "r2": 50}, nil,
+			func(n map[string]int) bool { return n["r2"] < n["r1"] && n["r1"] <= n["r0"] },
+			"the slow r2 the fewest, the fastest r0 the most"},
+		{"busy", map[string]float64{"r0": 1, "r1": 1, "r2": 1}, map[string]float64{"r0": 10},
+			func(n map[string]int) bool { return 3*n["r0"] < n["r1"] && 3*n["r0"] < n["r2"] },
+			"r0, with ten calls of others in flight, under a third of the others'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env, clock := seededEnv(1)
+			s := mustBuild(t, strategy.PrequalName, nil, env)
+			p := s.(strategy.Prober)
+			picker := s.Picker(replicaSet(1, 1, 1))
+			total, last := map[string]int{}, map[string]int{}
+			for range 200 {
+				for _, id := range []string{"r0", "r1", "r2"} {
+					load(p, id, float64(last[id])+tt.antagonist[id], tt.latency[id], clock.Now())
+				}
+				clear(last)
+				for range 4 {
+					r, _ := picker.Pick(&strategy.Request{})
+					last[r.ID]++
+					total[r.ID]++
+				}
+				clock.Advance(10 * time.Millisecond)
+			}
+			if !tt.check(total) {
+				t.Errorf("picks %v: want %s", total, tt.want)
+			}
+		})
+	}
+}
+
+func TestPrequalPickDoesNotAllocate(t *testing.T) {
+	env, clock := seededEnv(1)
+	s := mustBuild(t, strategy.PrequalName, map[string]any{"max_reuse": 1000}, env)
+	rs := loadedGroup()
+	for i, r := range rs {
+		load(s.(strategy.Prober), r.ID, float64(i%3), float64(10-i), clock.Now())
+	}
+	p := s.Picker(rs)
+	req := &strategy.Request{}
+	if allocs := testing.AllocsPerRun(500, func() { _, _ = p.Pick(req) }); allocs != 0 {
+		t.Errorf("Pick allocates %v times", allocs)
+	}
+}
+
+// TestPrequalProbedConcurrentWithPicks runs probes, targets and picks at
+// once, for the race detector, and checks every pick is a snapshot replica.
+func TestPrequalProbedConcurrentWithPicks(t *testing.T) {
+	t.Parallel()
+	env, clock := seededEnv(5)
+	s := mustBuild(t, strategy.PrequalName, map[string]any{"max_reuse": 3, "pool_size": 4}, env)
+	p := s.(strategy.Prober)
+	rs := replicaSet(1, 1, 1, 1, 1, 1)
+	picker := s.Picker(rs)
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Go(func() {
+			for i := range 500 {
+				id := fmt.Sprintf("r%d", (g+i)%len(rs))
+				if i%9 == 0 {
+					p.Probed([]strategy.ProbeResult{{Replica: id, Kind: strategy.ProbeLoad}}, clock.Now())
+				} else {
+					load(p, id, float64(i%4), float64(i%13), clock.Now())
+				}
+				_ = p.ProbeTargets(rs, clock.Now(), nil)
+				clock.Advance(time.Millisecond)
+			}
+		})
+	}
+	for range 4 {
+		wg.Go(func() {
+			for range 2000 {
+				r, err := picker.Pick(&strategy.Request{})
+				if err != nil || r != rs[r.Index] {
+					t.Errorf("Pick = %v, %v", r, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
