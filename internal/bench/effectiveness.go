@@ -299,6 +299,9 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 	if stray > 0 {
 		env.Logf("effectiveness: %s: %d calls answered by replicas not in the group's list", r, stray)
 	}
+	if errs := log.errorKinds(); errs != "" {
+		env.Logf("effectiveness: %s: failed calls: %s", r, errs)
+	}
 	rec, lag := stats.NewRecorder(), stats.NewRecorder()
 	for _, c := range clients {
 		rec.Merge(c.rec)

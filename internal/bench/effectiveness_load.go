@@ -1,12 +1,15 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,10 +47,16 @@ type serveLog struct {
 	served  map[string][]int
 	failed  []int
 	rebinds []int
+	// errors counts the failures by message, for the first
+	// maxErrorKinds kinds.
+	errors map[string]int
 }
 
+// maxErrorKinds bounds the distinct failure messages a serveLog keeps.
+const maxErrorKinds = 8
+
 func newServeLog(start time.Time) *serveLog {
-	return &serveLog{start: start, served: map[string][]int{}}
+	return &serveLog{start: start, served: map[string][]int{}, errors: map[string]int{}}
 }
 
 // second is the index of the second at, from the log's start; -1 before.
@@ -75,12 +84,31 @@ func (l *serveLog) addServed(at time.Time, replica string) {
 	}
 }
 
-func (l *serveLog) addFailed(at time.Time) {
+func (l *serveLog) addFailed(at time.Time, err error) {
 	if sec := l.second(at); sec >= 0 {
 		l.mu.Lock()
 		l.failed = bump(l.failed, sec)
+		if msg := err.Error(); l.errors[msg] > 0 || len(l.errors) < maxErrorKinds {
+			l.errors[msg]++
+		}
 		l.mu.Unlock()
 	}
+}
+
+// errorKinds describes the failures: each message (the first few kinds)
+// with its count, most frequent first.
+func (l *serveLog) errorKinds() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msgs := make([]string, 0, len(l.errors))
+	for m := range l.errors {
+		msgs = append(msgs, m)
+	}
+	slices.SortFunc(msgs, func(a, b string) int { return cmp.Or(l.errors[b]-l.errors[a], strings.Compare(a, b)) })
+	for i, m := range msgs {
+		msgs[i] = fmt.Sprintf("%d× %s", l.errors[m], m)
+	}
+	return strings.Join(msgs, "; ")
 }
 
 func (l *serveLog) addRebind(at time.Time) {
@@ -209,7 +237,7 @@ func (c *pacedClient) once(ctx context.Context, intended time.Time, log *serveLo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
-		log.addFailed(intended)
+		log.addFailed(intended, err)
 	} else {
 		c.rec.Record(done.Sub(intended))
 		log.addServed(intended, replica)
