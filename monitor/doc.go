@@ -14,6 +14,15 @@
 // inflight, rps, latency_ms and cpu, and the busiest bound clients with
 // their rates.
 //
+// # Load probes
+//
+// The middleware answers GET protocol.ProbePath (/fulcrum/probe) with
+// {"rif": N, "latency_ms": x}: the calls in flight and the median latency
+// of the last 64 calls that started with about as many calls in flight
+// (the same power-of-two bucket; all of them when fewer than four did).
+// The prequal strategy probes it; probes are not calls and are not
+// counted. An agent that answers probes itself can use LoadProbe.
+//
 // # How it reports
 //
 // In push mode (the default) it POSTs a report to {Admin}/v1/report every

@@ -8,7 +8,8 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// Handler wraps a replica's handler: it measures every call and, for calls
+// Handler wraps a replica's handler: it answers the balancer's load probes
+// at protocol.ProbePath (strategy prequal), measures every call and, for calls
 // of bound clients (those carrying Fulcrum-Binding), answers the clients an
 // advisory sends back with a rebind redirect instead of running the call.
 // Calls without Fulcrum-Binding always run. In pull mode it also answers
@@ -18,6 +19,10 @@ import (
 // Hijacker and the like keep working.
 func (m *Monitor) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == protocol.ProbePath {
+			m.serveLoadProbe(w, r)
+			return
+		}
 		if m.pullPath != "" && r.URL.Path == m.pullPath {
 			m.servePull(w, r)
 			return
@@ -46,16 +51,19 @@ func (m *Monitor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		}
 	}
 	m.calls.Add(1)
-	m.inflight.Add(1)
-	defer m.finish(m.clock.Now())
+	rif := m.inflight.Add(1)
+	defer m.finish(m.clock.Now(), rif)
 	next.ServeHTTP(w, r)
 }
 
-// finish accounts a call that started at start.
-func (m *Monitor) finish(start time.Time) {
-	if d := m.clock.Now().Sub(start); d > 0 {
+// finish accounts a call that started at start with rif calls in flight
+// (itself included).
+func (m *Monitor) finish(start time.Time, rif int64) {
+	d := m.clock.Now().Sub(start)
+	if d > 0 {
 		m.latencyNS.Add(uint64(d))
 	}
+	m.latencies.add(d, rif)
 	m.done.Add(1)
 	m.inflight.Add(-1)
 }

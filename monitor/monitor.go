@@ -50,6 +50,7 @@ type Monitor struct {
 	calls     atomic.Uint64 // calls started
 	done      atomic.Uint64 // calls finished
 	latencyNS atomic.Uint64 // summed latency of finished calls
+	latencies latencyRing   // the latest calls, for load probes
 	rebinds   atomic.Uint64 // calls answered with a rebind redirect
 	clients   *clientTable
 	advice    atomic.Pointer[advice]
