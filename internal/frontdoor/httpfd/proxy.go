@@ -73,6 +73,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 	c := &call{s: s, snap: snap, in: r.URL, to: timeoutsOf(snap.Timeouts), lw: lw}
 	c.req.Client = r.Header.Get(protocol.HeaderClient)
 	c.req.Key = requestKey(snap.Key, r)
+	requestFacts(r, &c.req)
 	m, err := s.acquire(snap, &c.req, nil)
 	if err != nil {
 		s.writeError(w, r, snap, err)

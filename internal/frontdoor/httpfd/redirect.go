@@ -18,6 +18,7 @@ import (
 func (s *Server) serveRedirect(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
 	req := strategy.Request{Client: r.Header.Get(protocol.HeaderClient)}
 	req.Key = requestKey(snap.Key, r)
+	requestFacts(r, &req)
 	m, err := snap.Pick(&req)
 	if err != nil {
 		s.writeError(w, r, snap, err)
