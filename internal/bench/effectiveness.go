@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -86,9 +87,39 @@ func (x *Effectiveness) Summary() string {
 // AddFlags implements FlagAdder.
 func (x *Effectiveness) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&x.Replicas, "replicas", x.Replicas, "number of prime replicas")
-	fs.Float64SliceVar(&x.Rates, "rates", x.Rates, "the clients' open-loop call rates in calls/s (clients start interleaved: 1st, n/2+1st, 2nd, ...)")
+	fs.Var((*rateList)(&x.Rates), "rates", "the clients' open-loop call rates in calls/s, comma-separated (clients start interleaved: 1st, n/2+1st, 2nd, ...)")
 	fs.StringSliceVar(&x.Runs, "runs", x.Runs, "strategy/binding pairs to run, in order")
 	fs.DurationVar(&x.Duration, "duration", x.Duration, "length of each run (default 60s; 20s with --quick, 3s with --smoke)")
+}
+
+// rateList is --rates: call rates, comma-separated, shown without
+// trailing zeros.
+type rateList []float64
+
+func (l *rateList) String() string { return strings.Join(formatRates(*l), ",") }
+
+func (l *rateList) Type() string { return "rates" }
+
+// Set replaces the list (a flag given twice keeps the last).
+func (l *rateList) Set(s string) error {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a rate", f)
+		}
+		out = append(out, r)
+	}
+	*l = out
+	return nil
+}
+
+func formatRates(rs []float64) []string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return parts
 }
 
 // effRun is one strategy/binding pair.
@@ -323,11 +354,13 @@ func writeEffRun(env *Env, r effRun, tr effTrace, f effFigures) error {
 	return p.Save(plotWidth, plotHeight, env.Path("rates-"+r.slug()+".png"))
 }
 
+// joinRates shows rates as 150/150/148/152: whole calls/s, one decimal
+// below 10.
 func joinRates(rs []float64) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
 		parts[i] = Num(r, 0)
-		if r != math.Trunc(r) && r < 10 {
+		if r < 10 && r != math.Trunc(r) {
 			parts[i] = Num(r, 1)
 		}
 	}

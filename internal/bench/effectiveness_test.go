@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 var effBin struct {
@@ -226,5 +228,24 @@ func TestInterleave(t *testing.T) {
 		if got := interleave(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("interleave(%v) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestRateListFlag(t *testing.T) {
+	t.Parallel()
+	x := newEffectiveness()
+	fs := pflag.NewFlagSet("effectiveness", pflag.ContinueOnError)
+	x.AddFlags(fs)
+	if got := fs.Lookup("rates").DefValue; got != "100,100,100,100,50,50,50,50" {
+		t.Errorf("default shown as %q", got)
+	}
+	if err := fs.Parse([]string{"--rates", "300, 50,12.5", "--replicas", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x.Rates, []float64{300, 50, 12.5}) || x.Replicas != 3 {
+		t.Errorf("rates %v replicas %d", x.Rates, x.Replicas)
+	}
+	if err := fs.Parse([]string{"--rates", "100,fast"}); err == nil {
+		t.Error("accepted a rate that is not a number")
 	}
 }
