@@ -45,6 +45,7 @@ type collector struct {
 	groupInfo, groupReplicas, groupAdvisories, groupReported                  *prometheus.Desc
 	groupLoad, groupEffective, groupShed, groupInflight, groupMaxAge          *prometheus.Desc
 	groupBindings, groupRebinds, groupProxied, groupRedirected, groupFailures *prometheus.Desc
+	groupAlerts                                                               *prometheus.Desc
 
 	repInfo, repState, repWeight, repReported, repLoad, repEffective, repAge *prometheus.Desc
 	repAdvisory, repEpoch, repShed, repInflight                              *prometheus.Desc
@@ -74,6 +75,7 @@ func newCollector(b *balancer.Balancer, version string) *collector {
 		groupProxied:    d("fulcrum_group_proxied_total", "Calls proxied by the front door, summed over the group's current replicas.", g, nil),
 		groupRedirected: d("fulcrum_group_redirected_total", "Front door redirects, summed over the group's current replicas.", g, nil),
 		groupFailures:   d("fulcrum_group_failures_total", "Failed calls, summed over the group's current replicas.", g, nil),
+		groupAlerts:     d("fulcrum_group_strategy_alerts_total", "Alerts the group's strategy raised (albl: no replica up for three periods).", g, nil),
 
 		repInfo:       d("fulcrum_replica_info", "A replica's address and monitor mode; always 1.", []string{"group", "replica", "address", "monitor", "static"}, nil),
 		repState:      d("fulcrum_replica_state", "1 for the replica's current state, 0 for the others.", []string{"group", "replica", "state"}, nil),
@@ -101,6 +103,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.groupInfo, c.groupReplicas, c.groupAdvisories, c.groupReported,
 		c.groupLoad, c.groupEffective, c.groupShed, c.groupInflight, c.groupMaxAge,
 		c.groupBindings, c.groupRebinds, c.groupProxied, c.groupRedirected, c.groupFailures,
+		c.groupAlerts,
 		c.repInfo, c.repState, c.repWeight, c.repReported, c.repLoad, c.repEffective, c.repAge,
 		c.repAdvisory, c.repEpoch, c.repShed, c.repInflight,
 		c.repBindings, c.repRebinds, c.repProxied, c.repRedirected, c.repFailures,
@@ -193,6 +196,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.groupProxied, sum.Proxied, name)
 		counter(c.groupRedirected, sum.Redirected, name)
 		counter(c.groupFailures, sum.Failures, name)
+		counter(c.groupAlerts, gs.StrategyAlerts, name)
 	}
 }
 

@@ -46,6 +46,10 @@ type group struct {
 	loopStop chan struct{}
 	loopDone chan struct{}
 	running  bool
+	// probes is the strategy's probe loop (probe.go); guarded by mu.
+	probes *probeRun
+	// alerts counts the strategy's alerts (probe.go).
+	alerts atomic.Uint64
 }
 
 // member is one replica at run time.
@@ -159,7 +163,7 @@ func (g *group) publishLocked() {
 	}
 	var eligible []*strategy.Replica
 	for _, m := range g.order {
-		rep := &strategy.Replica{ID: m.rec.ID, Weight: m.rec.Weight, Metrics: strategy.NoMetrics, Live: m.live}
+		rep := &strategy.Replica{ID: m.rec.ID, Address: m.rec.Address, Weight: m.rec.Weight, Metrics: strategy.NoMetrics, Live: m.live}
 		if v := views[m.rec.ID]; v != nil && v.Reported {
 			rep.Reported = true
 			rep.Load = v.Load
@@ -282,6 +286,7 @@ func (g *group) start() error {
 	}
 	g.health.startLocked()
 	g.running = true
+	g.startProbesLocked() // probe.go
 	g.publishLocked()
 	return nil
 }
@@ -331,9 +336,13 @@ func (g *group) stop(ctx context.Context) error {
 		}
 	}
 	g.health.stopLocked()
+	probesDone := g.stopProbesLocked() // probe.go
 	g.closeSubsLocked()
 	g.mu.Unlock()
 	<-done
+	if probesDone != nil {
+		<-probesDone
+	}
 	if fd != nil {
 		return fd.Shutdown(ctx)
 	}
@@ -364,6 +373,8 @@ func (g *group) update(gs registry.Group) error {
 	g.spec = gs
 	g.fromConfig.Store(gs.Source == registry.SourceConfig)
 	g.strat = s
+	g.stopProbesLocked() // probe.go: the new strategy probes afresh
+	g.startProbesLocked()
 	g.an.SetStrategy(s)
 	if gs.ReportInterval != prevInterval {
 		g.an.SetInterval(gs.ReportInterval.D())

@@ -19,6 +19,10 @@ type GroupStatus struct {
 	// Warning is set when a change to a config-declared group will be
 	// reverted at the next start.
 	Warning string `json:"warning,omitempty"`
+	// StrategyAlerts counts the alerts the group's strategies raised (albl:
+	// no replica up for three periods); each is also logged and sent as an
+	// "alert" event.
+	StrategyAlerts uint64 `json:"strategy_alerts,omitempty"`
 }
 
 // ReplicaStatus is one replica's live state.
@@ -63,7 +67,8 @@ type GroupPatch struct {
 type Event struct {
 	// Type is "step" (an analyzer step: loads, advisories, moves),
 	// "binding" (a planned move completed), "membership" (a replica
-	// joined, left or changed state) or "config" (settings changed).
+	// joined, left or changed state), "config" (settings changed) or
+	// "alert" (the strategy raised an alert; probe.go).
 	Type  string    `json:"type"`
 	Group string    `json:"group"`
 	Time  time.Time `json:"time"`
@@ -75,7 +80,7 @@ func (g *group) status() GroupStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.b.now()
-	st := GroupStatus{Group: g.spec, Replicas: []ReplicaStatus{}}
+	st := GroupStatus{Group: g.spec, Replicas: []ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
 	st.Advertise = g.advertiseLocked()
 	if g.ln != nil {
 		st.Listening = g.ln.Addr().String()

@@ -48,12 +48,15 @@ type PrequalConfig struct {
 	MaxAge protocol.Duration `json:"max_age"`
 	// MaxReuse is how many queries one probe may route. The paper derives
 	// a reuse budget from the probe and removal rates; here it is a bound,
-	// 16 as prequal-rs's, since every reuse also counts its call in the
-	// probe's RIF (below), which keeps a reused probe honest. Range
-	// [1,1000].
+	// 16 as prequal-rs's, since a reused probe's RIF is kept current with
+	// the balancer's own calls in flight (below). Range [1,1000].
 	MaxReuse int `json:"max_reuse"`
 	// QRIF is the quantile of recent probes' RIF above which a replica is
-	// hot. Default 0.84 (the paper's), range [0,1].
+	// hot. Each of N replicas is about 1/N of the probes, so a replica
+	// can only be hot when 1/N < 1 − QRIF: in groups of fewer than seven
+	// replicas the paper's value marks none hot and latency alone decides;
+	// lower it there (0.5 for three) for RIF to count. Default 0.84 (the
+	// paper's), range [0,1].
 	QRIF float64 `json:"q_rif"`
 }
 
@@ -92,10 +95,13 @@ const prequalHistory = 64
 // MaxReuse times (the hot-cold lexicographic rule): a probe is hot when its
 // RIF is above the QRIF quantile of the last 64 probes' RIFs; among cold
 // probes the one of lowest latency wins (then lowest RIF); when all are
-// hot, the one of lowest RIF. The probe's use count goes up by one (at
-// MaxReuse it leaves the pool) and so does its RIF: the call just sent is
-// in flight there now (fulcrum's addition, so that a reused probe does not
-// draw a burst). With no usable probe the pick falls back to the better of
+// hot, the one of lowest RIF. The probe's use count goes up by one; at
+// MaxReuse it leaves the pool. A probe's RIF counts as the calls in flight
+// the replica had when probed or, when more, those the balancer knows of
+// now (Replica.Inflight: its own proxied calls, or the reported metric):
+// fulcrum's addition, so that the calls routed since the probe count
+// without a reused probe drawing a burst, and so that they stop counting
+// when they end. With no usable probe the pick falls back to the better of
 // two random replicas by calls in flight (the paper falls back to random).
 //
 // The pool is shared by every picker of the strategy value: slots are
@@ -115,25 +121,13 @@ type prequal struct {
 	carry   float64 // fractional probes owed
 }
 
-// prequalProbe is one probe in the pool.
+// prequalProbe is one probe in the pool. All but uses is immutable.
 type prequalProbe struct {
 	id      string
+	rif     float64
 	latency float64 // ms
 	at      int64   // unix ns
-	rif     atomic.Uint64
 	uses    atomic.Int64
-}
-
-func (e *prequalProbe) rifValue() float64 { return math.Float64frombits(e.rif.Load()) }
-
-// countCall raises the probe's RIF by one.
-func (e *prequalProbe) countCall() {
-	for {
-		old := e.rif.Load()
-		if e.rif.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+1)) {
-			return
-		}
-	}
 }
 
 var _ Prober = (*prequal)(nil)
@@ -261,8 +255,7 @@ func (s *prequal) Probed(results []ProbeResult, _ time.Time) string {
 			continue
 		}
 		rif := max(r.RIF, 0)
-		e := &prequalProbe{id: r.Replica, latency: max(r.LatencyMS, 0), at: now}
-		e.rif.Store(math.Float64bits(rif))
+		e := &prequalProbe{id: r.Replica, rif: rif, latency: max(r.LatencyMS, 0), at: now}
 		s.slots[s.slotFor(r.Replica, now)].Store(e)
 		s.history[s.seen%prequalHistory] = rif
 		s.seen++
@@ -303,14 +296,20 @@ func (s *prequal) slotFor(id string, now int64) int {
 	return oldest
 }
 
-// quantile is the QRIF quantile (nearest rank) of the RIF history. Caller
-// holds s.mu.
+// quantile is the QRIF quantile of the RIF history, interpolated between
+// order statistics (h = (n−1)·q, Hyndman and Fan's type 7), so that with
+// few replicas a replica far above the others is hot even when it is more
+// than 1 − QRIF of the probes. Caller holds s.mu.
 func (s *prequal) quantile() float64 {
 	n := min(s.seen, prequalHistory)
 	sorted := slices.Clone(s.history[:n])
 	slices.Sort(sorted)
-	rank := int(math.Ceil(s.cfg.QRIF*float64(n))) - 1
-	return sorted[min(max(rank, 0), n-1)]
+	h := s.cfg.QRIF * float64(n-1)
+	lo := int(h)
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
 func (s *prequal) Picker(replicas []*Replica) Picker {
@@ -353,7 +352,7 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 		if !ok {
 			continue
 		}
-		rif := e.rifValue()
+		rif := max(e.rif, p.replicas[at].Inflight())
 		if rif > hot {
 			if warm == nil || rif < warmRIF {
 				warm, warmSlot, warmAt, warmRIF = e, i, at, rif
@@ -374,7 +373,6 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 	if e.uses.Add(1) >= int64(s.cfg.MaxReuse) {
 		s.slots[slot].CompareAndSwap(e, nil)
 	}
-	e.countCall()
 	return p.replicas[at], nil
 }
 

@@ -25,9 +25,10 @@ func load(p strategy.Prober, id string, rif, latency float64, now time.Time) {
 	p.Probed([]strategy.ProbeResult{{Replica: id, Kind: strategy.ProbeLoad, OK: true, RIF: rif, LatencyMS: latency}}, now)
 }
 
-// TestPrequalAvoidsTheSlowAndTheBusy: calls last one round, so each probe
-// answers with the calls the replica got in the round before, plus what
-// others (an antagonist) have in flight there.
+// TestPrequalAvoidsTheSlowAndTheBusy: calls last one round (the balancer
+// counts them in flight meanwhile), so each probe answers with the calls
+// the replica got in the round before, plus what others (an antagonist)
+// have in flight there.
 func TestPrequalAvoidsTheSlowAndTheBusy(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -50,7 +51,8 @@ func TestPrequalAvoidsTheSlowAndTheBusy(t *testing.T) {
 			env, clock := seededEnv(1)
 			s := mustBuild(t, strategy.PrequalName, nil, env)
 			p := s.(strategy.Prober)
-			picker := s.Picker(replicaSet(1, 1, 1))
+			rs := replicaSet(1, 1, 1)
+			picker := s.Picker(rs)
 			total, last := map[string]int{}, map[string]int{}
 			for range 200 {
 				for _, id := range []string{"r0", "r1", "r2"} {
@@ -59,8 +61,12 @@ func TestPrequalAvoidsTheSlowAndTheBusy(t *testing.T) {
 				clear(last)
 				for range 4 {
 					r, _ := picker.Pick(&strategy.Request{})
+					r.Live.Inflight.Add(1)
 					last[r.ID]++
 					total[r.ID]++
+				}
+				for _, r := range rs {
+					r.Live.Inflight.Store(0)
 				}
 				clock.Advance(10 * time.Millisecond)
 			}
