@@ -68,7 +68,8 @@ func TestCallersRunUntilTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Rec.Count() == 0 || res.Elapsed < 100*time.Millisecond || res.Elapsed > 5*time.Second {
+	// The end is fixed before the start, which comes a little later.
+	if res.Rec.Count() == 0 || res.Elapsed < 50*time.Millisecond || res.Elapsed > 5*time.Second {
 		t.Errorf("%d calls in %s, want some in about 100ms", res.Rec.Count(), res.Elapsed)
 	}
 }
@@ -107,7 +108,9 @@ func TestRunClientWritesAMergeableReport(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	if rep.Recorder == nil || rep.Recorder.Count() == 0 || rep.Errors != 0 || rep.ElapsedNS < int64(100*time.Millisecond) {
+	// The calls run from the start (or a little after, when its timer
+	// fires late) to its end, start+100ms.
+	if rep.Recorder == nil || rep.Recorder.Count() == 0 || rep.Errors != 0 || rep.ElapsedNS < int64(50*time.Millisecond) {
 		t.Fatalf("report %s", out.String())
 	}
 	if got, want := rep.Recorder.Count(), calls.Load()-2*warmupCalls; got != want {
