@@ -251,7 +251,12 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 			continue
 		}
 		if err := c.callers.Warm(ctx, 100); err != nil {
-			return cfgs, fmt.Errorf("overhead: %s: %w", c.name, err)
+			for _, c := range cfgs {
+				if c.callers != nil {
+					c.callers.Close()
+				}
+			}
+			return nil, fmt.Errorf("overhead: %s: %w", c.name, err)
 		}
 	}
 	return cfgs, nil
