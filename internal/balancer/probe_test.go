@@ -88,8 +88,10 @@ func TestALBLOverRealSockets(t *testing.T) {
 	a, b, z := newProbedReplica(t), newProbedReplica(t), newProbedReplica(t)
 	st := e.mustPutGroup(registry.Group{
 		Name: "albl", Binding: registry.PerRequest, Strategy: strategy.ALBLName,
-		// Generous timeouts: loopback under the race detector.
-		Params: map[string]any{"period": "100ms", "delay_timeout": "100ms", "http_timeout": "100ms"},
+		// Generous timeouts: a round whose probes all time out leaves no
+		// replica up for the period (the paper's rule), and loopback under
+		// the race detector, beside other test packages, can be slow.
+		Params: map[string]any{"period": "300ms", "delay_timeout": "300ms", "http_timeout": "300ms"},
 		Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: -1}},
 	})
 	events := e.subscribe("albl")
