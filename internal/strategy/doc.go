@@ -9,6 +9,12 @@
 // strategy answers with advisories and, where it can, a plan of which client
 // to move from which replica to which.
 //
+// Strategies that measure the replicas themselves implement Prober
+// (probe.go): they say what to probe (TCP connects, HTTP fetches, load
+// probes), how often and with which timeouts, choose the targets of each
+// round and take the results; the balancer does the I/O. Report-driven
+// strategies read the reports' standard metrics from Replica.Metrics.
+//
 // Each strategy lives in a file of its own and registers itself in init:
 //
 //	func init() {

@@ -154,9 +154,12 @@ type Keyed interface {
 	KeySpec() KeySpec
 }
 
-// Strategy is a group's pluggable policy. A Strategy value holds only its
+// Strategy is a group's pluggable policy. A Strategy value holds its
 // validated configuration and seams (clock, randomness); per-snapshot state
-// lives in the pickers it builds.
+// lives in the pickers it builds. Strategies that learn across snapshots
+// (albl's probed weights, prequal's probe pool, weighted-round-robin-orca's
+// weight time stamps) keep that state in the value, safe for concurrent
+// use; a new value (a parameter change) starts afresh.
 type Strategy interface {
 	// Name is the registered name.
 	Name() string
