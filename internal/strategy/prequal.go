@@ -93,7 +93,8 @@ const prequalHistory = 64
 //
 // A pick uses the pool's probes younger than MaxAge and used fewer than
 // MaxReuse times (the hot-cold lexicographic rule): a probe is hot when its
-// RIF is above the QRIF quantile of the last 64 probes' RIFs; among cold
+// RIF is above the QRIF quantile of the last 64 probes' RIFs
+// (interpolated between order statistics); among cold
 // probes the one of lowest latency wins (then lowest RIF); when all are
 // hot, the one of lowest RIF. The probe's use count goes up by one; at
 // MaxReuse it leaves the pool. A probe's RIF counts as the calls in flight
@@ -101,8 +102,8 @@ const prequalHistory = 64
 // now (Replica.Inflight: its own proxied calls, or the reported metric):
 // fulcrum's addition, so that the calls routed since the probe count
 // without a reused probe drawing a burst, and so that they stop counting
-// when they end. With no usable probe the pick falls back to the better of
-// two random replicas by calls in flight (the paper falls back to random).
+// when they end. With no usable probe (at start, after a lull) the pick
+// falls back to the better of two random replicas by calls in flight.
 //
 // The pool is shared by every picker of the strategy value: slots are
 // atomic pointers, written under a mutex by Probed and read without locks
