@@ -22,6 +22,7 @@ import (
 type upstream struct {
 	s      *Server
 	h1, h2 *http.Transport
+	fast   *memberClient
 }
 
 func newUpstream(s *Server) *upstream {
@@ -31,7 +32,7 @@ func newUpstream(s *Server) *upstream {
 	p2 := new(http.Protocols)
 	p2.SetUnencryptedHTTP2(true)
 	p2.SetHTTP2(true)
-	return &upstream{s: s, h1: newTransport(d, p1), h2: newTransport(d, p2)}
+	return &upstream{s: s, h1: newTransport(d, p1), h2: newTransport(d, p2), fast: newMemberClient(d.dial)}
 }
 
 func newTransport(d *dialer, p *http.Protocols) *http.Transport {
@@ -54,6 +55,7 @@ func newTransport(d *dialer, p *http.Protocols) *http.Transport {
 func (u *upstream) closeIdle() {
 	u.h1.CloseIdleConnections()
 	u.h2.CloseIdleConnections()
+	u.fast.closeIdle()
 }
 
 // RoundTrip implements http.RoundTripper for requests made by serveProxy.
@@ -64,9 +66,12 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		m := c.m
-		rt := u.h1
-		if c.h2c {
+		var rt http.RoundTripper = u.h1
+		switch {
+		case c.h2c:
 			rt = u.h2
+		case u.fast.takes(out):
+			rt = u.fast
 		}
 		t0 := u.s.now()
 		res, err := rt.RoundTrip(out)
