@@ -153,9 +153,17 @@ func contextOf(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-// typedCommand reconstructs the command line: the command's path and the
-// flags given, e.g. "fulcrum bench overhead --quick".
+// typedCommand is the command line as typed, e.g. "fulcrum bench overhead
+// --quick": the arguments Main was given or, when the command did not come
+// through Main, the command's path and the flags set.
 func typedCommand(cmd *cobra.Command) string {
+	if len(typedArgs) > 0 {
+		parts := []string{cmd.Root().Name()}
+		for _, a := range typedArgs {
+			parts = append(parts, shellQuote(a))
+		}
+		return strings.Join(parts, " ")
+	}
 	parts := []string{cmd.CommandPath()}
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
 		if fl.Value.Type() == "bool" {

@@ -43,11 +43,16 @@ straight from client to replica.`,
 	return root
 }
 
+// typedArgs are the arguments Main was given, for commands that record
+// their command line as typed (fulcrum bench).
+var typedArgs []string
+
 // subcommands are added by the files that define them.
 var subcommands []func() *cobra.Command
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string) int {
+	typedArgs = args
 	root := NewRoot()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
