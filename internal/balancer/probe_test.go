@@ -166,7 +166,10 @@ func TestPrequalOverRealSockets(t *testing.T) {
 	zReg := e.mustRegister("pq", z.srv.URL)
 	c := httpClient(t)
 
-	// z is the fastest; once probed it takes (nearly) every call.
+	// z is the fastest; once probed it takes (nearly) every call. The
+	// calls come back to back, many to a probe round (on a busy machine,
+	// where rounds run late, more): each round's probes must route them
+	// all, not run out and leave the rest to chance.
 	eventually(t, 10*time.Second, func() error {
 		if got := share(t, c, st.Listening, 40, a, b, z); got[2] < 36 {
 			return fmt.Errorf("of 40 calls a, b, z got %v: want the fastest z nearly all", got)
@@ -181,8 +184,9 @@ func TestPrequalOverRealSockets(t *testing.T) {
 		}
 		return nil
 	})
-	// z stops answering: its probe fails and it leaves the pool. a stays
-	// first, the slow b still gets nothing.
+	// z stops answering: its probe fails and it leaves the pool, and no
+	// call goes to it, not even when the pool runs dry. a stays first, the
+	// slow b still gets nothing.
 	z.rif.Store(0)
 	z.srv.Close()
 	eventually(t, 10*time.Second, func() error {

@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -49,7 +50,11 @@ type PrequalConfig struct {
 	// MaxReuse is how many queries one probe may route. The paper derives
 	// a reuse budget from the probe and removal rates; here it is a bound,
 	// 16 as prequal-rs's, since a reused probe's RIF is kept current with
-	// the balancer's own calls in flight (below). Range [1,1000].
+	// the balancer's own calls in flight (below). It counts per probe
+	// asked for: when a round owes more probes (r_probe per pick) than it
+	// can issue (one per replica), each probe it issues stands for the
+	// ones it could not and may route as many times MaxReuse. Default 16,
+	// range [1,1000].
 	MaxReuse int `json:"max_reuse"`
 	// QRIF is the quantile of recent probes' RIF above which a replica is
 	// hot. Each of N replicas is about 1/N of the probes, so a replica
@@ -89,10 +94,20 @@ const prequalHistory = 64
 // replica's requests in flight and its recent median latency — enters a
 // small pool of at most PoolSize probes, replacing the replica's older
 // probe, else an expired or used-up one, else the oldest. A probe that
-// fails removes the replica's probe from the pool.
+// fails removes the replica's probe from the pool and marks the replica
+// failing until one of its probes answers.
 //
-// A pick uses the pool's probes younger than MaxAge and used fewer than
-// MaxReuse times (the hot-cold lexicographic rule): a probe is hot when its
+// A round probes each replica at most once where the paper, probing from
+// each query, would probe it again and again, each new probe starting its
+// uses afresh; so when a round owes w = r_probe·q probes and issues k < w,
+// each of its probes may route MaxReuse·w/k queries, not MaxReuse. With a
+// fixed bound the pool would run dry within every round once picks
+// outpaced k·MaxReuse per ProbeInterval (4,800 a second with three
+// replicas and the defaults), and the rest of the round's picks would be
+// blind.
+//
+// A pick uses the pool's probes younger than MaxAge and not used up
+// (the hot-cold lexicographic rule): a probe is hot when its
 // RIF is above the QRIF quantile of the last 64 probes' RIFs
 // (interpolated between order statistics); among cold
 // probes the one of lowest latency wins (then lowest RIF); when all are
@@ -103,11 +118,14 @@ const prequalHistory = 64
 // fulcrum's addition, so that the calls routed since the probe count
 // without a reused probe drawing a burst, and so that they stop counting
 // when they end. With no usable probe (at start, after a lull) the pick
-// falls back to the better of two random replicas by calls in flight.
+// falls back to the better of two random replicas by calls in flight,
+// among those not failing (among all when every one is: their probes then
+// tell none apart, as when replicas do not answer probes at all).
 //
 // The pool is shared by every picker of the strategy value: slots are
 // atomic pointers, written under a mutex by Probed and read without locks
-// by Pick, which allocates nothing.
+// by Pick, which allocates nothing; so is the failing set, replaced whole
+// (copy on write) when it changes.
 type prequal struct {
 	cfg PrequalConfig
 	env Env
@@ -115,11 +133,15 @@ type prequal struct {
 	slots     []atomic.Pointer[prequalProbe]
 	threshold atomic.Uint64 // float64 bits: the hot RIF threshold
 	picks     atomic.Int64  // picks since the last ProbeTargets
+	// failing holds the ids of the replicas whose last probe failed. A
+	// stored map is never written.
+	failing atomic.Pointer[map[string]bool]
 
-	mu      sync.Mutex // guards the writers of slots, and what follows
+	mu      sync.Mutex // guards the writers of slots and failing, and what follows
 	history [prequalHistory]float64
 	seen    int     // probes entered into history
 	carry   float64 // fractional probes owed
+	budget  int64   // uses of a probe entering the pool: the last round's
 }
 
 // prequalProbe is one probe in the pool. All but uses is immutable.
@@ -128,6 +150,7 @@ type prequalProbe struct {
 	rif     float64
 	latency float64 // ms
 	at      int64   // unix ns
+	budget  int64   // the queries it may route
 	uses    atomic.Int64
 }
 
@@ -165,8 +188,9 @@ func buildPrequal(params map[string]any, env Env) (Strategy, error) {
 			return nil, err
 		}
 	}
-	p := &prequal{cfg: cfg, env: env.withDefaults(), slots: make([]atomic.Pointer[prequalProbe], cfg.PoolSize)}
+	p := &prequal{cfg: cfg, env: env.withDefaults(), slots: make([]atomic.Pointer[prequalProbe], cfg.PoolSize), budget: int64(cfg.MaxReuse)}
 	p.threshold.Store(math.Float64bits(math.Inf(1)))
+	p.failing.Store(new(map[string]bool))
 	return p, nil
 }
 
@@ -194,8 +218,13 @@ func (s *prequal) Probes() ProbeSpec {
 	}
 }
 
+// prequalMaxBudget bounds a probe's uses however far a round falls short
+// of the probes it owes.
+const prequalMaxBudget = 1 << 30
+
 // ProbeTargets implements Prober: r_probe probes per pick since the last
-// round, on distinct random replicas.
+// round, on distinct random replicas. It also sets how many queries each
+// of the round's probes may route (see prequal).
 func (s *prequal) ProbeTargets(replicas []*Replica, now time.Time, dst []int) []int {
 	n := len(replicas)
 	if n == 0 {
@@ -208,8 +237,13 @@ func (s *prequal) ProbeTargets(replicas []*Replica, now time.Time, dst []int) []
 	if k == 0 && s.live(now.UnixNano()) < (len(s.slots)+1)/2 {
 		k = 1
 	}
-	s.mu.Unlock()
 	k = min(k, n)
+	s.budget = int64(s.cfg.MaxReuse)
+	if k > 0 && want > float64(k) {
+		s.budget = int64(min(math.Ceil(float64(s.cfg.MaxReuse)*want/float64(k)), prequalMaxBudget))
+	}
+	s.forgetGoneLocked(replicas)
+	s.mu.Unlock()
 	base := len(dst)
 	for i := range n {
 		dst = append(dst, i)
@@ -234,11 +268,11 @@ func (s *prequal) live(now int64) int {
 }
 
 func (s *prequal) usable(e *prequalProbe, now int64) bool {
-	return now-e.at <= int64(s.cfg.MaxAge) && e.uses.Load() < int64(s.cfg.MaxReuse)
+	return now-e.at <= int64(s.cfg.MaxAge) && e.uses.Load() < e.budget
 }
 
 // Probed implements Prober: load answers enter the pool; a failed probe
-// takes its replica's probe out.
+// takes its replica's probe out and marks the replica failing.
 func (s *prequal) Probed(results []ProbeResult, _ time.Time) string {
 	now := s.env.Now().UnixNano()
 	s.mu.Lock()
@@ -247,6 +281,7 @@ func (s *prequal) Probed(results []ProbeResult, _ time.Time) string {
 		if r.Kind != ProbeLoad {
 			continue
 		}
+		s.setFailingLocked(r.Replica, !r.OK)
 		if !r.OK {
 			for i := range s.slots {
 				if e := s.slots[i].Load(); e != nil && e.id == r.Replica {
@@ -256,13 +291,50 @@ func (s *prequal) Probed(results []ProbeResult, _ time.Time) string {
 			continue
 		}
 		rif := max(r.RIF, 0)
-		e := &prequalProbe{id: r.Replica, rif: rif, latency: max(r.LatencyMS, 0), at: now}
+		e := &prequalProbe{id: r.Replica, rif: rif, latency: max(r.LatencyMS, 0), at: now, budget: s.budget}
 		s.slots[s.slotFor(r.Replica, now)].Store(e)
 		s.history[s.seen%prequalHistory] = rif
 		s.seen++
 		s.threshold.Store(math.Float64bits(s.quantile()))
 	}
 	return ""
+}
+
+// setFailingLocked marks id failing or not. Caller holds s.mu.
+func (s *prequal) setFailingLocked(id string, failing bool) {
+	old := *s.failing.Load()
+	if old[id] == failing {
+		return
+	}
+	next := maps.Clone(old)
+	if next == nil {
+		next = map[string]bool{}
+	}
+	if failing {
+		next[id] = true
+	} else {
+		delete(next, id)
+	}
+	s.failing.Store(&next)
+}
+
+// forgetGoneLocked drops the replicas no longer eligible from the failing
+// set. Caller holds s.mu.
+func (s *prequal) forgetGoneLocked(replicas []*Replica) {
+	old := *s.failing.Load()
+	var next map[string]bool
+	for id := range old {
+		if slices.ContainsFunc(replicas, func(r *Replica) bool { return r.ID == id }) {
+			continue
+		}
+		if next == nil {
+			next = maps.Clone(old)
+		}
+		delete(next, id)
+	}
+	if next != nil {
+		s.failing.Store(&next)
+	}
 }
 
 // slotFor picks the slot a new probe of id goes to: id's own, else an
@@ -371,20 +443,54 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 	if e == nil {
 		return p.fallback(), nil
 	}
-	if e.uses.Add(1) >= int64(s.cfg.MaxReuse) {
+	if e.uses.Add(1) >= e.budget {
 		s.slots[slot].CompareAndSwap(e, nil)
 	}
 	return p.replicas[at], nil
 }
 
-// fallback is the better of two random replicas by calls in flight.
+// fallback is the better of two random replicas by calls in flight, among
+// those not failing, or among all when every one is.
 func (p *prequalPicker) fallback() *Replica {
-	if len(p.replicas) == 1 {
-		return p.replicas[0]
+	failing := *p.s.failing.Load()
+	n := len(p.replicas)
+	if len(failing) > 0 {
+		n = 0
+		for _, r := range p.replicas {
+			if !failing[r.ID] {
+				n++
+			}
+		}
+		if n == 0 {
+			failing, n = nil, len(p.replicas)
+		}
 	}
-	i, j := twoDistinct(p.s.env.Rand, len(p.replicas))
-	if p.replicas[j].Inflight() < p.replicas[i].Inflight() {
-		return p.replicas[j]
+	if n == 1 {
+		return p.nth(failing, 0)
 	}
-	return p.replicas[i]
+	i, j := twoDistinct(p.s.env.Rand, n)
+	a, b := p.nth(failing, i), p.nth(failing, j)
+	if b.Inflight() < a.Inflight() {
+		return b
+	}
+	return a
+}
+
+// nth is the replica at k among those not in failing; k must be below
+// their count.
+func (p *prequalPicker) nth(failing map[string]bool, k int) *Replica {
+	if len(failing) == 0 {
+		return p.replicas[k]
+	}
+	var r *Replica
+	for _, r = range p.replicas {
+		if failing[r.ID] {
+			continue
+		}
+		if k == 0 {
+			break
+		}
+		k--
+	}
+	return r
 }

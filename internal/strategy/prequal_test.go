@@ -89,6 +89,13 @@ func TestPrequalPickDoesNotAllocate(t *testing.T) {
 	if allocs := testing.AllocsPerRun(500, func() { _, _ = p.Pick(req) }); allocs != 0 {
 		t.Errorf("Pick allocates %v times", allocs)
 	}
+	// The fallback, with a replica failing, does not either.
+	empty := mustBuild(t, strategy.PrequalName, nil, env)
+	empty.(strategy.Prober).Probed([]strategy.ProbeResult{{Replica: rs[2].ID, Kind: strategy.ProbeLoad}}, clock.Now())
+	p = empty.Picker(rs)
+	if allocs := testing.AllocsPerRun(500, func() { _, _ = p.Pick(req) }); allocs != 0 {
+		t.Errorf("Pick on an empty pool allocates %v times", allocs)
+	}
 }
 
 // TestPrequalProbedConcurrentWithPicks runs probes, targets and picks at
