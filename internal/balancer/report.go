@@ -64,13 +64,13 @@ func (g *group) pull(m *member, stop chan struct{}) {
 		if interval == 0 {
 			interval = g.spec.ReportInterval.D()
 		}
-		u := m.rec.Monitor.URL
-		adv := g.bindingAdvisoryLocked(g.an.Advisory(m.rec.ID))
+		u, id := m.rec.Monitor.URL, m.rec.ID
+		adv := g.bindingAdvisoryLocked(g.an.Advisory(id))
 		adv.ReportInterval = g.spec.ReportInterval
 		g.mu.Unlock()
 
 		if err := g.pollOnce(m, u, adv, interval); err != nil {
-			g.b.log.Debug("pull failed", "group", g.name, "replica", m.rec.ID, "url", u, "err", err)
+			g.b.log.Debug("pull failed", "group", g.name, "replica", id, "url", u, "err", err)
 		}
 		t := time.NewTimer(interval)
 		select {
