@@ -68,3 +68,19 @@ func TestPrimeHTTP(t *testing.T) {
 		t.Errorf("/echo returned %d bytes, want %d", len(got), len(body))
 	}
 }
+
+func TestCallPrime(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(NewPrime(func() string { return "r7" }))
+	defer srv.Close()
+	got, err := CallPrime(t.Context(), srv.Client(), srv.URL+"/prime/97")
+	if err != nil || got != "r7" {
+		t.Fatalf("CallPrime = %q, %v; want r7", got, err)
+	}
+	if _, err := CallPrime(t.Context(), srv.Client(), srv.URL+"/prime/abc"); err == nil {
+		t.Fatal("CallPrime of a 400 answer succeeded")
+	}
+	if _, err := CallPrime(t.Context(), srv.Client(), srv.URL+"/nowhere"); err == nil {
+		t.Fatal("CallPrime of a 404 answer succeeded")
+	}
+}

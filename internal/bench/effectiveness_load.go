@@ -3,7 +3,6 @@ package bench
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
+	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
 )
@@ -273,35 +273,6 @@ func newEffClient(frontDoor, binding string, rate float64) (*pacedClient, func()
 			return b.Replica
 		}
 	}
-	c.call = func(ctx context.Context) (string, error) { return callPrime(ctx, hc, url) }
+	c.call = func(ctx context.Context) (string, error) { return backend.CallPrime(ctx, hc, url) }
 	return c, base.CloseIdleConnections
-}
-
-// callPrime makes one call of the prime service and returns the replica
-// that answered it.
-func callPrime(ctx context.Context, hc *http.Client, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return "", fmt.Errorf("bench: %s answered %s", url, resp.Status)
-	}
-	var body struct {
-		ServedBy string `json:"served_by"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return "", fmt.Errorf("bench: reading the answer of %s: %w", url, err)
-	}
-	if body.ServedBy == "" {
-		return "", fmt.Errorf("bench: %s answered without served_by", url)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return body.ServedBy, nil
 }

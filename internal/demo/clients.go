@@ -2,14 +2,13 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
+	"github.com/fulcrum-lb/fulcrum/internal/backend"
 )
 
 // clientGap is the pause between starting one client and the next.
@@ -68,7 +67,7 @@ func runClient(ctx context.Context, frontDoor string, rate float64, t *tally) {
 		case <-timer.C:
 		}
 		before, _ := tr.Binding(frontDoor)
-		id, err := call(ctx, hc, url)
+		id, err := backend.CallPrime(ctx, hc, url)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -87,28 +86,4 @@ func runClient(ctx context.Context, frontDoor string, rate float64, t *tally) {
 			timer.Reset(0)
 		}
 	}
-}
-
-// call makes one call and returns the replica that served it.
-func call(ctx context.Context, hc *http.Client, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return "", fmt.Errorf("status %s", resp.Status)
-	}
-	var body struct {
-		ServedBy string `json:"served_by"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return "", err
-	}
-	return body.ServedBy, nil
 }
