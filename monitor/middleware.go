@@ -38,21 +38,18 @@ func (m *Monitor) Handler(next http.Handler) http.Handler {
 // serve is the per-call path: a header lookup, at most one shard lock, a
 // few atomics, two clock reads. A rebind allocates its Location.
 func (m *Monitor) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	if binding := headerValue(r.Header, protocol.HeaderBinding); binding != "" && m.ownsBinding(binding) {
-		client := headerValue(r.Header, protocol.HeaderClient)
-		if a := m.advice.Load(); a != nominalAdvice {
-			if reg := m.reg.Load(); reg != nil && reg.frontDoor != "" && a.sendBack(client) {
-				m.rebind(w, r, reg.frontDoor)
-				return
-			}
-		}
-		if client != "" && len(client) <= protocol.MaxClientIDLength {
-			m.clients.count(client)
-		}
+	binding := headerValue(r.Header, protocol.HeaderBinding)
+	bound := binding != "" && m.ownsBinding(binding)
+	var client string
+	if bound {
+		client = headerValue(r.Header, protocol.HeaderClient)
 	}
-	m.calls.Add(1)
-	rif := m.inflight.Add(1)
-	defer m.finish(m.clock.Now(), rif)
+	c, ok := m.Begin(client, bound)
+	if !ok {
+		m.rebind(w, r, m.FrontDoor())
+		return
+	}
+	defer c.End()
 	next.ServeHTTP(w, r)
 }
 
@@ -86,7 +83,6 @@ func (m *Monitor) rebind(w http.ResponseWriter, r *http.Request, frontDoor strin
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusTemporaryRedirect)
-	m.rebinds.Add(1)
 }
 
 // headerValue is h.Get for a key already in canonical form, without the
