@@ -33,14 +33,28 @@ import (
 //     and bound seeded with the greedy plan, within MaxNodes search nodes
 //     (Plan.Exact says whether it finished).
 //
-// Plans are ranked by cost = spread + MoveCost·moves, the spread being the
-// largest deviation of a replica's load per unit of weight from the
-// weighted mean, as a fraction of the mean: among plans whose spreads are
-// about as good (measured rates are noisy), the one with fewer moves wins.
-// Equal costs go to the smaller sum of squared deviations. A plan is only
-// returned when it narrows the spread by more than MinImprovement: a group
-// at its best reachable balance stays put (seed 000 §3.3.4's balancing
-// paroxysms).
+// PlanMoves ranks plans by cost = CV + c·moves, the CV being the weighted
+// coefficient of variation of the replicas' loads per unit of weight:
+// among plans about as balanced (measured rates are noisy), the one with
+// fewer moves wins; equal costs go to the smaller spread (the largest
+// deviation from the mean, as a fraction of it). The CV and not the spread
+// is the score because one client bound whole can pin the spread: with a
+// client of 300 calls/s among clients of 50, its replica is the largest
+// deviation whatever the plan, every plan has the same spread, and a
+// planner ranking by spread leaves the other replicas as unbalanced as they
+// happen to be. The CV counts every replica.
+//
+// The thresholds are given in spread units, the tolerance's: a move must
+// buy MoveCost and a plan must gain more than MinImprovement of spread.
+// They are converted to CV units by 1/sqrt(n−1) for n replicas, the ratio
+// of CV to spread when one replica is off the mean by x and the others
+// share the difference equally (CV = x/sqrt(n−1), spread = x): a plan is
+// worth making when it gains as much as narrowing one outlier by
+// MinImprovement would. A group at its best reachable balance stays put
+// (seed 000 §3.3.4's balancing paroxysms).
+//
+// OptimalAssignment, which answers "how close to the mean can every
+// replica get", still ranks by spread.
 
 // PlanReplica is one replica as the move planner sees it.
 type PlanReplica struct {
@@ -78,6 +92,9 @@ type Plan struct {
 	// (Before when there are none); Best the spread of the best plan found,
 	// returned or not.
 	Before, After, Best float64
+	// CVBefore, CVAfter and CVBest are the same for the weighted
+	// coefficient of variation, by which plans are ranked.
+	CVBefore, CVAfter, CVBest float64
 	// Loads are the projected loads after Moves, by input index.
 	Loads []float64
 	// Exact is true when Best is proven optimal for the listed clients.
@@ -108,10 +125,15 @@ func PlanMoves(rs []PlanReplica, opt PlanOptions) Plan {
 			}
 		}
 	}
-	p := &planProblem{n: n, w: make([]float64, n), inv: make([]float64, n), base: make([]float64, n), moveCost: opt.MoveCost}
+	p := &planProblem{n: n, w: make([]float64, n), inv: make([]float64, n), base: make([]float64, n), moveCost: opt.MoveCost, byCV: true}
 	if !(p.moveCost > 0) {
 		p.moveCost = DefaultMoveCost
 	}
+	toCV := 1.0
+	if n > 2 {
+		toCV = 1 / math.Sqrt(float64(n-1))
+	}
+	p.moveCost *= toCV
 	var items []planItem
 	for i, r := range rs {
 		p.w[i] = planWeight(r.Weight)
@@ -136,16 +158,17 @@ func PlanMoves(rs []PlanReplica, opt PlanOptions) Plan {
 	}
 	cur := p.evaluate(current)
 	plan.Before, plan.After, plan.Best = cur.spread, cur.spread, cur.spread
+	plan.CVBefore, plan.CVAfter, plan.CVBest = cur.cv, cur.cv, cur.cv
 	if len(p.items) == 0 {
 		plan.Exact = true
 		return plan
 	}
 	best, exact := p.solve(current, opt.MaxNodes)
-	plan.Best, plan.Exact = best.spread, exact
-	if best.moves == 0 || cur.spread-best.spread <= opt.MinImprovement {
+	plan.Best, plan.CVBest, plan.Exact = best.spread, best.cv, exact
+	if best.moves == 0 || cur.cv-best.cv <= opt.MinImprovement*toCV {
 		return plan
 	}
-	plan.After = best.spread
+	plan.After, plan.CVAfter = best.spread, best.cv
 	plan.Loads = p.loads(best.assign)
 	// By source replica in input order; items are by decreasing rate.
 	bySource := make([][]Move, n)
@@ -289,12 +312,17 @@ type planItem struct {
 // planProblem is one instance: replicas with weights and residual loads,
 // and items (clients) sorted by decreasing rate.
 type planProblem struct {
-	n        int
-	w, inv   []float64
-	base     []float64
-	items    []planItem
-	mean     float64
+	n      int
+	w, inv []float64
+	sw     float64 // Σ w
+	base   []float64
+	items  []planItem
+	mean   float64
+	// moveCost is the cost of one move, in the units of the score.
 	moveCost float64
+	// byCV ranks by CV, ties by spread (PlanMoves); otherwise by spread,
+	// ties by the sum of squares (OptimalAssignment).
+	byCV bool
 }
 
 // planSolution is an assignment of items to replicas and its figures.
@@ -302,8 +330,9 @@ type planSolution struct {
 	assign []int
 	spread float64
 	sq     float64 // Σ w·(L/w − m)² / m²
+	cv     float64 // sqrt(sq / Σ w)
 	moves  int
-	cost   float64 // spread + moveCost·moves
+	cost   float64 // score + moveCost·moves, the score being cv or spread
 }
 
 func (p *planProblem) setItems(items []planItem) {
@@ -322,6 +351,7 @@ func (p *planProblem) setItems(items []planItem) {
 	for _, it := range items {
 		total += it.rate
 	}
+	p.sw = sw
 	if sw > 0 {
 		p.mean = total / sw
 	}
@@ -345,11 +375,20 @@ func (p *planProblem) evaluate(assign []int) planSolution {
 			s.moves++
 		}
 	}
-	s.cost = p.cost(s.spread, s.moves)
+	p.score(&s)
 	return s
 }
 
-func (p *planProblem) cost(spread float64, moves int) float64 {
+// score fills in s.cv and s.cost from s.spread, s.sq and s.moves.
+func (p *planProblem) score(s *planSolution) {
+	s.cv = math.Sqrt(s.sq / p.sw)
+	s.cost = p.cost(s.spread, s.cv, s.moves)
+}
+
+func (p *planProblem) cost(spread, cv float64, moves int) float64 {
+	if p.byCV {
+		return cv + p.moveCost*float64(moves)
+	}
 	return spread + p.moveCost*float64(moves)
 }
 
@@ -370,6 +409,9 @@ const planEps = 1e-9
 func (p *planProblem) better(a, b *planSolution) bool {
 	if math.Abs(a.cost-b.cost) > planEps {
 		return a.cost < b.cost
+	}
+	if p.byCV {
+		return a.spread < b.spread-planEps
 	}
 	return a.sq < b.sq-planEps
 }
@@ -536,7 +578,7 @@ func (b *planSearch) dfs(k int) {
 	if k == len(p.items) {
 		s := planSolution{assign: b.cur, moves: b.moves}
 		s.spread, s.sq = p.figures(b.loads)
-		s.cost = p.cost(s.spread, s.moves)
+		p.score(&s)
 		if p.better(&s, b.best) {
 			s.assign = slices.Clone(b.cur)
 			*b.best = s
@@ -585,22 +627,30 @@ func (b *planSearch) dfs(k int) {
 // items[:k] can rank before the best solution.
 func (b *planSearch) prune(k int) bool {
 	p := b.p
+	// Loads only grow as items are placed: a replica over the mean ends at
+	// least that far over it, and one that stays under it even with every
+	// remaining item ends at least that far under it.
 	over, under, sqLB := 0.0, 0.0, 0.0
 	for i := range p.n {
-		d := b.loads[i]*p.inv[i] - p.mean
-		if d > 0 {
+		if d := b.loads[i]*p.inv[i] - p.mean; d > 0 {
 			over = max(over, d)
 			sqLB += p.w[i] * d * d
+		} else if u := p.mean - (b.loads[i]+b.rem[k])*p.inv[i]; u > 0 {
+			under = max(under, u)
+			sqLB += p.w[i] * u * u
 		}
-		// the most replica i can still get is every remaining item
-		under = max(under, p.mean-(b.loads[i]+b.rem[k])*p.inv[i])
 	}
-	lb := p.cost(max(over, under)/p.mean, b.moves)
+	m2 := p.mean * p.mean
+	spreadLB := max(over, under) / p.mean
+	lb := p.cost(spreadLB, math.Sqrt(sqLB/m2/p.sw), b.moves)
 	switch {
 	case lb > b.best.cost+planEps:
 		return true
 	case lb >= b.best.cost-planEps:
-		return sqLB/(p.mean*p.mean) >= b.best.sq-planEps
+		if p.byCV {
+			return spreadLB >= b.best.spread-planEps
+		}
+		return sqLB/m2 >= b.best.sq-planEps
 	}
 	return false
 }

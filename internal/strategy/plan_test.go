@@ -159,7 +159,9 @@ func TestPlanMovesGroupsBySource(t *testing.T) {
 }
 
 // bruteCost is the least spread + moveCost·moves over every assignment.
-func bruteCost(base, w, rates []float64, start []int, moveCost float64) float64 {
+// bruteCost is the least score + moveCost·moves over every assignment, the
+// score being the spread or, with byCV, the CV.
+func bruteCost(base, w, rates []float64, start []int, moveCost float64, byCV bool) float64 {
 	n, m := len(w), len(rates)
 	assign := make([]int, m)
 	best := math.Inf(1)
@@ -174,7 +176,11 @@ func bruteCost(base, w, rates []float64, start []int, moveCost float64) float64 
 					moves++
 				}
 			}
-			best = min(best, Spread(loads, w)+moveCost*float64(moves))
+			score := Spread(loads, w)
+			if byCV {
+				score = CV(loads, w)
+			}
+			best = min(best, score+moveCost*float64(moves))
 			return
 		}
 		for j := range n {
@@ -217,13 +223,17 @@ func TestPlanMovesMatchesBruteForce(t *testing.T) {
 			_ = mv
 			moves++
 		}
-		got := p.After + DefaultMoveCost*float64(moves)
-		if len(p.Moves) == 0 {
-			got = p.Before
+		moveCost := DefaultMoveCost
+		if n > 2 {
+			moveCost /= math.Sqrt(float64(n - 1))
 		}
-		want := bruteCost(base, w, rates, start, DefaultMoveCost)
+		got := p.CVAfter + moveCost*float64(moves)
+		if len(p.Moves) == 0 {
+			got = p.CVBefore
+		}
+		want := bruteCost(base, w, rates, start, moveCost, true)
 		if got > want+1e-9 {
-			t.Fatalf("trial %d: cost %v (spread %v, %d moves), brute force %v", trial, got, p.After, moves, want)
+			t.Fatalf("trial %d: cost %v (CV %v, %d moves), brute force %v", trial, got, p.CVAfter, moves, want)
 		}
 	}
 }
@@ -276,7 +286,7 @@ func TestOptimalAssignmentMatchesBruteForce(t *testing.T) {
 			rates[k] = float64(1 + rng.IntN(100))
 		}
 		_, got := OptimalAssignment(rates, w)
-		want := bruteCost(make([]float64, n), w, rates, nil, 0)
+		want := bruteCost(make([]float64, n), w, rates, nil, 0, false)
 		if math.Abs(got-want) > 1e-9 {
 			t.Fatalf("trial %d: rates %v weights %v: spread %v, brute force %v", trial, rates, w, got, want)
 		}
@@ -375,5 +385,48 @@ func BenchmarkPlanMovesSizes(b *testing.B) {
 				PlanMoves(rs, PlanOptions{MinImprovement: 0.05})
 			}
 		})
+	}
+}
+
+// One client much busier than the rest pins the spread: whatever the plan,
+// its replica is the largest deviation. Ranking by CV still balances the
+// others (a planner ranking by spread returned no plan here).
+func TestPlanMovesDominantClient(t *testing.T) {
+	t.Parallel()
+	rs := []PlanReplica{
+		planReplica("a", clients("big", 300)),
+		planReplica("b", clients("c1", 50, "c2", 50, "c3", 50, "c4", 50, "c5", 50)),
+		planReplica("c", clients("c6", 50, "c7", 50)),
+		planReplica("d", clients("c8", 50)),
+	}
+	p := PlanMoves(rs, PlanOptions{MinImprovement: 0.05})
+	if len(p.Moves) != 2 {
+		t.Fatalf("moves = %+v, want two clients of 50 moved from b", p.Moves)
+	}
+	for _, mv := range p.Moves {
+		if mv.From != "b" || mv.To == "a" {
+			t.Errorf("move %+v: want a client of b moved to c or d", mv)
+		}
+	}
+	loads := slices.Clone(p.Loads)
+	slices.Sort(loads)
+	if want := []float64{100, 150, 150, 300}; !slices.Equal(loads, want) {
+		t.Errorf("loads after = %v, want %v in some order", p.Loads, want)
+	}
+	if math.Abs(p.After-p.Before) > 1e-9 {
+		t.Errorf("spread %v -> %v: the big client pins it", p.Before, p.After)
+	}
+	if !(p.CVAfter < p.CVBefore-0.1) {
+		t.Errorf("CV %v -> %v, want a large drop", p.CVBefore, p.CVAfter)
+	}
+	// At the best reachable balance nothing moves.
+	again := PlanMoves([]PlanReplica{
+		planReplica("a", clients("big", 300)),
+		planReplica("b", clients("c1", 50, "c2", 50, "c3", 50)),
+		planReplica("c", clients("c6", 50, "c7", 50, "c4", 50)),
+		planReplica("d", clients("c8", 50, "c5", 50)),
+	}, PlanOptions{MinImprovement: 0.05})
+	if len(again.Moves) != 0 {
+		t.Errorf("at the optimum: moves %+v, want none", again.Moves)
 	}
 }
