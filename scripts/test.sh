@@ -12,12 +12,24 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 # directly (no service is started).
 [ -x /usr/sbin/haproxy ] || need_pkgs+=(haproxy)
 [ -x /usr/sbin/nginx ] || need_pkgs+=(nginx)
+# omniORB 4.2.5 (C++): headers and libraries, the IDL compiler with its C++
+# back end, and catior; e2e/omniorb builds its Prime server and client with
+# them. (/usr/bin/omniidl explicitly: omniORBpy's wheel puts an omniidl of
+# its own on PATH.)
+[ -f /usr/include/omniORB4/CORBA.h ] || need_pkgs+=(libomniorb4-dev)
+[ -x /usr/bin/omniidl ] || need_pkgs+=(omniidl)
+[ -x /usr/bin/catior ] || need_pkgs+=(omniorb)
 if ((${#need_pkgs[@]})); then
 	sudo_cmd=""
 	[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
 	$sudo_cmd apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
+
+# omniORBpy 4.3.3 (CPython 3.11 wheels) for the Python client of e2e/omniorb,
+# into the python3 the tests run.
+python3 -c 'import omniORB' >/dev/null 2>&1 ||
+	python3 -m pip install --quiet --disable-pip-version-check jeteve-omniorb
 
 go mod download
 go vet ./...

@@ -1,0 +1,340 @@
+//go:build linux
+
+package omniorb
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Debian's omniidl, with the C++ back end of the omniORB the programs link
+// against. (omniORBpy's wheel puts an omniidl of its own on PATH.)
+const debianOmniidl = "/usr/bin/omniidl"
+
+// orbs are the Prime programs built from orb/, once per test run.
+type orbs struct {
+	server   string // the C++ server binary
+	client   string // the C++ client binary
+	pyClient string // orb/prime_client.py
+	pyPath   string // PYTHONPATH with the omniORBpy stubs
+	python   string // the python3 with omniORBpy; "" when missing
+	pyErr    string // why python is ""
+}
+
+var (
+	buildOnce sync.Once
+	built     *orbs
+	buildErr  error  // a build that failed
+	missing   string // a missing tool, reported per test
+	buildDir  string // set by TestMain
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fulcrum-omniorb-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "omniorb:", err)
+		os.Exit(1)
+	}
+	buildDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// needORBs returns the built programs; it skips the test when the C++
+// toolchain or omniORB is missing (fails it with CI=true) and fails it
+// when the build fails.
+func needORBs(t *testing.T) *orbs {
+	t.Helper()
+	buildOnce.Do(func() { built, missing, buildErr = buildORBs(buildDir) })
+	if missing != "" {
+		needCI(t, "%s", missing)
+	}
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return built
+}
+
+// needPython is needORBs for the omniORBpy client.
+func needPython(t *testing.T) *orbs {
+	t.Helper()
+	o := needORBs(t)
+	if o.python == "" {
+		needCI(t, "%s", o.pyErr)
+	}
+	return o
+}
+
+func buildORBs(dir string) (o *orbs, missing string, err error) {
+	src, err := filepath.Abs("orb")
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := os.Stat(debianOmniidl); err != nil {
+		return nil, "omniidl (Debian package omniidl) is not installed: " + err.Error(), nil
+	}
+	if _, err := os.Stat("/usr/include/omniORB4/CORBA.h"); err != nil {
+		return nil, "the omniORB headers (Debian package libomniorb4-dev) are not installed: " + err.Error(), nil
+	}
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		return nil, "g++ is not installed: " + err.Error(), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := func(name string, args ...string) error {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := run(debianOmniidl, "-bcxx", filepath.Join(src, "prime.idl")); err != nil {
+		return nil, "", err
+	}
+	o = &orbs{
+		server:   filepath.Join(dir, "prime_server"),
+		client:   filepath.Join(dir, "prime_client"),
+		pyClient: filepath.Join(src, "prime_client.py"),
+		pyPath:   filepath.Join(dir, "py"),
+	}
+	// The stubs once, then the two programs side by side.
+	cxx := []string{"-O2", "-std=c++17", "-Wall", "-I", dir}
+	if err := run(gxx, append(cxx, "-c", "-o", "primeSK.o", "primeSK.cc")...); err != nil {
+		return nil, "", err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, prog := range []string{"prime_server", "prime_client"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = run(gxx, append(cxx, "-o", prog, filepath.Join(src, prog+".cc"), "primeSK.o", "-lomniORB4", "-lomnithread")...)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, "", err
+		}
+	}
+
+	// omniORBpy: the python3 on PATH must import it; its own omniidl makes
+	// the Python stubs.
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		o.pyErr = "python3 is not installed: " + err.Error()
+		return o, "", nil
+	}
+	if out, err := exec.CommandContext(ctx, python, "-c", "import omniORB").CombinedOutput(); err != nil {
+		o.pyErr = fmt.Sprintf("omniORBpy (PyPI jeteve-omniorb) is not importable by %s: %v: %s", python, err, strings.TrimSpace(string(out)))
+		return o, "", nil
+	}
+	if err := os.Mkdir(o.pyPath, 0o755); err != nil {
+		return nil, "", err
+	}
+	omniidlPy := `import sys; from omniidl.main import main; sys.argv[0] = "omniidl"; sys.exit(main())`
+	if err := run(python, "-c", omniidlPy, "-bpython", "-C", o.pyPath, filepath.Join(src, "prime.idl")); err != nil {
+		return nil, "", err
+	}
+	o.python = python
+	return o, "", nil
+}
+
+// server is a running prime_server.
+type server struct {
+	*proc
+	ior  string
+	port int
+}
+
+var iorLine = regexp.MustCompile(`(?m)^(IOR:[0-9a-f]+)$`)
+
+// startServer starts a C++ Prime server on a free loopback port (or on
+// port when not 0), logging its calls.
+func (o *orbs) startServer(ctx context.Context, t *testing.T, name string, port int) *server {
+	t.Helper()
+	p := startProc(t, name, procOpts{}, o.server, "--log-calls", "--port", strconv.Itoa(port))
+	s := &server{proc: p, ior: p.waitOutput(ctx, t, iorLine)[1]}
+	s.port = iorPort(t, s.ior)
+	return s
+}
+
+// corbaloc is the server's object as a corbaloc URL.
+func (s *server) corbaloc() string { return fmt.Sprintf("corbaloc:iiop:127.0.0.1:%d/Prime", s.port) }
+
+// endpoint is the server's address as omniORB names it in "peer" fields.
+func (s *server) endpoint() string { return fmt.Sprintf("giop:tcp:127.0.0.1:%d", s.port) }
+
+// servedCall is one line of prime_server --log-calls.
+type servedCall struct {
+	Op   string `json:"op"`
+	Arg  int64  `json:"arg"`
+	Peer string `json:"peer"`
+}
+
+// calls returns the calls the server has logged so far.
+func (s *server) calls(t *testing.T) []servedCall {
+	t.Helper()
+	return jsonLines[servedCall](t, s.stdout.String(), func(l string) bool { return strings.Contains(l, `"op"`) })
+}
+
+// callsWithArg counts the served calls with argument arg.
+func (s *server) callsWithArg(t *testing.T, arg int64) int {
+	n := 0
+	for _, c := range s.calls(t) {
+		if c.Arg == arg {
+			n++
+		}
+	}
+	return n
+}
+
+// iorPort reads the port of the first IIOP profile of a stringified IOR
+// as omniORB's servers write them (one profile, little- or big-endian).
+// It is a test helper for our own server's output, not a general decoder.
+func iorPort(t *testing.T, ior string) int {
+	t.Helper()
+	b := make([]byte, (len(ior)-4)/2)
+	for i := range b {
+		v, err := strconv.ParseUint(ior[4+2*i:6+2*i], 16, 8)
+		if err != nil {
+			t.Fatalf("IOR %q: %v", ior, err)
+		}
+		b[i] = byte(v)
+	}
+	// The server binds 127.0.0.1: the profile's host string is followed,
+	// after alignment to 2, by the port.
+	host := []byte("127.0.0.1\x00")
+	i := strings.Index(string(b), string(host))
+	if i < 0 || i+len(host)+3 > len(b) {
+		t.Fatalf("IOR %q: no 127.0.0.1 profile", ior)
+	}
+	j := i + len(host)
+	j += j % 2
+	if b[0] == 1 { // little-endian
+		return int(b[j]) | int(b[j+1])<<8
+	}
+	return int(b[j])<<8 | int(b[j+1])
+}
+
+// summary is a client's summary line.
+type summary struct {
+	Summary     bool           `json:"summary"`
+	Calls       int            `json:"calls"`
+	OK          int            `json:"ok"`
+	CommFailure int            `json:"comm_failure"`
+	Transient   int            `json:"transient"`
+	Other       int            `json:"other"`
+	FirstUs     int64          `json:"first_us"`
+	MeanUs      int64          `json:"mean_us"`
+	ElapsedUs   int64          `json:"elapsed_us"`
+	Sends       int            `json:"sends"`
+	Peers       map[string]int `json:"peers"`
+	Errors      map[string]int `json:"errors"`
+}
+
+// callLine is a client's --per-call line.
+type callLine struct {
+	Call   int    `json:"call"`
+	OK     bool   `json:"ok"`
+	Result any    `json:"result"`
+	Error  string `json:"error"`
+	Us     int64  `json:"us"`
+	Peer   string `json:"peer"`  // C++ client only
+	Sends  int    `json:"sends"` // C++ client only
+}
+
+// clientKind is the ORB of a client process.
+type clientKind string
+
+const (
+	cxxClient clientKind = "omniORB C++"
+	pyClient  clientKind = "omniORBpy"
+)
+
+// clientCommand returns the path, arguments and environment that run the
+// client of kind k with args.
+func (o *orbs) clientCommand(k clientKind, args ...string) (string, []string, []string) {
+	if k == pyClient {
+		return o.python, append([]string{o.pyClient}, args...), []string{"PYTHONPATH=" + o.pyPath}
+	}
+	return o.client, args, nil
+}
+
+// runClient runs a client to completion and returns its exit code, its
+// per-call lines and its last summary.
+func (o *orbs) runClient(ctx context.Context, t *testing.T, k clientKind, args ...string) (int, []callLine, summary) {
+	t.Helper()
+	path, argv, env := o.clientCommand(k, args...)
+	p := startProc(t, string(k)+" client", procOpts{env: env}, path, argv...)
+	code := p.exit(ctx, t)
+	out := p.stdout.String()
+	calls := jsonLines[callLine](t, out, func(l string) bool { return strings.HasPrefix(l, `{"call"`) })
+	sums := jsonLines[summary](t, out, func(l string) bool { return strings.HasPrefix(l, `{"summary"`) })
+	if len(sums) == 0 {
+		t.Fatalf("%s client %s: no summary line (exit %d)\nstdout:\n%s\nstderr:\n%s", k, strings.Join(args, " "), code, out, p.stderr)
+	}
+	return code, calls, sums[len(sums)-1]
+}
+
+// liveClient is a client in --interactive mode: each batch makes n calls
+// and returns their summary.
+type liveClient struct {
+	*proc
+	kind    clientKind
+	batches int
+}
+
+func (o *orbs) startLiveClient(t *testing.T, k clientKind, args ...string) *liveClient {
+	t.Helper()
+	path, argv, env := o.clientCommand(k, append([]string{"--interactive"}, args...)...)
+	p := startProc(t, string(k)+" client", procOpts{env: env, stdin: true}, path, argv...)
+	return &liveClient{proc: p, kind: k}
+}
+
+var summaryLine = regexp.MustCompile(`(?m)^\{"summary".*\}$`)
+
+// batch makes n calls and returns their summary.
+func (c *liveClient) batch(ctx context.Context, t *testing.T, n int) summary {
+	t.Helper()
+	if _, err := fmt.Fprintf(c.stdin, "%d\n", n); err != nil {
+		t.Fatalf("%s: writing to stdin: %v", c.name, err)
+	}
+	c.batches++
+	want := c.batches
+	for {
+		s, changed := c.stdout.snapshot()
+		sums := jsonLines[summary](t, s, func(l string) bool { return summaryLine.MatchString(l) })
+		if len(sums) >= want {
+			return sums[want-1]
+		}
+		select {
+		case <-changed:
+		case <-c.exited:
+			t.Fatalf("%s exited (%v) during batch %d", c.name, c.err, want)
+		case <-ctx.Done():
+			t.Fatalf("%s: batch %d of %d calls did not finish: %v", c.name, want, n, ctx.Err())
+		}
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
