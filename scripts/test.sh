@@ -19,6 +19,7 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 [ -f /usr/include/omniORB4/CORBA.h ] || need_pkgs+=(libomniorb4-dev)
 [ -x /usr/bin/omniidl ] || need_pkgs+=(omniidl)
 [ -x /usr/bin/catior ] || need_pkgs+=(omniorb)
+command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
 if ((${#need_pkgs[@]})); then
 	sudo_cmd=""
 	[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
