@@ -7,10 +7,16 @@ import "math"
 // group's weighted mean of those, whether the replica is out of bounds.
 // When none is, the group is left alone. Otherwise the move planner
 // (PlanMoves) works from every reported replica's latest sample and listed
-// clients, and a plan that narrows the spread by more than minImprovement
-// becomes `high` advisories naming the clients each source replica sends
-// back; a move must narrow the spread by half of minImprovement (and at
-// least DefaultMoveCost) to be worth making. A critical replica that lists
+// clients, and a plan that gains more than half of minImprovement becomes
+// `high` advisories naming the clients each source replica sends back; a
+// move must gain half of minImprovement (and at least DefaultMoveCost) to
+// be worth making. Both are in spread units, the tolerance's; PlanMoves
+// ranks by CV and converts them. The trigger is the tolerance band itself,
+// so a group inside it is never analysed; once a replica is out of the
+// band, a plan has to be clearly better than staying put, not to gain a
+// whole band: with a gate as wide as the band, a replica just outside it
+// was never brought back (a plan rarely gains a whole band), nor was a
+// mix that cannot reach the band brought to its best reachable balance. A critical replica that lists
 // no clients cannot be planned for: it gets TAO's advisory, `high` with
 // shed = its latest sample above the mean of the samples, and the clients
 // it sends back are placed by the picker.
@@ -49,7 +55,7 @@ func rebalance(in *Analysis, critical func(load, mean float64) bool, minImprovem
 			reps = append(reps, PlanReplica{ID: r.ID, Weight: r.Weight, Load: r.Load, Clients: r.Clients})
 		}
 	}
-	plan := PlanMoves(reps, PlanOptions{MinImprovement: minImprovement, MoveCost: max(DefaultMoveCost, minImprovement/2)})
+	plan := PlanMoves(reps, PlanOptions{MinImprovement: minImprovement / 2, MoveCost: max(DefaultMoveCost, minImprovement/2)})
 	var d Decision
 	d.Moves = plan.Moves
 	for _, mv := range plan.Moves {
