@@ -44,6 +44,9 @@ type Monitor struct {
 	bindingPrefix string
 	// pullInterval is the Interval the user asked for (0: the group's).
 	pullInterval time.Duration
+	// external supplies the metrics of a monitor made by NewExternal
+	// (nil otherwise); set before Start, read-only after.
+	external ExternalMetrics
 
 	// Hot path state, updated atomically.
 	inflight  atomic.Int64

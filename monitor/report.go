@@ -123,6 +123,9 @@ func (m *Monitor) servePull(w http.ResponseWriter, r *http.Request) {
 // report. A window of no length (two reports at the same instant) returns
 // the previous report. Caller must hold m.reportMu.
 func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
+	if m.external != nil {
+		return m.closeExternalWindowLocked(now)
+	}
 	elapsed := now.Sub(m.win.start)
 	if elapsed <= 0 {
 		return m.last

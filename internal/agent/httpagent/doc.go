@@ -1,0 +1,27 @@
+// Package httpagent is the measuring half of "fulcrum agent http": a
+// side-car beside an unmodified HTTP replica (NGINX serving static objects,
+// as in seed 003's web cluster) that reads the replica's load from outside
+// and hands it to a monitor made with monitor.NewExternal, which registers
+// the replica, reports (push or pull) and deregisters.
+//
+// What it reads, every Config.Sample (100 ms):
+//
+//   - NGINX's stub_status page: the request counter gives rps (the
+//     agent's own stub_status requests left out), Reading + Writing the
+//     requests in progress (inflight), and Little's law the mean latency
+//     (latency_ms = mean requests in progress over the window's readings
+//     / rps) — an estimate, since NGINX's status page has no timings.
+//   - The replica's CPU time: /proc/<pid>/stat of given processes and all
+//     their live descendants (the master's reaped children included), or
+//     a cgroup's cpuacct.usage (v1) or cpu.stat (v2). cpu and utilization
+//     are the share of the replica's cores (the cgroup's quota, else the
+//     machine's) used over the window: what weighted-round-robin-orca and
+//     least-loaded with load "cpu" read.
+//
+// It also answers the balancer's load probes (strategy prequal) on its own
+// listener at protocol.ProbePath: requests in progress from a fresh
+// stub_status reading, and the Little's-law latency over the last second.
+// The balancer probes a replica at its registered address, so NGINX must
+// pass that one path to the agent (location = /fulcrum/probe {
+// proxy_pass http://<agent>; }); docs/agents.md shows the configuration.
+package httpagent

@@ -1,0 +1,149 @@
+package httpagent_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// nginxBin is Debian's NGINX (scripts/test.sh installs it).
+const nginxBin = "/usr/sbin/nginx"
+
+// needNGINX skips the test without NGINX, and fails it on CI.
+func needNGINX(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(nginxBin); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s missing on CI: %v (scripts/test.sh installs nginx)", nginxBin, err)
+		}
+		t.Skipf("%s missing: %v", nginxBin, err)
+	}
+}
+
+// nginx is a real NGINX (a master and one worker) serving static files
+// from www, with stub_status at /nginx_status, /fulcrum/probe passed to
+// an agent, and /slow/ sent at 2 KB/s.
+type nginx struct {
+	url string
+	pid int // the master's
+	www string
+}
+
+// startNGINX starts NGINX on a free loopback port. agent is the host:port
+// /fulcrum/probe is passed to ("" for none).
+func startNGINX(t *testing.T, agent string) *nginx {
+	t.Helper()
+	needNGINX(t)
+	dir := t.TempDir()
+	www := filepath.Join(dir, "www")
+	if err := os.MkdirAll(filepath.Join(www, "slow"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(www, "1k"), make([]byte, 1024), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(www, "slow", "big"), make([]byte, 256<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken meanwhile
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		probe := ""
+		if agent != "" {
+			probe = fmt.Sprintf("location = /fulcrum/probe { proxy_pass http://%s; }", agent)
+		}
+		user := ""
+		if os.Geteuid() == 0 {
+			user = "user root;" // the workers read the test's private temp dir
+		}
+		conf := fmt.Sprintf(`daemon off;
+%[5]s
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/client_body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    server {
+        listen %[2]s;
+        root %[3]s;
+        location = /nginx_status { stub_status; }
+        location /slow/ { limit_rate 2k; }
+        %[4]s
+    }
+}
+`, dir, addr, www, probe, user)
+		confPath := filepath.Join(dir, "nginx.conf")
+		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(nginxBin, "-p", dir, "-c", confPath, "-e", filepath.Join(dir, "error.log"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		stop := func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		n := &nginx{url: "http://" + addr, pid: cmd.Process.Pid, www: www}
+		if err := waitOK(n.url+"/nginx_status", exited, 10*time.Second); err != nil {
+			stop()
+			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			lastErr = fmt.Errorf("nginx did not start: %v\n%s%s", err, out.String(), errLog)
+			continue
+		}
+		t.Cleanup(stop)
+		return n
+	}
+	t.Fatal(lastErr)
+	return nil
+}
+
+// waitOK polls url until it answers 200, the process exits or d passes.
+func waitOK(url string, exited <-chan struct{}, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("exited (%v)", err)
+		case <-ctx.Done():
+			return err
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package httpagent
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+func TestWindowMetrics(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	from := snapshot{stubAt: t0, requests: 1000, inprog: 9, sumInprog: 50, readings: 10, cpuAt: t0, cpu: 3 * time.Second}
+	// Two seconds later: 400 requests, 10 readings averaging 4 in
+	// progress, 1 s of CPU on 2 cores.
+	to := snapshot{stubAt: t0.Add(2 * time.Second), requests: 1400, inprog: 5, sumInprog: 90, readings: 20, cpuAt: t0.Add(2 * time.Second), cpu: 4 * time.Second}
+	m := windowMetrics(from, to, 2)
+	want := map[string]float64{
+		protocol.MetricRPS:         200,
+		protocol.MetricInflight:    5,
+		protocol.MetricLatencyMS:   20, // 4 in progress / 200 per second
+		protocol.MetricCPU:         0.25,
+		protocol.MetricUtilization: 0.25,
+	}
+	if len(m) != len(want) {
+		t.Fatalf("metrics %v, want %v", m, want)
+	}
+	for k, v := range want {
+		if math.Abs(m[k]-v) > 1e-9 {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+}
+
+func TestWindowMetricsLeavesOutWhatWasNotRead(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	// No stub_status reading in the window, CPU read; an idle window has
+	// no latency; NGINX restarted (counter went back): no rate.
+	cases := []struct {
+		name     string
+		from, to snapshot
+		want     []string
+	}{
+		{"no stub reading", snapshot{stubAt: t0, cpuAt: t0}, snapshot{stubAt: t0, cpuAt: t0.Add(time.Second), cpu: time.Second}, []string{protocol.MetricCPU, protocol.MetricUtilization}},
+		{"idle", snapshot{stubAt: t0, requests: 5}, snapshot{stubAt: t0.Add(time.Second), requests: 5, readings: 3}, []string{protocol.MetricRPS, protocol.MetricInflight}},
+		{"restart", snapshot{stubAt: t0, requests: 5000}, snapshot{stubAt: t0.Add(time.Second), requests: 10, readings: 3, inprog: 2}, []string{protocol.MetricInflight}},
+		{"first window", snapshot{}, snapshot{stubAt: t0, cpuAt: t0}, nil},
+	}
+	for _, tc := range cases {
+		m := windowMetrics(tc.from, tc.to, 1)
+		if len(m) != len(tc.want) {
+			t.Errorf("%s: metrics %v, want keys %v", tc.name, m, tc.want)
+			continue
+		}
+		for _, k := range tc.want {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s: metrics %v lack %s", tc.name, m, k)
+			}
+		}
+	}
+	// CPU above the capacity (a wrong --cpus) is capped at 1.
+	m := windowMetrics(snapshot{cpuAt: t0}, snapshot{cpuAt: t0.Add(time.Second), cpu: 3 * time.Second}, 1)
+	if m[protocol.MetricCPU] != 1 {
+		t.Errorf("cpu %v, want capped at 1", m[protocol.MetricCPU])
+	}
+}
