@@ -1,0 +1,436 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/giop"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
+	"github.com/fulcrum-lb/fulcrum/monitor"
+)
+
+// GIOPPrimeKey is the object key of the Prime servant unless
+// GIOPPrimeOptions.Key says otherwise.
+const GIOPPrimeKey = "Prime"
+
+// DefaultGIOPInflight is how many requests of one connection a GIOPPrime
+// runs at once unless GIOPPrimeOptions.MaxInflight says otherwise; the
+// connection's next request waits for a slot.
+const DefaultGIOPInflight = 64
+
+// Repository ids of the system exceptions the servant raises besides the
+// giop package's.
+const (
+	repoIDBadOperation = "IDL:omg.org/CORBA/BAD_OPERATION:1.0"
+	repoIDBadParam     = "IDL:omg.org/CORBA/BAD_PARAM:1.0"
+	repoIDMarshal      = "IDL:omg.org/CORBA/MARSHAL:1.0"
+	repoIDObject       = "IDL:omg.org/CORBA/Object:1.0"
+)
+
+// ErrGIOPServerClosed is returned by GIOPPrime.Serve after Shutdown.
+var ErrGIOPServerClosed = errors.New("backend: GIOP server closed")
+
+// GIOPPrimeOptions configure a GIOPPrime. The zero value serves the
+// object key "Prime" with no monitor.
+type GIOPPrimeOptions struct {
+	// Key is the object key of the Prime object (default GIOPPrimeKey).
+	Key []byte
+	// Monitor, when set, measures every is_prime and prime_count call
+	// (client id: the client connection's remote address) and sends back
+	// the clients its advisories name: their call is answered
+	// LOCATION_FORWARD to the group's reference instead of running.
+	Monitor *monitor.Monitor
+	// Group is the group the monitor registers with: the object key of
+	// the group's reference when the front door the balancer names has
+	// none.
+	Group string
+	// Limits bound the messages accepted (default 16 MiB).
+	Limits giop.Limits
+	// MaxInflight bounds the requests of one connection running at once
+	// (default DefaultGIOPInflight).
+	MaxInflight int
+	// Logger receives connection errors at debug level (default: none).
+	Logger *slog.Logger
+}
+
+// GIOPPrime serves the Prime test interface (giop.PrimeRepoID) over
+// GIOP 1.0, 1.1 and 1.2, in either byte order, with fulcrum's own codec:
+//
+//	interface Prime {
+//	  boolean is_prime(in long n);     // trial division (IsPrime)
+//	  long    prime_count(in long x);  // primes below x (PrimeCount)
+//	};
+//
+// plus CORBA::Object's _is_a and _non_existent. It answers LocateRequest
+// (OBJECT_HERE for its key, UNKNOWN_OBJECT otherwise) and serves many
+// connections, and on each runs up to MaxInflight requests at once,
+// replying in each request's version and byte order. Requests for another
+// key get OBJECT_NOT_EXIST, unknown operations BAD_OPERATION, undecodable
+// arguments MARSHAL, out-of-range ones BAD_PARAM; bytes that are not GIOP
+// (bad magic, unknown version, malformed or oversized messages, fragment
+// misuse) get MessageError and the connection is closed, leaving the
+// others undisturbed. Safe for concurrent use.
+type GIOPPrime struct {
+	opts GIOPPrimeOptions
+	log  *slog.Logger
+	// forward caches the group's reference built from the monitor's
+	// front door.
+	forward atomic.Pointer[groupRef]
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*giopConn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
+}
+
+// groupRef is the reference rebinds forward to, and the front door it was
+// made from.
+type groupRef struct {
+	frontDoor string
+	ref       ior.IOR
+	err       error
+}
+
+// giopConn is one client connection of a GIOPPrime.
+type giopConn struct {
+	nc net.Conn
+	w  *wire.Writer
+	// busy counts the requests running; Shutdown closes idle
+	// connections at once, busy ones when their last request is answered.
+	busy atomic.Int64
+	// closing is set by Shutdown once CloseConnection is sent: requests
+	// read after it are not run (the client sends them again).
+	closing atomic.Bool
+	// version is the GIOP version of the client's last message, the one
+	// CloseConnection is sent in.
+	version atomic.Value // giop.Version
+}
+
+// NewGIOPPrime returns a Prime servant.
+func NewGIOPPrime(opts GIOPPrimeOptions) *GIOPPrime {
+	if len(opts.Key) == 0 {
+		opts.Key = []byte(GIOPPrimeKey)
+	}
+	if opts.MaxInflight <= 0 {
+		opts.MaxInflight = DefaultGIOPInflight
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &GIOPPrime{opts: opts, log: log, listeners: map[net.Listener]struct{}{}, conns: map[*giopConn]struct{}{}}
+}
+
+// Reference returns the servant's object reference at host and port: a
+// typed IOR (giop.PrimeRepoID) with one IIOP 1.2 profile carrying its key.
+// Its String form is the address to register with a GIOP group.
+func (s *GIOPPrime) Reference(host string, port uint16) ior.IOR {
+	return ior.IOR{TypeID: giop.PrimeRepoID, Profiles: []ior.Profile{ior.IIOPProfile{
+		Version: ior.V12, Host: host, Port: port, ObjectKey: bytes.Clone(s.opts.Key),
+	}}}
+}
+
+// Serve accepts connections on ln until Shutdown, and returns
+// ErrGIOPServerClosed then, or the listener's error.
+func (s *GIOPPrime) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrGIOPServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrGIOPServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := &giopConn{nc: nc, w: wire.NewWriter(nc)}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return ErrGIOPServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+}
+
+// Shutdown stops accepting, tells every client CloseConnection (requests
+// it has not answered were not run and may be sent again), waits for the
+// requests running to be answered, and closes the connections. When ctx
+// ends first, the connections are closed at once and ctx's error returned.
+func (s *GIOPPrime) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.listeners {
+		_ = ln.Close()
+	}
+	conns := make([]*giopConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.closing.Store(true)
+		v, _ := c.version.Load().(giop.Version)
+		if !v.Supported() {
+			v = giop.V10
+		}
+		_ = c.w.Write(&giop.CloseConnection{Envelope: giop.Envelope{Version: v}})
+		if c.busy.Load() == 0 {
+			_ = c.nc.Close()
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, c := range conns {
+			_ = c.nc.Close()
+		}
+		<-done
+		return ctx.Err()
+	}
+}
+
+// serveConn reads c's messages until it ends: requests run on goroutines
+// of their own (at most MaxInflight at once), the rest inline.
+func (s *GIOPPrime) serveConn(c *giopConn) {
+	client := c.nc.RemoteAddr().String()
+	slots := make(chan struct{}, s.opts.MaxInflight)
+	var running sync.WaitGroup
+	defer func() {
+		running.Wait()
+		_ = c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Done()
+	}()
+	r := wire.NewReader(c.nc, s.opts.Limits)
+	for {
+		b, err := r.Next()
+		if err != nil {
+			if wire.IsProtocolError(err) {
+				s.log.Debug("GIOP client sent bytes that are not GIOP; answered MessageError", "client", client, "err", err)
+				_ = c.w.Write(&giop.MessageError{Envelope: giop.Envelope{Version: r.Version()}})
+				lingerClose(c.nc)
+			}
+			return
+		}
+		m, err := s.opts.Limits.DecodeMessage(b)
+		if err != nil {
+			s.log.Debug("GIOP client sent a malformed message; answered MessageError", "client", client, "err", err)
+			_ = c.w.Write(&giop.MessageError{Envelope: giop.Envelope{Version: r.Version()}})
+			lingerClose(c.nc)
+			return
+		}
+		c.version.Store(giop.EnvelopeOf(m).Version)
+		switch m := m.(type) {
+		case *giop.Request:
+			if c.closing.Load() {
+				continue // after CloseConnection: not run
+			}
+			slots <- struct{}{}
+			c.busy.Add(1)
+			running.Add(1)
+			go func() {
+				defer func() {
+					if c.busy.Add(-1) == 0 && c.closing.Load() {
+						_ = c.nc.Close()
+					}
+					<-slots
+					running.Done()
+				}()
+				if rep := s.handle(m, client); rep != nil {
+					if err := c.w.Write(rep); err != nil {
+						s.log.Debug("GIOP reply not sent", "client", client, "err", err)
+					}
+				}
+			}()
+		case *giop.LocateRequest:
+			rep := giop.LocateReplyTo(m, giop.LocateUnknownObject)
+			if key, err := m.Target.Key(); err == nil && bytes.Equal(key, s.opts.Key) {
+				rep.Status = giop.LocateObjectHere
+			}
+			_ = c.w.Write(rep)
+		case *giop.CancelRequest:
+			// The calls are short: the reply is sent anyway, which
+			// the spec allows; the client drops it.
+		case *giop.CloseConnection, *giop.MessageError:
+			return
+		default:
+			// Replies, locate replies and fragments without a message
+			// are not for a server.
+			s.log.Debug("GIOP client sent a message a server does not accept; answered MessageError", "client", client, "type", m.Type())
+			_ = c.w.Write(&giop.MessageError{Envelope: giop.EnvelopeOf(m)})
+			lingerClose(c.nc)
+			return
+		}
+	}
+}
+
+// Bounds of lingerClose.
+const (
+	lingerTime  = 500 * time.Millisecond
+	lingerBytes = 64 << 10
+)
+
+// lingerClose ends the sending side of nc after a MessageError and reads
+// what the client still sends (at most lingerBytes for lingerTime), so
+// that closing with unread input does not reset the connection before the
+// client has read the MessageError. The caller closes nc.
+func lingerClose(nc net.Conn) {
+	cw, ok := nc.(interface{ CloseWrite() error })
+	if !ok {
+		return
+	}
+	_ = cw.CloseWrite()
+	_ = nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(nc, lingerBytes))
+}
+
+// handle runs one request and returns its reply, nil for a oneway call.
+func (s *GIOPPrime) handle(req *giop.Request, client string) *giop.Reply {
+	rep := s.dispatch(req, client)
+	if !req.ResponseExpected() {
+		return nil
+	}
+	return rep
+}
+
+func (s *GIOPPrime) dispatch(req *giop.Request, client string) *giop.Reply {
+	sysex := func(repoID string, completed giop.CompletionStatus) *giop.Reply {
+		rep := giop.ReplyTo(req, giop.StatusSystemException)
+		rep.SetSystemException(giop.SystemException{RepositoryID: repoID, Completed: completed})
+		return rep
+	}
+	if key, err := req.Target.Key(); err != nil || !bytes.Equal(key, s.opts.Key) {
+		return sysex(giop.RepoIDObjectNotExist, giop.CompletedNo)
+	}
+	switch req.Operation {
+	case giop.OpIsPrime, giop.OpPrimeCount:
+		arg, err := req.LongArg()
+		if err != nil {
+			return sysex(repoIDMarshal, giop.CompletedNo)
+		}
+		if req.Operation == giop.OpPrimeCount && (arg < 0 || arg > MaxCountX) {
+			return sysex(repoIDBadParam, giop.CompletedNo)
+		}
+		if s.opts.Monitor != nil {
+			call, ok := s.opts.Monitor.Begin(client, true)
+			if !ok {
+				if ref, ok := s.groupReference(); ok {
+					rep := giop.ReplyTo(req, giop.StatusLocationForward)
+					rep.SetForward(ref, false)
+					return rep
+				}
+				// No usable group reference: serve the call rather
+				// than forward the client nowhere.
+			}
+			defer call.End()
+		}
+		rep := giop.ReplyTo(req, giop.StatusNoException)
+		if req.Operation == giop.OpIsPrime {
+			rep.SetBooleanResult(arg >= 0 && IsPrime(uint64(arg)))
+		} else {
+			rep.SetLongResult(int32(PrimeCount(int(arg))))
+		}
+		return rep
+	case giop.OpIsA:
+		d := req.BodyDecoder()
+		id := d.String("logical_type_id")
+		d.Done("arguments")
+		if d.Err() != nil {
+			return sysex(repoIDMarshal, giop.CompletedNo)
+		}
+		rep := giop.ReplyTo(req, giop.StatusNoException)
+		rep.SetBooleanResult(id == giop.PrimeRepoID || id == repoIDObject)
+		return rep
+	case giop.OpNonExistent, giop.OpNonExistentOld:
+		rep := giop.ReplyTo(req, giop.StatusNoException)
+		rep.SetBooleanResult(false)
+		return rep
+	}
+	return sysex(repoIDBadOperation, giop.CompletedNo)
+}
+
+// groupReference is the reference rebinds forward to: the monitor's front
+// door (a corbaloc URL or an IOR) typed as Prime, with the group's name as
+// the key when the URL has none.
+func (s *GIOPPrime) groupReference() (ior.IOR, bool) {
+	fd := s.opts.Monitor.FrontDoor()
+	if g := s.forward.Load(); g != nil && g.frontDoor == fd {
+		return g.ref, g.err == nil
+	}
+	g := &groupRef{frontDoor: fd}
+	g.ref, g.err = GroupReference(fd, s.opts.Group)
+	if g.err != nil {
+		s.log.Warn("cannot forward clients back to the group", "front_door", fd, "err", g.err)
+	}
+	s.forward.Store(g)
+	return g.ref, g.err == nil
+}
+
+// GroupReference is the Prime-typed reference of a GIOP group from its
+// front door as the balancer names it: a corbaloc:iiop: URL (with the group
+// as the object key when it has none) or a stringified IOR.
+func GroupReference(frontDoor, group string) (ior.IOR, error) {
+	fd := strings.TrimSpace(frontDoor)
+	if len(fd) >= 4 && strings.EqualFold(fd[:4], "IOR:") {
+		ref, err := ior.ParseStringified(fd)
+		if err != nil {
+			return ior.IOR{}, fmt.Errorf("front door %q: %w", frontDoor, err)
+		}
+		if ref.TypeID == "" {
+			ref.TypeID = giop.PrimeRepoID
+		}
+		return ref, nil
+	}
+	loc, err := ior.ParseCorbaloc(fd)
+	if err != nil {
+		return ior.IOR{}, fmt.Errorf("front door %q: %w", frontDoor, err)
+	}
+	if len(loc.Key) == 0 {
+		if group == "" {
+			return ior.IOR{}, fmt.Errorf("front door %q: names no object key and the group is unknown", frontDoor)
+		}
+		loc.Key = []byte(group)
+	}
+	return loc.IOR(giop.PrimeRepoID), nil
+}
