@@ -214,7 +214,8 @@ func TestBenchUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"bench", "nonesuch"},
-		{"bench", "overhead", "--protocol", "giop", "--out", t.TempDir()},
+		{"bench", "scalability", "--protocol", "giop", "--out", t.TempDir()},
+		{"bench", "overhead", "--protocol", "tcp", "--out", t.TempDir()},
 		{"bench", "overhead", "--quick", "--smoke", "--out", t.TempDir()},
 		{"bench", "overhead", "--rounds", "2", "--smoke", "--out", t.TempDir()},
 	} {

@@ -20,6 +20,8 @@ type GroupSpec struct {
 	Binding string
 	// Strategy defaults to the balancer's default (least-loaded).
 	Strategy string
+	// Protocol is the group's protocol (default http).
+	Protocol string
 	// ReportInterval defaults to 500ms.
 	ReportInterval time.Duration
 	// Replicas are static members (base URLs); replicas may also
@@ -111,7 +113,12 @@ func balancerConfig(admin, dataDir string, groups []GroupSpec) string {
 			fmt.Fprintf(&sb, "    strategy: %s\n", g.Strategy)
 		}
 		fmt.Fprintf(&sb, "    report_interval: %s\n", interval)
-		sb.WriteString("    health: {path: /healthz, interval: 1s, timeout: 500ms}\n")
+		if g.Protocol == ProtocolGIOP {
+			// GIOP replicas are probed with a LocateRequest.
+			sb.WriteString("    protocol: giop\n    health: {interval: 1s, timeout: 500ms}\n")
+		} else {
+			sb.WriteString("    health: {path: /healthz, interval: 1s, timeout: 500ms}\n")
+		}
 		sb.WriteString("    timeouts: {connect: 2s, request: 60s, idle: 90s}\n")
 		if len(g.Replicas) > 0 {
 			sb.WriteString("    replicas:\n")

@@ -271,17 +271,21 @@ func (x *Effectiveness) Run(ctx context.Context, env *Env) (*Results, error) {
 		}
 		rows = append(rows, row)
 	}
+	rep := effReport(rows, mix, x.Replicas, dur, env.Size)
+	if env.Protocol == ProtocolGIOP {
+		effGIOPNote(rep)
+	}
 	return &Results{
 		Rows:   rows,
 		Extra:  map[string]any{"settings": mix.settings(x.Replicas, dur)},
-		Report: effReport(rows, mix, x.Replicas, dur, env.Size),
+		Report: rep,
 	}, nil
 }
 
 // runOne runs one strategy/binding pair on a fresh balancer and fresh
 // replicas, and returns what the clients saw.
 func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []float64, dur time.Duration) (effTrace, *stats.Recorder, *stats.Recorder, error) {
-	b, err := env.StartBalancer(ctx, GroupSpec{Name: effGroup, Binding: r.Binding, Strategy: r.Strategy})
+	b, err := env.StartBalancer(ctx, GroupSpec{Name: effGroup, Binding: r.Binding, Strategy: r.Strategy, Protocol: env.Protocol})
 	if err != nil {
 		return effTrace{}, nil, nil, err
 	}
@@ -307,6 +311,15 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 
 	clients := make([]*pacedClient, len(order))
 	for i, rate := range order {
+		if env.Protocol == ProtocolGIOP {
+			c, closeORB, err := newEffGIOPClient(b.Reference(effGroup), r.Binding, rate, giopAddrs(st))
+			if err != nil {
+				return effTrace{}, nil, nil, err
+			}
+			defer closeORB()
+			clients[i] = c
+			continue
+		}
 		c, closeIdle := newEffClient(b.FrontDoor(effGroup), r.Binding, rate)
 		defer closeIdle()
 		clients[i] = c
@@ -314,6 +327,10 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 	start := time.Now().Add(effWarmup)
 	end := start.Add(dur)
 	log := newServeLog(start)
+	stopSampling := func() {}
+	if env.Protocol == ProtocolGIOP && r.Binding == groupreg.PerRequest {
+		stopSampling = sampleProxied(ctx, b, log)
+	}
 	var wg sync.WaitGroup
 	for i, c := range clients {
 		wg.Add(1)
@@ -323,8 +340,12 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 		}()
 	}
 	wg.Wait()
+	stopSampling()
 	if err := ctx.Err(); err != nil {
 		return effTrace{}, nil, nil, err
+	}
+	if env.Protocol == ProtocolGIOP && r.Binding == groupreg.PerRequest {
+		log.dropServed(effViaFrontDoor)
 	}
 	tr, stray := log.snapshot(ids, int(dur/time.Second))
 	if stray > 0 {

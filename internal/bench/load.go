@@ -30,6 +30,9 @@ type Endpoint struct {
 	// follows the binding protocol: the first call goes through the
 	// front door, later ones straight to the bound replica.
 	Binding bool
+	// GIOP, when set, makes the calls over GIOP with fulcrum's client
+	// ORB instead of HTTP (URL, Method, Body and Binding unused).
+	GIOP *GIOPCall
 }
 
 // LoadResult is what a closed-loop run measured.
@@ -74,6 +77,7 @@ type caller struct {
 	target Endpoint
 	hc     *http.Client
 	base   *http.Transport
+	giop   *giopCaller // GIOP calls; nil over HTTP
 }
 
 // NewCallers returns n callers of target. Close them when done.
@@ -83,6 +87,14 @@ func NewCallers(target Endpoint, n int) *Callers {
 	}
 	cs := &Callers{target: target}
 	for range n {
+		if target.GIOP != nil {
+			g, err := newGIOPCaller(*target.GIOP)
+			if err != nil {
+				g = &giopCaller{err: err}
+			}
+			cs.list = append(cs.list, &caller{target: target, giop: g})
+			continue
+		}
 		base := &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConns:        4,
@@ -112,6 +124,10 @@ func (cs *Callers) Len() int { return len(cs.list) }
 // Close closes the callers' idle connections.
 func (cs *Callers) Close() {
 	for _, c := range cs.list {
+		if c.giop != nil {
+			c.giop.close()
+			continue
+		}
 		c.base.CloseIdleConnections()
 	}
 }
@@ -134,7 +150,7 @@ func (cs *Callers) Warm(ctx context.Context, n int) error {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return fmt.Errorf("bench: warm-up call to %s: %w", cs.target.URL, err)
+			return fmt.Errorf("bench: warm-up call to %s: %w", cs.target.name(), err)
 		}
 	}
 	return nil
@@ -239,6 +255,9 @@ const warmupCalls = 3
 
 // call makes one call and reads the whole answer.
 func (c *caller) call(ctx context.Context) error {
+	if c.giop != nil {
+		return c.giop.call(ctx)
+	}
 	var body io.Reader
 	if c.target.Body != nil {
 		body = bytes.NewReader(c.target.Body)

@@ -44,7 +44,12 @@ func Pick[T any](s Size, full, quick, smoke T) T {
 }
 
 // Protocols the bench can run over.
-const ProtocolHTTP = "http"
+const (
+	ProtocolHTTP = "http"
+	// ProtocolGIOP runs the overhead and effectiveness experiments over
+	// CORBA GIOP/IIOP (giop.go).
+	ProtocolGIOP = "giop"
+)
 
 // Options configure a bench run.
 type Options struct {
@@ -54,8 +59,9 @@ type Options struct {
 	Out string
 	// Size is Full, Quick or Smoke.
 	Size Size
-	// Protocol is the protocol the replicas and balancers speak; only
-	// ProtocolHTTP for now (the default).
+	// Protocol is the protocol the replicas and balancers speak:
+	// ProtocolHTTP (the default) or ProtocolGIOP (overhead and
+	// effectiveness only).
 	Protocol string
 	// Command is the command line as typed, recorded in results.json.
 	Command string
@@ -77,8 +83,8 @@ func (o *Options) validate() error {
 	if o.Protocol == "" {
 		o.Protocol = ProtocolHTTP
 	}
-	if o.Protocol != ProtocolHTTP {
-		return fmt.Errorf("bench: --protocol %q: only %q is supported for now", o.Protocol, ProtocolHTTP)
+	if o.Protocol != ProtocolHTTP && o.Protocol != ProtocolGIOP {
+		return fmt.Errorf("bench: --protocol %q: must be %q or %q", o.Protocol, ProtocolHTTP, ProtocolGIOP)
 	}
 	if o.Size < Full || o.Size > Smoke {
 		return fmt.Errorf("bench: invalid size %d", o.Size)

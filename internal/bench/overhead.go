@@ -182,6 +182,9 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 // configurations run): a replica shared by several configurations stays
 // hotter than the others and answers faster.
 func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, error) {
+	if env.Protocol == ProtocolGIOP {
+		return o.setUpGIOP(ctx, env)
+	}
 	plain := map[string]*Replica{}
 	for _, name := range []string{cfgDirect, cfgPerRequest, cfgHAProxy, cfgNGINX} {
 		if name == cfgHAProxy && env.HAProxy.Missing != "" || name == cfgNGINX && env.NGINX.Missing != "" {
@@ -369,10 +372,14 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	rep.Para("Seed 000 §4.2 (Fig. 13/14): one single-threaded closed-loop client, one prime replica (`GET /prime/%d`), "+
-		"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
-		"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
-		"Latencies in µs, measured by the client from sending the call to reading the whole answer.", overheadPrimeN, calls, rounds)
+	if env.Protocol == ProtocolGIOP {
+		rep.Para("%s", overheadGIOPIntro(calls, rounds))
+	} else {
+		rep.Para("Seed 000 §4.2 (Fig. 13/14): one single-threaded closed-loop client, one prime replica (`GET /prime/%d`), "+
+			"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
+			"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
+			"Latencies in µs, measured by the client from sending the call to reading the whole answer.", overheadPrimeN, calls, rounds)
+	}
 	var table [][]string
 	for _, r := range rows {
 		if r.Skipped != "" {
@@ -418,6 +425,10 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 	comparePaper(rep, byName)
 
 	rep.Heading("Set-up")
+	if env.Protocol == ProtocolGIOP {
+		rep.Para("%s", overheadGIOPSetUp)
+		return rep
+	}
 	rep.Para("Every configuration has a prime replica process of its own, so that all replicas are equally busy. " +
 		"`direct` calls a plain replica; `per-request` is a fulcrum per-request group whose static member is a plain replica, " +
 		"and HAProxy (HTTP mode, `option http-keep-alive`, `http-reuse always`) and NGINX (`keepalive 64`, `proxy_http_version 1.1`, one process) proxy to one each, " +

@@ -15,7 +15,7 @@ type Join struct {
 
 // Replica is a running "fulcrum backend prime".
 type Replica struct {
-	// URL is the replica's base URL.
+	// URL is the replica's base URL; over GIOP, its IOR.
 	URL string
 	// Proc is the process.
 	Proc *Proc
@@ -25,9 +25,12 @@ type Replica struct {
 // join it registers with the group and reports its load (the Go monitor
 // library); without, it is the plain service (for direct calls, HAProxy,
 // NGINX and static members). It returns once the replica answers
-// /healthz.
+// /healthz (over GIOP: a LocateRequest and _non_existent).
 func (e *Env) StartReplica(ctx context.Context, name string, join *Join) (*Replica, error) {
 	args := []string{"backend", "prime", "--listen", "127.0.0.1:0"}
+	if e.Protocol == ProtocolGIOP {
+		args = append(args, "--giop")
+	}
 	if join != nil {
 		args = append(args, "--register", join.Admin, "--group", join.Group)
 	}
@@ -41,7 +44,11 @@ func (e *Env) StartReplica(ctx context.Context, name string, join *Join) (*Repli
 		p.Stop(0)
 		return nil, err
 	}
-	if err := waitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
+	wait := func() error { return waitHTTP(ctx, p, url+"/healthz", 20*time.Second) }
+	if e.Protocol == ProtocolGIOP {
+		wait = func() error { return waitGIOP(ctx, p, url, 20*time.Second) }
+	}
+	if err := wait(); err != nil {
 		p.Stop(0)
 		return nil, err
 	}

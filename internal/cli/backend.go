@@ -30,6 +30,7 @@ func newBackendCmd() *cobra.Command {
 type primeFlags struct {
 	listen, advertise, register, group, token, joinToken, load, mode string
 	weight                                                           float64
+	giop                                                             bool
 }
 
 func newBackendPrimeCmd() *cobra.Command {
@@ -45,11 +46,20 @@ With --register the replica joins a group through the Go monitor library: it
 registers (with replace, so a restarted replica keeps its id), reports its
 load (calls/s by default) every report interval, obeys advisories, and
 deregisters on SIGTERM or SIGINT. Its first line on stdout is
-"listening on <URL>".`,
+"listening on <URL>".
+
+With --giop it serves the same service as the CORBA interface
+  interface Prime { boolean is_prime(in long n); long prime_count(in long x); };
+(repository id IDL:Prime:1.0, object key "Prime") over GIOP 1.0-1.2 instead,
+--advertise being host:port, and its first line is "listening on <IOR>": the
+reference to call it by, and the address it registers with (push monitor only).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.register != "" && f.group == "" {
 				return exitCode(2, errors.New("--group is required with --register"))
+			}
+			if f.giop {
+				return runPrimeGIOP(cmd.Context(), f, cmd.OutOrStdout())
 			}
 			return runPrime(cmd.Context(), f, cmd.OutOrStdout())
 		},
@@ -64,6 +74,7 @@ deregisters on SIGTERM or SIGINT. Its first line on stdout is
 	fl.StringVar(&f.load, "load", string(monitor.LoadRate), "what to report as load: rate, inflight, cpu or latency")
 	fl.StringVar(&f.mode, "monitor", "push", "monitor mode: push or pull")
 	fl.Float64Var(&f.weight, "weight", 0, "relative capacity (default 1)")
+	fl.BoolVar(&f.giop, "giop", false, "serve the Prime CORBA interface over GIOP/IIOP instead of HTTP")
 	return cmd
 }
 

@@ -64,7 +64,7 @@ enforced), 1 when it could not run, 2 on a usage error.`,
 	pf.StringVar(&f.out, "out", "", "output directory (default ./bench-results/<experiment>-<time>)")
 	pf.BoolVar(&f.quick, "quick", false, "the shortest run whose figures still mean something")
 	pf.BoolVar(&f.smoke, "smoke", false, "only prove that every configuration runs and writes valid output (seconds)")
-	pf.StringVar(&f.protocol, "protocol", bench.ProtocolHTTP, "protocol of the replicas and balancers (http)")
+	pf.StringVar(&f.protocol, "protocol", bench.ProtocolHTTP, "protocol of the replicas and balancers: http, or giop (overhead and effectiveness)")
 	pf.StringVar(&f.haproxy, "haproxy", "", "HAProxy executable (default: haproxy in PATH or /usr/sbin)")
 	pf.StringVar(&f.nginx, "nginx", "", "NGINX executable (default: nginx in PATH or /usr/sbin)")
 	pf.BoolVar(&f.profile, "profile", false, "have every fulcrum balancer write a CPU profile to logs/<name>.cpu.pprof (go tool pprof)")
@@ -109,8 +109,16 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 			case f.smoke:
 				o.Size = bench.Smoke
 			}
-			if o.Protocol != bench.ProtocolHTTP {
-				return usageErr(cmd, "--protocol %q: only %q is supported for now", o.Protocol, bench.ProtocolHTTP)
+			switch o.Protocol {
+			case bench.ProtocolHTTP:
+			case bench.ProtocolGIOP:
+				for _, exp := range exps {
+					if !bench.RunsOverGIOP(exp.Name()) {
+						return usageErr(cmd, "--protocol %q: experiment %s runs over %q only; over GIOP: %s", o.Protocol, exp.Name(), bench.ProtocolHTTP, strings.Join(bench.GIOPExperiments, ", "))
+					}
+				}
+			default:
+				return usageErr(cmd, "--protocol %q: must be %q or %q", o.Protocol, bench.ProtocolHTTP, bench.ProtocolGIOP)
 			}
 			for _, exp := range exps {
 				if c, ok := exp.(bench.Checker); ok {
