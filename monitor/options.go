@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -55,7 +56,8 @@ type Options struct {
 	// Group is the group the replica joins.
 	Group string
 	// Address is the replica's public base URL, the one clients are
-	// redirected to, e.g. "http://10.0.0.5:9001".
+	// redirected to, e.g. "http://10.0.0.5:9001"; for a GIOP replica, its
+	// object reference ("IOR:..." or "corbaloc:iiop:...").
 	Address string
 	// Token is the replica's token when it was registered out of band (by
 	// an operator, with fulcrum ctl). With a Token the monitor does not
@@ -66,7 +68,8 @@ type Options struct {
 	// when the balancer's admin API needs none.
 	JoinToken string
 	// FrontDoor is the group's public front door URL that rebind redirects
-	// point to. Default: the front_door the balancer answers the
+	// point to (for a GIOP group, its reference: "corbaloc:iiop:..." or
+	// "IOR:..."). Default: the front_door the balancer answers the
 	// registration with. Needed with Token, since then nothing registers.
 	FrontDoor string
 	// Weight is the replica's relative capacity; 0 lets the balancer apply
@@ -134,12 +137,12 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if o.Address != "" {
-		if err := checkBaseURL(o.Address); err != nil {
+		if err := checkAddress(o.Address); err != nil {
 			return o, invalid("Address", "%q: %v", o.Address, err)
 		}
 	}
 	if o.FrontDoor != "" {
-		if err := checkBaseURL(o.FrontDoor); err != nil {
+		if err := checkAddress(o.FrontDoor); err != nil {
 			return o, invalid("FrontDoor", "%q: %v", o.FrontDoor, err)
 		}
 	}
@@ -161,6 +164,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Mode == protocol.MonitorPull {
 		if o.PullURL == "" && o.Address != "" {
+			if isObjectReference(o.Address) {
+				return o, invalid("PullURL", "is required in pull mode when Address is an object reference")
+			}
 			o.PullURL = strings.TrimRight(o.Address, "/") + DefaultPullPath
 		}
 		if o.PullURL != "" {
@@ -201,6 +207,28 @@ func (o Options) withDefaults() (Options, error) {
 		o.Clock = systemClock{}
 	}
 	return o, nil
+}
+
+// checkAddress accepts what clients reach a replica or a front door by: an
+// absolute http(s) URL without query or fragment, or, for GIOP, an object
+// reference ("IOR:..." or "corbaloc:iiop:...").
+func checkAddress(s string) error {
+	if isObjectReference(s) {
+		_, err := ior.Parse(s)
+		return err
+	}
+	return checkBaseURL(s)
+}
+
+// isObjectReference reports whether s is written as a CORBA object
+// reference rather than a URL.
+func isObjectReference(s string) bool {
+	for _, p := range []string{"IOR:", "corbaloc:"} {
+		if len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkBaseURL accepts an absolute http(s) URL without query or fragment.
