@@ -40,6 +40,9 @@ type procSpec struct {
 	// firstLine, when set, receives the first line of standard output;
 	// the rest goes to the log.
 	firstLine chan<- string
+	// wrap, when set, rewrites the command before it starts (a testbed
+	// replica's Wrap: its network namespace and cgroup).
+	wrap func(*exec.Cmd) error
 }
 
 // start starts a process and tracks it for Close. s.name must be unique
@@ -55,6 +58,11 @@ func (e *Env) start(s procSpec) (*Proc, error) {
 	fmt.Fprintf(logFile, "# %s %s\n", s.path, strings.Join(s.args, " "))
 	cmd := exec.Command(s.path, s.args...)
 	cmd.Dir = s.dir
+	if s.wrap != nil {
+		if err := s.wrap(cmd); err != nil {
+			return nil, fmt.Errorf("bench: starting %s: %w", name, err)
+		}
+	}
 	cmd.Stderr = logFile
 	cmd.Stdout = logFile
 	var pipeR *os.File
