@@ -39,7 +39,13 @@ re-registers and takes load.
 
 With a non-adaptive set-up, e.g. --strategy round-robin --binding
 per-session, it shows the lasting imbalance of seed 000 Fig. 15 instead, runs
-for --duration (default 60s) and exits 0.`,
+for --duration (default 60s) and exits 0.
+
+With --protocol giop the same experiment runs over CORBA GIOP, as in seed 000:
+the replicas serve the Prime interface (fulcrum backend prime --giop), and each
+client calls the group's corbaloc:iiop: reference with fulcrum's client ORB,
+is forwarded to a replica with LOCATION_FORWARD and calls it directly until a
+high advisory forwards it back to the front door.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -48,6 +54,9 @@ for --duration (default 60s) and exits 0.`,
 			}
 			if o.Rates, err = parseRates(rates); err != nil {
 				return exitCode(2, err)
+			}
+			if o.Protocol != "http" && o.Protocol != "giop" {
+				return exitCode(2, fmt.Errorf("--protocol: invalid value %q, must be http or giop", o.Protocol))
 			}
 			o.Out = cmd.OutOrStdout()
 			if logs {
@@ -65,6 +74,7 @@ for --duration (default 60s) and exits 0.`,
 	fl.StringVar(&rates, "rates", "100,100,100,100,50,50,50,50", "clients' call rates in calls/s, comma-separated, started in this order")
 	fl.StringVar(&o.Strategy, "strategy", "least-loaded", "strategy of the group")
 	fl.StringVar(&o.Binding, "binding", "on-demand", "binding mode: on-demand, per-session or per-request")
+	fl.StringVar(&o.Protocol, "protocol", "http", "protocol of the group: http, or giop (Go Prime servants over GIOP, clients with fulcrum's client ORB)")
 	fl.DurationVar(&o.Duration, "duration", 0, "deadline for equilibrium (on-demand, default 120s) or run time (otherwise, default 60s)")
 	fl.BoolVar(&logs, "logs", false, "show the balancer's and replicas' logs on stderr")
 	return cmd

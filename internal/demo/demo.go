@@ -35,6 +35,11 @@ type Options struct {
 	Rates []float64
 	// Strategy and Binding of the group (default least-loaded, on-demand).
 	Strategy, Binding string
+	// Protocol is the group's protocol: http (default: replicas serve
+	// GET /prime/{n}, clients use fulcrum's client library) or giop (Go
+	// Prime servants over GIOP, clients with fulcrum's client ORB calling
+	// the group's corbaloc reference; see giop.go).
+	Protocol string
 	// Duration bounds the run: the deadline for equilibrium in adaptive
 	// mode (default 120s), the run time with a non-adaptive strategy or
 	// per-session binding (default 60s).
@@ -65,6 +70,12 @@ func (o *Options) defaults() error {
 	}
 	if o.Binding == "" {
 		o.Binding = registry.OnDemand
+	}
+	if o.Protocol == "" {
+		o.Protocol = registry.ProtocolHTTP
+	}
+	if o.Protocol != registry.ProtocolHTTP && o.Protocol != registry.ProtocolGIOP {
+		return &protocol.FieldError{Field: "--protocol", Value: o.Protocol, Allowed: "must be http or giop"}
 	}
 	if o.Window == 0 {
 		o.Window = 10 * time.Second
@@ -129,9 +140,10 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer stop()
-	fmt.Fprintf(o.Out, "balancer: admin %s, front door %s (group prime, %s, %s)\n", adminURL, frontDoor, o.Binding, o.Strategy)
+	fmt.Fprintf(o.Out, "balancer: admin %s, front door %s (group prime, %s, %s, %s)\n", adminURL, frontDoor, o.Protocol, o.Binding, o.Strategy)
 
 	fleet := newFleet(o.Executable, adminURL, o.Out, o.Log)
+	fleet.giop = o.Protocol == registry.ProtocolGIOP
 	defer fleet.stopAll()
 	for i := 0; i < o.Replicas; i++ {
 		if err := fleet.start(ctx, i); err != nil {
@@ -157,7 +169,15 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	tally := newTally()
-	clients := startClients(ctx, frontDoor, o.Rates, tally)
+	var clients *clientSet
+	if o.Protocol == registry.ProtocolGIOP {
+		clients = startGIOPClients(ctx, frontDoor, o.Rates, tally, newReplicaNames(bal))
+		if o.Binding == registry.PerRequest {
+			go sampleProxied(ctx, bal, tally)
+		}
+	} else {
+		clients = startClients(ctx, frontDoor, o.Rates, tally)
+	}
 	defer clients.stop()
 
 	return watch(ctx, o, ids, tally, fleet, band)
@@ -190,19 +210,33 @@ func startBalancer(dir string, o Options, log *slog.Logger) (*balancer.Balancer,
 		_ = srv.Shutdown(ctx)
 		st.Close()
 	}
+	health := registry.Health{Path: "/healthz", Interval: protocol.Duration(time.Second), Timeout: protocol.Duration(500 * time.Millisecond)}
+	if o.Protocol == registry.ProtocolGIOP {
+		health.Path = "" // GIOP replicas are probed with a LocateRequest
+	}
 	gs, _, err := b.PutGroup(registry.Group{
 		Name:           "prime",
+		Protocol:       o.Protocol,
 		FrontDoor:      "127.0.0.1:0",
 		Binding:        o.Binding,
 		Strategy:       o.Strategy,
 		ReportInterval: protocol.Duration(500 * time.Millisecond),
-		Health:         registry.Health{Path: "/healthz", Interval: protocol.Duration(time.Second), Timeout: protocol.Duration(500 * time.Millisecond)},
+		Health:         health,
 	})
 	if err != nil {
 		stop()
 		return nil, "", "", nil, err
 	}
-	return b, adminURL, gs.Advertise, stop, nil
+	frontDoor := gs.Advertise
+	if o.Protocol == registry.ProtocolGIOP {
+		loc, err := registry.GroupCorbaloc(gs.Advertise, gs.Name)
+		if err != nil {
+			stop()
+			return nil, "", "", nil, err
+		}
+		frontDoor = loc.String()
+	}
+	return b, adminURL, frontDoor, stop, nil
 }
 
 // waitRegistered waits until n replicas have registered and reported, and

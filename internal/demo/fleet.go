@@ -17,6 +17,9 @@ import (
 type fleet struct {
 	exe, admin string
 	out, log   io.Writer
+	// giop runs Go Prime servants over GIOP (backend prime --giop),
+	// whose addresses are their IORs.
+	giop bool
 
 	mu      sync.Mutex
 	procs   map[int]*exec.Cmd
@@ -36,10 +39,14 @@ func (f *fleet) start(ctx context.Context, i int) error {
 	f.mu.Lock()
 	listen := "127.0.0.1:0"
 	if a, ok := f.addrs[i]; ok {
-		listen = strings.TrimPrefix(a, "http://")
+		listen = listenAddr(a)
 	}
 	f.mu.Unlock()
-	cmd := exec.Command(f.exe, "backend", "prime", "--listen", listen, "--register", f.admin, "--group", "prime")
+	args := []string{"backend", "prime", "--listen", listen, "--register", f.admin, "--group", "prime"}
+	if f.giop {
+		args = append(args, "--giop")
+	}
+	cmd := exec.Command(f.exe, args...)
 	cmd.Stderr = f.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
