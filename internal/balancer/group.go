@@ -2,9 +2,7 @@ package balancer
 
 import (
 	"context"
-	"errors"
 	"net"
-	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -12,7 +10,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpfd"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -40,7 +38,7 @@ type group struct {
 	snap atomic.Pointer[frontdoor.Snapshot]
 
 	// front door and loops; guarded by mu.
-	fd       *httpfd.Server
+	fd       frontDoorServer
 	ln       net.Listener
 	listenOn string
 	loopStop chan struct{}
@@ -59,6 +57,8 @@ type member struct {
 	live     *strategy.Live
 	counters *frontdoor.Counters
 	url      *url.URL
+	// ref is the address parsed as an object reference (GIOP groups).
+	ref *ior.IOR
 
 	// removing is set by DELETE: drain, then remove.
 	removing  bool
@@ -111,8 +111,8 @@ func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
 // addMemberLocked adds a member from its record. Caller holds g.mu (or g is
 // not yet shared).
 func (g *group) addMemberLocked(rec registry.Replica) *member {
-	u, _ := url.Parse(rec.Address)
-	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters), url: u}
+	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters)}
+	g.parseAddressLocked(m)
 	g.members[rec.ID] = m
 	g.order = append(g.order, m)
 	return m
@@ -160,7 +160,9 @@ func (g *group) publishLocked() {
 		Members:     make(map[string]*frontdoor.Member, len(g.order)),
 		MaxInflight: g.spec.MaxInflight,
 		Timeouts:    g.spec.Timeouts,
+		GIOP:        g.spec.GIOP,
 	}
+	typeID := g.typeIDLocked()
 	var eligible []*strategy.Replica
 	for _, m := range g.order {
 		rep := &strategy.Replica{ID: m.rec.ID, Address: m.rec.Address, Weight: m.rec.Weight, Metrics: strategy.NoMetrics, Live: m.live}
@@ -170,7 +172,7 @@ func (g *group) publishLocked() {
 			rep.Metrics = metricsOf(v.Metrics)
 			rep.Clients = len(v.Clients)
 		}
-		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, State: m.stateLocked(), Counters: m.counters}
+		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: m.stateLocked(), Counters: m.counters}
 		snap.Members[m.rec.ID] = fm
 		if fm.State == registry.StateActive {
 			rep.Index = len(eligible)
@@ -298,14 +300,14 @@ func (g *group) startFrontDoorLocked() error {
 	}
 	g.ln = ln
 	g.listenOn = g.spec.FrontDoor
-	g.fd = httpfd.New(g, httpfd.Options{Logger: g.b.log.With("group", g.name), AccessLog: g.b.opts.AccessLog})
+	g.fd = g.newFrontDoorLocked()
 	fd := g.fd
 	go func() {
-		if err := fd.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := fd.Serve(ln); err != nil && !serverClosed(err) {
 			g.b.log.Error("front door stopped", "group", g.name, "err", err)
 		}
 	}()
-	g.b.log.Info("front door listening", "group", g.name, "addr", ln.Addr().String(), "binding", g.spec.Binding)
+	g.b.log.Info("front door listening", "group", g.name, "protocol", g.spec.Protocol, "addr", ln.Addr().String(), "binding", g.spec.Binding)
 	return nil
 }
 
@@ -358,19 +360,35 @@ func (g *group) update(gs registry.Group) error {
 		return err
 	}
 	g.mu.Lock()
-	var oldFD *httpfd.Server
-	if g.running && gs.FrontDoor != g.listenOn {
-		old, oldLn, oldAddr := g.fd, g.ln, g.listenOn
-		g.spec.FrontDoor = gs.FrontDoor
+	protoChanged := gs.Protocol != g.spec.Protocol
+	var oldFD frontDoorServer
+	if g.running && (gs.FrontDoor != g.listenOn || gs.Protocol != g.spec.Protocol) {
+		old, oldLn, oldAddr, oldProto := g.fd, g.ln, g.listenOn, g.spec.Protocol
+		sameAddr := gs.FrontDoor == g.listenOn
+		if sameAddr {
+			// Same address, new protocol: the old listener must go first.
+			_ = old.Close()
+		}
+		g.spec.FrontDoor, g.spec.Protocol = gs.FrontDoor, gs.Protocol
 		if err := g.startFrontDoorLocked(); err != nil {
-			g.fd, g.ln, g.listenOn, g.spec.FrontDoor = old, oldLn, oldAddr, oldAddr
+			g.fd, g.ln, g.listenOn, g.spec.FrontDoor, g.spec.Protocol = old, oldLn, oldAddr, oldAddr, oldProto
+			if sameAddr && g.startFrontDoorLocked() != nil {
+				g.fd, g.ln = nil, nil
+			}
 			g.mu.Unlock()
 			return err
 		}
-		oldFD = old
+		if !sameAddr {
+			oldFD = old
+		}
 	}
 	prevInterval := g.spec.ReportInterval
 	g.spec = gs
+	if protoChanged {
+		for _, m := range g.order {
+			g.parseAddressLocked(m)
+		}
+	}
 	g.fromConfig.Store(gs.Source == registry.SourceConfig)
 	g.strat = s
 	g.stopProbesLocked() // probe.go: the new strategy probes afresh

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/health"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // groupHealth connects a group to the health state machines: active probes
@@ -29,16 +30,36 @@ type groupHealth struct {
 	// rebuilt on membership changes and swapped atomically.
 	suspect atomic.Pointer[map[string]*atomic.Bool]
 
-	prober   *health.Prober
-	stopProb context.CancelFunc
-	probDone chan struct{}
-	running  bool
+	prober *health.Prober
+	// proberProto is the protocol the prober was made for: GIOP groups
+	// probe with a LocateRequest (giopProbe), others with HTTP GETs.
+	proberProto string
+	stopProb    context.CancelFunc
+	probDone    chan struct{}
+	running     bool
 }
 
 func newGroupHealth(g *group) *groupHealth {
 	h := &groupHealth{g: g, passive: health.NewPassive(g.spec.Health.Passive)}
-	h.prober = health.NewProber(g.spec.Health, h.onProbe, health.ProberOptions{Logger: g.b.log.With("group", g.name), OnResult: h.onProbeResult})
+	h.newProberLocked()
 	return h
+}
+
+// newProberLocked makes the prober for the group's protocol.
+func (h *groupHealth) newProberLocked() {
+	g := h.g
+	opts := health.ProberOptions{Logger: g.b.log.With("group", g.name), OnResult: h.onProbeResult}
+	if g.spec.Protocol == registry.ProtocolGIOP {
+		opts.Probe = giopProbe
+	}
+	h.prober = health.NewProber(g.spec.Health, h.onProbe, opts)
+	h.proberProto = g.spec.Protocol
+}
+
+// probing tells whether the group's replicas are probed actively: GIOP
+// groups always are, others when they set a health path.
+func (h *groupHealth) probingLocked() bool {
+	return h.g.spec.Health.Path != "" || h.g.spec.Protocol == registry.ProtocolGIOP
 }
 
 // startLocked starts active probing if the group has a health path.
@@ -49,7 +70,7 @@ func (h *groupHealth) startLocked() {
 }
 
 func (h *groupHealth) startProberLocked() {
-	if h.stopProb != nil || h.g.spec.Health.Path == "" || !h.running {
+	if h.stopProb != nil || !h.probingLocked() || !h.running {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.g.b.ctx)
@@ -77,8 +98,19 @@ func (h *groupHealth) configureLocked() {
 	h.mu.Lock()
 	h.passive.SetConfig(h.g.spec.Health.Passive)
 	h.mu.Unlock()
+	if h.proberProto != h.g.spec.Protocol {
+		if h.stopProb != nil {
+			h.stopProb()
+			h.stopProb, h.probDone = nil, nil
+		}
+		for _, m := range h.g.order {
+			m.down = false
+		}
+		h.newProberLocked()
+		h.syncLocked()
+	}
 	h.prober.SetConfig(h.g.spec.Health)
-	if h.g.spec.Health.Path == "" && h.stopProb != nil {
+	if !h.probingLocked() && h.stopProb != nil {
 		h.stopProb()
 		h.stopProb, h.probDone = nil, nil
 		for _, m := range h.g.order {

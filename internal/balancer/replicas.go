@@ -2,7 +2,6 @@ package balancer
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
@@ -67,9 +66,7 @@ func (b *Balancer) Register(groupName string, reg protocol.Registration) (protoc
 		m = existing
 		m.rec = rec
 		m.removing = false
-		if u, err := url.Parse(rec.Address); err == nil {
-			m.url = u
-		}
+		g.parseAddressLocked(m)
 	} else {
 		m = g.addMemberLocked(rec)
 	}
@@ -85,7 +82,7 @@ func (b *Balancer) Register(groupName string, reg protocol.Registration) (protoc
 	out := protocol.Registered{
 		ID:             rec.ID,
 		Token:          token,
-		FrontDoor:      g.advertiseLocked(),
+		FrontDoor:      g.frontDoorURLLocked(),
 		ReportURL:      strings.TrimRight(b.opts.AdminURL, "/") + "/v1/report",
 		ReportInterval: g.spec.ReportInterval,
 	}

@@ -14,6 +14,9 @@ type GroupStatus struct {
 	registry.Group
 	// Listening is the address the front door is bound to.
 	Listening string `json:"listening,omitempty"`
+	// Reference is a GIOP group's object reference (corbaloc URL and
+	// IOR); absent for other protocols.
+	Reference *Reference `json:"reference,omitempty"`
 	// Replicas are all members with their loads and counters.
 	Replicas []ReplicaStatus `json:"replicas"`
 	// Warning is set when a change to a config-declared group will be
@@ -82,6 +85,7 @@ func (g *group) status() GroupStatus {
 	now := g.b.now()
 	st := GroupStatus{Group: g.spec, Replicas: []ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
 	st.Advertise = g.advertiseLocked()
+	st.Reference = g.referenceLocked()
 	if g.ln != nil {
 		st.Listening = g.ln.Addr().String()
 	}

@@ -242,7 +242,7 @@ func TestParseBad(t *testing.T) {
 	t.Parallel()
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
-	groupKeys := "name, protocol, front_door, advertise, binding, strategy, params, report_interval, health, timeouts, max_inflight, join_token, replicas"
+	groupKeys := "name, protocol, front_door, advertise, binding, strategy, params, report_interval, health, timeouts, max_inflight, giop, join_token, replicas"
 	topKeys := "admin, admin_token, join_token, data_dir, access_log, log_level, shutdown_timeout, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {
@@ -342,8 +342,12 @@ func TestParseBad(t *testing.T) {
 			`fulcrum.yaml:6: groups[0].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request`, false},
 		{"protocol", edit("protocol: http", "protocol: udp"), 4, "groups[0].protocol",
 			`fulcrum.yaml:4: groups[0].protocol: invalid value "udp", must be one of: http, giop, tcp`, false},
-		{"protocol not built", edit("protocol: http", "protocol: giop"), 4, "groups[0].protocol",
-			`fulcrum.yaml:4: groups[0].protocol: invalid value "giop", only http front doors are available in this build`, false},
+		{"protocol not built", edit("protocol: http", "protocol: tcp"), 4, "groups[0].protocol",
+			`fulcrum.yaml:4: groups[0].protocol: invalid value "tcp", only http and giop front doors are available in this build`, false},
+		{"giop group with a health path", edit("protocol: http", "protocol: giop"), 9, "groups[0].health.path",
+			`fulcrum.yaml:9: groups[0].health.path: invalid value "/healthz", must be empty for giop groups (they probe with a GIOP LocateRequest)`, false},
+		{"giop group with an http replica", strings.NewReplacer("protocol: http", "protocol: giop", "path: /healthz", `path: ""`).Replace(base), 11, "groups[0].replicas[0].address",
+			`fulcrum.yaml:11: groups[0].replicas[0].address: invalid value "http://127.0.0.1:9001", must be a stringified IOR (IOR:...) or a corbaloc:iiop: URL such as corbaloc:iiop:1.2@10.0.0.5:2809/key`, false},
 		{"strategy", edit("strategy: least-loaded", "strategy: fastest"), 7, "groups[0].strategy",
 			`fulcrum.yaml:7: groups[0].strategy: invalid value "fastest", must be one of: ` + strings.Join(strategy.Names(), ", "), false},
 		{"param out of range", edit("strategy: least-loaded", "strategy: least-loaded\n    params: {dampening: 1.5}"), 8, "groups[0].params.dampening",

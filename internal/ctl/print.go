@@ -26,9 +26,18 @@ func PrintGroups(w io.Writer, groups []balancer.GroupStatus) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "NAME\tPROTOCOL\tFRONT DOOR\tBINDING\tSTRATEGY\tREPLICAS\tSOURCE")
 	for _, g := range groups {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Protocol, dash(g.Advertise), g.Binding, g.Strategy, replicaCount(g.Replicas), dash(g.Source))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Protocol, dash(frontDoor(g)), g.Binding, g.Strategy, replicaCount(g.Replicas), dash(g.Source))
 	}
 	return tw.Flush()
+}
+
+// frontDoor is what clients use: a GIOP group's corbaloc reference, or the
+// advertise URL.
+func frontDoor(g balancer.GroupStatus) string {
+	if g.Reference != nil {
+		return g.Reference.Corbaloc
+	}
+	return g.Advertise
 }
 
 // replicaCount is "<active>/<total> active".
@@ -50,6 +59,10 @@ func PrintStatus(w io.Writer, g balancer.GroupStatus) error {
 	}
 	fmt.Fprintf(w, "group %s: %s, %s, strategy %s\n", g.Name, g.Protocol, g.Binding, g.Strategy)
 	fmt.Fprintf(w, "  front door   %s%s\n", dash(g.Advertise), listening)
+	if g.Reference != nil {
+		fmt.Fprintf(w, "  corbaloc     %s\n", g.Reference.Corbaloc)
+		fmt.Fprintf(w, "  ior          %s\n", g.Reference.IOR)
+	}
 	fmt.Fprintf(w, "  params       %s\n", formatParams(g.Params))
 	fmt.Fprintf(w, "  report every %s\n", g.ReportInterval)
 	if g.Warning != "" {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
@@ -40,6 +41,10 @@ type Member struct {
 	Address string
 	// URL is Address parsed (HTTP groups).
 	URL *url.URL
+	// IOR is Address parsed (GIOP groups): the reference clients are
+	// forwarded to, its type id kept (or the group's, for a replica
+	// registered by corbaloc URL).
+	IOR *ior.IOR
 	// State is the replica's state in this snapshot.
 	State string
 	// Counters are shared by all snapshots of the member.
@@ -73,6 +78,8 @@ type Snapshot struct {
 	MaxInflight int
 	// Timeouts bound the front door's connections.
 	Timeouts registry.Timeouts
+	// GIOP are the GIOP front door's settings (GIOP groups).
+	GIOP registry.GIOP
 	// Observer, when not nil, learns from finished proxied calls.
 	Observer strategy.Observer
 }

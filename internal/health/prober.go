@@ -45,6 +45,11 @@ type ProberOptions struct {
 	// OnResult, when not nil, gets every probe's outcome (e.g. to count it
 	// as a call with Group.Observe). Called from Round's goroutine.
 	OnResult func(id string, latency time.Duration, ok bool)
+	// Probe, when not nil, replaces the HTTP GET for protocols that have
+	// their own probe (a GIOP LocateRequest): it probes target within ctx
+	// (which carries the timeout) and reports success. Targets are then
+	// probed whatever the health path says.
+	Probe func(ctx context.Context, t Target) bool
 }
 
 // Prober probes replicas over HTTP and keeps an Active state for each: a
@@ -58,6 +63,7 @@ type Prober struct {
 	client   *http.Client
 	log      *slog.Logger
 	onResult func(string, time.Duration, bool)
+	probeFn  func(context.Context, Target) bool
 
 	mu      sync.Mutex
 	cfg     registry.Health
@@ -72,7 +78,7 @@ type target struct {
 // NewProber returns a prober with no targets. onChange must not be nil.
 func NewProber(cfg registry.Health, onChange func(replicaID, state string), opts ProberOptions) *Prober {
 	p := &Prober{onChange: onChange, client: opts.Client, log: opts.Logger, onResult: opts.OnResult,
-		targets: map[string]*target{}}
+		probeFn: opts.Probe, targets: map[string]*target{}}
 	if p.client == nil {
 		p.client = &http.Client{
 			Transport: &http.Transport{
@@ -175,7 +181,7 @@ func (p *Prober) Round(ctx context.Context) {
 		results = append(results, probeResult{id: id, url: t.url})
 	}
 	p.mu.Unlock()
-	if cfg.Path == "" || len(results) == 0 {
+	if (cfg.Path == "" && p.probeFn == nil) || len(results) == 0 {
 		return
 	}
 	sort.Slice(results, func(i, j int) bool { return results[i].id < results[j].id })
@@ -185,7 +191,13 @@ func (p *Prober) Round(ctx context.Context) {
 		wg.Go(func() {
 			r := &results[i]
 			start := time.Now()
-			r.ok = p.probe(ctx, r.url, cfg)
+			if p.probeFn != nil {
+				pctx, cancel := context.WithTimeout(ctx, cfg.Timeout.D())
+				r.ok = p.probeFn(pctx, Target{ID: r.id, URL: r.url})
+				cancel()
+			} else {
+				r.ok = p.probe(ctx, r.url, cfg)
+			}
 			r.latency = time.Since(start)
 		})
 	}

@@ -70,6 +70,8 @@ type Group struct {
 	// MaxInflight caps the calls the front door has in flight to one
 	// replica in per-request mode (0: no cap).
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
+	// GIOP configures the GIOP front door (protocol giop only; giop.go).
+	GIOP GIOP `json:"giop,omitzero" yaml:"giop,omitempty"`
 	// JoinToken lets replicas register without the admin token.
 	JoinToken string `json:"join_token,omitempty" yaml:"join_token,omitempty"`
 	// Replicas are static members.
@@ -86,9 +88,11 @@ type StaticReplica struct {
 }
 
 // Health configures a group's health checking. An empty Path disables
-// active probes.
+// active probes of HTTP groups; GIOP groups always probe, with a
+// LocateRequest for each replica's object key.
 type Health struct {
 	// Path is probed with GET (HTTP groups); empty disables active probes.
+	// GIOP groups must leave it empty.
 	Path string `json:"path,omitempty" yaml:"path,omitempty"`
 	// Interval between probes; default 1s.
 	Interval protocol.Duration `json:"interval,omitempty" yaml:"interval,omitempty"`
@@ -189,6 +193,9 @@ func (g Group) WithDefaults() Group {
 	if g.Advertise == "" && g.FrontDoor != "" {
 		g.Advertise = AdvertiseFor(g.Protocol, g.FrontDoor)
 	}
+	if g.Protocol == ProtocolGIOP {
+		g.GIOP.withDefaults()
+	}
 	return g
 }
 
@@ -227,8 +234,8 @@ func (g Group) Validate() error {
 	default:
 		return fe("protocol", g.Protocol, "must be one of: http, giop, tcp")
 	}
-	if g.Protocol != ProtocolHTTP {
-		return fe("protocol", g.Protocol, "only http front doors are available in this build")
+	if g.Protocol == ProtocolTCP {
+		return fe("protocol", g.Protocol, "only http and giop front doors are available in this build")
 	}
 	if err := validHostPort(g.FrontDoor); err != nil {
 		return fe("front_door", g.FrontDoor, "must be host:port with a port in 0-65535, 0 meaning any free port ("+err.Error()+")")
@@ -253,7 +260,13 @@ func (g Group) Validate() error {
 	if g.Advertise != "" && g.Protocol == ProtocolHTTP && !strings.HasPrefix(g.Advertise, "http://") && !strings.HasPrefix(g.Advertise, "https://") {
 		return fe("advertise", g.Advertise, "must be an http:// or https:// URL")
 	}
+	if err := g.validateGIOP(); err != nil {
+		return err
+	}
 	h := g.Health
+	if h.Path != "" && g.Protocol == ProtocolGIOP {
+		return fe("health.path", h.Path, "must be empty for giop groups (they probe with a GIOP LocateRequest)")
+	}
 	if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
 		return fe("health.path", h.Path, "must start with '/'")
 	}

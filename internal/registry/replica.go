@@ -63,6 +63,9 @@ func ValidateAddress(proto, addr string) error {
 		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			return errors.New("must be a base URL without user info, query or fragment")
 		}
+	case ProtocolGIOP:
+		_, err := ParseGIOPAddress(addr)
+		return err
 	default:
 		if err := validHostPort(addr); err != nil {
 			return fmt.Errorf("must be host:port (%v)", err)
@@ -72,8 +75,12 @@ func ValidateAddress(proto, addr string) error {
 }
 
 // NormalizeAddress is the form addresses are compared in: lower-case
-// scheme and host, no trailing slash.
+// scheme and host, no trailing slash; for GIOP references (IOR: and
+// corbaloc:) the endpoint and object key of the first IIOP profile.
 func NormalizeAddress(addr string) string {
+	if n, ok := normalizeGIOPAddress(addr); ok {
+		return n
+	}
 	u, err := url.Parse(addr)
 	if err != nil || u.Host == "" {
 		return strings.ToLower(addr)

@@ -1,0 +1,128 @@
+package balancer
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopfd"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpfd"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/internal/health"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+)
+
+// frontDoorServer is what a group needs of its front door, whatever the
+// protocol: serve a listener until shut down.
+type frontDoorServer interface {
+	// Serve accepts connections on ln until Shutdown or Close; it then
+	// returns an error for which serverClosed is true.
+	Serve(ln net.Listener) error
+	// Shutdown stops accepting and finishes calls in flight, bounded by
+	// ctx.
+	Shutdown(ctx context.Context) error
+	// Close closes everything at once.
+	Close() error
+}
+
+// newFrontDoorLocked builds the front door of the group's protocol. Caller
+// holds g.mu.
+func (g *group) newFrontDoorLocked() frontDoorServer {
+	log := g.b.log.With("group", g.name)
+	if g.spec.Protocol == registry.ProtocolGIOP {
+		return giopfd.New(g, giopfd.Options{Logger: log})
+	}
+	return httpfd.New(g, httpfd.Options{Logger: log, AccessLog: g.b.opts.AccessLog})
+}
+
+// serverClosed tells the error Serve returns after Shutdown or Close.
+func serverClosed(err error) bool {
+	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopfd.ErrServerClosed)
+}
+
+// Reference is a GIOP group's object reference, both ways clients take it.
+type Reference struct {
+	// Corbaloc is "corbaloc:iiop:<host>:<port>/<group>".
+	Corbaloc string `json:"corbaloc"`
+	// IOR is the same reference stringified, typed with the group's
+	// replicas' repository id.
+	IOR string `json:"ior"`
+}
+
+// referenceLocked is the group's object reference (GIOP groups; nil for
+// others, or when the advertise URL cannot make one). Caller holds g.mu.
+func (g *group) referenceLocked() *Reference {
+	if g.spec.Protocol != registry.ProtocolGIOP {
+		return nil
+	}
+	c, err := registry.GroupCorbaloc(g.advertiseLocked(), g.name)
+	if err != nil {
+		return nil
+	}
+	return &Reference{Corbaloc: c.String(), IOR: c.IOR(g.typeIDLocked()).String()}
+}
+
+// frontDoorURLLocked is what monitors are told the front door is: the
+// advertise URL, or for GIOP groups the group's corbaloc reference (which
+// a GIOP side-car forwards clients back to). Caller holds g.mu.
+func (g *group) frontDoorURLLocked() string {
+	if ref := g.referenceLocked(); ref != nil {
+		return ref.Corbaloc
+	}
+	return g.advertiseLocked()
+}
+
+// typeIDLocked is the repository id of the group's replicas: the first one
+// registered with a typed IOR, else CORBA::Object. Caller holds g.mu.
+func (g *group) typeIDLocked() string {
+	for _, m := range g.order {
+		if m.ref != nil && m.ref.TypeID != "" {
+			return m.ref.TypeID
+		}
+	}
+	return registry.CORBAObjectTypeID
+}
+
+// parseAddressLocked sets what the front door needs parsed from m's
+// address: its URL (HTTP) or its IOR (GIOP). Caller holds g.mu (or m is
+// not yet shared).
+func (g *group) parseAddressLocked(m *member) {
+	m.url, m.ref = nil, nil
+	if g.spec.Protocol == registry.ProtocolGIOP {
+		if ref, err := registry.ParseGIOPAddress(m.rec.Address); err == nil {
+			m.ref = &ref
+		}
+		return
+	}
+	if u, err := url.Parse(m.rec.Address); err == nil {
+		m.url = u
+	}
+}
+
+// forwardIORLocked is the reference clients are forwarded to for m: its
+// registered IOR, typed with the group's type id when it came without one
+// (a corbaloc URL). Caller holds g.mu.
+func (g *group) forwardIORLocked(m *member, typeID string) *ior.IOR {
+	if m.ref == nil || m.ref.TypeID != "" {
+		return m.ref
+	}
+	typed := *m.ref
+	typed.TypeID = typeID
+	return &typed
+}
+
+// giopProbe is a GIOP replica's active health probe: a LocateRequest for
+// its object key on a fresh connection, which must be answered
+// OBJECT_HERE or OBJECT_FORWARD within the probe's timeout. A LocateRequest
+// rather than a bare TCP connect, so that a replica whose ORB accepts
+// connections but no longer serves the object (or nothing at all) is taken
+// out; every ORB answers LocateRequests without running application code.
+func giopProbe(ctx context.Context, t health.Target) bool {
+	ref, err := registry.ParseGIOPAddress(t.URL)
+	if err != nil {
+		return false
+	}
+	return giopfd.Locate(ctx, ref) == nil
+}
