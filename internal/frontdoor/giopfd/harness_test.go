@@ -358,3 +358,20 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond) // polling a condition, not standing in for synchronisation
 	}
 }
+
+// giopRef is a group's own IOR from its status.
+func giopRef(st balancer.GroupStatus) (ior.IOR, error) {
+	if st.Reference == nil {
+		return ior.IOR{}, errors.New("no reference")
+	}
+	return ior.Parse(st.Reference.IOR)
+}
+
+// setSize writes message_size into a raw message's header.
+func setSize(b []byte, n int) {
+	order := binary.ByteOrder(binary.BigEndian)
+	if b[6]&1 != 0 {
+		order = binary.LittleEndian
+	}
+	order.PutUint32(b[8:12], uint32(n))
+}
