@@ -1,0 +1,61 @@
+//go:build linux
+
+package e2e
+
+import (
+	"math"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/internal/testbed"
+)
+
+// TestBenchRemotingSmoke runs "fulcrum bench remoting --smoke": two
+// replicas on the testbed, every strategy at two utilisations; every call
+// is answered and every row has its figures and its reduction.
+func TestBenchRemotingSmoke(t *testing.T) {
+	if err := testbed.Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the testbed is required (CI=true): %v", err)
+		}
+		t.Skipf("no testbed here: %v", err)
+	}
+	t.Parallel()
+	res, _ := runBench(t, "remoting", "remoting.csv", "remoting-latency-2.png", "remoting-reduction.png")
+	strategies := []string{"ett", "least-loaded", "least-connections", "round-robin", "random"}
+	seen := map[float64][]string{}
+	for _, row := range res.Rows {
+		what := func() string { return "row " + row["strategy"].(string) }
+		if row["replicas"] != 2.0 {
+			t.Errorf("%s: replicas %v, want 2 (--smoke)", what(), row["replicas"])
+		}
+		u, _ := row["utilization"].(float64)
+		seen[u] = append(seen[u], row["strategy"].(string))
+		// Two clients per replica, 15 calls each.
+		if row["calls"] != 60.0 || row["errors"] != 0.0 || row["clients"] != 4.0 {
+			t.Errorf("%s at %v: calls %v, errors %v, clients %v; want 60, 0, 4", what(), u, row["calls"], row["errors"], row["clients"])
+		}
+		for _, k := range []string{"gap_ms", "offered_rps", "latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "throughput_rps"} {
+			if v, ok := row[k].(float64); !ok || !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s at %v: %s = %v, want a positive number", what(), u, k, row[k])
+			}
+		}
+		red, ok := row["reduction_vs_random"].(float64)
+		switch {
+		case !ok || red >= 1:
+			t.Errorf("%s at %v: reduction_vs_random = %v, want a number below 1", what(), u, row["reduction_vs_random"])
+		case row["strategy"] == "random" && red != 0:
+			t.Errorf("random's reduction against itself is %v", red)
+		}
+	}
+	for _, u := range []float64{0.5, 0.9} {
+		got := slices.Clone(seen[u])
+		slices.Sort(got)
+		want := slices.Clone(strategies)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("strategies at %v: %v, want %v", u, seen[u], strategies)
+		}
+	}
+}

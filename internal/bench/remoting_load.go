@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// The remoting load (seed 004 §V): each client calls getPrimeCount(X),
+// here GET /count/{X}, with X = ⌊−ln(U)·xMean⌋ and exponential gaps
+// ⌊−ln(U)·gapMean⌋ between its calls, as the paper's
+// floor(−log(rand(0,1))·multiplier) draws both.
+
+// remotingCall is one call of a client's sample: its X and the gap
+// before it.
+type remotingCall struct {
+	X   int
+	Gap time.Duration
+}
+
+// remotingSample draws a client's calls: n (X, gap) pairs from a source
+// seeded with seed, so that every strategy is measured on the same
+// sample (the paper reused its three X–Y samples for every mechanism).
+func remotingSample(seed uint64, n int, xMean float64, gapMean time.Duration) []remotingCall {
+	rng := rand.New(rand.NewPCG(seed, 0x72656d6f74696e67)) // "remoting"
+	calls := make([]remotingCall, n)
+	for i := range calls {
+		calls[i] = remotingCall{
+			X:   int(math.Floor(expDraw(rng) * xMean)),
+			Gap: time.Duration(math.Floor(expDraw(rng) * float64(gapMean))),
+		}
+	}
+	return calls
+}
+
+// expDraw is −ln(U), U uniform in (0, 1]: an exponential draw of mean 1.
+func expDraw(rng *rand.Rand) float64 { return -math.Log(1 - rng.Float64()) }
+
+// remotingResult is what one sample measured.
+type remotingResult struct {
+	// Rec holds the latencies of the answered calls, from their intended
+	// send times.
+	Rec *stats.Recorder
+	// Errors counts the calls without an answer; FirstError is one.
+	Errors     int64
+	FirstError string
+	// SendLag is how late calls were sent after their intended time.
+	SendLag *stats.Recorder
+	// Elapsed is from the start to the last answer.
+	Elapsed time.Duration
+}
+
+const (
+	// remotingMaxInflight bounds the calls one sample keeps open, so that
+	// a stalled group cannot exhaust the machine's sockets; a call that
+	// finds no slot waits for one, its latency still counted from its
+	// intended send time.
+	remotingMaxInflight = 2048
+	// remotingCallTimeout fails a call with no answer.
+	remotingCallTimeout = 30 * time.Second
+)
+
+// remotingHTTP returns the client of a sample: keep-alive connections,
+// as many per host as calls in flight.
+func remotingHTTP() (*http.Client, func()) {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        remotingMaxInflight,
+		MaxIdleConnsPerHost: remotingMaxInflight,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &http.Client{Transport: tr, Timeout: remotingCallTimeout}, tr.CloseIdleConnections
+}
+
+// callCount makes one GET /count/{x} call to base and reads the answer.
+// The Fulcrum-Cost header gives the call's CPU cost as x (the sieve's
+// work is proportional to it), for cost-aware strategies (ett).
+func callCount(ctx context.Context, hc *http.Client, base string, x int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/count/"+strconv.Itoa(x), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(protocol.HeaderCost, "cpu="+strconv.Itoa(x))
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %s", resp.Status)
+	}
+	return nil
+}
+
+// runRemotingSample runs one sample: every client sends its calls to
+// base open-loop — call i at start + the sum of the gaps up to i, whether
+// or not the earlier ones were answered — and the sample ends when every
+// call is over. Latencies count from the intended send time, so that a
+// slow answer cannot hide the calls it delayed.
+func runRemotingSample(ctx context.Context, hc *http.Client, base string, clients [][]remotingCall, start time.Time) remotingResult {
+	res := remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}
+	var mu sync.Mutex
+	slots := make(chan struct{}, remotingMaxInflight)
+	var calls sync.WaitGroup
+	var senders sync.WaitGroup
+	for _, sample := range clients {
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			timer := time.NewTimer(time.Hour)
+			defer timer.Stop()
+			at := start
+			for _, c := range sample {
+				at = at.Add(c.Gap)
+				if wait := time.Until(at); wait > 0 {
+					timer.Reset(wait)
+					select {
+					case <-ctx.Done():
+						return
+					case <-timer.C:
+					}
+				}
+				select {
+				case slots <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+				intended := at
+				mu.Lock()
+				res.SendLag.Record(time.Since(intended))
+				mu.Unlock()
+				calls.Add(1)
+				go func() {
+					defer calls.Done()
+					defer func() { <-slots }()
+					err := callCount(ctx, hc, base, c.X)
+					d := time.Since(intended)
+					if ctx.Err() != nil {
+						return // cancelled: not a measurement
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						res.Errors++
+						if res.FirstError == "" {
+							res.FirstError = err.Error()
+						}
+						return
+					}
+					res.Rec.Record(d)
+				}()
+			}
+		}()
+	}
+	senders.Wait()
+	calls.Wait()
+	res.Elapsed = time.Since(start)
+	return res
+}
+
+// measureCapacity saturates the replicas directly (no balancer):
+// callersPer closed-loop callers per replica, each calling with the
+// sample's X distribution for d, and returns the calls completed per
+// second by all of them (the group's capacity) and the number of
+// failures.
+func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean float64, d time.Duration) (float64, int64, error) {
+	hc, closeIdle := remotingHTTP()
+	defer closeIdle()
+	var done, failed int64
+	var mu sync.Mutex
+	var firstErr error
+	end := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, base := range bases {
+		for j := range callersPer {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(i), uint64(j)))
+				var n, f int64
+				for time.Now().Before(end) && ctx.Err() == nil {
+					if err := callCount(ctx, hc, base, int(expDraw(rng)*xMean)); err != nil {
+						f++
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = err
+						}
+						mu.Unlock()
+						continue
+					}
+					n++
+				}
+				mu.Lock()
+				done += n
+				failed += f
+				mu.Unlock()
+			}()
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, failed, err
+	}
+	if done == 0 {
+		return 0, failed, fmt.Errorf("bench: remoting: no call answered while measuring capacity (%v)", firstErr)
+	}
+	return float64(done) / time.Since(start).Seconds(), failed, nil
+}
+
+// measureServiceTime makes n calls one after another to base and returns
+// their mean latency: the service time of a lone call.
+func measureServiceTime(ctx context.Context, base string, n int, xMean float64) (time.Duration, error) {
+	hc, closeIdle := remotingHTTP()
+	defer closeIdle()
+	rng := rand.New(rand.NewPCG(1, 2))
+	rec := stats.NewRecorder()
+	for range n {
+		t0 := time.Now()
+		if err := callCount(ctx, hc, base, int(expDraw(rng)*xMean)); err != nil {
+			return 0, fmt.Errorf("bench: remoting: measuring the service time: %w", err)
+		}
+		rec.Record(time.Since(t0))
+	}
+	return time.Duration(rec.Summary().Mean * float64(time.Microsecond)), nil
+}

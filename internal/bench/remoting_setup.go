@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/testbed"
+)
+
+// remotingCluster is one group size's set-up: the testbed with its
+// replicas (each running "fulcrum backend prime" in its namespace and
+// cgroup, registered with the balancer and reporting its CPU load), and
+// the balancer with one per-request group.
+type remotingCluster struct {
+	tb        *testbed.Testbed
+	bal       *Balancer
+	procs     []*Proc
+	bases     []string // the replicas' base URLs
+	frontDoor string
+}
+
+// remotingReplicaPort is the port each replica listens on, in its own
+// namespace.
+const remotingReplicaPort = "8080"
+
+// startCluster makes a testbed of n replicas sharing x.CPU cores
+// equally, starts the balancer with its admin API on the first replica's
+// gateway (an address of the root namespace every replica reaches), and
+// starts the replicas, which register themselves and report their CPU
+// load every x.ReportInterval.
+func (x *Remoting) startCluster(ctx context.Context, env *Env, n int) (*remotingCluster, error) {
+	tb, err := testbed.New(testbed.Options{})
+	if err != nil {
+		return nil, err
+	}
+	cl := &remotingCluster{tb: tb}
+	if err := x.fillCluster(ctx, env, cl, n); err != nil {
+		cl.close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// fillCluster adds the replicas and the balancer to cl.
+func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluster, n int) error {
+	tb := cl.tb
+	var reps []*testbed.Replica
+	for range n {
+		r, err := tb.AddReplica(testbed.ReplicaSpec{CPU: x.CPU / float64(n)})
+		if err != nil {
+			return err
+		}
+		reps = append(reps, r)
+	}
+	var err error
+	cl.bal, err = env.startBalancerAt(ctx, reps[0].Gateway().String(), GroupSpec{
+		Name: remotingGroup, Binding: "per-request", Strategy: x.Strategies[0], ReportInterval: x.ReportInterval,
+	})
+	if err != nil {
+		return err
+	}
+	cl.procs = append(cl.procs, cl.bal.Proc)
+	for i, r := range reps {
+		listen := net.JoinHostPort(r.Addr().String(), remotingReplicaPort)
+		args := []string{"backend", "prime", "--listen", listen,
+			"--register", cl.bal.Admin, "--group", remotingGroup, "--load", "cpu"}
+		lines := make(chan string, 1)
+		p, err := env.start(procSpec{name: env.uniqueName(fmt.Sprintf("replica-%d-of-%d", i+1, n)), path: env.Binary, args: args, firstLine: lines, wrap: r.Wrap})
+		if err != nil {
+			return err
+		}
+		cl.procs = append(cl.procs, p)
+		url, err := waitLine(ctx, p, lines, "listening on ", 20*time.Second)
+		if err != nil {
+			return err
+		}
+		if err := waitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
+			return err
+		}
+		env.Logf("replica %s: %s in %s (%.3g cores), pid %d", p.Name, url, r.Name(), r.CPU(), p.Pid())
+		cl.bases = append(cl.bases, url)
+	}
+	if err := cl.bal.WaitReady(ctx, remotingGroup, n, true); err != nil {
+		return err
+	}
+	cl.frontDoor = cl.bal.FrontDoor(remotingGroup)
+	return nil
+}
+
+// close stops the processes and removes the testbed.
+func (cl *remotingCluster) close() {
+	for i := len(cl.procs) - 1; i >= 0; i-- {
+		cl.procs[i].Stop(3 * time.Second)
+	}
+	if cl.tb != nil {
+		_ = cl.tb.Close()
+	}
+}
+
+// startBalancerAt is StartBalancer with the admin API on host (a free
+// port), for replicas in other network namespaces, which cannot reach
+// the root namespace's loopback. host is a testbed gateway, reachable
+// only from this machine and its replicas, so the admin API runs without
+// a token (--insecure).
+func (e *Env) startBalancerAt(ctx context.Context, host string, groups ...GroupSpec) (*Balancer, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken meanwhile
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, err
+		}
+		admin := ln.Addr().String()
+		ln.Close()
+		data, err := e.scratchDir("fulcrum-data")
+		if err != nil {
+			return nil, err
+		}
+		name := e.uniqueName("fulcrum-serve")
+		cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
+		if err := os.WriteFile(cfgPath, []byte(balancerConfig(admin, data, groups)), 0o644); err != nil {
+			return nil, err
+		}
+		p, err := e.start(procSpec{name: name, path: e.Binary, args: []string{"serve", "--config", cfgPath, "--insecure"}})
+		if err != nil {
+			return nil, err
+		}
+		b := &Balancer{Admin: "http://" + admin, Proc: p, doors: map[string]string{}, hc: &http.Client{Timeout: 5 * time.Second}}
+		if lastErr = waitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); lastErr != nil {
+			p.Stop(0)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		for _, g := range groups {
+			st, err := b.Group(ctx, g.Name)
+			if err != nil {
+				p.Stop(0)
+				return nil, err
+			}
+			b.doors[g.Name] = st.Advertise
+		}
+		e.Logf("balancer %s: admin %s, pid %d", name, b.Admin, p.Pid())
+		return b, nil
+	}
+	return nil, lastErr
+}
+
+// useStrategy switches the group to strategy name (PATCH, no restart)
+// and waits until every replica has reported since, so that a
+// report-driven strategy starts from current loads.
+func (cl *remotingCluster) useStrategy(ctx context.Context, name string, interval time.Duration) error {
+	body, _ := json.Marshal(map[string]string{"strategy": name})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, cl.bal.Admin+"/v1/groups/"+remotingGroup, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := cl.bal.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("bench: switching to %s: %w", name, err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("bench: switching to %s: %s: %s", name, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	switched := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 10*interval+10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(interval / 4)
+	defer tick.Stop()
+	for {
+		st, err := cl.bal.Group(ctx, remotingGroup)
+		if err == nil && freshReports(st, time.Since(switched)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: after switching to %s, the replicas did not all report within %s (last: %v)", name, 10*interval+10*time.Second, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// freshReports reports whether every replica of st has reported within
+// the last since.
+func freshReports(st GroupStatus, since time.Duration) bool {
+	if len(st.Replicas) == 0 {
+		return false
+	}
+	for _, r := range st.Replicas {
+		if r.ReportAgeMS == nil || time.Duration(*r.ReportAgeMS)*time.Millisecond >= since {
+			return false
+		}
+	}
+	return true
+}
