@@ -12,6 +12,8 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 # directly (no service is started).
 [ -x /usr/sbin/haproxy ] || need_pkgs+=(haproxy)
 [ -x /usr/sbin/nginx ] || need_pkgs+=(nginx)
+# ip and tc make the testbed's namespaces, veths and qdiscs.
+{ [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } && { [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } || need_pkgs+=(iproute2)
 # omniORB 4.2.5 (C++): headers and libraries, the IDL compiler with its C++
 # back end, and catior; e2e/omniorb builds its Prime server and client with
 # them. (/usr/bin/omniidl explicitly: omniORBpy's wheel puts an omniidl of
