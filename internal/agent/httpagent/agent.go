@@ -148,7 +148,7 @@ func (a *Agent) Run(ctx context.Context) {
 func (a *Agent) Sample(ctx context.Context) bool {
 	ok := true
 	if a.cfg.StubStatus != "" {
-		ok = a.readStub(ctx) == nil
+		ok = a.readStub(ctx, true) == nil
 	}
 	if a.cfg.CPU != nil {
 		ok = a.readCPU() == nil && ok
@@ -160,7 +160,7 @@ func (a *Agent) Sample(ctx context.Context) bool {
 // the agent can measure the replica at all.
 func (a *Agent) Ready(ctx context.Context) error {
 	if a.cfg.StubStatus != "" {
-		if err := a.readStub(ctx); err != nil {
+		if err := a.readStub(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -170,7 +170,10 @@ func (a *Agent) Ready(ctx context.Context) error {
 	return nil
 }
 
-func (a *Agent) readStub(ctx context.Context) error {
+// readStub reads stub_status once. logged says a failure is logged (the
+// sampling loop's); a load probe's read that fails (its short deadline
+// passed) is not: the sampling loop's reads tell whether NGINX answers.
+func (a *Agent) readStub(ctx context.Context, logged bool) error {
 	a.ownStarted.Add(1)
 	a.ownInflight.Add(1)
 	st, err := a.fetchStub(ctx)
@@ -180,7 +183,7 @@ func (a *Agent) readStub(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
-		if !a.stubErr {
+		if logged && !a.stubErr {
 			a.stubErr = true
 			a.log.Warn("reading stub_status failed; request metrics are left out until it answers", "url", a.cfg.StubStatus, "err", err)
 		}
@@ -305,7 +308,7 @@ func windowMetrics(from, to snapshot, cores float64) map[string]float64 {
 // it answers zero requests and the CPU-blind estimate 0.
 func (a *Agent) LoadProbe(ctx context.Context) protocol.LoadProbe {
 	if a.cfg.StubStatus != "" {
-		_ = a.readStub(ctx)
+		_ = a.readStub(ctx, false)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
