@@ -163,6 +163,16 @@ func enableCPU(dir string) error {
 	return nil
 }
 
+// Replica cgroups weigh ten times a normal process in the CPU
+// scheduler (cgroup v1 cpu.shares, v2 cpu.weight), so that a busy machine
+// still gives a replica its quota: the quota caps it, the weight lets it
+// reach the cap ahead of the root cgroup's processes. With the quotas'
+// sum below the machine's cores, those keep the rest.
+const (
+	replicaShares = 10 * 1024 // v1, default 1024
+	replicaWeight = 10 * 100  // v2, default 100
+)
+
 // create makes the cgroup with a CPU quota of quota per period.
 func (c cgroup) create(quota, period time.Duration) error {
 	if err := c.fs.ensureParent(); err != nil {
@@ -175,7 +185,13 @@ func (c cgroup) create(quota, period time.Duration) error {
 	}
 	q, p := quota.Microseconds(), period.Microseconds()
 	if c.fs.v2 {
+		if err := writeFile(filepath.Join(c.cpuDir(), "cpu.weight"), strconv.Itoa(replicaWeight)); err != nil {
+			return err
+		}
 		return writeFile(filepath.Join(c.cpuDir(), "cpu.max"), fmt.Sprintf("%d %d", q, p))
+	}
+	if err := writeFile(filepath.Join(c.cpuDir(), "cpu.shares"), strconv.Itoa(replicaShares)); err != nil {
+		return err
 	}
 	// The period first: the quota is checked against it.
 	if err := writeFile(filepath.Join(c.cpuDir(), "cpu.cfs_period_us"), strconv.FormatInt(p, 10)); err != nil {

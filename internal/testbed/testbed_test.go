@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,6 +212,13 @@ func TestCPUQuotaLimitsTheReplica(t *testing.T) {
 	// run (the machine is shared, so the lower bound is generous).
 	if got > quota*1.2 || got < quota*0.4 {
 		t.Errorf("two hogs in a replica with %.2f cores used %.3f cores", quota, got)
+	}
+	weightFile, want := "cpu.shares", strconv.Itoa(replicaShares)
+	if tb.cg.v2 {
+		weightFile, want = "cpu.weight", strconv.Itoa(replicaWeight)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.cg.cpuDir(), weightFile)); err != nil || strings.TrimSpace(string(b)) != want {
+		t.Errorf("%s = %q (%v), want %s", weightFile, b, err, want)
 	}
 	periods, _, err := r.Throttled()
 	if err != nil {
