@@ -21,10 +21,12 @@ import (
 // reference points at a closed port.
 type fixedGroup struct{ snap *frontdoor.Snapshot }
 
-func (g fixedGroup) Snapshot() *frontdoor.Snapshot                    { return g.snap }
-func (fixedGroup) Bound(*frontdoor.Member, string, bool)               {}
-func (fixedGroup) Observe(*frontdoor.Member, time.Duration, bool)      {}
-func (g fixedGroup) pick(*strategy.Request) (*strategy.Replica, error) { return g.snap.Eligible[0].Replica, nil }
+func (g fixedGroup) Snapshot() *frontdoor.Snapshot                { return g.snap }
+func (fixedGroup) Bound(*frontdoor.Member, string, bool)          {}
+func (fixedGroup) Observe(*frontdoor.Member, time.Duration, bool) {}
+func (g fixedGroup) pick(*strategy.Request) (*strategy.Replica, error) {
+	return g.snap.Eligible[0].Replica, nil
+}
 
 type pickFunc func(*strategy.Request) (*strategy.Replica, error)
 
