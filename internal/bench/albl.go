@@ -316,7 +316,7 @@ func (x *ALBL) runScenario(ctx context.Context, env *Env, sc alblPlanned, runs [
 	url := c.door + sc.Object
 	var rows []ALBLRow
 	for _, run := range runs {
-		if err := c.bal.setStrategy(ctx, alblGroup, run.Strategy, run.Params); err != nil {
+		if err := alblSetStrategy(ctx, c.bal, alblGroup, run.Strategy, run.Params); err != nil {
 			return rows, err
 		}
 		hc := alblClient(sc.Timeout)

@@ -144,9 +144,14 @@ func (e *Env) startALBLNGINX(ctx context.Context, r *testbed.Replica, index int)
 		}
 	}
 	name := e.uniqueName(fmt.Sprintf("nginx-replica%d", index))
-	errLog := filepath.Join(e.Dir, "logs", name+"-error.log")
+	// NGINX takes relative paths as relative to its prefix.
+	logs, err := filepath.Abs(filepath.Join(e.Dir, "logs"))
+	if err != nil {
+		return nil, err
+	}
+	errLog := filepath.Join(logs, name+"-error.log")
 	cfg := alblNGINXConfig(prefix, errLog, www, index)
-	cfgPath := filepath.Join(e.Dir, "logs", name+".conf")
+	cfgPath := filepath.Join(logs, name+".conf")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
@@ -280,12 +285,9 @@ func procCgroup(pid int) (string, error) {
 	return unified, nil
 }
 
-// startALBLBalancer starts "fulcrum serve" with the albl group: per
-// request (a web switch), round-robin until a run patches its strategy,
-// and no health checking — no active probes and no passive ejection —
-// so that the strategies alone decide where calls go, as with seed 003's
-// LVS switch. Its admin API listens on every address, so that the agents
-// reach it from the replicas' namespaces at their gateways.
+// startALBLBalancer starts "fulcrum serve" and makes the albl group
+// (alblGroupSpec). Its admin API listens on every address, so that the
+// agents reach it from the replicas' namespaces at their gateways.
 func (e *Env) startALBLBalancer(ctx context.Context) (*Balancer, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken meanwhile
@@ -298,18 +300,7 @@ func (e *Env) startALBLBalancer(ctx context.Context) (*Balancer, error) {
 			return nil, err
 		}
 		_, port, _ := strings.Cut(addr, ":")
-		cfg := fmt.Sprintf(`admin: 0.0.0.0:%s
-data_dir: %s
-shutdown_timeout: 1s
-groups:
-  - name: %s
-    front_door: 127.0.0.1:0
-    binding: per-request
-    strategy: round-robin
-    report_interval: 500ms
-    health: {passive: {consecutive_failures: -1}}
-    timeouts: {connect: 10s, request: 60s, idle: 90s}
-`, port, yamlQuote(data), alblGroup)
+		cfg := fmt.Sprintf("admin: 0.0.0.0:%s\ndata_dir: %s\nshutdown_timeout: 1s\n", port, yamlQuote(data))
 		name := e.uniqueName("fulcrum-serve")
 		cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
@@ -334,6 +325,13 @@ groups:
 			}
 			continue
 		}
+		// The group is made through the admin API, not the config file,
+		// so that the runs can patch its strategy without the balancer
+		// warning that the config will revert it.
+		if err := alblSend(ctx, b, http.MethodPut, "/v1/groups/"+alblGroup, alblGroupSpec); err != nil {
+			p.Stop(0)
+			return nil, err
+		}
 		st, err := b.Group(ctx, alblGroup)
 		if err != nil {
 			p.Stop(0)
@@ -346,26 +344,45 @@ groups:
 	return nil, lastErr
 }
 
-// setStrategy switches the group's strategy and parameters at run time
-// (PATCH /v1/groups/web).
-func (b *Balancer) setStrategy(ctx context.Context, group, name string, params map[string]any) error {
-	body, err := json.Marshal(map[string]any{"strategy": name, "params": params})
+// alblGroupSpec is the albl group: per request (a web switch),
+// round-robin until a run patches its strategy, and no health checking —
+// no active probes and no passive ejection — so that the strategies alone
+// decide where calls go, as with seed 003's LVS switch.
+var alblGroupSpec = map[string]any{
+	"front_door": "127.0.0.1:0", "binding": "per-request", "strategy": "round-robin", "report_interval": "500ms",
+	"health":   map[string]any{"passive": map[string]any{"consecutive_failures": -1}},
+	"timeouts": map[string]any{"connect": "10s", "request": "60s", "idle": "90s"},
+}
+
+// alblSetStrategy switches the group's strategy and parameters at run time
+// (PATCH /v1/groups/{group}).
+func alblSetStrategy(ctx context.Context, b *Balancer, group, name string, params map[string]any) error {
+	if err := alblSend(ctx, b, http.MethodPatch, "/v1/groups/"+group, map[string]any{"strategy": name, "params": params}); err != nil {
+		return fmt.Errorf("bench: setting strategy %s: %w", name, err)
+	}
+	return nil
+}
+
+// alblSend sends a JSON body to the admin API and fails unless it answers
+// 200 or 201.
+func alblSend(ctx context.Context, b *Balancer, method, path string, body any) error {
+	raw, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, b.Admin+"/v1/groups/"+group, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, b.Admin+path, bytes.NewReader(raw))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("bench: setting strategy %s: %w", name, err)
+		return err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("bench: setting strategy %s: %s: %s", name, resp.Status, strings.TrimSpace(string(msg)))
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	return nil
 }
