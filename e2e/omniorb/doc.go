@@ -10,7 +10,8 @@
 //
 //	go test -count=1 ./e2e/omniorb/
 //
-// scripts/test.sh installs the ORBs. Without them the tests are skipped,
+// The tests build the fulcrum binary from the module, or use the one named
+// by FULCRUM_BIN. scripts/test.sh installs the ORBs. Without them the tests are skipped,
 // except when the environment has CI=true, where a missing tool fails the
 // test.
 //

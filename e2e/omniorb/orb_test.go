@@ -279,6 +279,20 @@ func (o *orbs) runClient(ctx context.Context, t *testing.T, k clientKind, args .
 	t.Helper()
 	path, argv, env := o.clientCommand(k, args...)
 	p := startProc(t, string(k)+" client", procOpts{env: env}, path, argv...)
+	return clientResult(ctx, t, k, p, args)
+}
+
+// startClient starts a client; clientResult then waits for its results.
+func (o *orbs) startClient(t *testing.T, k clientKind, args ...string) *proc {
+	t.Helper()
+	path, argv, env := o.clientCommand(k, args...)
+	return startProc(t, string(k)+" client", procOpts{env: env}, path, argv...)
+}
+
+// clientResult waits for client p (started with args) to exit and
+// returns its exit code, per-call lines and last summary.
+func clientResult(ctx context.Context, t *testing.T, k clientKind, p *proc, args []string) (int, []callLine, summary) {
+	t.Helper()
 	code := p.exit(ctx, t)
 	out := p.stdout.String()
 	calls := jsonLines[callLine](t, out, func(l string) bool { return strings.HasPrefix(l, `{"call"`) })
@@ -309,10 +323,22 @@ var summaryLine = regexp.MustCompile(`(?m)^\{"summary".*\}$`)
 // batch makes n calls and returns their summary.
 func (c *liveClient) batch(ctx context.Context, t *testing.T, n int) summary {
 	t.Helper()
+	c.startBatch(t, n)
+	return c.waitBatch(ctx, t)
+}
+
+// startBatch asks for n calls without waiting for them.
+func (c *liveClient) startBatch(t *testing.T, n int) {
+	t.Helper()
 	if _, err := fmt.Fprintf(c.stdin, "%d\n", n); err != nil {
 		t.Fatalf("%s: writing to stdin: %v", c.name, err)
 	}
 	c.batches++
+}
+
+// waitBatch waits for the summary of the last batch started.
+func (c *liveClient) waitBatch(ctx context.Context, t *testing.T) summary {
+	t.Helper()
 	want := c.batches
 	for {
 		s, changed := c.stdout.snapshot()
@@ -325,7 +351,7 @@ func (c *liveClient) batch(ctx context.Context, t *testing.T, n int) summary {
 		case <-c.exited:
 			t.Fatalf("%s exited (%v) during batch %d", c.name, c.err, want)
 		case <-ctx.Done():
-			t.Fatalf("%s: batch %d of %d calls did not finish: %v", c.name, want, n, ctx.Err())
+			t.Fatalf("%s: batch %d did not finish: %v", c.name, want, ctx.Err())
 		}
 	}
 }

@@ -129,15 +129,26 @@ func (p *proc) cleanup(t *testing.T) {
 // exits or ctx ends first.
 func (p *proc) waitOutput(ctx context.Context, t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
+	return p.wait(ctx, t, p.stdout, re)
+}
+
+// waitStderr is waitOutput on stderr.
+func (p *proc) waitStderr(ctx context.Context, t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	return p.wait(ctx, t, p.stderr, re)
+}
+
+func (p *proc) wait(ctx context.Context, t *testing.T, o *output, re *regexp.Regexp) []string {
+	t.Helper()
 	for {
-		s, changed := p.stdout.snapshot()
+		s, changed := o.snapshot()
 		if m := re.FindStringSubmatch(s); m != nil {
 			return m
 		}
 		select {
 		case <-changed:
 		case <-p.exited:
-			if m := re.FindStringSubmatch(p.stdout.String()); m != nil {
+			if m := re.FindStringSubmatch(o.String()); m != nil {
 				return m
 			}
 			t.Fatalf("%s exited (%v) without writing %q", p.name, p.err, re)

@@ -24,8 +24,8 @@
 //   {"summary":true,"calls":N,"ok":K,"comm_failure":A,"transient":B,"other":C,
 //    "first_us":F,"mean_us":M,"elapsed_us":E,"sends":S,"peers":{"giop:tcp:...":K,...},
 //    "errors":{"COMM_FAILURE":A,...}}
-// "peer" is where the call's last GIOP Request went (after any forward),
-// "sends" how many Requests the call took (2: forwarded once). "us" is the
+// "peer" is where the call's reply came from (after any forward), "sends"
+// how many Requests the call took (2: forwarded once). "us" is the
 // call's wall time in microseconds. The exit status is 0 when every call
 // succeeded, 3 when some failed, 2 on bad arguments, 1 when the reference
 // cannot be resolved.
@@ -49,18 +49,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Where the Requests of the current call went, recorded by the
-// clientSendRequest interceptor (the application thread makes one call at a
-// time; the mutex only orders it with the ORB's threads).
+// How many Requests the current call took, counted by the
+// clientSendRequest interceptor, and where the last reply came from, noted
+// by clientReceiveReply (at send time a new connection has no peer address
+// yet). The application thread makes one call at a time; the mutex only
+// orders it with the ORB's threads.
 std::mutex sendMu;
 std::string lastPeer;
 int sends = 0;
 
-CORBA::Boolean recordSend(omni::omniInterceptors::clientSendRequest_T::info_T& info) {
+CORBA::Boolean recordSend(omni::omniInterceptors::clientSendRequest_T::info_T&) {
+  std::lock_guard<std::mutex> lock(sendMu);
+  ++sends;
+  return true;
+}
+
+CORBA::Boolean recordReply(omni::omniInterceptors::clientReceiveReply_T::info_T& info) {
   std::lock_guard<std::mutex> lock(sendMu);
   const char* peer = info.peeraddress();
   lastPeer = peer ? peer : "";
-  ++sends;
   return true;
 }
 
@@ -151,6 +158,7 @@ CORBA::ORB_ptr initORB(const Options& o) {
   // Interceptors can only be added to an initialised ORB; an ORB destroyed
   // and initialised again (--inits) starts with none.
   omniORB::getInterceptors()->clientSendRequest.add(recordSend);
+  omniORB::getInterceptors()->clientReceiveReply.add(recordReply);
   return orb;
 }
 
