@@ -281,3 +281,26 @@ func TestORBThroughFrontDoor(t *testing.T) {
 		t.Errorf("%d bindings for 12 clients, want 12", total)
 	}
 }
+
+// TestProtocolSwitch: replacing an http group with a giop one at run time
+// starts a GIOP front door in place of the HTTP one.
+func TestProtocolSwitch(t *testing.T) {
+	t.Parallel()
+	b := newBalancer(t)
+	if _, _, err := b.PutGroup(registry.Group{Name: "sw", FrontDoor: "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := b.PutGroup(registry.Group{Name: "sw", Protocol: registry.ProtocolGIOP, FrontDoor: "127.0.0.1:0", Strategy: "round-robin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Reference == nil {
+		t.Fatal("the switched group has no reference")
+	}
+	register(t, b, "sw", startPrime(t).String())
+	c := dial(t, st.Listening)
+	c.send(isPrimeRequest(giop.V12, cdr.BigEndian, 1, "sw", 3))
+	if rep, ok := c.recv().(*giop.Reply); !ok || rep.Status != giop.StatusLocationForward {
+		t.Fatalf("answer %+v, want LOCATION_FORWARD", rep)
+	}
+}

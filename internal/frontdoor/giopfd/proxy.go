@@ -225,7 +225,9 @@ func (cl *call) reply(up *upConn, rep *giop.Reply) {
 		cl.finish(m, errUpstreamLost, true)
 		return
 	}
-	cl.finishWith(m, b, failed)
+	// Delivered on a goroutine of its own: a client slow to read must not
+	// hold up the replies of the others sharing the upstream connection.
+	go cl.finishWith(m, b, failed)
 }
 
 func (cl *call) addressingMode() giop.AddressingDisposition {
