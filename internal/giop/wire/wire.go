@@ -22,6 +22,7 @@
 package wire
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -61,13 +62,19 @@ type Reader struct {
 	pending map[uint32][]byte
 }
 
+// readBuffer is the Reader's buffer: a small message (a call of the Prime
+// interface, its reply) comes in one read system call, header and body.
+const readBuffer = 4 << 10
+
 // NewReader returns a Reader of r with the given limits (zero: defaults).
+// It reads r through a buffer of its own, so it may read past the message
+// it returns: use only the Reader to read r.
 func NewReader(r io.Reader, limits giop.Limits) *Reader {
 	max := limits.MaxMessageSize
 	if max <= 0 {
 		max = giop.DefaultMaxMessageSize
 	}
-	return &Reader{r: r, limits: limits, max: max, version: giop.Highest}
+	return &Reader{r: bufio.NewReaderSize(r, readBuffer), limits: limits, max: max, version: giop.Highest}
 }
 
 // Version is the version of the last header read with a supported version:
