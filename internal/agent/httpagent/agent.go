@@ -62,9 +62,11 @@ type Agent struct {
 	cfg Config
 	log *slog.Logger
 
-	// ownStarted counts the stub_status requests the agent sent (NGINX
-	// counts them among its requests); ownInflight those not answered yet
-	// (NGINX counts them as writing).
+	// ownStarted counts the requests NGINX saw that are the agent's,
+	// not clients': its stub_status reads and the load probes NGINX
+	// passed to it (counted when they reach the agent: NGINX has counted
+	// them by then). ownInflight counts those not answered yet (NGINX
+	// counts them as reading or writing).
 	ownStarted  atomic.Int64
 	ownInflight atomic.Int64
 
@@ -338,6 +340,11 @@ func (a *Agent) Handler(pullPath string, pull http.Handler) http.Handler {
 			http.Error(w, "load probes are GET requests", http.StatusMethodNotAllowed)
 			return
 		}
+		// The balancer probes the replica's address and NGINX passes the
+		// probe on: it is NGINX's request too, but not a client's.
+		a.ownStarted.Add(1)
+		a.ownInflight.Add(1)
+		defer a.ownInflight.Add(-1)
 		ctx, cancel := context.WithTimeout(r.Context(), a.cfg.Sample)
 		defer cancel()
 		body, _ := json.Marshal(a.LoadProbe(ctx))

@@ -260,11 +260,11 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 		if err != nil {
 			t.Fatalf("probe answer: %v", err)
 		}
-		if lp.RIF >= 3 {
+		if lp.RIF == 3 { // the probe itself, through NGINX, is not counted
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("probe answered %+v, want rif >= 3", lp)
+			t.Fatalf("probe answered %+v, want rif 3", lp)
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
@@ -280,4 +280,23 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 	}
 	stopSlow()
 	wg.Wait()
+
+	// Idle but probed every few milliseconds: the probes NGINX passes on
+	// are not clients' requests, so the rate falls to exactly 0.
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	defer stopProbes()
+	go func() {
+		for probeCtx.Err() == nil {
+			req, _ := http.NewRequestWithContext(probeCtx, http.MethodGet, n.url+protocol.ProbePath, nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			time.Sleep(5 * time.Millisecond) // the probes' pace
+		}
+	}()
+	waitReplica(t, b, "reporting 0 requests/s while only probed", func(r balancer.ReplicaStatus) bool {
+		rps, ok := r.Metrics[protocol.MetricRPS]
+		return ok && rps == 0 && r.Metrics[protocol.MetricInflight] == 0
+	})
 }

@@ -24,4 +24,6 @@
 // The balancer probes a replica at its registered address, so NGINX must
 // pass that one path to the agent (location = /fulcrum/probe {
 // proxy_pass http://<agent>; }); docs/agents.md shows the configuration.
+// Every probe the agent serves is taken for one NGINX passed on and, like
+// the agent's own stub_status reads, left out of the request figures.
 package httpagent
