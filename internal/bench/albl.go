@@ -140,9 +140,13 @@ type ALBL struct {
 	// replicas leave one core to the balancer, the agents and the
 	// clients).
 	CPU float64
+	// Load is what the agents report as the replicas' load (what
+	// least-loaded balances): cpu (default; seed 003's least-loaded
+	// balances a CPU load index), connections or rate.
+	Load string
 }
 
-func newALBL() *ALBL { return &ALBL{CPU: 0.5} }
+func newALBL() *ALBL { return &ALBL{CPU: 0.5, Load: "cpu"} }
 
 // Name implements Experiment.
 func (x *ALBL) Name() string { return ALBLName }
@@ -166,6 +170,7 @@ func (x *ALBL) AddFlags(fs *pflag.FlagSet) {
 	fs.Var((*rateList)(&x.RatesII), "rates-ii", "scenario II's rates (default 10,20,...,120)")
 	fs.Var((*rateList)(&x.RatesIII), "rates-iii", "scenario III's rates (default 10,20,...,120)")
 	fs.Float64Var(&x.CPU, "cpu", x.CPU, "each replica's CPU quota in cores")
+	fs.StringVar(&x.Load, "load", x.Load, "what the agents report as load (least-loaded balances it): cpu, connections or rate")
 }
 
 // Check implements Checker.
@@ -238,6 +243,14 @@ func (x *ALBL) plan(size Size) ([]alblPlanned, []alblRun, error) {
 	if !(x.CPU >= 0.1 && x.CPU <= 0.9) {
 		return nil, nil, &protocol.FieldError{Field: "--cpu", Value: x.CPU, Allowed: "in [0.1, 0.9] cores: two replicas must leave the balancer and the clients a core"}
 	}
+	if x.Load == "" {
+		x.Load = "cpu"
+	}
+	switch x.Load {
+	case "cpu", "connections", "rate":
+	default:
+		return nil, nil, &protocol.FieldError{Field: "--load", Value: x.Load, Allowed: "cpu, connections or rate"}
+	}
 	return scs, runs, nil
 }
 
@@ -295,10 +308,10 @@ func (x *ALBL) Run(ctx context.Context, env *Env) (*Results, error) {
 		}
 	}
 	res := &Results{Rows: rows, Report: NewReport("fulcrum bench albl"), Extra: map[string]any{
-		"step_s": step.Seconds(), "settle_s": settle.Seconds(), "replica_cpu": x.CPU,
+		"step_s": step.Seconds(), "settle_s": settle.Seconds(), "replica_cpu": x.CPU, "agent_load": x.Load,
 		"link": alblShapedLink.String(),
 	}}
-	if err := alblReport(env, res.Report, scs, runs, rows, step, settle, x.CPU); err != nil {
+	if err := alblReport(env, res.Report, scs, runs, rows, step, settle, x.CPU, x.Load); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -308,7 +321,7 @@ func (x *ALBL) Run(ctx context.Context, env *Env) (*Results, error) {
 // rates.
 func (x *ALBL) runScenario(ctx context.Context, env *Env, sc alblPlanned, runs []alblRun, step, settle time.Duration) ([]ALBLRow, error) {
 	env.Logf("albl: scenario %s: %s; rates %s calls/s, %s per rate", sc.Name, sc.What, strings.Join(formatRates(sc.Rates), ","), step)
-	c, err := startALBLCluster(ctx, env, sc.alblScenario, x.CPU)
+	c, err := startALBLCluster(ctx, env, sc.alblScenario, x.CPU, x.Load)
 	if err != nil {
 		return nil, err
 	}

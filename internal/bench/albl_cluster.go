@@ -64,8 +64,9 @@ func (c *alblCluster) close() {
 	}
 }
 
-// startALBLCluster builds sc's cluster: two replicas of cpu cores each.
-func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float64) (c *alblCluster, err error) {
+// startALBLCluster builds sc's cluster: two replicas of cpu cores each,
+// their agents reporting load.
+func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float64, load string) (c *alblCluster, err error) {
 	if env.NGINX.Path == "" {
 		return nil, fmt.Errorf("bench: albl serves its objects with NGINX: %s", env.NGINX.Missing)
 	}
@@ -109,7 +110,7 @@ func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float6
 	}
 	c.door = c.bal.FrontDoor(alblGroup)
 	for i, r := range c.replicas {
-		p, err := env.startALBLAgent(ctx, nsenter, r, c.nginx[i], c.bal.Admin)
+		p, err := env.startALBLAgent(ctx, nsenter, r, c.nginx[i], c.bal.Admin, load)
 		if err != nil {
 			return c, err
 		}
@@ -228,9 +229,10 @@ http {
 // (nsenter, which leaves /sys alone so the cgroup stays readable; the
 // agent is not in r's cgroup: its CPU is the monitoring's, not the
 // replica's). It reads NGINX on the namespace's loopback and the CPU of
-// NGINX's cgroup (the hog's included), reports load "cpu" to the
-// balancer's admin API at r's gateway, and answers load probes.
-func (e *Env) startALBLAgent(ctx context.Context, nsenter string, r *testbed.Replica, nginx *Proc, admin string) (*Proc, error) {
+// NGINX's cgroup (the hog's included), reports load (cpu, connections or
+// rate) to the balancer's admin API at r's gateway, and answers load
+// probes.
+func (e *Env) startALBLAgent(ctx context.Context, nsenter string, r *testbed.Replica, nginx *Proc, admin, load string) (*Proc, error) {
 	cg, err := procCgroup(nginx.Pid())
 	if err != nil {
 		return nil, err
@@ -241,7 +243,7 @@ func (e *Env) startALBLAgent(ctx context.Context, nsenter string, r *testbed.Rep
 		"--target", local, "--address", alblReplicaURL(r),
 		"--register", "http://" + r.Gateway().String() + ":" + port, "--group", alblGroup,
 		"--stub-status", local + "/nginx_status", "--cgroup", cg,
-		"--cpus", strconv.FormatFloat(r.CPU(), 'f', -1, 64), "--load", "cpu",
+		"--cpus", strconv.FormatFloat(r.CPU(), 'f', -1, 64), "--load", load,
 		"--listen", "127.0.0.1:" + strconv.Itoa(alblAgentPort),
 	}
 	lines := make(chan string, 1)

@@ -10,7 +10,7 @@ import (
 
 // alblReport writes the CSV, the plots (seed 003's Fig. 3–10 and the p99
 // beside them) and report.md's tables and targets.
-func alblReport(env *Env, rep *Report, scs []alblPlanned, runs []alblRun, rows []ALBLRow, step, settle time.Duration, cpu float64) error {
+func alblReport(env *Env, rep *Report, scs []alblPlanned, runs []alblRun, rows []ALBLRow, step, settle time.Duration, cpu float64, load string) error {
 	header := []string{"scenario", "strategy", "name", "params", "rate", "throughput_kbs", "latency_mean_ms", "latency_p99_ms", "error_rate", "sent", "answered", "replica1_share", "errors"}
 	var records [][]string
 	for _, r := range rows {
@@ -25,13 +25,13 @@ func alblReport(env *Env, rep *Report, scs []alblPlanned, runs []alblRun, rows [
 	rep.Heading("Setup")
 	rep.Para("Seed 003 §5 on the testbed (`internal/testbed`): two replicas of %.2f cores each (cgroup CPU quota, %s period), each in a network namespace of its own "+
 		"running NGINX (one process, static 1 KB and 10 KB objects, sendfile and open-file cache) with `fulcrum agent http` beside it in its namespace "+
-		"(stub_status over the namespace's loopback, the cgroup's CPU time, load `cpu`, push reports to the balancer over the replica's link). "+
+		"(stub_status over the namespace's loopback, the cgroup's CPU time, load `%s`, push reports to the balancer over the replica's link). "+
 		"The balancer (`fulcrum serve`, per-request binding: a web switch) and the clients run in the root namespace. "+
 		"The group's health checks are off — no active probes, no passive ejection — so that the strategies alone decide where calls go, as with the paper's LVS switch. "+
 		"Clients are open loop: calls are sent at the rate whatever the answers do, each with the scenario's timeout; "+
 		"a call without its whole object within the timeout is an error; response times are of the answered calls, from each call's intended send time. "+
 		"Each strategy first runs %s at the first rate unrecorded, then holds each rate for %s (the paper: 360 s).",
-		cpu, "10ms", settle, step)
+		cpu, "10ms", load, settle, step)
 	var params []string
 	for _, r := range runs {
 		p, _ := json.Marshal(r.Params)
@@ -41,7 +41,7 @@ func alblReport(env *Env, rep *Report, scs []alblPlanned, runs []alblRun, rows [
 		params = append(params, fmt.Sprintf("`%s`: %s %s", r.Label, r.Strategy, p))
 	}
 	rep.Para("Strategies: %s. ALBL probes the 1 KB object every second (its HTTP response time) and times a TCP connect (network delay, 25 ms timeout); "+
-		"prequal's load probes reach `/fulcrum/probe` on NGINX, which passes them to the agent; least-loaded balances the agents' reported CPU; "+
+		"prequal's load probes reach `/fulcrum/probe` on NGINX, which passes them to the agent; least-loaded balances the agents' reported load; "+
 		"weighted-round-robin-orca weighs rps / utilization from the agents' reports.", strings.Join(params, "; "))
 	for _, sc := range scs {
 		scRows := filterRows(rows, sc.Name)

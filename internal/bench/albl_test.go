@@ -116,6 +116,7 @@ func TestALBLPlan(t *testing.T) {
 		{ALBL{CPU: 0.5, RatesI: []float64{-1}}, "--rates-i"},
 		{ALBL{CPU: 0.5, Step: 10 * time.Millisecond}, "--step"},
 		{ALBL{CPU: 1.5}, "--cpu"},
+		{ALBL{CPU: 0.5, Load: "memory"}, "--load"},
 	} {
 		if err := tc.x.Check(Quick); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one about %s", tc.x, err, tc.want)
