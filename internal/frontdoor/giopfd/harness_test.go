@@ -28,7 +28,7 @@ const waitBound = 10 * time.Second
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // newBalancer starts a real balancer over a real store.
-func newBalancer(t *testing.T) *balancer.Balancer {
+func newBalancer(t testing.TB) *balancer.Balancer {
 	t.Helper()
 	st, err := store.Open(t.TempDir())
 	if err != nil {
@@ -52,7 +52,7 @@ func newBalancer(t *testing.T) *balancer.Balancer {
 
 // giopGroup creates a GIOP group on a free port and returns its front
 // door's address.
-func giopGroup(t *testing.T, b *balancer.Balancer, gs registry.Group) string {
+func giopGroup(t testing.TB, b *balancer.Balancer, gs registry.Group) string {
 	t.Helper()
 	gs.Protocol = registry.ProtocolGIOP
 	if gs.Name == "" {
@@ -69,7 +69,7 @@ func giopGroup(t *testing.T, b *balancer.Balancer, gs registry.Group) string {
 	return st.Listening
 }
 
-func register(t *testing.T, b *balancer.Balancer, group, addr string) string {
+func register(t testing.TB, b *balancer.Balancer, group, addr string) string {
 	t.Helper()
 	r, _, err := b.Register(group, protocol.Registration{Address: addr})
 	if err != nil {
@@ -79,7 +79,7 @@ func register(t *testing.T, b *balancer.Balancer, group, addr string) string {
 }
 
 // startPrime starts fulcrum's Go Prime servant on a free port.
-func startPrime(t *testing.T) ior.IOR {
+func startPrime(t testing.TB) ior.IOR {
 	t.Helper()
 	p := backend.NewGIOPPrime(backend.GIOPPrimeOptions{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
