@@ -237,6 +237,7 @@ type summary struct {
 	CommFailure int            `json:"comm_failure"`
 	Transient   int            `json:"transient"`
 	Other       int            `json:"other"`
+	ResolveUs   int64          `json:"resolve_us"`
 	FirstUs     int64          `json:"first_us"`
 	MeanUs      int64          `json:"mean_us"`
 	ElapsedUs   int64          `json:"elapsed_us"`

@@ -94,7 +94,10 @@ func (o *orbs) startRig(ctx context.Context, t *testing.T, opts rigOpts) *rig {
 	for i := range opts.replicas {
 		r.addReplica(ctx, t, i, opts.agents)
 	}
-	r.waitActive(ctx, t, opts.replicas, opts.agents)
+	// The group's IOR carries its replicas' repository id once they have
+	// registered (before, IDL:omg.org/CORBA/Object:1.0).
+	g = r.waitActive(ctx, t, opts.replicas, opts.agents)
+	r.ior = g.Reference.IOR
 	return r
 }
 

@@ -22,8 +22,14 @@
 //   {"call":3,"ok":true,"result":1,"us":212,"peer":"giop:tcp:127.0.0.1:4001","sends":1}
 //   {"call":4,"ok":false,"error":"COMM_FAILURE","minor":"0x41540002","us":90,"peer":"...","sends":1}
 //   {"summary":true,"calls":N,"ok":K,"comm_failure":A,"transient":B,"other":C,
-//    "first_us":F,"mean_us":M,"elapsed_us":E,"sends":S,"peers":{"giop:tcp:...":K,...},
-//    "errors":{"COMM_FAILURE":A,...}}
+//    "resolve_us":R,"first_us":F,"mean_us":M,"elapsed_us":E,"sends":S,
+//    "peers":{"giop:tcp:...":K,...},"errors":{"COMM_FAILURE":A,...}}
+//   {"init":2,"ok":true,"us":1466,"init_us":310,"sends":1}   (--inits)
+// resolve_us is string_to_object and _narrow (-1: not measured), where
+// omniORB sends its first LocateRequest or _is_a; first_us the first call.
+// With --inits, a line per fresh ORB: "us" from after ORB_init to the
+// first reply, "init_us" ORB_init itself; the summary's mean_us is the
+// mean of "us".
 // "peer" is where the call's reply came from (after any forward), "sends"
 // how many Requests the call took (2: forwarded once). "us" is the
 // call's wall time in microseconds. The exit status is 0 when every call
@@ -182,7 +188,7 @@ std::string jsonString(const std::string& s) {
 // Batch tallies the calls of one summary.
 struct Batch {
   long calls = 0, ok = 0, commFailure = 0, transient = 0, other = 0, sends = 0;
-  long long firstUs = -1, totalUs = 0;
+  long long firstUs = -1, totalUs = 0, resolveUs = -1;
   std::map<std::string, long> peers, errors;
   Clock::time_point start = Clock::now();
 
@@ -190,7 +196,7 @@ struct Batch {
     long long elapsed = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
     std::string s = "{\"summary\":true,\"calls\":" + std::to_string(calls) + ",\"ok\":" + std::to_string(ok) +
                     ",\"comm_failure\":" + std::to_string(commFailure) + ",\"transient\":" + std::to_string(transient) +
-                    ",\"other\":" + std::to_string(other) + ",\"first_us\":" + std::to_string(firstUs) +
+                    ",\"other\":" + std::to_string(other) + ",\"resolve_us\":" + std::to_string(resolveUs) + ",\"first_us\":" + std::to_string(firstUs) +
                     ",\"mean_us\":" + std::to_string(calls ? totalUs / calls : 0) + ",\"elapsed_us\":" + std::to_string(elapsed) +
                     ",\"sends\":" + std::to_string(sends) + ",\"peers\":{";
     bool first = true;
@@ -295,8 +301,10 @@ int main(int argc, char** argv) {
   try {
     if (o.inits) {
       for (long i = 0; i < o.inits; ++i) {
+        Clock::time_point t0 = Clock::now();
         CORBA::ORB_var orb = initORB(o);
-        Batch one;
+        Batch one;  // starts its clock after ORB_init
+        long long initUs = std::chrono::duration_cast<std::chrono::microseconds>(one.start - t0).count();
         try {
           Prime_var p = resolve(orb, o);
           call(p, o, ++seq, one);
@@ -306,7 +314,8 @@ int main(int argc, char** argv) {
           ++one.other;
         }
         long long us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - one.start).count();
-        std::printf("{\"init\":%ld,\"ok\":%s,\"us\":%lld}\n", i + 1, one.ok ? "true" : "false", us);
+        std::printf("{\"init\":%ld,\"ok\":%s,\"us\":%lld,\"init_us\":%lld,\"sends\":%ld}\n", i + 1, one.ok ? "true" : "false", us,
+                    initUs, one.sends);
         std::fflush(stdout);
         total.calls += one.calls;
         total.ok += one.ok;
@@ -314,7 +323,7 @@ int main(int argc, char** argv) {
         total.transient += one.transient;
         total.other += one.other;
         total.sends += one.sends;
-        total.totalUs += us;  // per fresh ORB: resolve, narrow and first reply
+        total.totalUs += us;  // per fresh ORB: string_to_object, _narrow and the first reply
         if (total.firstUs < 0) total.firstUs = us;
         for (auto& kv : one.peers) total.peers[kv.first] += kv.second;
         for (auto& kv : one.errors) total.errors[kv.first] += kv.second;
@@ -323,7 +332,9 @@ int main(int argc, char** argv) {
       total.print();
     } else {
       CORBA::ORB_var orb = initORB(o);
+      Clock::time_point t0 = Clock::now();
       Prime_var p = resolve(orb, o);
+      total.resolveUs = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
       if (o.interactive) {
         std::string line;
         while (std::getline(std::cin, line)) {
