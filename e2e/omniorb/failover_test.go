@@ -5,6 +5,7 @@ package omniorb
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -136,4 +137,69 @@ func waitDown(ctx context.Context, t *testing.T, r *rig, n int) {
 		}
 		return down == n, fmt.Sprintf("%+v", g.Replicas)
 	})
+}
+
+// The contrast: a client on a replica's own IOR (never forwarded) gets
+// COMM_FAILURE for the call in flight when the replica dies, and
+// TRANSIENT for the calls after it; omniORB retries nothing.
+func TestKillServerUnderDirectClient(t *testing.T) {
+	o := needORBs(t)
+	ctx := testContext(t, time.Minute)
+	srv := o.startServer(ctx, t, "server", 0)
+	const slowArg = 1_000_000
+	c := o.startLiveClient(t, cxxClient, "--op", "prime_count", "--arg", fmt.Sprint(slowArg), srv.ior)
+	if s := c.batch(ctx, t, 1); s.OK != 1 {
+		t.Fatalf("first call: %+v", s)
+	}
+	c.startBatch(t, 2)
+	poll(ctx, t, "the second call in flight", func() (bool, string) {
+		n := srv.callsWithArg(t, slowArg)
+		return n >= 2, fmt.Sprintf("%d calls", n)
+	})
+	srv.kill9(ctx, t)
+	if s := c.waitBatch(ctx, t); s.CommFailure != 1 || s.Transient != 1 || s.OK != 0 || s.Sends != 2 {
+		t.Errorf("direct client across its server's death: %+v; want COMM_FAILURE for the call in flight, TRANSIENT for the next, no retry", s)
+	}
+}
+
+// Per-request mode: the client's reference is the front door's, never
+// forwarded, so a call in flight when its replica dies is answered by the
+// front door with COMM_FAILURE, which omniORB does not retry; later calls
+// go to the live replicas.
+func TestKillReplicaPerRequest(t *testing.T) {
+	o := needORBs(t)
+	ctx := testContext(t, time.Minute)
+	r := o.startRig(ctx, t, rigOpts{binding: "per-request", report: "1h"})
+	const slowArg = 1_000_000
+	c := o.startLiveClient(t, cxxClient, "--op", "prime_count", "--arg", fmt.Sprint(slowArg), "--per-call", r.corbaloc)
+	if s := c.batch(ctx, t, 1); s.OK != 1 {
+		t.Fatalf("first call: %+v", s)
+	}
+	before := r.waitServed(ctx, t, slowArg, 1)
+	c.startBatch(t, 4)
+	busy := -1
+	poll(ctx, t, "the second call in flight", func() (bool, string) {
+		now := r.servedBy(t, slowArg)
+		for i := range now {
+			if now[i] > before[i] {
+				busy = i
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(now)
+	})
+	r.servers[busy].kill9(ctx, t)
+	s := c.waitBatch(ctx, t)
+	if s.OK != 3 || s.CommFailure != 1 || s.Transient+s.Other != 0 {
+		t.Errorf("per-request client across the death of replica %d: %+v; want the call in flight failed with COMM_FAILURE, the other three ok", busy, s)
+	}
+	for _, l := range jsonLines[callLine](t, c.stdout.String(), func(l string) bool { return strings.HasPrefix(l, `{"call"`) }) {
+		if l.Peer != r.front && l.OK {
+			t.Errorf("call %d answered from %s, want the front door %s", l.Call, l.Peer, r.front)
+		}
+	}
+	by := r.servedBy(t, slowArg)
+	if by[busy] != before[busy]+1 {
+		t.Errorf("the dead replica %d began %d calls after the kill (%v -> %v)", busy, by[busy]-before[busy]-1, before, by)
+	}
 }

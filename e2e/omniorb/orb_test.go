@@ -165,7 +165,13 @@ var iorLine = regexp.MustCompile(`(?m)^(IOR:[0-9a-f]+)$`)
 // port when not 0), logging its calls.
 func (o *orbs) startServer(ctx context.Context, t *testing.T, name string, port int) *server {
 	t.Helper()
-	p := startProc(t, name, procOpts{}, o.server, "--log-calls", "--port", strconv.Itoa(port))
+	return o.startServerArgs(ctx, t, name, "--log-calls", "--port", strconv.Itoa(port))
+}
+
+// startServerArgs starts a C++ Prime server with args.
+func (o *orbs) startServerArgs(ctx context.Context, t *testing.T, name string, args ...string) *server {
+	t.Helper()
+	p := startProc(t, name, procOpts{}, o.server, args...)
 	s := &server{proc: p, ior: p.waitOutput(ctx, t, iorLine)[1]}
 	s.port = iorPort(t, s.ior)
 	return s

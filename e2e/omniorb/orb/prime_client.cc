@@ -25,12 +25,12 @@
 //    "resolve_us":R,"first_us":F,"mean_us":M,"elapsed_us":E,"sends":S,
 //    "peers":{"giop:tcp:...":K,...},"errors":{"COMM_FAILURE":A,...}}
 //   {"init":2,"ok":true,"us":1466,"init_us":310,"sends":1}   (--inits)
+// elapsed_us runs from the batch's first call to the summary.
 // resolve_us is string_to_object and _narrow (-1: not measured), where
-// omniORB sends its first LocateRequest or _is_a; first_us the first call.
-// With --inits, a line per fresh ORB: "us" from after ORB_init to the
-// first reply, "init_us" ORB_init itself; the summary's mean_us is the
-// mean of "us".
-// "peer" is where the call's reply came from (after any forward), "sends"
+// omniORB may send its first LocateRequest or _is_a; first_us is the first
+// call. With --inits, a line per fresh ORB: "us" from after ORB_init to
+// the first reply, "init_us" ORB_init itself; the summary's mean_us is the
+// mean of "us". "peer" is where the call's reply came from (after any forward), "sends"
 // how many Requests the call took (2: forwarded once). "us" is the
 // call's wall time in microseconds. The exit status is 0 when every call
 // succeeded, 3 when some failed, 2 on bad arguments, 1 when the reference
@@ -347,6 +347,7 @@ int main(int argc, char** argv) {
           total.ok += b.ok;
         }
       } else {
+        total.start = Clock::now();  // elapsed_us: the calls only
         calls(p, o, o.calls, &seq, total);
         total.print();
       }

@@ -223,6 +223,7 @@ def main():
                     b.print()
                     total.merge(b)
             else:
+                total.start = time.monotonic()  # elapsed_us: the calls only
                 calls(p, o, o.calls, seq, total)
                 total.print()
             orb.destroy()
