@@ -223,14 +223,19 @@ type RemotingRow struct {
 	// SendLagP99MS is the 99th percentile of how late the load
 	// generator sent calls (part of every latency).
 	SendLagP99MS float64 `json:"send_lag_p99_ms"`
+	// ReplicaCPU is the replicas' CPU use during the sample as a share of
+	// their quotas (cgroup usage): the utilisation actually reached.
+	ReplicaCPU float64 `json:"replica_cpu"`
 }
 
 // RemotingGroupSettings is what was measured of one group size before
 // its samples (results.json "groups").
 type RemotingGroupSettings struct {
 	Replicas int `json:"replicas"`
-	// CPUPerReplica is each replica's quota in cores.
+	// CPUPerReplica is each replica's quota in cores, enforced per
+	// CPUPeriodMS.
 	CPUPerReplica float64 `json:"cpu_per_replica"`
+	CPUPeriodMS   float64 `json:"cpu_period_ms"`
 	// ServiceTimeMS is the mean response time of a lone call (one call
 	// at a time, straight to a replica).
 	ServiceTimeMS float64 `json:"service_time_ms"`
@@ -239,7 +244,13 @@ type RemotingGroupSettings struct {
 	// one replica's capacity a call takes (replicas/capacity).
 	CapacityRPS      float64 `json:"capacity_rps"`
 	ReplicaServiceMS float64 `json:"replica_service_ms"`
-	Clients          int     `json:"clients"`
+	// CPUPerCallMS is the replicas' CPU time per call while saturated
+	// (cgroup usage over calls), and CapacityCPU their share of the
+	// quotas then used: below 1, the callers did not quite saturate
+	// them.
+	CPUPerCallMS float64 `json:"cpu_per_call_ms"`
+	CapacityCPU  float64 `json:"capacity_cpu"`
+	Clients      int     `json:"clients"`
 }
 
 // Run implements Experiment.
@@ -282,20 +293,47 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	}
 	defer cl.close()
 	g := RemotingGroupSettings{Replicas: n, CPUPerReplica: x.CPU / float64(n), Clients: x.clientsFor(n)}
+	g.CPUPeriodMS = ms(cl.tb.CPUPeriod())
 	svc, err := measureServiceTime(ctx, cl.bases[0], Pick(env.Size, 200, 100, 20), x.XMean)
 	if err != nil {
 		return g, nil, err
 	}
 	g.ServiceTimeMS = ms(svc)
 	capDur := Pick(env.Size, 6*time.Second, 4*time.Second, time.Second)
+	u0, err := cl.cpuUsage()
+	if err != nil {
+		return g, nil, err
+	}
+	t0 := time.Now()
 	capacity, failed, err := measureCapacity(ctx, cl.bases, remotingCapacityCallers, x.XMean, capDur)
+	if err != nil {
+		return g, nil, err
+	}
+	u1, err := cl.cpuUsage()
 	if err != nil {
 		return g, nil, err
 	}
 	g.CapacityRPS = capacity
 	g.ReplicaServiceMS = float64(n) / capacity * 1000
-	env.Logf("remoting: %d replicas of %.3g cores: a lone call takes %.2f ms; saturated, they answer %.0f calls/s (%.2f ms of a replica per call; %d failed)",
-		n, g.CPUPerReplica, g.ServiceTimeMS, capacity, g.ReplicaServiceMS, failed)
+	g.CPUPerCallMS = ms(u1-u0) / (capacity * time.Since(t0).Seconds())
+	g.CapacityCPU = (u1 - u0).Seconds() / time.Since(t0).Seconds() / x.CPU
+	env.Logf("remoting: %d replicas of %.3g cores: a lone call takes %.2f ms; saturated, they answer %.0f calls/s (%.2f ms of a replica per call, %.2f ms CPU per call, %.0f%% of their quotas used; %d failed)",
+		n, g.CPUPerReplica, g.ServiceTimeMS, capacity, g.ReplicaServiceMS, g.CPUPerCallMS, g.CapacityCPU*100, failed)
+	// A warm-up through the balancer, unrecorded: its connections to the
+	// replicas, and every process's heap, are then as in the samples.
+	warm := make([][]remotingCall, g.Clients)
+	for c := range warm {
+		warm[c] = remotingSample(uint64(c)+1<<40, max(s.calls/5, 5), x.XMean, time.Duration(float64(g.Clients)/(0.5*capacity)*float64(time.Second)))
+	}
+	hc, closeIdle := remotingHTTP()
+	wres := runRemotingSample(ctx, hc, cl.frontDoor, warm, time.Now())
+	closeIdle()
+	if err := ctx.Err(); err != nil {
+		return g, nil, err
+	}
+	if wres.Errors > 0 {
+		return g, nil, fmt.Errorf("warm-up: %d calls through the balancer failed (first: %s)", wres.Errors, wres.FirstError)
+	}
 
 	var rows []RemotingRow
 	for ui, u := range s.utils {
@@ -312,15 +350,26 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			if err := cl.useStrategy(ctx, name, x.ReportInterval); err != nil {
 				return g, nil, err
 			}
+			u0, err := cl.cpuUsage()
+			if err != nil {
+				return g, nil, err
+			}
 			hc, closeIdle := remotingHTTP()
 			res := runRemotingSample(ctx, hc, cl.frontDoor, clients, time.Now().Add(50*time.Millisecond))
 			closeIdle()
 			if err := ctx.Err(); err != nil {
 				return g, nil, err
 			}
+			u1, err := cl.cpuUsage()
+			if err != nil {
+				return g, nil, err
+			}
 			row := remotingRow(n, u, gap, g.Clients, offered, name, res)
-			env.Logf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.1f ms), %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed%s",
-				n, u*100, offered, row.GapMS, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, firstErrorNote(res.FirstError))
+			if res.Elapsed > 0 {
+				row.ReplicaCPU = (u1 - u0).Seconds() / res.Elapsed.Seconds() / x.CPU
+			}
+			env.Logf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.1f ms), %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, replicas' CPU %.0f%% of quota, send lag p99 %.1f ms%s",
+				n, u*100, offered, row.GapMS, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(res.FirstError))
 			rows = append(rows, row)
 		}
 	}

@@ -17,13 +17,13 @@ const remotingReductionPlot = "remoting-reduction.png"
 // write writes remoting.csv and the plots.
 func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 	header := []string{"replicas", "utilization", "gap_ms", "clients", "offered_rps", "strategy", "latency_mean_ms",
-		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms"}
+		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu"}
 	var table [][]string
 	for _, r := range rows {
 		table = append(table, []string{
 			strconv.Itoa(r.Replicas), Num(r.Utilization, 2), Num(r.GapMS, 3), strconv.Itoa(r.Clients), Num(r.OfferedRPS, 1), r.Strategy,
 			Num(r.LatencyMeanMS, 3), Num(r.LatencyP50MS, 3), Num(r.LatencyP99MS, 3), fmtReduction(r.ReductionVsRandom, 4),
-			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3),
+			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3), Num(r.ReplicaCPU, 3),
 		})
 	}
 	if err := env.WriteCSV("remoting.csv", header, table); err != nil {
@@ -145,9 +145,10 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 	var gt [][]string
 	for _, g := range groups {
 		gt = append(gt, []string{strconv.Itoa(g.Replicas), Num(g.CPUPerReplica, 3), Num(g.ServiceTimeMS, 2), Num(g.CapacityRPS, 0),
-			Num(g.ReplicaServiceMS, 2), strconv.Itoa(g.Clients)})
+			Num(g.ReplicaServiceMS, 2), Num(g.CPUPerCallMS, 2), Num(g.CapacityCPU*100, 0) + "%", strconv.Itoa(g.Clients)})
 	}
-	rep.Table([]string{"replicas", "cores each", "lone call (ms)", "capacity (calls/s)", "replica time per call (ms)", "clients"}, gt)
+	rep.Table([]string{"replicas", "cores each", "lone call (ms)", "capacity (calls/s)", "replica time per call (ms)",
+		"CPU per call (ms)", "quota used when saturated", "clients"}, gt)
 	for _, n := range remotingSizesOf(rows) {
 		rep.Heading(fmt.Sprintf("%d replicas", n))
 		var t [][]string
@@ -161,10 +162,10 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 			}
 			t = append(t, []string{Num(r.Utilization*100, 0) + "%", Num(r.GapMS, 2), Num(r.OfferedRPS, 0), r.Strategy,
 				Num(r.LatencyMeanMS, 2), Num(r.LatencyP50MS, 2), Num(r.LatencyP99MS, 2), red, strconv.FormatInt(r.Calls, 10),
-				strconv.FormatInt(r.Errors, 10)})
+				strconv.FormatInt(r.Errors, 10), Num(r.ReplicaCPU*100, 0) + "%", Num(r.SendLagP99MS, 1)})
 		}
 		rep.Table([]string{"load", "mean gap (ms)", "offered (calls/s)", "strategy", "mean (ms)", "p50 (ms)", "p99 (ms)",
-			"vs random", "answered", "failed"}, t)
+			"vs random", "answered", "failed", "replicas' CPU (of quota)", "send lag p99 (ms)"}, t)
 		if p, ok := remotingPaper[n]; ok {
 			rep.Para("Paper: NP_LB (its least-load dispatcher) %.1f%% below NLB's mean response time with %d replicas.", p*100, n)
 		}

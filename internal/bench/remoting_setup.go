@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 // the balancer with one per-request group.
 type remotingCluster struct {
 	tb        *testbed.Testbed
+	reps      []*testbed.Replica
 	bal       *Balancer
 	procs     []*Proc
 	bases     []string // the replicas' base URLs
@@ -38,7 +42,7 @@ const remotingReplicaPort = "8080"
 // starts the replicas, which register themselves and report their CPU
 // load every x.ReportInterval.
 func (x *Remoting) startCluster(ctx context.Context, env *Env, n int) (*remotingCluster, error) {
-	tb, err := testbed.New(testbed.Options{})
+	tb, err := testbed.New(testbed.Options{CPUPeriod: remotingPeriod(x.CPU / float64(n))})
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +65,7 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 		}
 		reps = append(reps, r)
 	}
+	cl.reps = reps
 	var err error
 	cl.bal, err = env.startBalancerAt(ctx, reps[0].Gateway().String(), GroupSpec{
 		Name: remotingGroup, Binding: "per-request", Strategy: x.Strategies[0], ReportInterval: x.ReportInterval,
@@ -74,7 +79,17 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 		args := []string{"backend", "prime", "--listen", listen,
 			"--register", cl.bal.Admin, "--group", remotingGroup, "--load", "cpu"}
 		lines := make(chan string, 1)
-		p, err := env.start(procSpec{name: env.uniqueName(fmt.Sprintf("replica-%d-of-%d", i+1, n)), path: env.Binary, args: args, firstLine: lines, wrap: r.Wrap})
+		// As many Ps as the replica has cores: with the machine's two, the
+		// Go runtime (its garbage collector above all) would spend a small
+		// quota twice as fast and stall the replica for the rest of each
+		// period. (The runtime cannot see the cgroup's limit itself: ip
+		// netns exec hides /sys/fs/cgroup.)
+		procs := max(1, int(math.Ceil(r.CPU())))
+		wrap := func(cmd *exec.Cmd) error {
+			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+			return r.Wrap(cmd)
+		}
+		p, err := env.start(procSpec{name: env.uniqueName(fmt.Sprintf("replica-%d-of-%d", i+1, n)), path: env.Binary, args: args, firstLine: lines, wrap: wrap})
 		if err != nil {
 			return err
 		}
@@ -86,7 +101,7 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 		if err := waitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
 			return err
 		}
-		env.Logf("replica %s: %s in %s (%.3g cores), pid %d", p.Name, url, r.Name(), r.CPU(), p.Pid())
+		env.Logf("replica %s: %s in %s (%.3g cores, GOMAXPROCS %d), pid %d", p.Name, url, r.Name(), r.CPU(), procs, p.Pid())
 		cl.bases = append(cl.bases, url)
 	}
 	if err := cl.bal.WaitReady(ctx, remotingGroup, n, true); err != nil {
@@ -94,6 +109,31 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 	}
 	cl.frontDoor = cl.bal.FrontDoor(remotingGroup)
 	return nil
+}
+
+// cpuUsage is the CPU time all the replicas have used.
+func (cl *remotingCluster) cpuUsage() (time.Duration, error) {
+	var sum time.Duration
+	for _, r := range cl.reps {
+		u, err := r.CPUUsage()
+		if err != nil {
+			return 0, err
+		}
+		sum += u
+	}
+	return sum, nil
+}
+
+// remotingPeriod is the CFS period for replicas of cpu cores: the
+// shortest whose quota is the kernel's minimum of 1 ms (2 ms for half a
+// core, 8 ms for an eighth), at most the testbed's default 10 ms. A quota
+// lets a replica run at the full speed of a core until it is spent, then
+// stops it for the rest of the period; the shorter the period, the more
+// the replica looks like a core cpu times as fast, on the time scale of
+// its calls, rather than a fast one that stalls.
+func remotingPeriod(cpu float64) time.Duration {
+	p := time.Duration(float64(time.Millisecond) / cpu)
+	return min(max(p.Round(100*time.Microsecond), time.Millisecond), testbed.DefaultCPUPeriod)
 }
 
 // close stops the processes and removes the testbed.
