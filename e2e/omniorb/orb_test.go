@@ -207,6 +207,20 @@ func (s *server) callsWithArg(t *testing.T, arg int64) int {
 	return n
 }
 
+// waitCalls waits until the server has logged n calls with argument arg
+// (its output reaches the test asynchronously), failing the test if it
+// logs more.
+func (s *server) waitCalls(ctx context.Context, t *testing.T, arg int64, n int) {
+	t.Helper()
+	poll(ctx, t, fmt.Sprintf("%s logging %d calls with argument %d", s.name, n, arg), func() (bool, string) {
+		got := s.callsWithArg(t, arg)
+		if got > n {
+			t.Fatalf("%s logged %d calls with argument %d, want %d", s.name, got, arg, n)
+		}
+		return got == n, fmt.Sprintf("%d calls", got)
+	})
+}
+
 // iorPort reads the port of the first IIOP profile of a stringified IOR
 // as omniORB's servers write them (one profile, little- or big-endian).
 // It is a test helper for our own server's output, not a general decoder.
