@@ -36,7 +36,7 @@ func TestBenchRemotingSmoke(t *testing.T) {
 		if row["calls"] != 60.0 || row["errors"] != 0.0 || row["clients"] != 4.0 {
 			t.Errorf("%s at %v: calls %v, errors %v, clients %v; want 60, 0, 4", what(), u, row["calls"], row["errors"], row["clients"])
 		}
-		for _, k := range []string{"gap_ms", "offered_rps", "latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "throughput_rps"} {
+		for _, k := range []string{"gap_ms", "offered_rps", "latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "throughput_rps", "replica_cpu"} {
 			if v, ok := row[k].(float64); !ok || !(v > 0) || math.IsInf(v, 0) {
 				t.Errorf("%s at %v: %s = %v, want a positive number", what(), u, k, row[k])
 			}

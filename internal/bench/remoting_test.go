@@ -127,3 +127,23 @@ func TestRemotingSizes(t *testing.T) {
 		t.Errorf("clients for 4 replicas: %d, want 8", x.clientsFor(4))
 	}
 }
+
+func TestRemotingPeriodHasTheSmallestQuota(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cpu  float64
+		want time.Duration
+	}{
+		{0.5, 2 * time.Millisecond},
+		{0.25, 4 * time.Millisecond},
+		{0.125, 8 * time.Millisecond},
+		{1.0 / 3, 3 * time.Millisecond},
+		{0.1, 10 * time.Millisecond},
+		{0.05, 10 * time.Millisecond}, // the testbed's default at most
+		{1.5, time.Millisecond},       // the kernel's shortest period
+	} {
+		if got := remotingPeriod(tc.cpu); got != tc.want {
+			t.Errorf("remotingPeriod(%g) = %v, want %v", tc.cpu, got, tc.want)
+		}
+	}
+}
