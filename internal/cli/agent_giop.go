@@ -26,7 +26,7 @@ func init() { agentSubcommands = append(agentSubcommands, newAgentGIOPCmd) }
 
 type agentGIOPFlags struct {
 	listen, advertise, target, typeID, register, group, token, joinToken string
-	load, mode, pullListen, pullAdvertise                                string
+	load, mode, pullListen, pullAdvertise, cpuProfile                    string
 	weight                                                               float64
 	maxMessageSize                                                       int
 	dialTimeout                                                          time.Duration
@@ -87,6 +87,8 @@ calls elsewhere). Its first lines on stdout are "listening on HOST:PORT" and
 	fl.StringVar(&f.pullAdvertise, "pull-advertise", "", "URL the balancer pulls reports from (default http://<pull-listen address>/fulcrum/report)")
 	fl.IntVar(&f.maxMessageSize, "max-message-size", giop.DefaultMaxMessageSize, "largest GIOP message_size accepted, in bytes; larger messages get MessageError")
 	fl.DurationVar(&f.dialTimeout, "dial-timeout", giopagent.DefaultDialTimeout, "how long to wait for the target to accept a connection")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file until the agent stops")
+	_ = fl.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -174,6 +176,11 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 		ctx = context.Background()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	stopProfile, err := startCPUProfile(f.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
