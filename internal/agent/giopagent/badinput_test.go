@@ -2,6 +2,7 @@ package giopagent_test
 
 import (
 	"encoding/binary"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/agent/giopagent"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 )
 
 // header returns a 12-byte GIOP header with the given fields (big-endian
@@ -150,5 +152,46 @@ func TestTargetFailureClosesClient(t *testing.T) {
 	s.closeConns()
 	if !rc.closedByPeer(5 * time.Second) {
 		t.Fatal("client connection open after the target connection broke")
+	}
+}
+
+// TestTargetSendsGarbage: when the target answers with bytes that are not
+// GIOP, the client's connection is closed (its ORB sees COMM_FAILURE)
+// rather than handed the garbage.
+func TestTargetSendsGarbage(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := readWhole(c); err == nil {
+					c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n"))
+				}
+				io.Copy(io.Discard, c)
+			}()
+		}
+	}()
+	s := startServant(t)
+	target := s.ref
+	p, _ := target.IIOP()
+	p.Port = uint16(ln.Addr().(*net.TCPAddr).Port)
+	target.Profiles = []ior.Profile{p}
+	_, addr := startAgent(t, giopagent.Options{Target: target})
+	rc := dialRaw(t, addr)
+	rc.send(rc.request(giop.V12, cdr.BigEndian, giop.OpIsPrime, 7))
+	if m, err := rc.tryRecv(5 * time.Second); err == nil {
+		t.Fatalf("the client got %T from a target that speaks no GIOP", m)
+	}
+	if !rc.closedByPeer(5 * time.Second) {
+		t.Fatal("client connection left open")
 	}
 }
