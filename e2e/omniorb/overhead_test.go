@@ -119,13 +119,13 @@ func TestOmniORBOverhead(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-12s %7s %14s %9s %14s\n", "config", "clients", "calls/s", "vs direct", "mean latency")
+	fmt.Fprintf(&b, "%-12s %7s %10s %9s %21s %14s\n", "config", "clients", "calls/s", "vs direct", "rounds' range", "mean latency")
 	for _, k := range clientCounts {
 		direct := median(results[fmt.Sprintf("direct/%d", k)].rates)
 		for _, c := range configs {
 			r := results[fmt.Sprintf("%s/%d", c.name, k)]
 			rate := median(r.rates)
-			fmt.Fprintf(&b, "%-12s %7d %14.0f %9.3f %12.1fµs\n", c.name, k, rate, rate/direct, median(r.means))
+			fmt.Fprintf(&b, "%-12s %7d %10.0f %9.3f %10.0f-%-10.0f %12.1fµs\n", c.name, k, rate, rate/direct, slices.Min(r.rates), slices.Max(r.rates), median(r.means))
 		}
 	}
 	t.Logf("omniORB C++ clients and servers, %d calls per client, median of %d rounds:\n%s", calls, rounds, b.String())
