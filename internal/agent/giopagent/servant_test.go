@@ -35,7 +35,6 @@ const (
 // concatenating their data, answers LocateRequest with OBJECT_HERE and
 // unknown keys with OBJECT_NOT_EXIST.
 type servant struct {
-	t       testing.TB
 	ln      net.Listener
 	ref     ior.IOR
 	calls   atomic.Int64 // two-way requests served
@@ -48,6 +47,15 @@ type servant struct {
 	// seen records the versions and byte orders requests came in.
 	mu   sync.Mutex
 	seen map[string]int
+	errs []string // the servant's own failures, reported at cleanup; guarded by mu
+}
+
+// fail records a failure of the servant itself (it runs on goroutines of
+// its own, where a fuzz target's T must not be used).
+func (s *servant) fail(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, fmt.Sprintf(format, args...))
 }
 
 func startServant(t testing.TB) *servant {
@@ -57,7 +65,7 @@ func startServant(t testing.TB) *servant {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
-	s := &servant{t: t, ln: ln, hold: make(chan struct{}), seen: map[string]int{}}
+	s := &servant{ln: ln, hold: make(chan struct{}), seen: map[string]int{}}
 	s.ref = ior.IOR{TypeID: giop.PrimeRepoID, Profiles: []ior.Profile{ior.IIOPProfile{
 		Version: ior.Version{Major: 1, Minor: 2}, Host: "127.0.0.1", Port: uint16(port), ObjectKey: servantKey,
 	}}}
@@ -97,6 +105,9 @@ func startServant(t testing.TB) *servant {
 		s.release()
 		s.closeConns()
 		wg.Wait()
+		for _, e := range s.errs {
+			t.Error(e)
+		}
 	})
 	return s
 }
@@ -117,7 +128,7 @@ func (s *servant) serve(c net.Conn) {
 	write := func(m giop.Message) {
 		out, err := giop.EncodeMessage(m)
 		if err != nil {
-			s.t.Errorf("servant: encode %T: %v", m, err)
+			s.fail("servant: encode %T: %v", m, err)
 			return
 		}
 		wmu.Lock()
@@ -153,7 +164,7 @@ func (s *servant) serve(c net.Conn) {
 		}
 		m, err := giop.DecodeMessage(b)
 		if err != nil {
-			s.t.Errorf("servant: %v", err)
+			s.fail("servant: %v", err)
 			return
 		}
 		wasFragmented := fragmented
@@ -181,10 +192,14 @@ func (s *servant) serve(c net.Conn) {
 				// A fragmented request gets a fragmented reply.
 				out, err := giop.EncodeMessage(rep)
 				if err != nil {
-					s.t.Errorf("servant: %v", err)
+					s.fail("servant: %v", err)
 					return
 				}
-				pieces := splitMessage(s.t, out, rep.BodyOffset, rep.RequestID)
+				pieces, err := split(out, rep.BodyOffset, rep.RequestID)
+				if err != nil {
+					s.fail("servant: %v", err)
+					return
+				}
 				wmu.Lock()
 				defer wmu.Unlock()
 				for _, p := range pieces {
@@ -402,12 +417,21 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // Fragment holding the body.
 func splitMessage(t testing.TB, msg []byte, bodyOffset int, id uint32) [][]byte {
 	t.Helper()
-	h, err := giop.ParseHeader(msg)
+	pieces, err := split(msg, bodyOffset, id)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return pieces
+}
+
+// split is splitMessage, returning its error.
+func split(msg []byte, bodyOffset int, id uint32) ([][]byte, error) {
+	h, err := giop.ParseHeader(msg)
+	if err != nil {
+		return nil, err
+	}
 	if bodyOffset <= giop.HeaderSize || bodyOffset >= len(msg) {
-		t.Fatalf("cannot split a message of %d bytes at its body offset %d", len(msg), bodyOffset)
+		return nil, fmt.Errorf("cannot split a message of %d bytes at its body offset %d", len(msg), bodyOffset)
 	}
 	first := append([]byte(nil), msg[:bodyOffset]...)
 	first[6] |= 0x02
@@ -418,7 +442,7 @@ func splitMessage(t testing.TB, msg []byte, bodyOffset int, id uint32) [][]byte 
 	}
 	last, err := giop.EncodeMessage(frag)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return [][]byte{first, last}
+	return [][]byte{first, last}, nil
 }
