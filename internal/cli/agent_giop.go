@@ -81,7 +81,7 @@ calls elsewhere). Its first lines on stdout are "listening on HOST:PORT" and
 	fl.StringVar(&f.token, "token", "", "replica token from an earlier registration (fulcrum ctl add) instead of registering")
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
 	fl.Float64Var(&f.weight, "weight", 0, "relative capacity (default 1)")
-	fl.StringVar(&f.load, "load", string(monitor.LoadRate), "what to report as load: rate, inflight, cpu or latency")
+	fl.StringVar(&f.load, "load", string(monitor.LoadRate), "what to report as load: rate (calls/s), inflight (calls in flight) or latency (ms)")
 	fl.StringVar(&f.mode, "mode", protocol.MonitorPush, "report mode: push or pull")
 	fl.StringVar(&f.pullListen, "pull-listen", "", "address to serve the balancer's pulls on (required with --mode pull)")
 	fl.StringVar(&f.pullAdvertise, "pull-advertise", "", "URL the balancer pulls reports from (default http://<pull-listen address>/fulcrum/report)")
@@ -134,9 +134,11 @@ func (f *agentGIOPFlags) check() error {
 		return errors.New("--group is required with --register")
 	}
 	switch monitor.LoadSource(f.load) {
-	case monitor.LoadRate, monitor.LoadInflight, monitor.LoadCPU, monitor.LoadLatency:
+	case monitor.LoadRate, monitor.LoadInflight, monitor.LoadLatency:
+	case monitor.LoadCPU:
+		return errors.New(`--load cpu: the agent measures its own process's CPU, not the server's; use rate, inflight or latency`)
 	default:
-		return fmt.Errorf("--load %q: must be rate, inflight, cpu or latency", f.load)
+		return fmt.Errorf("--load %q: must be rate, inflight or latency", f.load)
 	}
 	switch f.mode {
 	case protocol.MonitorPush:
