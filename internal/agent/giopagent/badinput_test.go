@@ -50,6 +50,7 @@ func TestBadInputGetsMessageError(t *testing.T) {
 		{"unknown message type", header(1, 0, 0, 9, 0), giop.V10},
 		{"fragment in GIOP 1.0", header(1, 0, 0, 7, 0), giop.V10},
 		{"over the size limit", header(1, 2, 0, 0, 4097), giop.V12},
+		{"over the size limit, body sent", append(header(1, 2, 1, 0, 100000), make([]byte, 100000)...), giop.V12},
 		{"truncated request header", append(header(1, 2, 0, 0, 6), 0, 0, 0, 1, 3, 0), giop.V12},
 		{"fragment continuing nothing", orphan, giop.V12},
 		{"1.1 fragment continuing nothing", append(header(1, 1, 0, 7, 4), 1, 2, 3, 4), giop.V11},

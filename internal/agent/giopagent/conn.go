@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ type conn struct {
 	version  giop.Version            // of the client's latest message; guarded by mu
 	closing  bool                    // CloseConnection sent: pass nothing more on; guarded by mu
 	closed   bool                    // guarded by mu
+	// lingering: MessageError sent, the client's connection is being
+	// drained before it is closed; guarded by mu.
+	lingering bool
 
 	in  fragments // client side; client loop only
 	out fragments // target side; target loop only
@@ -72,6 +76,12 @@ func (c *conn) serve() {
 	go func() {
 		defer close(targetDone)
 		err := c.targetLoop(bufio.NewReaderSize(up, readBufferSize))
+		c.mu.Lock()
+		lingering := c.lingering
+		c.mu.Unlock()
+		if lingering {
+			return // the client loop closes the client's connection
+		}
 		if err != nil && !isClosedConn(err) {
 			c.a.log.Warn("closing a client connection: the target connection failed", "client", c.id, "err", err)
 		}
@@ -82,7 +92,13 @@ func (c *conn) serve() {
 	switch {
 	case errors.As(err, &pe):
 		c.a.log.Info("closing a client connection after bad input (MessageError sent)", "client", c.id, "err", err)
+		c.mu.Lock()
+		c.lingering = true
+		c.mu.Unlock()
 		c.messageError(pe.version)
+		up.Close()
+		<-targetDone
+		c.linger()
 	case err != nil && !isClosedConn(err):
 		c.a.log.Debug("client connection ended", "client", c.id, "err", err)
 	}
@@ -348,6 +364,27 @@ func (c *conn) messageError(v giop.Version) {
 	if err == nil {
 		_ = c.writeClient(out)
 	}
+}
+
+// Draining a client's connection after MessageError: at most lingerBytes
+// for lingerTime.
+const (
+	lingerTime  = 500 * time.Millisecond
+	lingerBytes = 64 << 10
+)
+
+// linger ends the sending side of the client's connection after a
+// MessageError and reads what the client still sends (bounded), so that
+// closing with unread input does not reset the connection before the
+// client has read the MessageError. The caller closes the connection.
+func (c *conn) linger() {
+	cw, ok := c.client.(interface{ CloseWrite() error })
+	if !ok {
+		return
+	}
+	_ = cw.CloseWrite()
+	_ = c.client.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.client, lingerBytes))
 }
 
 // closeIfIdle sends CloseConnection and closes the connection if no call is
