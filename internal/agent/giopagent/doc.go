@@ -36,14 +36,14 @@
 //
 // Usage:
 //
-//	target, err := ior.Parse(os.Args[1]) // the replica's IOR or corbaloc
+//	target, err := ior.Parse(os.Args[1]) // the server's IOR or corbaloc
+//	ref := giopagent.Reference(target, "", "10.0.0.7", 4100) // what clients reach the agent by
 //	mon, err := monitor.New(monitor.Options{Admin: admin, Group: "prime", Address: ref.String()})
 //	a, err := giopagent.New(giopagent.Options{Target: target, Monitor: mon})
 //	ln, err := net.Listen("tcp", ":4100")
-//	ref := a.Reference("10.0.0.7", 4100) // the IOR clients reach the agent by
 //	go a.Serve(ln)
-//	mon.Start()
+//	mon.Start() // registers ref, reports, applies advisories
 //	...
-//	mon.Close(ctx)   // deregister first: no new bindings
-//	a.Shutdown(ctx)  // then close connections as their calls finish
+//	mon.Close(ctx)  // deregister first: no new bindings
+//	a.Shutdown(ctx) // then close connections as their calls finish
 package giopagent
