@@ -10,60 +10,65 @@ import (
 )
 
 // Unmodified omniORB C++ and omniORBpy clients call through the group's
-// corbaloc URL against three omniORB C++ replicas, on-demand with
-// round-robin: every call succeeds; each client's first call is forwarded
-// and the rest go straight to its replica (the front door sees one request
-// per client connection, the replica sees every call of the client); and
-// round-robin binds the three clients to three different replicas.
-func TestOnDemandThroughCorbaloc(t *testing.T) {
-	for _, k := range []clientKind{cxxClient, pyClient} {
-		t.Run(string(k), func(t *testing.T) {
-			o := needORBs(t)
-			if k == pyClient {
-				o = needPython(t)
+// corbaloc URL against three omniORB C++ replicas, on-demand and
+// per-session with round-robin: every call succeeds; each client's first
+// call is forwarded and the rest go straight to its replica (the front
+// door sees one request per client connection, the replica sees every
+// call of the client); and round-robin binds the three clients to three
+// different replicas.
+func TestBoundThroughCorbaloc(t *testing.T) {
+	for _, binding := range []string{"on-demand", "per-session"} {
+		for _, k := range []clientKind{cxxClient, pyClient} {
+			t.Run(binding+"/"+string(k), func(t *testing.T) { testBoundThroughCorbaloc(t, binding, k) })
+		}
+	}
+}
+
+func testBoundThroughCorbaloc(t *testing.T, binding string, k clientKind) {
+	o := needORBs(t)
+	if k == pyClient {
+		o = needPython(t)
+	}
+	ctx := testContext(t, time.Minute)
+	r := o.startRig(ctx, t, rigOpts{binding: binding, report: "1h"})
+	const calls = 10
+	bound := map[int]int{} // replica -> clients
+	for i := range 3 {
+		arg := int64(1_000_003 + 2*i)
+		code, lines, sum := o.runClient(ctx, t, k, "--calls", strconv.Itoa(calls), "--per-call", "--arg", fmt.Sprint(arg), r.corbaloc)
+		if code != 0 || sum.OK != calls {
+			t.Fatalf("client %d: exit %d, summary %+v; want %d calls, all ok", i, code, sum, calls)
+		}
+		if lines[0].Result != isPrime(arg) {
+			t.Errorf("client %d: is_prime(%d) = %v, want %v", i, arg, lines[0].Result, isPrime(arg))
+		}
+		r.waitServed(ctx, t, arg, calls)
+		idx := r.servingOnly(t, arg)
+		bound[idx]++
+		if got := r.servedBy(t, arg)[idx]; got != calls {
+			t.Errorf("client %d: replica %d served %d of its calls, want all %d", i, idx, got, calls)
+		}
+		if peers := r.peersFor(t, arg)[idx]; len(peers) != 1 {
+			t.Errorf("client %d: replica %d saw its calls on %d connections %v, want 1", i, idx, len(peers), peers)
+		}
+		if k == cxxClient {
+			want := r.servers[idx].endpoint()
+			for _, c := range lines {
+				if c.Peer != want {
+					t.Errorf("client %d: call %d went to %s, want replica %d at %s", i, c.Call, c.Peer, idx, want)
+				}
+				if c.Call > 1 && c.Sends != 1 {
+					t.Errorf("client %d: call %d took %d requests, want 1 (straight to the replica)", i, c.Call, c.Sends)
+				}
 			}
-			ctx := testContext(t, time.Minute)
-			r := o.startRig(ctx, t, rigOpts{report: "1h"})
-			const calls = 10
-			bound := map[int]int{} // replica -> clients
-			for i := range 3 {
-				arg := int64(1_000_003 + 2*i)
-				code, lines, sum := o.runClient(ctx, t, k, "--calls", strconv.Itoa(calls), "--per-call", "--arg", fmt.Sprint(arg), r.corbaloc)
-				if code != 0 || sum.OK != calls {
-					t.Fatalf("client %d: exit %d, summary %+v; want %d calls, all ok", i, code, sum, calls)
-				}
-				if lines[0].Result != isPrime(arg) {
-					t.Errorf("client %d: is_prime(%d) = %v, want %v", i, arg, lines[0].Result, isPrime(arg))
-				}
-				r.waitServed(ctx, t, arg, calls)
-				idx := r.servingOnly(t, arg)
-				bound[idx]++
-				if got := r.servedBy(t, arg)[idx]; got != calls {
-					t.Errorf("client %d: replica %d served %d of its calls, want all %d", i, idx, got, calls)
-				}
-				if peers := r.peersFor(t, arg)[idx]; len(peers) != 1 {
-					t.Errorf("client %d: replica %d saw its calls on %d connections %v, want 1", i, idx, len(peers), peers)
-				}
-				if k == cxxClient {
-					want := r.servers[idx].endpoint()
-					for _, c := range lines {
-						if c.Peer != want {
-							t.Errorf("client %d: call %d went to %s, want replica %d at %s", i, c.Call, c.Peer, idx, want)
-						}
-						if c.Call > 1 && c.Sends != 1 {
-							t.Errorf("client %d: call %d took %d requests, want 1 (straight to the replica)", i, c.Call, c.Sends)
-						}
-					}
-				}
-				// The front door saw this client's connection once.
-				if n := r.redirected(ctx, t); n != uint64(i+1) {
-					t.Errorf("after client %d: the front door redirected %d times, want %d (one per client connection)", i, n, i+1)
-				}
-			}
-			if len(bound) != 3 {
-				t.Errorf("round-robin bound 3 clients to replicas %v, want one on each of 3", bound)
-			}
-		})
+		}
+		// The front door saw this client's connection once.
+		if n := r.redirected(ctx, t); n != uint64(i+1) {
+			t.Errorf("after client %d: the front door redirected %d times, want %d (one per client connection)", i, n, i+1)
+		}
+	}
+	if len(bound) != 3 {
+		t.Errorf("round-robin bound 3 clients to replicas %v, want one on each of 3", bound)
 	}
 }
 
