@@ -3,6 +3,7 @@
 package omniorb
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -46,8 +47,11 @@ func TestHighAdvisoryMovesClients(t *testing.T) {
 	r.addReplica(ctx, t, 2, true)
 	r.waitActive(ctx, t, 3, true)
 
+	// The clients call for 8 s: a move must come well within that.
+	moveCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
 	sawHigh := false
-	poll(ctx, t, "a client moved to replica 1 or 2", func() (bool, string) {
+	poll(moveCtx, t, "a client moved to replica 1 or 2", func() (bool, string) {
 		g := r.bal.group(ctx, t, groupName)
 		for _, rep := range g.Replicas {
 			sawHigh = sawHigh || rep.Advisory == "high"
