@@ -11,7 +11,10 @@
 //	go test -count=1 ./e2e/omniorb/
 //
 // The tests build the fulcrum binary from the module, or use the one named
-// by FULCRUM_BIN. scripts/test.sh installs the ORBs. Without them the tests are skipped,
+// by FULCRUM_BIN. scripts/test.sh installs the ORBs. TestOmniORBOverhead
+// and TestOmniORBEffectiveness are measurements that run only with
+// FULCRUM_OMNIORB_BENCH=1 (under flock /tmp/fulcrum-bench.lock);
+// docs/giop-omniorb.md has the commands and recorded runs. Without them the tests are skipped,
 // except when the environment has CI=true, where a missing tool fails the
 // test.
 //
