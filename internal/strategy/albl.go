@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -100,6 +101,7 @@ const alblMinTime = 1e-6
 type albl struct {
 	cfg ALBLConfig
 	env Env
+	seq *atomic.Uint64 // the weighted round-robin position, shared by its pickers
 
 	mu sync.Mutex
 	// last is the start of the round the weights come from; zero before
@@ -135,7 +137,8 @@ func buildALBL(params map[string]any, env Env) (Strategy, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &albl{cfg: cfg, env: env.withDefaults()}, nil
+	env = env.withDefaults()
+	return &albl{cfg: cfg, env: env, seq: newSequence(env.Rand)}, nil
 }
 
 func (c *ALBLConfig) validate() error {
@@ -289,7 +292,7 @@ func (s *albl) Picker(replicas []*Replica) Picker {
 		for i, r := range replicas {
 			weights[i] = weightOf(r)
 		}
-		return newStridePicker(replicas, weights, s.env.Rand)
+		return newStridePicker(replicas, weights, s.seq)
 	}
 	byID := make(map[string]*Replica, len(replicas))
 	for _, r := range replicas {
@@ -317,7 +320,7 @@ func (s *albl) Picker(replicas []*Replica) Picker {
 			weights = append(weights, average)
 		}
 	}
-	return newStridePicker(list, weights, s.env.Rand)
+	return newStridePicker(list, weights, s.seq)
 }
 
 // alblWeightsOf returns the weights of the last round and the equation it

@@ -10,10 +10,15 @@ type RoundRobinConfig struct{}
 
 // roundRobin hands out the replicas in turn, ignoring weights and load:
 // pick k goes to replica k mod N (IPVS rr, seed 003 §3 "Round-Robin"; the
-// picker follows grpc-go's round_robin: an atomic counter over the
-// snapshot, started at a random replica so that frequent snapshot swaps do
-// not favour the first one).
-type roundRobin struct{ env Env }
+// picker follows grpc-go's round_robin: an atomic counter, started at a
+// random replica). The counter belongs to the strategy, not to a picker:
+// a group rebuilds its picker at every analyzer step, and a counter
+// started afresh (at a random replica) each time turned the rotation into
+// a random pick for clients arriving more than a step apart.
+type roundRobin struct {
+	env Env
+	seq *atomic.Uint64
+}
 
 func init() {
 	Register(Definition{
@@ -29,7 +34,8 @@ func buildRoundRobin(params map[string]any, env Env) (Strategy, error) {
 	if err := DecodeParams(RoundRobinName, params, &cfg); err != nil {
 		return nil, err
 	}
-	return &roundRobin{env: env.withDefaults()}, nil
+	env = env.withDefaults()
+	return &roundRobin{env: env, seq: newSequence(env.Rand)}, nil
 }
 
 func (*roundRobin) Name() string { return RoundRobinName }
@@ -38,14 +44,12 @@ func (s *roundRobin) Picker(replicas []*Replica) Picker {
 	if len(replicas) == 0 {
 		return noReplicas{}
 	}
-	p := &roundRobinPicker{replicas: snapshotOf(replicas)}
-	p.next.Store(uint64(s.env.Rand.IntN(len(replicas))))
-	return p
+	return &roundRobinPicker{replicas: snapshotOf(replicas), next: s.seq}
 }
 
 type roundRobinPicker struct {
 	replicas []*Replica
-	next     atomic.Uint64
+	next     *atomic.Uint64 // shared by the strategy's pickers
 }
 
 func (p *roundRobinPicker) Pick(*Request) (*Replica, error) {

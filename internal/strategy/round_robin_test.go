@@ -51,3 +51,25 @@ func indexOf(rs []*strategy.Replica, id string) int {
 	}
 	return -1
 }
+
+// A group builds a new picker at every analyzer step; the turn must carry
+// over, or clients arriving a step apart would be placed at random.
+func TestRoundRobinTurnOutlivesPickers(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{strategy.RoundRobinName, strategy.WeightedRoundRobinName} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := mustBuild(t, name, nil, strategy.Env{Rand: strategy.NewRand(7)})
+			rs := replicaSet(1, 1, 1)
+			var ids []string
+			for range 9 {
+				ids = append(ids, pickN(t, s.Picker(replicaSet(1, 1, 1)), &strategy.Request{}, 1)...)
+			}
+			for i := 1; i < len(ids); i++ {
+				if want := rs[(indexOf(rs, ids[i-1])+1)%len(rs)].ID; ids[i] != want {
+					t.Fatalf("picks %v: %s after %s, want %s (one pick per new picker)", ids, ids[i], ids[i-1], want)
+				}
+			}
+		})
+	}
+}

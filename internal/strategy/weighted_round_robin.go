@@ -31,7 +31,10 @@ type WeightedRoundRobinConfig struct{}
 // one generation and leave the heavy one a long run. Pick is lock-free and
 // allocation-free; it loops at most a few generations on average
 // (N·Q/Σq sequence numbers per pick).
-type weightedRoundRobin struct{ env Env }
+type weightedRoundRobin struct {
+	env Env
+	seq *atomic.Uint64 // the schedule position, shared by its pickers
+}
 
 func init() {
 	Register(Definition{
@@ -47,7 +50,8 @@ func buildWeightedRoundRobin(params map[string]any, env Env) (Strategy, error) {
 	if err := DecodeParams(WeightedRoundRobinName, params, &cfg); err != nil {
 		return nil, err
 	}
-	return &weightedRoundRobin{env: env.withDefaults()}, nil
+	env = env.withDefaults()
+	return &weightedRoundRobin{env: env, seq: newSequence(env.Rand)}, nil
 }
 
 func (*weightedRoundRobin) Name() string { return WeightedRoundRobinName }
@@ -60,14 +64,26 @@ func (s *weightedRoundRobin) Picker(replicas []*Replica) Picker {
 	for i, r := range replicas {
 		weights[i] = weightOf(r)
 	}
-	return newStridePicker(replicas, weights, s.env.Rand)
+	return newStridePicker(replicas, weights, s.seq)
+}
+
+// newSequence returns a pick counter for pickers to share, at a random
+// start so that balancers do not move in step.
+func newSequence(rand Rand) *atomic.Uint64 {
+	seq := new(atomic.Uint64)
+	seq.Store(uint64(rand.IntN(1 << 30)))
+	return seq
 }
 
 // newStridePicker returns the smooth weighted round-robin picker over
-// replicas with the given weights (finite, > 0; one per replica), starting
-// at a random point of its schedule. The weighted strategies whose weights
-// are computed (albl, weighted-round-robin-orca) share it.
-func newStridePicker(replicas []*Replica, weights []float64, rand Rand) Picker {
+// replicas with the given weights (finite, > 0; one per replica), taking
+// its schedule positions from seq. seq belongs to the strategy and is
+// shared by its successive pickers: a group rebuilds its picker at every
+// analyzer step, and a picker starting afresh each time (at a random
+// point, or at 0, which favours the replicas scheduled first) would make
+// picks spaced more than a step apart random. The weighted strategies
+// whose weights are computed (albl, weighted-round-robin-orca) share it.
+func newStridePicker(replicas []*Replica, weights []float64, seq *atomic.Uint64) Picker {
 	if len(replicas) == 0 {
 		return noReplicas{}
 	}
@@ -93,10 +109,8 @@ func newStridePicker(replicas []*Replica, weights []float64, rand Rand) Picker {
 		weight:   q,
 		offset:   offset,
 		period:   period,
+		seq:      seq,
 	}
-	// A random start: snapshots are swapped often, and each new picker
-	// starting at sequence 0 would favour the replicas scheduled first.
-	p.seq.Store(uint64(rand.IntN(len(q) * int(period))))
 	return p
 }
 
@@ -105,7 +119,7 @@ type weightedRoundRobinPicker struct {
 	weight   []uint64 // q_i
 	offset   []uint64 // o_i, in [0,Q)
 	period   uint64   // Q
-	seq      atomic.Uint64
+	seq      *atomic.Uint64
 }
 
 func (p *weightedRoundRobinPicker) Pick(*Request) (*Replica, error) {

@@ -3,6 +3,7 @@ package strategy
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -82,6 +83,7 @@ var defaultWeightedRoundRobinORCAConfig = WeightedRoundRobinORCAConfig{
 type weightedRoundRobinORCA struct {
 	cfg WeightedRoundRobinORCAConfig
 	env Env
+	seq *atomic.Uint64 // the schedule position, shared by its pickers
 
 	mu    sync.Mutex
 	state map[string]*orcaWeight // guarded by mu
@@ -123,7 +125,8 @@ func buildWeightedRoundRobinORCA(params map[string]any, env Env) (Strategy, erro
 	if err := floatParamIn(s, "error_utilization_penalty", cfg.ErrorUtilizationPenalty, 0, 1000); err != nil {
 		return nil, err
 	}
-	return &weightedRoundRobinORCA{cfg: cfg, env: env.withDefaults(), state: map[string]*orcaWeight{}}, nil
+	env = env.withDefaults()
+	return &weightedRoundRobinORCA{cfg: cfg, env: env, seq: newSequence(env.Rand), state: map[string]*orcaWeight{}}, nil
 }
 
 func (*weightedRoundRobinORCA) Name() string { return WeightedRoundRobinORCAName }
@@ -221,5 +224,5 @@ func (s *weightedRoundRobinORCA) Picker(replicas []*Replica) Picker {
 			}
 		}
 	}
-	return newStridePicker(replicas, weights, s.env.Rand)
+	return newStridePicker(replicas, weights, s.seq)
 }

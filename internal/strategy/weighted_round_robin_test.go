@@ -113,5 +113,5 @@ func ExampleNew_weightedRoundRobin() {
 		fmt.Print(r.ID)
 	}
 	fmt.Println()
-	// Output: acaabaaacaabaa
+	// Output: aacaabaaacaaba
 }
