@@ -13,8 +13,10 @@ import (
 // GIOP settings of a group (protocol giop).
 const (
 	// LocateForward answers a LocateRequest for the group with
-	// OBJECT_FORWARD to the picked replica: the client reaches its replica
-	// in one round trip fewer than with LocateHere.
+	// OBJECT_FORWARD to the picked replica: the front door handles one
+	// message per new client, and the first call's arguments are sent
+	// once. (omniORB locates the forwarded reference again, so it takes
+	// as many round trips as with LocateHere: docs/giop-omniorb.md.)
 	LocateForward = "forward"
 	// LocateHere answers OBJECT_HERE; the client's Request that follows is
 	// then answered LOCATION_FORWARD.
