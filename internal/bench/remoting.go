@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -84,6 +86,11 @@ type Remoting struct {
 	// Calls per client per sample (default 1000 as in the paper; --quick
 	// 250, --smoke 15).
 	Calls int
+	// Rounds the calls of a sample are split into, the strategies
+	// interleaved round by round (default 4; --quick 3, --smoke 1), so
+	// that a burst of other work on the machine does not land on one
+	// strategy's sample alone.
+	Rounds int
 	// Clients per sample; 0: two per replica.
 	Clients int
 	// XMean is the mean X (default 300,000; see defaultRemotingXMean).
@@ -116,7 +123,8 @@ func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&x.Replicas, "replicas", nil, "group sizes (default 2,4,8; --smoke 2)")
 	fs.Float64SliceVar(&x.Utilizations, "utilizations", nil, "offered loads as shares of the measured capacity (default 0.5,0.7,0.9)")
 	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run per-request; random is the baseline")
-	fs.IntVar(&x.Calls, "calls", 0, "calls per client per sample (default 1000; --quick 250, --smoke 15)")
+	fs.IntVar(&x.Calls, "calls", 0, "calls per client per sample, over all its rounds (default 1000; --quick 300, --smoke 15)")
+	fs.IntVar(&x.Rounds, "rounds", 0, "interleaved rounds a sample's calls are split into (default 4; --quick 3, --smoke 1)")
 	fs.IntVar(&x.Clients, "clients", 0, "clients per sample (default two per replica)")
 	fs.Float64Var(&x.XMean, "x-mean", x.XMean, "mean X of /count/{X} (the paper's 30000 takes ~0.07 ms on today's CPUs)")
 	fs.Float64Var(&x.CPU, "cpu", x.CPU, "the group's CPU capacity in cores, split equally among the replicas")
@@ -128,6 +136,7 @@ type remotingSizes struct {
 	replicas []int
 	utils    []float64
 	calls    int
+	rounds   int
 }
 
 func (x *Remoting) sizes(size Size) remotingSizes {
@@ -139,7 +148,11 @@ func (x *Remoting) sizes(size Size) remotingSizes {
 		s.utils = Pick(size, defaultRemotingUtils, defaultRemotingUtils, []float64{0.5, 0.9})
 	}
 	if s.calls <= 0 {
-		s.calls = Pick(size, 1000, 250, 15)
+		s.calls = Pick(size, 1000, 300, 15)
+	}
+	s.rounds = x.Rounds
+	if s.rounds <= 0 {
+		s.rounds = Pick(size, 4, 3, 1)
 	}
 	return s
 }
@@ -182,6 +195,9 @@ func (x *Remoting) Check(size Size) error {
 	}
 	if s.calls < 1 || s.calls > 1_000_000 {
 		return &protocol.FieldError{Field: "--calls", Value: s.calls, Allowed: "must be in [1, 1000000]"}
+	}
+	if s.rounds < 1 || s.rounds > s.calls {
+		return &protocol.FieldError{Field: "--rounds", Value: s.rounds, Allowed: fmt.Sprintf("must be in [1, --calls (%d)]", s.calls)}
 	}
 	if x.Clients < 0 || x.Clients > 1000 {
 		return &protocol.FieldError{Field: "--clients", Value: x.Clients, Allowed: "must be in [0, 1000] (0: two per replica)"}
@@ -226,6 +242,13 @@ type RemotingRow struct {
 	// ReplicaCPU is the replicas' CPU use during the sample as a share of
 	// their quotas (cgroup usage): the utilisation actually reached.
 	ReplicaCPU float64 `json:"replica_cpu"`
+	// Rounds is how many interleaved rounds the sample's calls were split
+	// into; ReductionRounds is each round's reduction against random's
+	// round (the spread shows the machine's noise).
+	Rounds          int       `json:"rounds"`
+	ReductionRounds []float64 `json:"reduction_rounds,omitempty"`
+
+	roundMeans []float64
 }
 
 // RemotingGroupSettings is what was measured of one group size before
@@ -278,7 +301,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 	return &Results{
 		Rows: rows,
 		Extra: map[string]any{"groups": groups, "settings": map[string]any{
-			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls,
+			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds,
 			"report_interval_ms": x.ReportInterval.Milliseconds(), "binding": "per-request",
 		}},
 		Report: x.report(rows, groups, s),
@@ -339,41 +362,90 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	for ui, u := range s.utils {
 		offered := u * capacity
 		gap := time.Duration(float64(g.Clients) / offered * float64(time.Second))
-		clients := make([][]remotingCall, g.Clients)
-		for c := range clients {
-			clients[c] = remotingSample(uint64(n)<<32|uint64(ui)<<16|uint64(c), s.calls, x.XMean, gap)
+		aggs := make(map[string]*remotingAgg, len(x.Strategies))
+		for _, name := range x.Strategies {
+			aggs[name] = &remotingAgg{res: remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}}
 		}
-		// Each utilisation starts one strategy further on, so that none
-		// always runs first or right after another.
-		for i := range x.Strategies {
-			name := x.Strategies[(i+ui)%len(x.Strategies)]
-			if err := cl.useStrategy(ctx, name, x.ReportInterval); err != nil {
-				return g, nil, err
+		for round := range s.rounds {
+			share := s.calls / s.rounds
+			if round < s.calls%s.rounds {
+				share++
 			}
-			u0, err := cl.cpuUsage()
-			if err != nil {
-				return g, nil, err
+			clients := make([][]remotingCall, g.Clients)
+			for c := range clients {
+				clients[c] = remotingSample(uint64(n)<<32|uint64(ui)<<24|uint64(round)<<16|uint64(c), share, x.XMean, gap)
 			}
-			hc, closeIdle := remotingHTTP()
-			res := runRemotingSample(ctx, hc, cl.frontDoor, clients, time.Now().Add(50*time.Millisecond))
-			closeIdle()
-			if err := ctx.Err(); err != nil {
-				return g, nil, err
+			// Each round and utilisation starts one strategy further on,
+			// so that none always runs first or right after another.
+			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.1f ms), round %d/%d:", n, u*100, offered, ms(gap), round+1, s.rounds)
+			for i := range x.Strategies {
+				name := x.Strategies[(i+ui+round)%len(x.Strategies)]
+				if err := cl.useStrategy(ctx, name, x.ReportInterval); err != nil {
+					return g, nil, err
+				}
+				u0, err := cl.cpuUsage()
+				if err != nil {
+					return g, nil, err
+				}
+				hc, closeIdle := remotingHTTP()
+				res := runRemotingSample(ctx, hc, cl.frontDoor, clients, time.Now().Add(50*time.Millisecond))
+				closeIdle()
+				if err := ctx.Err(); err != nil {
+					return g, nil, err
+				}
+				u1, err := cl.cpuUsage()
+				if err != nil {
+					return g, nil, err
+				}
+				aggs[name].add(res, u1-u0)
+				line += fmt.Sprintf(" %s %.2f ms%s", name, res.Rec.Summary().Mean/1000, failedNote(res.Errors))
 			}
-			u1, err := cl.cpuUsage()
-			if err != nil {
-				return g, nil, err
+			env.Logf("%s", line)
+		}
+		for _, name := range x.Strategies {
+			a := aggs[name]
+			row := remotingRow(n, u, gap, g.Clients, offered, name, a.res)
+			row.Rounds = s.rounds
+			row.roundMeans = a.means
+			if a.res.Elapsed > 0 {
+				row.ReplicaCPU = a.cpu.Seconds() / a.res.Elapsed.Seconds() / x.CPU
 			}
-			row := remotingRow(n, u, gap, g.Clients, offered, name, res)
-			if res.Elapsed > 0 {
-				row.ReplicaCPU = (u1 - u0).Seconds() / res.Elapsed.Seconds() / x.CPU
-			}
-			env.Logf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.1f ms), %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, replicas' CPU %.0f%% of quota, send lag p99 %.1f ms%s",
-				n, u*100, offered, row.GapMS, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(res.FirstError))
+			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, replicas' CPU %.0f%% of quota, send lag p99 %.1f ms%s",
+				n, u*100, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError))
 			rows = append(rows, row)
 		}
 	}
 	return g, rows, nil
+}
+
+// remotingAgg adds up a strategy's rounds at one utilisation.
+type remotingAgg struct {
+	res   remotingResult
+	cpu   time.Duration // the replicas' CPU time
+	means []float64     // each round's mean latency (ms); NaN: none answered
+}
+
+func (a *remotingAgg) add(res remotingResult, cpu time.Duration) {
+	a.res.Rec.Merge(res.Rec)
+	a.res.SendLag.Merge(res.SendLag)
+	a.res.Errors += res.Errors
+	if a.res.FirstError == "" {
+		a.res.FirstError = res.FirstError
+	}
+	a.res.Elapsed += res.Elapsed
+	a.cpu += cpu
+	m := math.NaN()
+	if res.Rec.Count() > 0 {
+		m = res.Rec.Summary().Mean / 1000
+	}
+	a.means = append(a.means, m)
+}
+
+func failedNote(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d failed)", n)
 }
 
 func firstErrorNote(e string) string {
@@ -406,9 +478,20 @@ func fillReductions(rows []RemotingRow) {
 	key := func(r RemotingRow) [2]string {
 		return [2]string{strconv.Itoa(r.Replicas), strconv.FormatFloat(r.Utilization, 'g', -1, 64)}
 	}
+	baseRounds := map[[2]string][]float64{}
 	for _, r := range rows {
 		if r.Strategy == remotingRandom && r.Calls > 0 {
 			base[key(r)] = r.LatencyMeanMS
+			baseRounds[key(r)] = r.roundMeans
+		}
+	}
+	for i := range rows {
+		br := baseRounds[key(rows[i])]
+		rows[i].ReductionRounds = nil
+		for k, m := range rows[i].roundMeans {
+			if k < len(br) && br[k] > 0 && !math.IsNaN(m) && !math.IsNaN(br[k]) {
+				rows[i].ReductionRounds = append(rows[i].ReductionRounds, 1-m/br[k])
+			}
 		}
 	}
 	for i := range rows {

@@ -46,8 +46,8 @@ func TestRemotingSampleIsExponentialAndReproducible(t *testing.T) {
 func TestFillReductionsAgainstRandom(t *testing.T) {
 	t.Parallel()
 	rows := []RemotingRow{
-		{Replicas: 2, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 4, Calls: 10},
-		{Replicas: 2, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 10, Calls: 10},
+		{Replicas: 2, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 4, Calls: 10, roundMeans: []float64{2, 6}},
+		{Replicas: 2, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 10, Calls: 10, roundMeans: []float64{4, 16}},
 		{Replicas: 2, Utilization: 0.5, Strategy: "ett", LatencyMeanMS: 3, Calls: 10},
 		{Replicas: 2, Utilization: 0.5, Strategy: "random", LatencyMeanMS: 2, Calls: 10},
 		{Replicas: 4, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 3, Calls: 10},
@@ -59,6 +59,9 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 		if r := rows[i].ReductionVsRandom; r == nil || math.Abs(*r-w) > 1e-12 {
 			t.Errorf("row %d reduction %v, want %v", i, r, w)
 		}
+	}
+	if got := rows[0].ReductionRounds; !slices.Equal(got, []float64{0.5, 0.625}) {
+		t.Errorf("per-round reductions %v, want [0.5 0.625]", got)
 	}
 	for _, i := range []int{4, 5} {
 		if rows[i].ReductionVsRandom != nil {
@@ -95,6 +98,7 @@ func TestRemotingCheck(t *testing.T) {
 		{"CPU 0", func(x *Remoting) { x.CPU = 0 }, "--cpu"},
 		{"report interval", func(x *Remoting) { x.ReportInterval = time.Millisecond }, "--report-interval"},
 		{"negative clients", func(x *Remoting) { x.Clients = -1 }, "--clients"},
+		{"more rounds than calls", func(x *Remoting) { x.Calls, x.Rounds = 2, 3 }, "--rounds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
