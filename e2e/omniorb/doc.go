@@ -1,7 +1,8 @@
 // Package omniorb tests fulcrum with real CORBA ORBs: omniORB 4.2 (C++,
 // Debian's libomniorb4-dev and omniidl) and omniORBpy 4.3 (PyPI's
-// jeteve-omniorb). Its tests build the Prime server and client in orb/
-// from orb/prime.idl (omniidl -bcxx, g++ -lomniORB4 -lomnithread; omniidl
+// jeteve-omniorb). Its tests build the Prime server and client from the
+// sources in internal/bench/omniorb/src (the ones "fulcrum bench --orb
+// omniorb" embeds and builds; omniidl -bcxx, g++ -lomniORB4 -lomnithread; omniidl
 // -bpython for the Python client) once per test run, start them as
 // processes on the loopback interface and check what the unmodified
 // clients see.
@@ -18,7 +19,7 @@
 // except when the environment has CI=true, where a missing tool fails the
 // test.
 //
-// orb/ holds, besides the IDL:
+// internal/bench/omniorb/src holds, besides the IDL:
 //   - prime_server.cc: a POA server printing its IOR; --port binds
 //     giop:tcp:127.0.0.1:PORT, --log-calls prints a JSON line per call
 //     with its argument and the client connection it came on.

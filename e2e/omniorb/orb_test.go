@@ -4,6 +4,7 @@ package omniorb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,17 +15,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench/omniorb"
 )
 
-// Debian's omniidl, with the C++ back end of the omniORB the programs link
-// against. (omniORBpy's wheel puts an omniidl of its own on PATH.)
-const debianOmniidl = "/usr/bin/omniidl"
-
-// orbs are the Prime programs built from orb/, once per test run.
+// orbs are the Prime programs built from internal/bench/omniorb's
+// sources, once per test run.
 type orbs struct {
 	server   string // the C++ server binary
 	client   string // the C++ client binary
-	pyClient string // orb/prime_client.py
+	pyClient string // prime_client.py
 	pyPath   string // PYTHONPATH with the omniORBpy stubs
 	python   string // the python3 with omniORBpy; "" when missing
 	pyErr    string // why python is ""
@@ -76,22 +76,21 @@ func needPython(t *testing.T) *orbs {
 }
 
 func buildORBs(dir string) (o *orbs, missing string, err error) {
-	src, err := filepath.Abs("orb")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	progs, err := omniorb.Build(ctx, dir)
+	if me := (*omniorb.MissingError)(nil); errors.As(err, &me) {
+		return nil, me.Error(), nil
+	}
 	if err != nil {
 		return nil, "", err
 	}
-	if _, err := os.Stat(debianOmniidl); err != nil {
-		return nil, "omniidl (Debian package omniidl) is not installed: " + err.Error(), nil
+	o = &orbs{
+		server:   progs.Server,
+		client:   progs.Client,
+		pyClient: omniorb.PyClient(dir),
+		pyPath:   filepath.Join(dir, "py"),
 	}
-	if _, err := os.Stat("/usr/include/omniORB4/CORBA.h"); err != nil {
-		return nil, "the omniORB headers (Debian package libomniorb4-dev) are not installed: " + err.Error(), nil
-	}
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
-		return nil, "g++ is not installed: " + err.Error(), nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	run := func(name string, args ...string) error {
 		cmd := exec.CommandContext(ctx, name, args...)
 		cmd.Dir = dir
@@ -99,35 +98,6 @@ func buildORBs(dir string) (o *orbs, missing string, err error) {
 			return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
 		return nil
-	}
-	if err := run(debianOmniidl, "-bcxx", filepath.Join(src, "prime.idl")); err != nil {
-		return nil, "", err
-	}
-	o = &orbs{
-		server:   filepath.Join(dir, "prime_server"),
-		client:   filepath.Join(dir, "prime_client"),
-		pyClient: filepath.Join(src, "prime_client.py"),
-		pyPath:   filepath.Join(dir, "py"),
-	}
-	// The stubs once, then the two programs side by side.
-	cxx := []string{"-O2", "-std=c++17", "-Wall", "-I", dir}
-	if err := run(gxx, append(cxx, "-c", "-o", "primeSK.o", "primeSK.cc")...); err != nil {
-		return nil, "", err
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, prog := range []string{"prime_server", "prime_client"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = run(gxx, append(cxx, "-o", prog, filepath.Join(src, prog+".cc"), "primeSK.o", "-lomniORB4", "-lomnithread")...)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, "", err
-		}
 	}
 
 	// omniORBpy: the python3 on PATH must import it; its own omniidl makes
@@ -145,7 +115,7 @@ func buildORBs(dir string) (o *orbs, missing string, err error) {
 		return nil, "", err
 	}
 	omniidlPy := `import sys; from omniidl.main import main; sys.argv[0] = "omniidl"; sys.exit(main())`
-	if err := run(python, "-c", omniidlPy, "-bpython", "-C", o.pyPath, filepath.Join(src, "prime.idl")); err != nil {
+	if err := run(python, "-c", omniidlPy, "-bpython", "-C", o.pyPath, omniorb.IDL(dir)); err != nil {
 		return nil, "", err
 	}
 	o.python = python

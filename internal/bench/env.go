@@ -25,6 +25,8 @@ type Env struct {
 	Size Size
 	// Protocol is the replicas' protocol ("http").
 	Protocol string
+	// ORB is a GIOP run's ORB (ORBGo or ORBOmniORB).
+	ORB string
 	// Binary is the fulcrum executable.
 	Binary string
 	// Machine describes this machine, competitors' versions included.
@@ -37,6 +39,8 @@ type Env struct {
 	progress io.Writer
 	began    time.Time
 	scratch  string // data dirs and prefixes; removed by Close
+
+	omni omniBuild // the omniORB programs, built once (omniorb.go)
 
 	mu     sync.Mutex
 	procs  []*Proc
@@ -69,7 +73,7 @@ func NewEnv(ctx context.Context, dir string, o Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{
-		Dir: dir, Size: o.Size, Protocol: o.Protocol, Binary: bin, Profile: o.Profile,
+		Dir: dir, Size: o.Size, Protocol: o.Protocol, ORB: o.ORB, Binary: bin, Profile: o.Profile,
 		HAProxy:  findTool(ctx, toolHAProxy, o.HAProxy),
 		NGINX:    findTool(ctx, toolNGINX, o.NGINX),
 		progress: o.Progress, began: time.Now(), scratch: scratch,

@@ -51,6 +51,16 @@ const (
 	ProtocolGIOP = "giop"
 )
 
+// ORBs a GIOP run can use.
+const (
+	// ORBGo is fulcrum's own: the Go Prime servant (fulcrum backend prime
+	// --giop) and fulcrum's client ORB.
+	ORBGo = "go"
+	// ORBOmniORB is omniORB C++: prime_server replicas, each behind
+	// "fulcrum agent giop", and prime_client processes (omniorb.go).
+	ORBOmniORB = "omniorb"
+)
+
 // Options configure a bench run.
 type Options struct {
 	// Out is the output directory. Empty: ./bench-results/<name>-<time>.
@@ -63,6 +73,9 @@ type Options struct {
 	// ProtocolHTTP (the default) or ProtocolGIOP (overhead and
 	// effectiveness only).
 	Protocol string
+	// ORB is the ORB of a GIOP run's replicas and clients: ORBGo (the
+	// default) or ORBOmniORB.
+	ORB string
 	// Command is the command line as typed, recorded in results.json.
 	Command string
 	// Binary is the fulcrum executable that replicas, balancers and
@@ -85,6 +98,15 @@ func (o *Options) validate() error {
 	}
 	if o.Protocol != ProtocolHTTP && o.Protocol != ProtocolGIOP {
 		return fmt.Errorf("bench: --protocol %q: must be %q or %q", o.Protocol, ProtocolHTTP, ProtocolGIOP)
+	}
+	if o.ORB == "" {
+		o.ORB = ORBGo
+	}
+	if o.ORB != ORBGo && o.ORB != ORBOmniORB {
+		return fmt.Errorf("bench: --orb %q: must be %q or %q", o.ORB, ORBGo, ORBOmniORB)
+	}
+	if o.ORB == ORBOmniORB && o.Protocol != ProtocolGIOP {
+		return fmt.Errorf("bench: --orb %q: needs --protocol %q", o.ORB, ProtocolGIOP)
 	}
 	if o.Size < Full || o.Size > Smoke {
 		return fmt.Errorf("bench: invalid size %d", o.Size)

@@ -99,10 +99,18 @@ type OverheadRow struct {
 	Skipped      string   `json:"skipped,omitempty"`
 }
 
+// closedLoop is what makes a configuration's calls: Callers, or an
+// omniORB client process (omniLoop).
+type closedLoop interface {
+	Run(ctx context.Context, start time.Time, calls int, until time.Time) (LoadResult, error)
+	Warm(ctx context.Context, n int) error
+	Close()
+}
+
 // overheadConfig is one configuration during the run.
 type overheadConfig struct {
 	name    string
-	callers *Callers
+	callers closedLoop
 	skipped string
 	rounds  []LoadResult
 	total   LoadResult
@@ -172,7 +180,11 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 	if err := o.write(env, cfgs, rows); err != nil {
 		return nil, err
 	}
-	return &Results{Rows: rows, Report: overheadReport(env, cfgs, rows, calls, rounds)}, nil
+	res := &Results{Rows: rows, Report: overheadReport(env, cfgs, rows, calls, rounds)}
+	if env.Protocol == ProtocolGIOP {
+		res.Extra = map[string]any{"settings": map[string]any{"protocol": env.Protocol, "orb": env.ORB, "calls": calls, "rounds": rounds}}
+	}
+	return res, nil
 }
 
 // setUp starts the replicas, the balancer and the competitors, and makes
@@ -182,6 +194,9 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 // configurations run): a replica shared by several configurations stays
 // hotter than the others and answers faster.
 func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, error) {
+	if env.ORB == ORBOmniORB {
+		return o.setUpOmniORB(ctx, env)
+	}
 	if env.Protocol == ProtocolGIOP {
 		return o.setUpGIOP(ctx, env)
 	}
@@ -372,9 +387,12 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	if env.Protocol == ProtocolGIOP {
+	switch {
+	case env.ORB == ORBOmniORB:
+		rep.Para("%s", overheadOmniORBIntro(calls, rounds))
+	case env.Protocol == ProtocolGIOP:
 		rep.Para("%s", overheadGIOPIntro(calls, rounds))
-	} else {
+	default:
 		rep.Para("Seed 000 §4.2 (Fig. 13/14): one single-threaded closed-loop client, one prime replica (`GET /prime/%d`), "+
 			"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
 			"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
@@ -422,9 +440,16 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 	}
 
 	judgeOverhead(rep, cfgs, byName)
+	if env.ORB == ORBOmniORB {
+		judgeOmniORB(rep, byName)
+	}
 	comparePaper(rep, byName)
 
 	rep.Heading("Set-up")
+	if env.ORB == ORBOmniORB {
+		rep.Para("%s", overheadOmniORBSetUp)
+		return rep
+	}
 	if env.Protocol == ProtocolGIOP {
 		rep.Para("%s", overheadGIOPSetUp)
 		return rep

@@ -34,6 +34,8 @@ type procSpec struct {
 	path string
 	args []string
 	dir  string
+	// stdin, when set, is the process's standard input.
+	stdin *os.File
 	// stdout, when set, receives the process's standard output instead
 	// of the log file (stderr still goes to the log).
 	stdout io.Writer
@@ -65,6 +67,9 @@ func (e *Env) start(s procSpec) (*Proc, error) {
 	}
 	cmd.Stderr = logFile
 	cmd.Stdout = logFile
+	if s.stdin != nil {
+		cmd.Stdin = s.stdin
+	}
 	var pipeR *os.File
 	switch {
 	case s.stdout != nil:

@@ -19,8 +19,8 @@ func init() { subcommands = append(subcommands, newBenchCmd, newBenchClientCmd) 
 
 // benchFlags are the flags every experiment takes.
 type benchFlags struct {
-	out, protocol, haproxy, nginx string
-	quick, smoke, profile         bool
+	out, protocol, orb, haproxy, nginx string
+	quick, smoke, profile              bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -65,6 +65,7 @@ enforced), 1 when it could not run, 2 on a usage error.`,
 	pf.BoolVar(&f.quick, "quick", false, "the shortest run whose figures still mean something")
 	pf.BoolVar(&f.smoke, "smoke", false, "only prove that every configuration runs and writes valid output (seconds)")
 	pf.StringVar(&f.protocol, "protocol", bench.ProtocolHTTP, "protocol of the replicas and balancers: http, or giop (overhead and effectiveness)")
+	pf.StringVar(&f.orb, "orb", bench.ORBGo, "with --protocol giop, the replicas' and clients' ORB: go (fulcrum's), or omniorb (omniORB C++ servers behind side-car agents, omniORB C++ client processes; needs the Debian packages omniidl, libomniorb4-dev, g++)")
 	pf.StringVar(&f.haproxy, "haproxy", "", "HAProxy executable (default: haproxy in PATH or /usr/sbin)")
 	pf.StringVar(&f.nginx, "nginx", "", "NGINX executable (default: nginx in PATH or /usr/sbin)")
 	pf.BoolVar(&f.profile, "profile", false, "have every fulcrum balancer write a CPU profile to logs/<name>.cpu.pprof (go tool pprof)")
@@ -100,7 +101,7 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 				return usageErr(cmd, "--quick and --smoke exclude each other")
 			}
 			o := bench.Options{
-				Out: f.out, Protocol: f.protocol, HAProxy: f.haproxy, NGINX: f.nginx, Profile: f.profile,
+				Out: f.out, Protocol: f.protocol, ORB: f.orb, HAProxy: f.haproxy, NGINX: f.nginx, Profile: f.profile,
 				Command: typedCommand(cmd), Progress: cmd.ErrOrStderr(),
 			}
 			switch {
@@ -119,6 +120,15 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 				}
 			default:
 				return usageErr(cmd, "--protocol %q: must be %q or %q", o.Protocol, bench.ProtocolHTTP, bench.ProtocolGIOP)
+			}
+			switch o.ORB {
+			case bench.ORBGo:
+			case bench.ORBOmniORB:
+				if o.Protocol != bench.ProtocolGIOP {
+					return usageErr(cmd, "--orb %q: needs --protocol %q", o.ORB, bench.ProtocolGIOP)
+				}
+			default:
+				return usageErr(cmd, "--orb %q: must be %q or %q", o.ORB, bench.ORBGo, bench.ORBOmniORB)
 			}
 			for _, exp := range exps {
 				if c, ok := exp.(bench.Checker); ok {

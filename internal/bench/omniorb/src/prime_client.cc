@@ -5,7 +5,7 @@
 //
 //   prime_client [-ORB<option> <value>]... [--calls N] [--rate R]
 //                [--op is_prime|prime_count] [--arg X] [--per-call]
-//                [--interactive] [--inits K] REF
+//                [--interactive] [--inits K] [--start-at UNIX_US] [--latencies] REF
 //
 // Modes:
 //   default        one ORB, N calls (default 1), then a summary line.
@@ -15,15 +15,24 @@
 //                  ORB destroy; per-init lines and a summary (the time to
 //                  the first reply of fresh ORBs).
 // --rate R paces calls at R per second (0, the default: closed loop, each
-// call as soon as the previous one returned). --per-call prints a line per
-// call. -ORB options go to ORB_init.
+// call as soon as the previous one returned) on a fixed grid: call k is
+// meant to be sent k/R seconds after the batch's start, and one that
+// cannot be (the previous call still running) is sent as soon as it can.
+// --start-at UNIX_US starts the (first) batch's grid at that wall-clock
+// time, in microseconds since the Unix epoch (the reference is resolved
+// before; a time already past starts at once): several clients then share
+// one time base. --per-call prints a line per call. --latencies adds every
+// successful call's "us" to the summary line, in call order (what a bench
+// turns into a histogram without a line per call). -ORB options go to
+// ORB_init.
 //
 // stdout, one JSON object per line, flushed:
-//   {"call":3,"ok":true,"result":1,"us":212,"peer":"giop:tcp:127.0.0.1:4001","sends":1}
-//   {"call":4,"ok":false,"error":"COMM_FAILURE","minor":"0x41540002","us":90,"peer":"...","sends":1}
+//   {"call":3,"ok":true,"result":1,"us":212,"late_us":0,"peer":"giop:tcp:127.0.0.1:4001","sends":1}
+//   {"call":4,"ok":false,"error":"COMM_FAILURE","minor":"0x41540002","us":90,"late_us":0,"peer":"...","sends":1}
 //   {"summary":true,"calls":N,"ok":K,"comm_failure":A,"transient":B,"other":C,
 //    "resolve_us":R,"first_us":F,"mean_us":M,"elapsed_us":E,"sends":S,
-//    "peers":{"giop:tcp:...":K,...},"errors":{"COMM_FAILURE":A,...}}
+//    "peers":{"giop:tcp:...":K,...},"errors":{"COMM_FAILURE":A,...}
+//    [,"latencies_us":[212,198,...]]}
 //   {"init":2,"ok":true,"us":1466,"init_us":310,"sends":1}   (--inits)
 // elapsed_us runs from the batch's first call to the summary.
 // resolve_us is string_to_object and _narrow (-1: not measured), where
@@ -32,7 +41,10 @@
 // the first reply, "init_us" ORB_init itself; the summary's mean_us is the
 // mean of "us". "peer" is where the call's reply came from (after any forward), "sends"
 // how many Requests the call took (2: forwarded once). "us" is the
-// call's wall time in microseconds. The exit status is 0 when every call
+// call's wall time in microseconds; "late_us" how long after its intended
+// time on the --rate grid it was sent (0 in a closed loop), so that
+// us + late_us is its latency counted from when it was meant to be sent.
+// The exit status is 0 when every call
 // succeeded, 3 when some failed, 2 on bad arguments, 1 when the reference
 // cannot be resolved.
 #include <omniORB4/CORBA.h>
@@ -90,6 +102,8 @@ struct Options {
   long arg = 1000003;
   bool perCall = false;
   bool interactive = false;
+  bool latencies = false;
+  long long startAtUs = 0;  // --start-at; 0: none
   long inits = 0;
   std::string ref;
   std::vector<std::string> orbArgs;  // -ORBx value pairs, for every ORB_init
@@ -98,7 +112,8 @@ struct Options {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "prime_client: %s\nusage: prime_client [-ORB<option> <value>]... [--calls N] [--rate R] "
-               "[--op is_prime|prime_count] [--arg X] [--per-call] [--interactive] [--inits K] REF\n",
+               "[--op is_prime|prime_count] [--arg X] [--per-call] [--interactive] [--inits K] [--start-at UNIX_US] "
+               "[--latencies] REF\n",
                why.c_str());
   std::exit(2);
 }
@@ -135,6 +150,13 @@ Options parse(int argc, char** argv) {
       o.perCall = true;
     } else if (a == "--interactive") {
       o.interactive = true;
+    } else if (a == "--latencies") {
+      o.latencies = true;
+    } else if (a == "--start-at") {
+      const char* v = value();
+      char* end = nullptr;
+      o.startAtUs = std::strtoll(v, &end, 10);
+      if (*v == '\0' || *end != '\0' || o.startAtUs <= 0) usage(a + ": " + v + ": want microseconds since the Unix epoch");
     } else if (a == "--inits") {
       o.inits = parseLong(a, value(), 1, 1000000);
     } else if (a.rfind("-ORB", 0) == 0) {
@@ -150,6 +172,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.ref.empty()) usage("missing the reference (IOR:... or corbaloc:...)");
   if (o.interactive && o.inits) usage("--interactive and --inits exclude each other");
+  if (o.startAtUs && o.inits) usage("--start-at and --inits exclude each other");
   return o;
 }
 
@@ -190,6 +213,8 @@ struct Batch {
   long calls = 0, ok = 0, commFailure = 0, transient = 0, other = 0, sends = 0;
   long long firstUs = -1, totalUs = 0, resolveUs = -1;
   std::map<std::string, long> peers, errors;
+  std::vector<long long> latencies;  // with --latencies: each successful call's us
+  bool withLatencies = false;
   Clock::time_point start = Clock::now();
 
   void print() const {
@@ -210,14 +235,24 @@ struct Batch {
       s += (first ? "" : ",") + jsonString(e.first) + ":" + std::to_string(e.second);
       first = false;
     }
-    s += "}}";
+    s += "}";
+    if (withLatencies) {
+      s += ",\"latencies_us\":[";
+      for (size_t i = 0; i < latencies.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(latencies[i]);
+      }
+      s += "]";
+    }
+    s += "}";
     std::printf("%s\n", s.c_str());
     std::fflush(stdout);
   }
 };
 
-// call makes one call and records it in b.
-void call(Prime_ptr p, const Options& o, long seq, Batch& b) {
+// call makes one call, sent lateUs after its intended time, and records
+// it in b.
+void call(Prime_ptr p, const Options& o, long seq, Batch& b, long long lateUs = 0) {
   resetSends();
   std::string error, minor, result;
   Clock::time_point t0 = Clock::now();
@@ -250,6 +285,7 @@ void call(Prime_ptr p, const Options& o, long seq, Batch& b) {
   if (error.empty()) {
     ++b.ok;
     ++b.peers[peer];
+    if (b.withLatencies) b.latencies.push_back(us);
   } else {
     ++b.errors[error];
     if (error == "COMM_FAILURE") {
@@ -268,21 +304,39 @@ void call(Prime_ptr p, const Options& o, long seq, Batch& b) {
       s += ",\"error\":" + jsonString(error);
       if (!minor.empty()) s += ",\"minor\":" + jsonString(minor);
     }
-    s += ",\"us\":" + std::to_string(us) + ",\"peer\":" + jsonString(peer) + ",\"sends\":" + std::to_string(n) + "}";
+    s += ",\"us\":" + std::to_string(us) + ",\"late_us\":" + std::to_string(lateUs) + ",\"peer\":" + jsonString(peer) + ",\"sends\":" + std::to_string(n) + "}";
     std::printf("%s\n", s.c_str());
     std::fflush(stdout);
   }
 }
 
-// calls makes n calls on p, paced by o.rate, numbering them from *seq.
-void calls(Prime_ptr p, const Options& o, long n, long* seq, Batch& b) {
-  Clock::time_point start = Clock::now();
+// calls makes n calls on p, paced by o.rate from start, numbering them
+// from *seq.
+void calls(Prime_ptr p, const Options& o, long n, long* seq, Batch& b, Clock::time_point start) {
+  b.withLatencies = o.latencies;
+  if (o.latencies) b.latencies.reserve(static_cast<size_t>(n));
   for (long i = 0; i < n; ++i) {
+    long long lateUs = 0;
     if (o.rate > 0) {
-      std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / o.rate)));
+      Clock::time_point intended = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / o.rate));
+      std::this_thread::sleep_until(intended);
+      lateUs = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - intended).count();
     }
-    call(p, o, ++*seq, b);
+    call(p, o, ++*seq, b, lateUs);
   }
+}
+
+// startAt waits until the wall-clock time o.startAtUs (if set and still
+// ahead) and returns it on the steady clock: the start of the rate grid.
+Clock::time_point startAt(const Options& o) {
+  Clock::time_point now = Clock::now();
+  if (!o.startAtUs) return now;
+  long long wallUs =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (o.startAtUs <= wallUs) return now;
+  Clock::time_point at = now + std::chrono::microseconds(o.startAtUs - wallUs);
+  std::this_thread::sleep_until(at);
+  return at;
 }
 
 Prime_ptr resolve(CORBA::ORB_ptr orb, const Options& o) {
@@ -337,18 +391,22 @@ int main(int argc, char** argv) {
       total.resolveUs = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
       if (o.interactive) {
         std::string line;
+        bool first = true;
         while (std::getline(std::cin, line)) {
           if (line.empty()) continue;
           long n = parseLong("stdin", line.c_str(), 0, 100000000);
+          Clock::time_point start = first ? startAt(o) : Clock::now();
+          first = false;
           Batch b;
-          calls(p, o, n, &seq, b);
+          b.start = start;
+          calls(p, o, n, &seq, b, start);
           b.print();
           total.calls += b.calls;
           total.ok += b.ok;
         }
       } else {
-        total.start = Clock::now();  // elapsed_us: the calls only
-        calls(p, o, o.calls, &seq, total);
+        total.start = startAt(o);  // elapsed_us: the calls only
+        calls(p, o, o.calls, &seq, total, total.start);
         total.print();
       }
       orb->destroy();

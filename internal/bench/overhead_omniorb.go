@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+)
+
+// cfgAgent is the overhead configuration of an omniORB run in which the
+// client calls the side-car agent in front of a server, with no balancer:
+// the agent's own cost.
+const cfgAgent = "agent"
+
+// setUpOmniORB is setUp with omniORB C++ on both sides: every
+// configuration has an omniORB Prime server of its own and one omniORB C++
+// client process (closed loop, one call at a time) calling is_prime(
+// overheadPrimeN):
+//
+//   - direct: the server's IOR;
+//   - agent: the reference of a "fulcrum agent giop" in front of the
+//     server, called directly (every call passes through the side-car; the
+//     agent is registered with a group of its own, which nobody calls);
+//   - per-session, on-demand: the group's corbaloc reference; the group's
+//     one replica is a server behind its agent, which registered and
+//     reports its load (forwarded once, then client→agent→server);
+//   - per-request: a per-request group's corbaloc reference whose static
+//     member is a plain server (every call through the front door's GIOP
+//     proxy).
+//
+// HAProxy and NGINX rows are skipped, as in every GIOP run.
+func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overheadConfig, err error) {
+	progs, err := env.OmniORB(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			for _, c := range cfgs {
+				if c.callers != nil {
+					c.callers.Close()
+				}
+			}
+			cfgs = nil
+		}
+	}()
+	servers := map[string]*omniServer{}
+	for _, name := range []string{cfgDirect, cfgAgent, cfgPerSession, cfgPerRequest, cfgOnDemand} {
+		s, err := env.startOmniServer(ctx, progs, "omniorb-server-"+name)
+		if err != nil {
+			return nil, err
+		}
+		servers[name] = s
+	}
+	bal, err := env.StartBalancer(ctx,
+		GroupSpec{Name: cfgPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: ProtocolGIOP},
+		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
+		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: ProtocolGIOP, Replicas: []string{servers[cfgPerRequest].IOR}},
+		// The agent must join a group; nobody calls through this one.
+		GroupSpec{Name: cfgAgent, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
+	)
+	if err != nil {
+		return nil, err
+	}
+	agents := map[string]*omniAgent{}
+	for _, name := range []string{cfgAgent, cfgPerSession, cfgOnDemand} {
+		a, err := env.startOmniAgent(ctx, "agent-"+name, servers[name].IOR, &Join{Admin: bal.Admin, Group: name})
+		if err != nil {
+			return nil, err
+		}
+		agents[name] = a
+		if err := bal.WaitReady(ctx, name, 1, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
+		return nil, err
+	}
+	refs := map[string]string{
+		cfgDirect:     servers[cfgDirect].IOR,
+		cfgAgent:      agents[cfgAgent].Ref,
+		cfgPerSession: bal.Reference(cfgPerSession),
+		cfgPerRequest: bal.Reference(cfgPerRequest),
+		cfgOnDemand:   bal.Reference(cfgOnDemand),
+	}
+	for _, name := range []string{cfgDirect, cfgAgent, cfgPerSession, cfgPerRequest, cfgOnDemand} {
+		cl, err := env.startOmniLoop(progs, "omniorb-client-"+name, refs[name], overheadPrimeN)
+		if err != nil {
+			return nil, err
+		}
+		c := &overheadConfig{name: name, callers: cl, replicaCPU: newCPUMeter(servers[name].Proc)}
+		switch name {
+		case cfgAgent, cfgPerSession, cfgOnDemand:
+			c.proxyCPU = newCPUMeter(agents[name].Proc)
+		case cfgPerRequest:
+			c.proxyCPU = newCPUMeter(bal.Proc)
+		}
+		cfgs = append(cfgs, c)
+	}
+	cfgs = append(cfgs, &overheadConfig{name: cfgHAProxy, skipped: httpOnly}, &overheadConfig{name: cfgNGINX, skipped: httpOnly})
+	for _, c := range cfgs {
+		if c.callers == nil {
+			continue
+		}
+		if err := c.callers.Warm(ctx, 100); err != nil {
+			return cfgs, fmt.Errorf("overhead: %s: %w", c.name, err)
+		}
+	}
+	return cfgs, nil
+}
+
+// overheadOmniORBIntro is the report's first paragraph for an omniORB run.
+func overheadOmniORBIntro(calls, rounds int) string {
+	return fmt.Sprintf("Seed 000 §4.2 (Fig. 13/14) with omniORB C++ on both sides: one unmodified omniORB C++ client process per configuration "+
+		"(closed loop, one call at a time), omniORB C++ Prime servers (`is_prime(%d)`), "+
+		"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
+		"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
+		"Latencies in µs, measured by the client around each call (whole microseconds).", overheadPrimeN, calls, rounds)
+}
+
+// overheadOmniORBSetUp is the report's set-up paragraph for an omniORB
+// run.
+const overheadOmniORBSetUp = "Every configuration has an omniORB C++ Prime server of its own (`prime_server`, built from `internal/bench/omniorb/src`) and an omniORB C++ client process of its own " +
+	"(`prime_client --interactive --latencies`: each round's calls are a batch, whose summary carries every call's latency). " +
+	"`direct` calls the server's IOR; `agent` calls the reference of a `fulcrum agent giop` in front of its server directly (the agent registers with a group of its own and reports load, but no call goes through the front door): the side-car's own cost. " +
+	"`per-session` and `on-demand` call the group's `corbaloc:iiop:` reference; the group's replica is a server behind its agent, which registered the server's IOR rewritten to point at itself " +
+	"and reports the server's call rate every 500 ms, so after the one LOCATION_FORWARD every call goes client → agent → server, as in a deployment of unmodified ORB servers. " +
+	"`per-request` is a per-request GIOP group whose static member is a plain server: every call through the front door's proxy. " +
+	"The proxy CPU column is the agent's for `agent`, `per-session` and `on-demand`, the balancer's for `per-request`. " +
+	"HAProxy and NGINX rows are skipped: they balance HTTP, not GIOP. " +
+	"Each client keeps its connections for the whole run; 100 unmeasured calls warm each up. Each round starts one configuration further on. Every process's log is in `logs/`."
+
+// judgeOmniORB records what an omniORB run adds to the targets: the
+// side-car's own overhead against direct, and on-demand against the agent
+// (what the balancer adds beyond the side-car every call passes through).
+func judgeOmniORB(rep *Report, rows map[string]OverheadRow) {
+	ag, od := rows[cfgAgent], rows[cfgOnDemand]
+	if ag.ThroughputRatio == nil {
+		return
+	}
+	rep.Heading("The side-car agent's own overhead")
+	rep.Para("`agent` is client → `fulcrum agent giop` → server, the front door not involved: throughput %.3f × direct, mean latency %.3f × direct (%.1f µs against %.1f µs), "+
+		"the agent using %s µs of CPU per call. On-demand through a group of agent-fronted servers pays this hop on every call, and the front door only once per client.",
+		*ag.ThroughputRatio, *ag.LatencyRatio, ag.Mean, rows[cfgDirect].Mean, ptrNum(ag.ProxyCPUUS))
+	if od.ThroughputRatio != nil && ag.ThroughputRPS > 0 {
+		r := od.ThroughputRPS / ag.ThroughputRPS
+		rep.Target("on-demand throughput ≥ 0.97 × agent (what fulcrum adds beyond the side-car)", r >= 0.97, "overall %.0f vs %.0f calls/s: %.3f", od.ThroughputRPS, ag.ThroughputRPS, r)
+	}
+}
