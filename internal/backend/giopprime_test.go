@@ -20,7 +20,7 @@ import (
 
 // startGIOPPrime serves a Prime servant on a loopback port and returns it
 // with its reference; the test's cleanup shuts it down.
-func startGIOPPrime(t *testing.T, opts backend.GIOPPrimeOptions) (*backend.GIOPPrime, ior.IOR) {
+func startGIOPPrime(t testing.TB, opts backend.GIOPPrimeOptions) (*backend.GIOPPrime, ior.IOR) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
