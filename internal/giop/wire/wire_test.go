@@ -11,7 +11,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 )
 
-func request(t *testing.T, id uint32, order cdr.ByteOrder, body int) []byte {
+func request(t testing.TB, id uint32, order cdr.ByteOrder, body int) []byte {
 	t.Helper()
 	r := &giop.Request{Envelope: giop.Envelope{Version: giop.V12, Order: order}, RequestID: id, ResponseFlags: giop.FlagsTwoway,
 		Target: giop.KeyTarget([]byte("Prime")), Operation: "echo"}
@@ -25,7 +25,7 @@ func request(t *testing.T, id uint32, order cdr.ByteOrder, body int) []byte {
 
 // split cuts a GIOP 1.2 message into a first piece of cut bytes (8-aligned)
 // and Fragments of at most step bytes of data.
-func split(t *testing.T, whole []byte, id uint32, order cdr.ByteOrder, cut, step int) [][]byte {
+func split(t testing.TB, whole []byte, id uint32, order cdr.ByteOrder, cut, step int) [][]byte {
 	t.Helper()
 	first := bytes.Clone(whole[:cut])
 	first[6] |= 0x02
@@ -122,4 +122,29 @@ func TestReaderFragmentMisuse(t *testing.T) {
 			t.Errorf("%s: %v is not a protocol error", c.name, err)
 		}
 	}
+}
+
+// Any bytes: Next never panics, returns whole messages whose size fits the
+// limit, and ends with an error.
+func FuzzReader(f *testing.F) {
+	req := request(f, 1, cdr.LittleEndian, 30)
+	f.Add(req)
+	f.Add(bytes.Join(split(f, req, 1, cdr.LittleEndian, 40, 8), nil))
+	f.Add([]byte("GIOP\x01\x02\x02\x07\x00\x00\x00\x04\x00\x00\x00\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := wire.NewReader(bytes.NewReader(b), giop.Limits{MaxMessageSize: 4096})
+		for range len(b) + 1 {
+			m, err := r.Next()
+			if err != nil {
+				return
+			}
+			if len(m) < giop.HeaderSize || len(m)-giop.HeaderSize > 4096 {
+				t.Fatalf("message of %d bytes", len(m))
+			}
+			if _, err := giop.ParseHeader(m); err != nil {
+				t.Fatalf("returned message has a bad header: %v", err)
+			}
+		}
+		t.Fatalf("no error after %d messages of %d input bytes", len(b)+1, len(b))
+	})
 }
