@@ -272,12 +272,19 @@ func (x *Effectiveness) Run(ctx context.Context, env *Env) (*Results, error) {
 		rows = append(rows, row)
 	}
 	rep := effReport(rows, mix, x.Replicas, dur, env.Size)
-	if env.Protocol == ProtocolGIOP {
+	settings := mix.settings(x.Replicas, dur)
+	switch {
+	case env.ORB == ORBOmniORB:
+		effOmniORBNote(rep)
+	case env.Protocol == ProtocolGIOP:
 		effGIOPNote(rep)
+	}
+	if env.Protocol == ProtocolGIOP {
+		settings["protocol"], settings["orb"] = env.Protocol, env.ORB
 	}
 	return &Results{
 		Rows:   rows,
-		Extra:  map[string]any{"settings": mix.settings(x.Replicas, dur)},
+		Extra:  map[string]any{"settings": settings},
 		Report: rep,
 	}, nil
 }
@@ -285,6 +292,9 @@ func (x *Effectiveness) Run(ctx context.Context, env *Env) (*Results, error) {
 // runOne runs one strategy/binding pair on a fresh balancer and fresh
 // replicas, and returns what the clients saw.
 func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []float64, dur time.Duration) (effTrace, *stats.Recorder, *stats.Recorder, error) {
+	if env.ORB == ORBOmniORB {
+		return x.runOneOmniORB(ctx, env, r, order, dur)
+	}
 	b, err := env.StartBalancer(ctx, GroupSpec{Name: effGroup, Binding: r.Binding, Strategy: r.Strategy, Protocol: env.Protocol})
 	if err != nil {
 		return effTrace{}, nil, nil, err
