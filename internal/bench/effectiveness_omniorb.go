@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -132,6 +133,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 	}
 	rec, lag := stats.NewRecorder(), stats.NewRecorder()
 	for _, c := range clients {
+		appendLog(c.p, c.out.Bytes())
 		// Exit status 3: some calls failed, which the lines say.
 		if ee := (*exec.ExitError)(nil); c.p.err != nil && !(errors.As(c.p.err, &ee) && ee.ExitCode() == 3) {
 			return effTrace{}, nil, nil, fmt.Errorf("bench: %s: %v; see %s", c.p.Name, c.p.err, c.p.Log)
@@ -218,4 +220,16 @@ func effOmniORBNote(rep *Report) {
 		"Each client makes one call at a time on a fixed grid (call k meant at its start + k/rate); a call that cannot be sent on time is sent at once, and its latency counts from its intended time. "+
 		"A call is counted for the replica whose agent answered it (the `peer` of omniORB's reply), in the second it was meant to be sent; "+
 		"a change of that replica between a client's calls is a rebind. In a `per-request` run the replicas' shares are read from the balancer's `proxied` counters once a second.", effPrimeN)
+}
+
+// appendLog adds out (a process's standard output, read by the bench) to
+// the process's log, for the record; a log that cannot be written is left
+// as it is.
+func appendLog(p *Proc, out []byte) {
+	f, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.Write(out)
 }
