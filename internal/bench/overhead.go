@@ -441,7 +441,7 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 
 	judgeOverhead(rep, cfgs, byName)
 	if env.ORB == ORBOmniORB {
-		judgeOmniORB(rep, byName)
+		judgeOmniORB(rep, cfgs, byName)
 	}
 	comparePaper(rep, byName)
 
