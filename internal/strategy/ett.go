@@ -41,13 +41,13 @@ type ETTConfig struct {
 	// prices "/count" and "/count/7"). A 0 part takes the defaults above.
 	// The Fulcrum-Cost header, when present, wins over both. Default none.
 	Paths map[string]ETTCost `json:"paths"`
-	// Inflight is q in ETT·(1 + q·inflight_s): how much each call already
-	// in flight at the replica lengthens the estimate. Loads come in
-	// reports, once per report interval; between two reports the paper's
-	// formula sends every call to the same replica. Calls in flight (the
-	// balancer's own, or the reported inflight metric, the larger) are
-	// current: with q = 1 a new call expects to share the replica with
-	// them. 0 gives the paper's formula exactly. Default 1, range [0,100].
+	// Inflight is q in the queue term (1 + q·inflight_s), inflight_s
+	// the calls in flight at the replica now (the balancer's own, or the
+	// reported inflight metric, the larger). With q > 0 the reported
+	// calls' share of the CPU is taken out of cpu_s (see ett): the queue
+	// term counts them now, the report counted them up to a report
+	// interval ago. 0 gives the paper's formula exactly. Default 1, range
+	// [0,100].
 	Inflight float64 `json:"inflight"`
 	// MaxLoad caps the reported cpu and bw loads, so that a saturated
 	// replica's estimate stays finite (1/(1−MaxLoad) times its idle one).
@@ -92,12 +92,46 @@ const ettMaxValue = 1e18
 // reported cpu and bw metrics (0–1, capped at MaxLoad). A replica without a
 // fresh report, or whose report lacks a metric, counts as carrying the
 // mean of the reported ones (0 when none reported): unknown, not idle.
+// With Inflight 0 that is all: the paper's formula.
 //
-// fulcrum multiplies the estimate by (1 + q·inflight_s) (Inflight): the
-// paper's dispatcher gets loads "from feedbacks of the back-end computing
-// servers, periodically", and between two feedbacks its formula would give
-// every call to the same replica. Calls in flight are what the balancer
-// knows now. q = 0 is the paper's formula.
+// Eq. 1 alone sends every call between two reports to the same replica:
+// its loads come "from feedbacks of the back-end computing servers,
+// periodically" (§IV.A). fulcrum therefore counts the calls in flight,
+// which it knows now, and uses the report only for what they do not
+// explain. With Inflight q > 0 the estimate is
+//
+//	(cc(n)/(P_s·(1 − b_s)) + d(n)/(W_s·(1 − bw_s)))·(1 + q·inflight_s)
+//	b_s = cpu_s − L_s/(1 + L_s)
+//
+// Why: 1/(1 − cpu) is the M/M/1 processor-sharing stretch E[T]/S = 1 + E[N]
+// (mean calls in progress E[N] = ρ/(1 − ρ)), i.e. eq. 1 already prices the
+// replica's queue, averaged over the last report interval; the paper's own
+// server model (§IV.B) is processor sharing, "n times the original
+// execution time … when there are n tasks executed on a server". A call
+// that arrives now shares the replica with inflight_s calls, so
+// 1 + inflight_s is the current value of the same factor, and multiplying
+// the two (what fulcrum did before) counted the calls twice, the stale
+// count dominating: a replica that was busy in the last interval reported
+// cpu 0.9 (×10) and was avoided for the whole next one while its queue
+// drained, and the others' queues grew in its place; in the model of
+// TestETTSharesLikeJoinShortestQueue that made ett slower than random.
+// What the report adds is the CPU
+// taken by work other than calls (another process in the replica's
+// cgroup, a CPU hog): b_s is the reported cpu less the utilisation the
+// reported calls account for, L_s/(1 + L_s) with L_s = rps·latency the
+// mean calls in progress over the report window (Little's law, inverted
+// through the same M/M/1 relation), clamped to [0, MaxLoad]. A replica
+// whose report lacks rps or latency keeps b_s = cpu_s. Replicas running
+// only calls thus compare by 1 + inflight (join the shortest queue,
+// weighted by P_s); a replica whose cpu exceeds what its calls explain is
+// slowed by its background share.
+//
+// inflight_s is the balancer's own calls in flight now plus the reported
+// ones beyond them when the report arrived (calls reaching the replica
+// without this balancer). Replica.Inflight, the larger of the live and
+// the reported count, would hold a replica's count at its reported value
+// for a whole report interval, its queue draining unseen. The bandwidth load is the reported one
+// (calls rarely saturate a link the way they do a CPU).
 //
 // The call's cost comes from the Fulcrum-Cost header (Request.Cost and
 // Request.Size, set by the front door), else from Paths by the request
@@ -217,29 +251,74 @@ func (s *ett) Picker(replicas []*Replica) Picker {
 	if len(replicas) == 0 {
 		return noReplicas{}
 	}
-	cpuMean, bwMean := reportedMean(replicas, func(m *Metrics) float64 { return m.CPU }),
-		reportedMean(replicas, func(m *Metrics) float64 { return m.BW })
+	// cpu is each replica's load in the CPU term: the reported cpu, or
+	// with the queue term its background part b_s (NaN: not reported).
+	cpu := make([]float64, len(replicas))
+	for i, r := range replicas {
+		cpu[i] = math.NaN()
+		if r.Reported {
+			cpu[i] = s.cpuLoad(&r.Metrics)
+		}
+	}
+	cpuMean := meanOf(cpu)
+	bwMean := reportedMean(replicas, func(m *Metrics) float64 { return m.BW })
 	p := &ettPicker{
 		s:        s,
 		replicas: snapshotOf(replicas),
 		cpuTerm:  make([]float64, len(replicas)),
 		bwTerm:   make([]float64, len(replicas)),
+		direct:   make([]float64, len(replicas)),
 	}
 	for i, r := range p.replicas {
+		if v := r.Metrics.Inflight; r.Reported && !math.IsNaN(v) {
+			p.direct[i] = max(v-float64(r.Live.Inflight.Load()), 0)
+		}
 		cpuCap, bwCap := s.capacityOf(r)
-		cpu, bw := cpuMean, bwMean
+		c, bw := cpuMean, bwMean
+		if v := cpu[i]; !math.IsNaN(v) {
+			c = v
+		}
 		if r.Reported {
-			if v := r.Metrics.CPU; !math.IsNaN(v) {
-				cpu = v
-			}
 			if v := r.Metrics.BW; !math.IsNaN(v) {
 				bw = v
 			}
 		}
-		p.cpuTerm[i] = 1 / (cpuCap * (1 - clampLoad(cpu, s.cfg.MaxLoad)))
+		p.cpuTerm[i] = 1 / (cpuCap * (1 - clampLoad(c, s.cfg.MaxLoad)))
 		p.bwTerm[i] = 1 / (bwCap * (1 - clampLoad(bw, s.cfg.MaxLoad)))
 	}
 	return p
+}
+
+// cpuLoad is the load of a report that enters the CPU term: cpu_s for the
+// paper's formula (Inflight 0) or when the report lacks rps or latency,
+// else b_s = cpu_s − L/(1+L) with L = rps·latency (see ett). NaN when cpu
+// is not reported.
+func (s *ett) cpuLoad(m *Metrics) float64 {
+	cpu := m.CPU
+	if math.IsNaN(cpu) || s.cfg.Inflight == 0 || math.IsNaN(m.RPS) || math.IsNaN(m.LatencyMS) {
+		return cpu
+	}
+	l := max(m.RPS, 0) * max(m.LatencyMS, 0) / 1000
+	if math.IsInf(l, 0) || math.IsNaN(l) {
+		return cpu
+	}
+	return max(cpu-l/(1+l), 0)
+}
+
+// meanOf is the mean of the values that are not NaN (0 when none is).
+func meanOf(v []float64) float64 {
+	var sum float64
+	n := 0
+	for _, x := range v {
+		if !math.IsNaN(x) {
+			sum += x
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // reportedMean is the mean of a metric over the replicas that report it
@@ -304,8 +383,18 @@ type ettPicker struct {
 	replicas []*Replica
 	// cpuTerm and bwTerm are 1/(P_s·(1−cpu_s)) and 1/(W_s·(1−bw_s)).
 	cpuTerm, bwTerm []float64
+	// direct is, per replica, the reported calls in flight beyond the
+	// balancer's own when the picker was built (calls that reach the
+	// replica without this balancer).
+	direct []float64
 	// next rotates where the scan starts, for fair tie-breaking.
 	next atomic.Uint64
+}
+
+// inflight is the calls in flight at replica i now: the balancer's own
+// plus the ones its last report showed beyond them.
+func (p *ettPicker) inflight(i int) float64 {
+	return float64(p.replicas[i].Live.Inflight.Load()) + p.direct[i]
 }
 
 func (p *ettPicker) Pick(r *Request) (*Replica, error) {
@@ -318,7 +407,7 @@ func (p *ettPicker) Pick(r *Request) (*Replica, error) {
 		i := (start + k) % n
 		e := cpu*p.cpuTerm[i] + data*p.bwTerm[i]
 		if q > 0 {
-			e *= 1 + q*p.replicas[i].Inflight()
+			e *= 1 + q*p.inflight(i)
 		}
 		if e < bestETT {
 			best, bestETT = i, e
@@ -330,7 +419,7 @@ func (p *ettPicker) Pick(r *Request) (*Replica, error) {
 	return p.replicas[best], nil
 }
 
-// ettEstimate is ETT(n, s)·(1 + q·inflight_s) of a call r on replica i of
+// ettEstimate is the estimate (with the queue term when Inflight > 0) of a call r on replica i of
 // a picker built by ett (tests); NaN for another picker.
 func ettEstimate(p Picker, r *Request, i int) float64 {
 	ep, ok := p.(*ettPicker)
@@ -340,7 +429,7 @@ func ettEstimate(p Picker, r *Request, i int) float64 {
 	cpu, data := ep.s.cost(r)
 	e := cpu*ep.cpuTerm[i] + data*ep.bwTerm[i]
 	if q := ep.s.cfg.Inflight; q > 0 {
-		e *= 1 + q*ep.replicas[i].Inflight()
+		e *= 1 + q*ep.inflight(i)
 	}
 	return e
 }
