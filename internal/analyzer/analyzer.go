@@ -108,6 +108,9 @@ type Analyzer struct {
 	epoch     uint64
 	holdUntil time.Time
 	changed   bool
+	// unidentified: the front door cannot tell returning clients apart
+	// (SetUnidentifiedClients).
+	unidentified bool
 	// now is the latest time Report or Step was given.
 	now time.Time
 }
@@ -193,6 +196,24 @@ func (a *Analyzer) SetStrategy(s strategy.Strategy) {
 	}
 }
 
+// SetUnidentifiedClients says whether the group's front door cannot tell
+// returning clients apart (GIOP: a request carries no client id), so that
+// Target is never asked and a client sent back lands wherever the picker
+// puts it, the least loaded replica. Such a front door cannot carry out a
+// plan in which a replica both receives and sends clients (a swap): the
+// client the receiving replica sends back is picked straight back onto
+// it, being the least loaded, while the client meant for it goes to the
+// next least loaded, and the plan's gain turns into a new imbalance. So a
+// plan's moves out of a replica below the mean that the same plan moves
+// clients into are left for a later plan: the moves into it go first, and
+// once the loads have settled (the moves expire, the front door never
+// completing them) the planner, which starts from the new loads, plans the
+// rest (for a swap, a single move out of the replica that is now the
+// busier, into the one that is now the least loaded).
+func (a *Analyzer) SetUnidentifiedClients(unidentified bool) {
+	a.unidentified = unidentified
+}
+
 // SetInterval changes the report interval; d <= 0 is ignored.
 func (a *Analyzer) SetInterval(d time.Duration) {
 	if d > 0 && d != a.interval {
@@ -273,6 +294,64 @@ func (a *Analyzer) setAdvisory(r *replica, level string, shed float64, clients [
 	a.epoch++
 	r.adv = protocol.Advisory{Advisory: level, Shed: shed, Epoch: a.epoch, Clients: clients}
 	a.changed = true
+}
+
+// deferReceiversMoves drops from d the moves out of a replica below the
+// group's mean load that d also moves clients into, and those clients from
+// its `high` advice (an advice left without clients is dropped, not turned
+// into an unnamed shed). When that would drop every move, d is kept as it
+// is. See SetUnidentifiedClients.
+func (a *Analyzer) deferReceiversMoves(d strategy.Decision) strategy.Decision {
+	receives := make(map[string]bool, len(d.Moves))
+	for _, mv := range d.Moves {
+		receives[mv.To] = true
+	}
+	sumLoad, sumW := 0.0, 0.0
+	for _, r := range a.order {
+		if r.active() && r.fresh {
+			sumLoad += max(0, r.load)
+			sumW += r.weight()
+		}
+	}
+	below := func(id string) bool {
+		r := a.byID[id]
+		return r != nil && sumW > 0 && max(0, r.load)/r.weight() < sumLoad/sumW
+	}
+	deferred := make(map[string]bool)
+	var moves []strategy.Move
+	for _, mv := range d.Moves {
+		if receives[mv.From] && below(mv.From) {
+			deferred[mv.Client] = true
+			continue
+		}
+		moves = append(moves, mv)
+	}
+	if len(deferred) == 0 || len(moves) == 0 {
+		return d
+	}
+	rates := make(map[string]float64, len(d.Moves))
+	for _, mv := range d.Moves {
+		rates[mv.Client] = mv.Rate
+	}
+	out := strategy.Decision{Moves: moves}
+	for _, adv := range d.High {
+		if len(adv.Clients) == 0 {
+			out.High = append(out.High, adv)
+			continue
+		}
+		var kept []string
+		shed := 0.0
+		for _, c := range adv.Clients {
+			if !deferred[c] {
+				kept = append(kept, c)
+				shed += rates[c]
+			}
+		}
+		if len(kept) > 0 {
+			out.High = append(out.High, strategy.Advice{ID: adv.ID, Shed: shed, Clients: kept})
+		}
+	}
+	return out
 }
 
 // releaseSources turns nominal the replicas whose `high` named clients of

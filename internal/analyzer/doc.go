@@ -42,6 +42,12 @@
 //   - A client that was moved is pinned for MovePinIntervals, doubled on
 //     each further move, so two clients of nearly equal rate are not
 //     swapped back and forth on measurement noise.
+//   - A front door that cannot tell returning clients apart (GIOP;
+//     SetUnidentifiedClients) binds a client sent back where the picker
+//     says, the least loaded replica: a plan's moves out of a replica below
+//     the mean that the plan also moves clients into (a swap) wait for a
+//     later plan, or the client sent back would be picked straight back
+//     onto it while the one meant for it lands elsewhere.
 //   - After a `high` advisory without named clients (the strategy had no
 //     client rates to plan with) the strategy is not asked again for
 //     ShedHoldIntervals.

@@ -38,6 +38,20 @@ type scenario struct {
 	last     analyzer.Step
 	clients  map[string]*simClient
 	obeyed   map[string]uint64 // replica → epoch its monitor obeyed
+	// unidentified: the simulated front door cannot tell returning
+	// clients apart (frontdoor ids=false).
+	unidentified bool
+	// lingering are clients' old listings still reported by the replica
+	// they left (frontdoor ids=false).
+	lingering []simLinger
+}
+
+// simLinger is a moved client's old connection, still listed by the
+// replica it left for rounds more reports.
+type simLinger struct {
+	id, replica string
+	rate        float64
+	rounds      int
 }
 
 // simClient is a simulated client calling at rate calls/s on replica.
@@ -76,6 +90,7 @@ func init() {
 		"world":          (*scenario).cmdWorld,
 		"run":            (*scenario).cmdRun,
 		"arrive":         (*scenario).cmdArrive,
+		"frontdoor":      (*scenario).cmdFrontDoor,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
@@ -114,6 +115,13 @@ func (s *scenario) simRound(jitter float64, rng *rand.Rand) (loads string, moved
 			rep.Load += rate
 			rep.Clients = append(rep.Clients, protocol.ClientRate{ID: sc.id, Rate: rate})
 		}
+		for i := range s.lingering {
+			if l := &s.lingering[i]; l.replica == in.ID && l.rounds > 0 {
+				rep.Load += l.rate
+				rep.Clients = append(rep.Clients, protocol.ClientRate{ID: l.id, Rate: l.rate})
+				l.rounds--
+			}
+		}
 		rep.Metrics = map[string]float64{protocol.MetricRPS: rep.Load}
 		if _, err := s.an.Report(in.ID, rep, s.now); err != nil {
 			s.t.Fatalf("report: %v", err)
@@ -157,6 +165,22 @@ func (s *scenario) obey() []string {
 				}
 			}
 		}
+		if s.unidentified {
+			for _, sc := range back {
+				r, err := p.Pick(&strategy.Request{})
+				if err != nil {
+					continue
+				}
+				from := sc.replica
+				s.lingering = append(s.lingering, simLinger{id: sc.id, replica: from, rate: sc.rate, rounds: 1})
+				delete(s.clients, sc.id)
+				sc.id, sc.replica = sc.id+"'", r.ID
+				s.clients[sc.id] = sc
+				s.an.Bound("", r.ID)
+				moved = append(moved, fmt.Sprintf("%s:%s->%s", sc.id, from, r.ID))
+			}
+			continue
+		}
 		for _, sc := range back {
 			to, ok := s.an.Target(sc.id)
 			if !ok || !slices.ContainsFunc(eligible, func(r *strategy.Replica) bool { return r.ID == to }) {
@@ -173,6 +197,23 @@ func (s *scenario) obey() []string {
 		}
 	}
 	return moved
+}
+
+// frontdoor ids=BOOL: whether the front door can tell returning clients
+// apart (true, the default: HTTP's client id). With ids=false (GIOP), a
+// client sent back is bound where the picker says, whatever the plan, and
+// comes back as a new client (its new connection: the old id with ' added;
+// the analyzer only learns of an unnamed binding), while the replica it
+// left still lists the old id at its rate in one more report (the interval
+// in which it called both).
+func (s *scenario) cmdFrontDoor(c scriptCmd) string {
+	ids, err := strconv.ParseBool(s.arg(c, "ids"))
+	if err != nil {
+		s.t.Fatalf("line %d: ids: %v", c.line, err)
+	}
+	s.unidentified = !ids
+	s.an.SetUnidentifiedClients(!ids)
+	return "ok"
 }
 
 // arrive n=N rate=R [prefix=P]: N new clients at rate R come to the front

@@ -105,11 +105,16 @@ func (a *Analyzer) analysis(now time.Time) *strategy.Analysis {
 }
 
 // apply turns a decision into advisories and pending moves. Advice and
-// moves naming replicas that are not active and fresh are ignored.
+// moves naming replicas that are not active and fresh are ignored. With
+// unidentified clients, moves out of a replica the decision also moves
+// clients into wait for a later plan (SetUnidentifiedClients).
 func (a *Analyzer) apply(d strategy.Decision, now time.Time) {
 	usable := func(id string) bool {
 		r := a.byID[id]
 		return r != nil && r.active() && r.fresh
+	}
+	if a.unidentified {
+		d = a.deferReceiversMoves(d)
 	}
 	for _, mv := range d.Moves {
 		if mv.Client == "" || mv.From == mv.To || !usable(mv.From) || !usable(mv.To) || a.moves[mv.Client] != nil {

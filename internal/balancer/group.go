@@ -100,6 +100,7 @@ func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
 		members: map[string]*member{},
 		subs:    map[chan Event]struct{}{},
 	}
+	g.an.SetUnidentifiedClients(gs.Protocol == registry.ProtocolGIOP)
 	g.fromConfig.Store(gs.Source == registry.SourceConfig)
 	g.health = newGroupHealth(g)
 	g.mu.Lock()
@@ -394,6 +395,7 @@ func (g *group) update(gs registry.Group) error {
 	g.stopProbesLocked() // probe.go: the new strategy probes afresh
 	g.startProbesLocked()
 	g.an.SetStrategy(s)
+	g.an.SetUnidentifiedClients(gs.Protocol == registry.ProtocolGIOP)
 	if gs.ReportInterval != prevInterval {
 		g.an.SetInterval(gs.ReportInterval.D())
 	}
