@@ -217,3 +217,35 @@ func TestETTSharesLikeJoinShortestQueue(t *testing.T) {
 		})
 	}
 }
+
+// TestETTReportedInflightIsNoFloor: a replica's reported calls in flight
+// count only beyond the balancer's own when the report arrived (calls
+// that bypass the balancer); a picker rebuilt later on the same report
+// (another replica reported) sees the balancer's count move on.
+func TestETTReportedInflightIsNoFloor(t *testing.T) {
+	t.Parallel()
+	env, _ := seededEnv(1)
+	s := mustBuild(t, strategy.ETTName, nil, env)
+	rs := withInflight(replicaSet(1, 1), 5, 0)
+	for _, r := range rs {
+		r.Reported, r.Metrics.CPU = true, 0
+	}
+	rs[0].Metrics.Inflight = 5 // a's report: the balancer's 5 calls
+	req := &strategy.Request{}
+	unit := strategy.ETTEstimate(s.Picker(rs), req, 1) // b: idle, no calls
+	check := func(what string, want float64) {
+		t.Helper()
+		if got := strategy.ETTEstimate(s.Picker(rs), req, 0); math.Abs(got-want*unit) > 1e-12 {
+			t.Errorf("%s: a's estimate %v, want %v (1 + %v calls)", what, got, want*unit, want-1)
+		}
+	}
+	check("at the report", 6)
+	// Four of the five calls finish; b reports, the picker is rebuilt.
+	rs[0].Live.Inflight.Store(1)
+	check("same report, later", 2)
+	// a's next report: 4 calls, only 1 of them the balancer's.
+	rs[0].Metrics.Inflight, rs[0].Metrics.RPS = 4, 100
+	check("new report with 3 direct calls", 5)
+	rs[0].Live.Inflight.Store(0)
+	check("same report, balancer's call done", 4)
+}
