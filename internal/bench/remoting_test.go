@@ -151,3 +151,22 @@ func TestRemotingPeriodHasTheSmallestQuota(t *testing.T) {
 		}
 	}
 }
+
+// TestRemotingCapacityValid: a capacity measured while the saturated
+// replicas used under 80% of their quotas (the run of 2026-11-22 09:33
+// measured 9%: 103 calls/s instead of about 1100) is refused.
+func TestRemotingCapacityValid(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		used float64
+		ok   bool
+	}{{0.94, true}, {1, true}, {0.8, true}, {0.79, false}, {0.09, false}, {0, false}} {
+		err := remotingCapacityValid(tt.used)
+		if (err == nil) != tt.ok {
+			t.Errorf("remotingCapacityValid(%v) = %v, want ok %v", tt.used, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "quotas") {
+			t.Errorf("remotingCapacityValid(%v): %q does not say what was measured", tt.used, err)
+		}
+	}
+}
