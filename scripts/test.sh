@@ -49,6 +49,18 @@ fuzztime=${FUZZTIME:-10s}
 for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do
 	for fn in $(grep -h '^func Fuzz' "$target"/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do
 		echo "fuzz $target $fn ($fuzztime)"
-		go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$target"
+		# go1.26's fuzz coordinator can report its own -fuzztime deadline as a
+		# failure ("context deadline exceeded", no failing input written;
+		# golang/go#75804, fixed in go1.27). Only that exact case is let
+		# through; a failing input or any other failure fails the run.
+		if ! out=$(go test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$target" 2>&1); then
+			echo "$out"
+			if grep -q 'Failing input written to' <<<"$out" || ! grep -q '^    context deadline exceeded$' <<<"$out"; then
+				exit 1
+			fi
+			echo "fuzz $target $fn: the fuzz coordinator's deadline race (golang/go#75804), no failing input: not a failure"
+		else
+			echo "$out" | tail -n 2
+		fi
 	done
 done
