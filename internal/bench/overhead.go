@@ -213,26 +213,8 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 	}
 	// per-request proxies to a plain replica, as HAProxy and NGINX do:
 	// the paper's forwarding server in front of an unmodified server.
-	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: cfgPerSession, Binding: "per-session", Strategy: "round-robin"},
-		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded"},
-		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Replicas: []string{plain[cfgPerRequest].URL}},
-	)
+	bal, joined, err := startOverheadGroups(ctx, env, "", plain[cfgPerRequest].URL)
 	if err != nil {
-		return nil, err
-	}
-	joined := map[string]*Replica{}
-	for _, g := range []string{cfgPerSession, cfgOnDemand} {
-		r, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g})
-		if err != nil {
-			return nil, err
-		}
-		joined[g] = r
-		if err := bal.WaitReady(ctx, g, 1, true); err != nil {
-			return nil, err
-		}
-	}
-	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
 		return nil, err
 	}
 	path := "/prime/" + strconv.Itoa(overheadPrimeN)
@@ -513,4 +495,35 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// startOverheadGroups starts the balancer of the overhead experiment with
+// its per-session, on-demand and per-request groups of protocol proto ("" for
+// HTTP), a monitored replica joined to each of the first two, and
+// perRequestReplica as the per-request group's static member; it returns once
+// every group is ready.
+func startOverheadGroups(ctx context.Context, env *Env, proto, perRequestReplica string) (*Balancer, map[string]*Replica, error) {
+	bal, err := env.StartBalancer(ctx,
+		GroupSpec{Name: cfgPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: proto},
+		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: proto},
+		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: proto, Replicas: []string{perRequestReplica}},
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	joined := map[string]*Replica{}
+	for _, g := range []string{cfgPerSession, cfgOnDemand} {
+		r, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g})
+		if err != nil {
+			return nil, nil, err
+		}
+		joined[g] = r
+		if err := bal.WaitReady(ctx, g, 1, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
+		return nil, nil, err
+	}
+	return bal, joined, nil
 }

@@ -22,26 +22,8 @@ func (o *Overhead) setUpGIOP(ctx context.Context, env *Env) ([]*overheadConfig, 
 		}
 		plain[name] = r
 	}
-	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: cfgPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: ProtocolGIOP},
-		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
-		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: ProtocolGIOP, Replicas: []string{plain[cfgPerRequest].URL}},
-	)
+	bal, joined, err := startOverheadGroups(ctx, env, ProtocolGIOP, plain[cfgPerRequest].URL)
 	if err != nil {
-		return nil, err
-	}
-	joined := map[string]*Replica{}
-	for _, g := range []string{cfgPerSession, cfgOnDemand} {
-		r, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g})
-		if err != nil {
-			return nil, err
-		}
-		joined[g] = r
-		if err := bal.WaitReady(ctx, g, 1, true); err != nil {
-			return nil, err
-		}
-	}
-	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
 		return nil, err
 	}
 	call := func(ref string) Endpoint { return Endpoint{GIOP: &GIOPCall{Ref: ref, N: overheadPrimeN}} }
