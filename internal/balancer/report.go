@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"time"
 
@@ -38,6 +39,11 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if err != nil {
 		return protocol.Advisory{}, err
 	}
+	inflight, ok := r.Metrics[protocol.MetricInflight]
+	if !ok {
+		inflight = math.NaN()
+	}
+	m.live.NoteReport(inflight)
 	adv = g.bindingAdvisoryLocked(adv)
 	m.reported = true
 	adv.ReportInterval = g.spec.ReportInterval

@@ -18,7 +18,7 @@ func loadedGroup() []*strategy.Replica {
 	for i, r := range rs {
 		r.Reported = true
 		r.Load = float64(10 + 3*i)
-		r.Metrics.Inflight = float64(i % 3)
+		reportInflight(r, float64(i%3))
 		r.Metrics.LatencyMS = float64(5 + i)
 		r.Metrics.RPS = float64(100 - i)
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -127,11 +126,9 @@ const ettMaxValue = 1e18
 // weighted by P_s); a replica whose cpu exceeds what its calls explain is
 // slowed by its background share.
 //
-// inflight_s is the balancer's own calls in flight now plus the reported
-// ones beyond them when the report arrived (calls reaching the replica
-// without this balancer). Replica.Inflight, the larger of the live and
-// the reported count, would hold a replica's count at its reported value
-// for a whole report interval, its queue draining unseen. The bandwidth load is the reported one
+// inflight_s is Replica.Inflight: the balancer's own calls in flight now
+// plus the reported ones beyond them when the report arrived (calls
+// reaching the replica without this balancer). The bandwidth load is the reported one
 // (calls rarely saturate a link the way they do a CPU).
 //
 // The call's cost comes from the Fulcrum-Cost header (Request.Cost and
@@ -146,19 +143,6 @@ type ett struct {
 	capacities map[string]ETTCapacity
 	// paths are the priced path prefixes, longest first.
 	paths []ettPath
-
-	// mu guards seen: per replica id, the last report's metrics and the
-	// direct calls worked out when it arrived. Pickers are rebuilt on
-	// every replica's report, so a rebuild must tell a new report from
-	// one already seen.
-	mu   sync.Mutex
-	seen map[string]ettSeen
-}
-
-// ettSeen is a replica's last report as ett saw it first.
-type ettSeen struct {
-	metrics Metrics
-	direct  float64
 }
 
 type ettPath struct {
@@ -281,9 +265,7 @@ func (s *ett) Picker(replicas []*Replica) Picker {
 		replicas: snapshotOf(replicas),
 		cpuTerm:  make([]float64, len(replicas)),
 		bwTerm:   make([]float64, len(replicas)),
-		direct:   make([]float64, len(replicas)),
 	}
-	s.directCalls(p.replicas, p.direct)
 	for i, r := range p.replicas {
 		cpuCap, bwCap := s.capacityOf(r)
 		c, bw := cpuMean, bwMean
@@ -299,38 +281,6 @@ func (s *ett) Picker(replicas []*Replica) Picker {
 		p.bwTerm[i] = 1 / (bwCap * (1 - clampLoad(bw, s.cfg.MaxLoad)))
 	}
 	return p
-}
-
-// directCalls sets direct[i] to the calls in flight that replicas[i]
-// reported beyond the balancer's own when the report arrived: worked out
-// when a picker first sees the report (pickers are built as reports
-// arrive), kept for later pickers built on the same report, since by then
-// the balancer's own calls have moved on.
-func (s *ett) directCalls(replicas []*Replica, direct []float64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seen := make(map[string]ettSeen, len(replicas))
-	for i, r := range replicas {
-		v := r.Metrics.Inflight
-		if !r.Reported || math.IsNaN(v) {
-			continue
-		}
-		old, ok := s.seen[r.ID]
-		if !ok || !sameMetrics(&old.metrics, &r.Metrics) {
-			old = ettSeen{metrics: r.Metrics, direct: max(v-float64(r.Live.Inflight.Load()), 0)}
-		}
-		seen[r.ID] = old
-		direct[i] = old.direct
-	}
-	s.seen = seen
-}
-
-// sameMetrics reports whether a and b are the same report's metrics (NaN
-// equal to NaN).
-func sameMetrics(a, b *Metrics) bool {
-	eq := func(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
-	return eq(a.Inflight, b.Inflight) && eq(a.RPS, b.RPS) && eq(a.LatencyMS, b.LatencyMS) &&
-		eq(a.CPU, b.CPU) && eq(a.Utilization, b.Utilization) && eq(a.EPS, b.EPS) && eq(a.BW, b.BW)
 }
 
 // cpuLoad is the load of a report that enters the CPU term: cpu_s for the
@@ -427,19 +377,12 @@ type ettPicker struct {
 	replicas []*Replica
 	// cpuTerm and bwTerm are 1/(P_s·(1−cpu_s)) and 1/(W_s·(1−bw_s)).
 	cpuTerm, bwTerm []float64
-	// direct is, per replica, the reported calls in flight beyond the
-	// balancer's own when the report arrived (calls that reach the
-	// replica without this balancer).
-	direct []float64
 	// next rotates where the scan starts, for fair tie-breaking.
 	next atomic.Uint64
 }
 
-// inflight is the calls in flight at replica i now: the balancer's own
-// plus the ones its last report showed beyond them.
-func (p *ettPicker) inflight(i int) float64 {
-	return float64(p.replicas[i].Live.Inflight.Load()) + p.direct[i]
-}
+// inflight is the calls in flight at replica i now (Replica.Inflight).
+func (p *ettPicker) inflight(i int) float64 { return p.replicas[i].Inflight() }
 
 func (p *ettPicker) Pick(r *Request) (*Replica, error) {
 	cpu, data := p.s.cost(r)

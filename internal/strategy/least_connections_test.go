@@ -54,7 +54,7 @@ func TestConnectionCountingPicks(t *testing.T) {
 			t.Parallel()
 			rs := withBindings(withInflight(replicaSet(tt.weights...), tt.inflight...), tt.bindings...)
 			for i, v := range tt.reported {
-				rs[i].Metrics.Inflight = v
+				reportInflight(rs[i], v)
 			}
 			env, _ := seededEnv(1)
 			p := mustBuild(t, tt.strategy, nil, env).Picker(rs)

@@ -35,6 +35,13 @@ func withInflight(rs []*strategy.Replica, inflight ...int64) []*strategy.Replica
 	return rs
 }
 
+// reportInflight gives r a fresh report of v calls in flight, arriving
+// now (as the balancer notes it: strategy.Live.NoteReport).
+func reportInflight(r *strategy.Replica, v float64) {
+	r.Reported, r.Metrics.Inflight = true, v
+	r.Live.NoteReport(v)
+}
+
 // withBindings sets the clients bound to each replica since its report.
 func withBindings(rs []*strategy.Replica, bindings ...int64) []*strategy.Replica {
 	for i, n := range bindings {

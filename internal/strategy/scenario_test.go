@@ -228,6 +228,7 @@ func (w *world) cmdReport(c scriptCmd) (string, error) {
 		*dst = v
 	}
 	r.Reported, r.Metrics = true, m
+	r.Live.NoteReport(m.Inflight)
 	return "ok", nil
 }
 

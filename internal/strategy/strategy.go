@@ -57,15 +57,20 @@ type Metrics struct {
 // NoMetrics is a Metrics with every field unreported.
 var NoMetrics = Metrics{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
 
-// Inflight is the replica's calls in flight: the larger of what the
-// balancer itself has in flight to it (per-request proxying) and what its
-// monitor last reported (calls that went straight to it).
+// Inflight is the replica's calls in flight now: the ones the balancer
+// itself has in flight to it (per-request proxying) plus, while its report
+// is fresh, the ones its last report showed beyond the balancer's own when
+// that report arrived (calls that reach the replica without this balancer:
+// bound clients, other balancers). The reported count is not a floor: a
+// replica's queue drains between reports, and a count held at the
+// reported value for a whole interval hides that from every strategy that
+// compares calls in flight.
 func (r *Replica) Inflight() float64 {
-	live := float64(r.Live.Inflight.Load())
-	if rep := r.Metrics.Inflight; !math.IsNaN(rep) && rep > live {
-		return rep
+	n := float64(r.Live.Inflight.Load())
+	if r.Reported {
+		n += r.Live.Direct()
 	}
-	return live
+	return n
 }
 
 // Live is a replica's hot-path state, kept across snapshots. The zero value
@@ -83,7 +88,27 @@ type Live struct {
 	ewma atomic.Uint64
 	// stamp is the time (unix ns) ewma was last updated.
 	stamp atomic.Int64
+	// direct is the calls in flight (float64 bits) the last report showed
+	// beyond the balancer's own when it arrived.
+	direct atomic.Uint64
 }
+
+// NoteReport records the calls in flight a replica reported (NaN when its
+// report has none; a value that is not a finite count counts as none) at the moment the report arrives: the part beyond the
+// balancer's own calls in flight then is kept as the replica's direct
+// calls until the next report. The balancer calls it for every accepted
+// report.
+func (l *Live) NoteReport(inflight float64) {
+	d := 0.0
+	if inflight > 0 && !math.IsInf(inflight, 1) {
+		d = max(inflight-float64(l.Inflight.Load()), 0)
+	}
+	l.direct.Store(math.Float64bits(d))
+}
+
+// Direct returns the calls in flight the last report showed beyond the
+// balancer's own when it arrived (see NoteReport).
+func (l *Live) Direct() float64 { return math.Float64frombits(l.direct.Load()) }
 
 // Extra returns the per-balance load added since the last report.
 func (l *Live) Extra() float64 { return math.Float64frombits(l.extra.Load()) }
