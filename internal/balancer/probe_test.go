@@ -299,3 +299,34 @@ func TestETTUsesReportsAndCapacitiesByAddress(t *testing.T) {
 		return nil
 	})
 }
+
+// TestReportedInflightCountsBeyondTheBalancers: a report's calls in flight
+// beyond the front door's own (calls that reach the replica without it)
+// make least-connections avoid the replica until a report shows them gone.
+func TestReportedInflightCountsBeyondTheBalancers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	a, b := newProbedReplica(t), newProbedReplica(t)
+	st := e.mustPutGroup(registry.Group{Name: "lc", Binding: registry.PerRequest, Strategy: strategy.LeastConnectionsName, ReportInterval: ms(50)})
+	ra := e.mustRegister("lc", a.srv.URL)
+	rb := e.mustRegister("lc", b.srv.URL)
+	c := httpClient(t)
+	report := func(aInflight float64) {
+		e.mustReport(ra.Token, protocol.Report{Load: 1, Metrics: map[string]float64{protocol.MetricInflight: aInflight}})
+		e.mustReport(rb.Token, protocol.Report{Load: 1, Metrics: map[string]float64{protocol.MetricInflight: 0}})
+	}
+	eventually(t, 10*time.Second, func() error {
+		report(5)
+		if got := share(t, c, st.Listening, 20, a, b); got[1] != 20 {
+			return fmt.Errorf("of 20 calls a (5 calls in flight reported), b (none) got %v: want all on b", got)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, func() error {
+		report(0)
+		if got := share(t, c, st.Listening, 20, a, b); got[0] == 0 || got[1] == 0 {
+			return fmt.Errorf("of 20 calls a, b (both idle) got %v: want both used", got)
+		}
+		return nil
+	})
+}
