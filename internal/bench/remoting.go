@@ -75,9 +75,14 @@ var remotingPaper = map[int]float64{2: 0.476, 4: 0.761}
 // random's (the paper's NLB).
 //
 // The paper's gaps (0.5–6 s between a client's calls) would leave
-// today's replicas idle and every strategy equal, so the run measures
-// the group's capacity first (replicas saturated directly) and sets the
-// clients' mean gap so that the offered load is each utilisation of it.
+// today's replicas idle and every strategy equal, so the run sets the
+// clients' mean gap so that the offered load is each utilisation of the
+// group's CPU quota: calls/s × the replicas' CPU time per call (their
+// cgroups' accounting) = utilisation × quota. The CPU per call is
+// estimated first with the replicas saturated directly (the capacity),
+// then again in a short calibration run at each utilisation and after
+// every round (remoting_cpu.go); every sample's measured utilisation is
+// reported, and one far from the target flagged.
 // Clients are open-loop (Poisson arrivals): a client sends on its
 // schedule whether or not its earlier calls were answered, so the
 // offered load is what was asked, and latencies count from the intended
@@ -85,8 +90,8 @@ var remotingPaper = map[int]float64{2: 0.476, 4: 0.761}
 type Remoting struct {
 	// Replicas are the group sizes (default 2,4,8; --smoke 2).
 	Replicas []int
-	// Utilizations are the offered loads as a share of the group's
-	// measured capacity (default 0.5,0.7,0.9).
+	// Utilizations are the offered loads as a share of the group's CPU
+	// quota (default 0.5,0.7,0.9).
 	Utilizations []float64
 	// Strategies are run per-request (default ett, least-loaded,
 	// least-connections, round-robin, random); random must be among them.
@@ -129,7 +134,7 @@ func (*Remoting) Summary() string {
 // AddFlags implements FlagAdder.
 func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&x.Replicas, "replicas", nil, "group sizes (default 2,4,8; --smoke 2)")
-	fs.Float64SliceVar(&x.Utilizations, "utilizations", nil, "offered loads as shares of the measured capacity (default 0.5,0.7,0.9)")
+	fs.Float64SliceVar(&x.Utilizations, "utilizations", nil, "offered loads as shares of the group's CPU quota, from the replicas' measured CPU per call (default 0.5,0.7,0.9)")
 	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run per-request; random is the baseline")
 	fs.IntVar(&x.Calls, "calls", 0, "calls per client per sample, over all its rounds (default 1000; --quick 300, --smoke 15)")
 	fs.IntVar(&x.Rounds, "rounds", 0, "interleaved rounds a sample's calls are split into (default 4; --quick 3, --smoke 1)")
@@ -227,8 +232,9 @@ func (x *Remoting) Check(size Size) error {
 type RemotingRow struct {
 	Replicas    int     `json:"replicas"`
 	Utilization float64 `json:"utilization"`
-	// GapMS is the clients' mean gap between calls that made the offered
-	// load; OfferedRPS is that load, all clients together.
+	// GapMS is the clients' mean gap between calls over the sample's
+	// rounds (each round's is set from the latest CPU estimate, see
+	// GapRoundsMS); OfferedRPS is the load it made, all clients together.
 	GapMS      float64 `json:"gap_ms"`
 	Clients    int     `json:"clients"`
 	OfferedRPS float64 `json:"offered_rps"`
@@ -255,6 +261,22 @@ type RemotingRow struct {
 	// round (the spread shows the machine's noise).
 	Rounds          int       `json:"rounds"`
 	ReductionRounds []float64 `json:"reduction_rounds,omitempty"`
+	// MeasuredUtilization is the utilisation the sample reached: the
+	// replicas' CPU time (cgroup usage) over the windows in which its
+	// calls were offered, as a share of the group's quota (calls/s × CPU
+	// per call ÷ quota; above 1 in overload); MeasuredUtilizationRounds
+	// is each round's. CPUPerCallMS is the replicas' CPU time per
+	// answered call.
+	MeasuredUtilization       float64   `json:"measured_utilization"`
+	MeasuredUtilizationRounds []float64 `json:"measured_utilization_rounds,omitempty"`
+	CPUPerCallMS              float64   `json:"cpu_per_call_ms"`
+	// GapRoundsMS is the mean gap of each round (set from the latest
+	// CPU estimate; GapMS is their mean over the sample's calls).
+	GapRoundsMS []float64 `json:"gap_rounds_ms,omitempty"`
+	// UtilizationFlag says why the sample does not count as one at
+	// Utilization (its measured utilisation is more than 0.05 away, or
+	// the replicas were saturated); empty when it counts.
+	UtilizationFlag string `json:"utilization_flag"`
 
 	roundMeans []float64
 }
@@ -343,14 +365,15 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	// A capacity measured while the replicas did not use their quotas
 	// (something else stalled the callers) would set every load far too
 	// low: measure again, a few times, then give up.
-	var failed int64
+	var failed, capX int64
+	var capCPU time.Duration
 	for attempt := 1; ; attempt++ {
 		u0, err := cl.cpuUsage()
 		if err != nil {
 			return g, nil, err
 		}
 		t0 := time.Now()
-		capacity, f, err := measureCapacity(ctx, cl.bases, remotingCapacityCallers, x.XMean, capDur)
+		capacity, xs, f, err := measureCapacity(ctx, cl.bases, remotingCapacityCallers, x.XMean, capDur)
 		if err != nil {
 			return g, nil, err
 		}
@@ -362,7 +385,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		g.ReplicaServiceMS = float64(n) / capacity * 1000
 		g.CPUPerCallMS = ms(u1-u0) / (capacity * time.Since(t0).Seconds())
 		g.CapacityCPU = (u1 - u0).Seconds() / time.Since(t0).Seconds() / x.CPU
-		failed = f
+		failed, capX, capCPU = f, xs, u1-u0
 		err = remotingCapacityValid(g.CapacityCPU)
 		if err == nil || env.Size == Smoke {
 			break
@@ -371,6 +394,10 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			return g, nil, fmt.Errorf("remoting, %d replicas: %w (%d attempts)", n, err, attempt)
 		}
 		env.Logf("remoting: %d replicas: %v; measuring again", n, err)
+	}
+	est, ok := remotingCPUPerX(capCPU, capX)
+	if !ok {
+		return g, nil, fmt.Errorf("capacity: no CPU time or no call measured (CPU %v, X sum %d)", capCPU, capX)
 	}
 	env.Logf("remoting: %d replicas of %.3g cores: a lone call takes %.2f ms; saturated, they answer %.0f calls/s (%.2f ms of a replica per call, %.2f ms CPU per call, %.0f%% of their quotas used; %d failed)",
 		n, g.CPUPerReplica, g.ServiceTimeMS, g.CapacityRPS, g.ReplicaServiceMS, g.CPUPerCallMS, g.CapacityCPU*100, failed)
@@ -392,73 +419,139 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 
 	var rows []RemotingRow
 	for ui, u := range s.utils {
-		offered := u * g.CapacityRPS
-		gap := time.Duration(float64(g.Clients) / offered * float64(time.Second))
+		// Calibrate: a short unrecorded run at this utilisation, set from
+		// the estimate so far, gives the CPU per unit of X at this load
+		// now; each round then updates it from the round before.
+		calCalls := max(s.calls/s.rounds/2, 5)
+		calClients, calGap := remotingPlan(1<<41|uint64(n)<<32|uint64(ui)<<24, g.Clients, calCalls, x.XMean, u, x.CPU, est)
+		if calGap <= 0 {
+			return g, nil, fmt.Errorf("calibration at %.0f%%: no gap from a CPU estimate of %g ns per unit of X", u*100, est)
+		}
+		cal, err := cl.runMetered(ctx, calClients)
+		if err != nil {
+			return g, nil, err
+		}
+		m, ok := remotingCPUPerX(cal.cpu, cal.res.XSum)
+		prev := est
+		est = nextCPUPerX(est, m, ok)
+		env.Logf("remoting: %d replicas, %.0f%%: calibration at %.0f calls/s reached %.0f%% of the quotas (CPU per call %.3f ms at X mean %g: estimate %.3f → %.3f)",
+			n, u*100, float64(g.Clients)/calGap.Seconds(), remotingUtilization(cal.cpu, calGap*time.Duration(calCalls), x.CPU)*100,
+			m*x.XMean/1e6, x.XMean, prev*x.XMean/1e6, est*x.XMean/1e6)
+
 		aggs := make(map[string]*remotingAgg, len(x.Strategies))
 		for _, name := range x.Strategies {
 			aggs[name] = &remotingAgg{res: remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}}
 		}
+		var gaps []float64
+		var window time.Duration
+		offeredCalls := 0
 		for round := range s.rounds {
 			share := s.calls / s.rounds
 			if round < s.calls%s.rounds {
 				share++
 			}
-			clients := make([][]remotingCall, g.Clients)
-			for c := range clients {
-				clients[c] = remotingSample(uint64(n)<<32|uint64(ui)<<24|uint64(round)<<16|uint64(c), share, x.XMean, gap)
+			clients, gap := remotingPlan(uint64(n)<<32|uint64(ui)<<24|uint64(round)<<16, g.Clients, share, x.XMean, u, x.CPU, est)
+			if gap <= 0 {
+				return g, nil, fmt.Errorf("round %d at %.0f%%: no gap from a CPU estimate of %g ns per unit of X", round+1, u*100, est)
 			}
+			w := gap * time.Duration(share)
+			gaps = append(gaps, ms(gap))
+			window += w
+			offeredCalls += share * g.Clients
+			var roundCPU time.Duration
+			var roundX int64
 			// Each round and utilisation starts one strategy further on,
 			// so that none always runs first or right after another.
-			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.1f ms), round %d/%d:", n, u*100, offered, ms(gap), round+1, s.rounds)
+			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), round+1, s.rounds)
 			for i := range x.Strategies {
 				name := x.Strategies[(i+ui+round)%len(x.Strategies)]
 				if err := cl.useStrategy(ctx, name, x.ReportInterval); err != nil {
 					return g, nil, err
 				}
-				u0, err := cl.cpuUsage()
+				run, err := cl.runMetered(ctx, clients)
 				if err != nil {
 					return g, nil, err
 				}
-				hc, closeIdle := remotingHTTP()
-				res := runRemotingSample(ctx, hc, cl.frontDoor, clients, time.Now().Add(50*time.Millisecond))
-				closeIdle()
-				if err := ctx.Err(); err != nil {
-					return g, nil, err
-				}
-				u1, err := cl.cpuUsage()
-				if err != nil {
-					return g, nil, err
-				}
-				aggs[name].add(res, u1-u0)
-				line += fmt.Sprintf(" %s %.2f ms%s", name, res.Rec.Summary().Mean/1000, failedNote(res.Errors))
+				aggs[name].add(run.res, run.cpu, w, x.CPU)
+				roundCPU += run.cpu
+				roundX += run.res.XSum
+				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors))
 			}
-			env.Logf("%s", line)
+			m, ok := remotingCPUPerX(roundCPU, roundX)
+			est = nextCPUPerX(est, m, ok)
+			env.Logf("%s; CPU per call at X mean %g now %.3f ms", line, x.XMean, est*x.XMean/1e6)
 		}
+		meanGap := window / time.Duration(max(offeredCalls/g.Clients, 1))
 		for _, name := range x.Strategies {
 			a := aggs[name]
-			row := remotingRow(n, u, gap, g.Clients, offered, name, a.res)
+			row := remotingRow(n, u, meanGap, g.Clients, float64(offeredCalls)/window.Seconds(), name, a.res)
 			row.Rounds = s.rounds
 			row.roundMeans = a.means
+			row.GapRoundsMS = gaps
 			if a.res.Elapsed > 0 {
 				row.ReplicaCPU = a.cpu.Seconds() / a.res.Elapsed.Seconds() / x.CPU
 			}
-			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, replicas' CPU %.0f%% of quota, send lag p99 %.1f ms%s",
-				n, u*100, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError))
+			row.MeasuredUtilization = remotingUtilization(a.cpu, a.window, x.CPU)
+			row.MeasuredUtilizationRounds = a.utils
+			if row.Calls > 0 {
+				row.CPUPerCallMS = ms(a.cpu) / float64(row.Calls)
+			}
+			row.UtilizationFlag = remotingLoadFlag(u, row.MeasuredUtilization)
+			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
+				n, u*100, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
 			rows = append(rows, row)
 		}
 	}
 	return g, rows, nil
 }
 
-// remotingAgg adds up a strategy's rounds at one utilisation.
-type remotingAgg struct {
-	res   remotingResult
-	cpu   time.Duration // the replicas' CPU time
-	means []float64     // each round's mean latency (ms); NaN: none answered
+// remotingRun is one metered run through the balancer.
+type remotingRun struct {
+	res remotingResult
+	cpu time.Duration // the replicas' CPU time during it
 }
 
-func (a *remotingAgg) add(res remotingResult, cpu time.Duration) {
+// runMetered runs clients' calls through the front door, starting 50 ms
+// from now, and measures the replicas' CPU time meanwhile.
+func (cl *remotingCluster) runMetered(ctx context.Context, clients [][]remotingCall) (remotingRun, error) {
+	u0, err := cl.cpuUsage()
+	if err != nil {
+		return remotingRun{}, err
+	}
+	hc, closeIdle := remotingHTTP()
+	res := runRemotingSample(ctx, hc, cl.frontDoor, clients, time.Now().Add(50*time.Millisecond))
+	closeIdle()
+	if err := ctx.Err(); err != nil {
+		return remotingRun{}, err
+	}
+	u1, err := cl.cpuUsage()
+	if err != nil {
+		return remotingRun{}, err
+	}
+	return remotingRun{res: res, cpu: u1 - u0}, nil
+}
+
+func flagNote(flag string) string {
+	if flag == "" {
+		return ""
+	}
+	return " [flagged: " + flag + "]"
+}
+
+// remotingAgg adds up a strategy's rounds at one utilisation.
+type remotingAgg struct {
+	res    remotingResult
+	cpu    time.Duration // the replicas' CPU time
+	window time.Duration // the windows in which the calls were offered
+	means  []float64     // each round's mean latency (ms); NaN: none answered
+	utils  []float64     // each round's measured utilisation
+}
+
+// add adds a round run with the replicas' CPU time cpu, its calls
+// offered in window, on a group of quota cores.
+func (a *remotingAgg) add(res remotingResult, cpu, window time.Duration, quota float64) {
 	a.res.Rec.Merge(res.Rec)
+	a.res.XSum += res.XSum
 	a.res.SendLag.Merge(res.SendLag)
 	a.res.Errors += res.Errors
 	if a.res.FirstError == "" {
@@ -466,6 +559,8 @@ func (a *remotingAgg) add(res remotingResult, cpu time.Duration) {
 	}
 	a.res.Elapsed += res.Elapsed
 	a.cpu += cpu
+	a.window += window
+	a.utils = append(a.utils, remotingUtilization(cpu, window, quota))
 	m := math.NaN()
 	if res.Rec.Count() > 0 {
 		m = res.Rec.Summary().Mean / 1000

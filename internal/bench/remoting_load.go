@@ -51,6 +51,9 @@ type remotingResult struct {
 	// Rec holds the latencies of the answered calls, from their intended
 	// send times.
 	Rec *stats.Recorder
+	// XSum adds up the X of the answered calls (their work: CPU per
+	// unit of X is what sets the load; remoting_cpu.go).
+	XSum int64
 	// Errors counts the calls without an answer; FirstError is one.
 	Errors     int64
 	FirstError string
@@ -163,6 +166,7 @@ func runRemotingSample(ctx context.Context, hc *http.Client, base string, client
 						return
 					}
 					res.Rec.Record(d)
+					res.XSum += int64(c.X)
 				}()
 			}
 		}()
@@ -176,12 +180,12 @@ func runRemotingSample(ctx context.Context, hc *http.Client, base string, client
 // measureCapacity saturates the replicas directly (no balancer):
 // callersPer closed-loop callers per replica, each calling with the
 // sample's X distribution for d, and returns the calls completed per
-// second by all of them (the group's capacity) and the number of
-// failures.
-func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean float64, d time.Duration) (float64, int64, error) {
+// second by all of them (the group's capacity), the sum of the answered
+// calls' X and the number of failures.
+func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean float64, d time.Duration) (float64, int64, int64, error) {
 	hc, closeIdle := remotingHTTP()
 	defer closeIdle()
-	var done, failed int64
+	var done, failed, xSum int64
 	var mu sync.Mutex
 	var firstErr error
 	end := time.Now().Add(d)
@@ -193,9 +197,10 @@ func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean 
 			go func() {
 				defer wg.Done()
 				rng := rand.New(rand.NewPCG(uint64(i), uint64(j)))
-				var n, f int64
+				var n, f, xs int64
 				for time.Now().Before(end) && ctx.Err() == nil {
-					if err := callCount(ctx, hc, base, int(expDraw(rng)*xMean)); err != nil {
+					x := int(expDraw(rng) * xMean)
+					if err := callCount(ctx, hc, base, x); err != nil {
 						f++
 						mu.Lock()
 						if firstErr == nil {
@@ -205,9 +210,11 @@ func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean 
 						continue
 					}
 					n++
+					xs += int64(x)
 				}
 				mu.Lock()
 				done += n
+				xSum += xs
 				failed += f
 				mu.Unlock()
 			}()
@@ -215,12 +222,12 @@ func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean 
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return 0, failed, err
+		return 0, 0, failed, err
 	}
 	if done == 0 {
-		return 0, failed, fmt.Errorf("bench: remoting: no call answered while measuring capacity (%v)", firstErr)
+		return 0, 0, failed, fmt.Errorf("bench: remoting: no call answered while measuring capacity (%v)", firstErr)
 	}
-	return float64(done) / time.Since(start).Seconds(), failed, nil
+	return float64(done) / time.Since(start).Seconds(), xSum, failed, nil
 }
 
 // measureServiceTime makes n calls one after another to base and returns

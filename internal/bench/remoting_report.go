@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // remotingLatencyPlot names the plot of mean response time against
@@ -17,13 +18,15 @@ const remotingReductionPlot = "remoting-reduction.png"
 // write writes remoting.csv and the plots.
 func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 	header := []string{"replicas", "utilization", "gap_ms", "clients", "offered_rps", "strategy", "latency_mean_ms",
-		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu"}
+		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu",
+		"measured_utilization", "cpu_per_call_ms", "utilization_flag"}
 	var table [][]string
 	for _, r := range rows {
 		table = append(table, []string{
 			strconv.Itoa(r.Replicas), Num(r.Utilization, 2), Num(r.GapMS, 3), strconv.Itoa(r.Clients), Num(r.OfferedRPS, 1), r.Strategy,
 			Num(r.LatencyMeanMS, 3), Num(r.LatencyP50MS, 3), Num(r.LatencyP99MS, 3), fmtReduction(r.ReductionVsRandom, 4),
 			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3), Num(r.ReplicaCPU, 3),
+			Num(r.MeasuredUtilization, 3), Num(r.CPUPerCallMS, 4), r.UtilizationFlag,
 		})
 	}
 	if err := env.WriteCSV("remoting.csv", header, table); err != nil {
@@ -108,15 +111,31 @@ func findRemotingRow(rows []RemotingRow, n int, u float64, s string) (RemotingRo
 }
 
 // judgeRemoting records the targets: at 90% utilisation, ett's
-// reduction against random at least the paper's for 2 and 4 replicas.
+// reduction against random at least the paper's for 2 and 4 replicas. A
+// target whose ett or random sample was flagged (its measured
+// utilisation far from 90%) is not judged: the reduction is given, not
+// counted.
 func judgeRemoting(rep *Report, rows []RemotingRow) {
 	for _, n := range []int{2, 4} {
 		paper := remotingPaper[n]
 		name := fmt.Sprintf("%d replicas, 90%% load: ett's reduction vs random ≥ %.1f%% (paper)", n, paper*100)
 		r, ok := findRemotingRow(rows, n, 0.9, "ett")
+		base, _ := findRemotingRow(rows, n, 0.9, remotingRandom)
 		switch {
 		case !ok:
 			rep.TargetUnknown(name, "not run (needs --replicas with %d, --utilizations with 0.9 and ett among --strategies)", n)
+		case r.UtilizationFlag != "" || base.UtilizationFlag != "":
+			var why []string
+			for _, f := range []RemotingRow{r, base} {
+				if f.UtilizationFlag != "" {
+					why = append(why, f.Strategy+" "+f.UtilizationFlag)
+				}
+			}
+			red := "none"
+			if r.ReductionVsRandom != nil {
+				red = Num(*r.ReductionVsRandom*100, 1) + "%"
+			}
+			rep.TargetUnknown(name, "not counted: the sample was not at 90%% load (%s); reduction %s", strings.Join(why, "; "), red)
 		case r.ReductionVsRandom == nil:
 			rep.TargetUnknown(name, "random or ett answered no call")
 		default:
@@ -139,10 +158,16 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 		"gets the same X–gap samples (the paper reused its samples for every mechanism), split into %d rounds in which the strategies take "+
 		"turns (the table gives the lowest and highest per-round reduction beside the whole sample's). Latencies count from each call's intended send time.",
 		x.CPU, x.ReportInterval, x.XMean, s.calls, s.rounds)
-	rep.Para("The paper's X mean is 30,000; on this machine that sieve takes about 0.07 ms, and the balancer's own per-call work would " +
-		"dominate. X is scaled by ten (the distribution's shape kept), which restores the paper's millisecond calls (a 2 GHz Pentium 4 " +
-		"running .NET). The paper's gaps (0.5–6 s) would leave the replicas idle, so each group's capacity is measured first (its replicas " +
-		"saturated directly by closed-loop callers) and the clients' mean gap set so that the offered load is the utilisation asked for.")
+	rep.Para("The paper's X mean is 30,000; on this machine that sieve takes about 0.07 ms, and the balancer's own per-call work would "+
+		"dominate. X is scaled by ten (the distribution's shape kept), which restores the paper's millisecond calls (a 2 GHz Pentium 4 "+
+		"running .NET). The paper's gaps (0.5–6 s) would leave the replicas idle, so the clients' mean gap is set so that the offered load is the "+
+		"utilisation asked for, as a share of the group's CPU quota: calls/s × the replicas' CPU time per call (their cgroups' accounting) "+
+		"= utilisation × quota. The CPU per call is first taken from the capacity measurement (the replicas saturated directly by "+
+		"closed-loop callers; table below), then from a short unrecorded calibration run at each utilisation and, for every later round, "+
+		"from the round before (all its strategies together), as CPU time per unit of X; each round's calls are fitted to span exactly "+
+		"calls × gap. \"measured\" is the utilisation each sample reached (the replicas' CPU time over the windows in which its calls were "+
+		"offered, as a share of the quota; above 100%% the quotas could not keep up). A sample more than %.0f points from its target, or "+
+		"with the replicas at %.0f%% of their quotas or more, is flagged (⚠ below) and not counted by the targets.", remotingLoadTolerance*100, remotingSaturated*100)
 	var gt [][]string
 	for _, g := range groups {
 		gt = append(gt, []string{strconv.Itoa(g.Replicas), Num(g.CPUPerReplica, 3), Num(g.CPUPeriodMS, 1), Num(g.ServiceTimeMS, 2), Num(g.CapacityRPS, 0),
@@ -153,6 +178,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 	for _, n := range remotingSizesOf(rows) {
 		rep.Heading(fmt.Sprintf("%d replicas", n))
 		var t [][]string
+		var flagged []string
 		for _, r := range rows {
 			if r.Replicas != n {
 				continue
@@ -164,12 +190,22 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 					red += fmt.Sprintf(" (rounds %s…%s%%)", Num(slices.Min(r.ReductionRounds)*100, 0), Num(slices.Max(r.ReductionRounds)*100, 0))
 				}
 			}
-			t = append(t, []string{Num(r.Utilization*100, 0) + "%", Num(r.GapMS, 2), Num(r.OfferedRPS, 0), r.Strategy,
+			measured := Num(r.MeasuredUtilization*100, 0) + "%"
+			if r.UtilizationFlag != "" {
+				measured += " ⚠"
+				flagged = append(flagged, fmt.Sprintf("%.0f%% %s: %s", r.Utilization*100, r.Strategy, r.UtilizationFlag))
+			}
+			t = append(t, []string{Num(r.Utilization*100, 0) + "%", measured, Num(r.GapMS, 2), Num(r.OfferedRPS, 0), r.Strategy,
 				Num(r.LatencyMeanMS, 2), Num(r.LatencyP50MS, 2), Num(r.LatencyP99MS, 2), red, strconv.FormatInt(r.Calls, 10),
-				strconv.FormatInt(r.Errors, 10), Num(r.ReplicaCPU*100, 0) + "%", Num(r.SendLagP99MS, 1)})
+				strconv.FormatInt(r.Errors, 10), Num(r.CPUPerCallMS, 3), Num(r.ReplicaCPU*100, 0) + "%", Num(r.SendLagP99MS, 1)})
 		}
-		rep.Table([]string{"load", "mean gap (ms)", "offered (calls/s)", "strategy", "mean (ms)", "p50 (ms)", "p99 (ms)",
-			"vs random", "answered", "failed", "replicas' CPU (of quota)", "send lag p99 (ms)"}, t)
+		rep.Table([]string{"load", "measured", "mean gap (ms)", "offered (calls/s)", "strategy", "mean (ms)", "p50 (ms)", "p99 (ms)",
+			"vs random", "answered", "failed", "CPU per call (ms)", "replicas' CPU until the last answer (of quota)", "send lag p99 (ms)"}, t)
+		if len(flagged) > 0 {
+			rep.Para("⚠ Flagged, not at the load asked: %s.", strings.Join(flagged, "; "))
+		} else {
+			rep.Para("Every sample within %.0f points of its target load.", remotingLoadTolerance*100)
+		}
 		if p, ok := remotingPaper[n]; ok {
 			rep.Para("Paper: NP_LB (its least-load dispatcher) %.1f%% below NLB's mean response time with %d replicas.", p*100, n)
 		}

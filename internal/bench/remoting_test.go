@@ -170,3 +170,195 @@ func TestRemotingCapacityValid(t *testing.T) {
 		}
 	}
 }
+
+// TestRemotingCalibrationArithmetic: the CPU per unit of X from a
+// measurement, the gap it sets, and the estimate's update, with the
+// figures of the rerun of 2026-11-22 (capacity 0.73 ms of CPU per call,
+// samples 0.88 ms; X mean 300,000; 1 core; 8 clients).
+func TestRemotingCalibrationArithmetic(t *testing.T) {
+	t.Parallel()
+	const xMean = 300_000
+	// 1.46 s of CPU for 2000 calls of X mean 300,000: 0.73 ms per call.
+	capEst, ok := remotingCPUPerX(1460*time.Millisecond, 2000*xMean)
+	if !ok || math.Abs(capEst*xMean/1e6-0.73) > 1e-9 {
+		t.Fatalf("remotingCPUPerX = %v, %v; want 0.73 ms per call", capEst*xMean/1e6, ok)
+	}
+	if _, ok := remotingCPUPerX(0, 100); ok {
+		t.Error("no CPU time measured, yet an estimate")
+	}
+	if _, ok := remotingCPUPerX(time.Second, 0); ok {
+		t.Error("no call answered, yet an estimate")
+	}
+
+	// 90% of 1 core at 0.73 ms per call: 1232.9 calls/s, 8 clients →
+	// a gap of 6.489 ms.
+	gap := remotingGap(0.9, 1, 8, xMean, capEst)
+	if want := 8 / (0.9 / 0.73e-3); math.Abs(gap.Seconds()-want) > 1e-9 {
+		t.Errorf("gap %v, want %.6f s", gap, want)
+	}
+	// The old bench offered this rate whatever the CPU per call during
+	// the samples: at 0.88 ms it is 108% of the quota, and flagged.
+	samples, _ := remotingCPUPerX(1760*time.Millisecond, 2000*xMean)
+	over := 8 / gap.Seconds() * samples * xMean / 1e9
+	if math.Abs(over-0.9*0.88/0.73) > 1e-6 {
+		t.Errorf("utilisation at the old rate %.4f, want %.4f", over, 0.9*0.88/0.73)
+	}
+	if f := remotingLoadFlag(0.9, over); !strings.HasPrefix(f, "saturated") {
+		t.Errorf("flag at %.3f = %q, want saturated", over, f)
+	}
+	// The update takes the latest measurement: the next gap offers 90%
+	// at 0.88 ms per call.
+	est := nextCPUPerX(capEst, samples, true)
+	if est != samples {
+		t.Errorf("estimate %v, want the latest measurement %v", est, samples)
+	}
+	next := remotingGap(0.9, 1, 8, xMean, est)
+	if u := 8 / next.Seconds() * est * xMean / 1e9; math.Abs(u-0.9) > 1e-6 {
+		t.Errorf("utilisation at the recalibrated rate %.6f, want 0.9", u)
+	}
+
+	for _, tc := range []struct {
+		name           string
+		prev, measured float64
+		ok             bool
+		want           float64
+	}{
+		{"latest", 2.4, 2.9, true, 2.9},
+		{"unusable", 2.4, 0, false, 2.4},
+		{"NaN", 2.4, math.NaN(), true, 2.4},
+		{"at most twice", 2.4, 9, true, 4.8},
+		{"at least half", 2.4, 0.1, true, 1.2},
+		{"no previous", 0, 2.9, true, 2.9},
+	} {
+		if got := nextCPUPerX(tc.prev, tc.measured, tc.ok); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: nextCPUPerX(%v, %v, %v) = %v, want %v", tc.name, tc.prev, tc.measured, tc.ok, got, tc.want)
+		}
+	}
+	for _, bad := range []time.Duration{remotingGap(0, 1, 8, xMean, est), remotingGap(0.9, 1, 0, xMean, est), remotingGap(0.9, 1, 8, xMean, 0)} {
+		if bad != 0 {
+			t.Errorf("a gap %v from an input that cannot make one", bad)
+		}
+	}
+}
+
+// TestRemotingPlanOffersTheTarget: the planned calls, at the estimated
+// CPU per unit of X, offer exactly the utilisation asked for within their
+// window, every client's last call at calls × gap; the X are the
+// seed's.
+func TestRemotingPlanOffersTheTarget(t *testing.T) {
+	t.Parallel()
+	const (
+		xMean   = 300_000
+		est     = 2.7 // ns per unit of X: 0.81 ms per call at the mean
+		clients = 4
+		calls   = 100
+	)
+	for _, u := range []float64{0.5, 0.9} {
+		plan, gap := remotingPlan(5<<16, clients, calls, xMean, u, 1, est)
+		if gap <= 0 || len(plan) != clients {
+			t.Fatalf("u %v: gap %v, %d clients", u, gap, len(plan))
+		}
+		var xSum float64
+		for c, calls := range plan {
+			var span time.Duration
+			for _, call := range calls {
+				if call.Gap < 0 {
+					t.Fatalf("u %v: negative gap %v", u, call.Gap)
+				}
+				span += call.Gap
+				xSum += float64(call.X)
+			}
+			if span != gap*time.Duration(len(calls)) {
+				t.Errorf("u %v, client %d: span %v, want %v", u, c, span, gap*time.Duration(len(calls)))
+			}
+			if drawn := remotingSample(5<<16|uint64(c), len(calls), xMean, time.Second); drawn[7].X != calls[7].X {
+				t.Errorf("u %v, client %d: X %d, the seed draws %d", u, c, calls[7].X, drawn[7].X)
+			}
+		}
+		window := gap * calls
+		offered := remotingUtilization(time.Duration(xSum*est), window, 1)
+		if math.Abs(offered-u) > 1e-6 {
+			t.Errorf("planned utilisation %.6f, want %v", offered, u)
+		}
+	}
+}
+
+func TestRemotingFitSpan(t *testing.T) {
+	t.Parallel()
+	calls := []remotingCall{{Gap: 1}, {Gap: 3}, {Gap: 0}, {Gap: 4}}
+	fitSpan(calls, 10*time.Millisecond)
+	want := []time.Duration{5 * time.Millisecond, 15 * time.Millisecond, 0, 20 * time.Millisecond}
+	for i, c := range calls {
+		if c.Gap != want[i] {
+			t.Errorf("gaps %v, want %v", calls, want)
+			break
+		}
+	}
+	zero := []remotingCall{{}, {}}
+	fitSpan(zero, time.Millisecond)
+	if zero[0].Gap != time.Millisecond || zero[1].Gap != time.Millisecond {
+		t.Errorf("all-zero gaps fitted to %v, want 1ms each", zero)
+	}
+	fitSpan(nil, time.Millisecond) // no calls: nothing to do, no panic
+}
+
+// TestRemotingLoadFlag: a sample counts only within 0.05 of its target
+// and with the replicas under 97% of their quotas.
+func TestRemotingLoadFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		target, measured float64
+		want             string // prefix; "" counts
+	}{
+		{0.9, 0.9, ""},
+		{0.9, 0.95, ""},
+		{0.9, 0.851, ""},
+		{0.9, 0.96, "overloaded"},
+		{0.9, 0.97, "saturated"},
+		{0.9, 1.07, "saturated"},
+		{0.9, 0.8, "underloaded"},
+		{0.5, 0.56, "overloaded"},
+		{0.5, 0.53, ""},
+		{1.0, 0.98, ""}, // overload asked for
+		{0.9, 0, "load not measured"},
+		{0.9, math.NaN(), "load not measured"},
+	} {
+		got := remotingLoadFlag(tc.target, tc.measured)
+		if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("remotingLoadFlag(%v, %v) = %q, want %q…", tc.target, tc.measured, got, tc.want)
+		}
+	}
+	if u := remotingUtilization(1800*time.Millisecond, 2*time.Second, 1); math.Abs(u-0.9) > 1e-12 {
+		t.Errorf("1.8 s of CPU over 2 s on 1 core: utilisation %v, want 0.9", u)
+	}
+	if u := remotingUtilization(time.Second, 0, 1); u != 0 {
+		t.Errorf("no window: utilisation %v, want 0", u)
+	}
+}
+
+// TestJudgeRemotingFlaggedSample: a flagged ett or random sample at 90%
+// is not counted by the target, which says why.
+func TestJudgeRemotingFlaggedSample(t *testing.T) {
+	t.Parallel()
+	rows := []RemotingRow{
+		{Replicas: 2, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 4, Calls: 10, MeasuredUtilization: 0.91},
+		{Replicas: 2, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 10, Calls: 10, MeasuredUtilization: 0.92},
+		{Replicas: 4, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 78, Calls: 10, MeasuredUtilization: 1.07},
+		{Replicas: 4, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 67, Calls: 10, MeasuredUtilization: 1.05},
+	}
+	for i := range rows {
+		rows[i].UtilizationFlag = remotingLoadFlag(rows[i].Utilization, rows[i].MeasuredUtilization)
+	}
+	fillReductions(rows)
+	rep := NewReport("x")
+	judgeRemoting(rep, rows)
+	tg := rep.Targets()
+	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
+		t.Fatalf("targets %+v, want met (2 replicas) and not measured (4, flagged)", tg)
+	}
+	for _, want := range []string{"not counted", "ett saturated", "random saturated", "-16.4%"} {
+		if !strings.Contains(tg[1].Detail, want) {
+			t.Errorf("4-replica target %q does not say %q", tg[1].Detail, want)
+		}
+	}
+}
