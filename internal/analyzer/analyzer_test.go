@@ -15,6 +15,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/scripttest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -132,9 +133,9 @@ func TestDemoConvergesFromAnyBinding(t *testing.T) {
 		for seed := range uint64(200) {
 			rng := rand.New(rand.NewPCG(seed, 99))
 			s := newScenario(t)
-			s.run(parseCmd(fmt.Sprintf("strategy %s seed=%d", name, seed), 0))
+			s.run(scripttest.ParseCmd(fmt.Sprintf("strategy %s seed=%d", name, seed)))
 			for _, id := range []string{"a", "b", "c", "d"} {
-				s.run(parseCmd("add-replica id="+id, 0))
+				s.run(scripttest.ParseCmd("add-replica id=" + id))
 			}
 			for i, r := range rates {
 				id := fmt.Sprint("c", i)
@@ -191,10 +192,10 @@ func TestRandomMixesSettle(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		name := []string{strategy.LeastLoadedName, strategy.MinimumDispersionName}[seed%2]
 		s := newScenario(t)
-		s.run(parseCmd(fmt.Sprintf("strategy %s seed=%d", name, seed), 0))
+		s.run(scripttest.ParseCmd(fmt.Sprintf("strategy %s seed=%d", name, seed)))
 		n := 2 + rng.IntN(5)
 		for i := range n {
-			s.run(parseCmd(fmt.Sprintf("add-replica id=r%d weight=%d", i, 1+rng.IntN(2)), 0))
+			s.run(scripttest.ParseCmd(fmt.Sprintf("add-replica id=r%d weight=%d", i, 1+rng.IntN(2))))
 		}
 		m := 2 + rng.IntN(12)
 		for i := range m {

@@ -1,6 +1,7 @@
 package analyzer_test
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -10,14 +11,20 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
+	"github.com/fulcrum-lb/fulcrum/internal/scripttest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// TestScenarios runs the scripts in testdata/*.txt (script_test.go has the
-// format; scenarioHandlers below maps each command to its handler).
+// The scenario scripts in testdata/*.txt are in package scripttest's
+// format; scenarioHandlers below maps each command to its handler. go test
+// -run TestScenarios -rewrite rewrites the expected output from what the
+// commands print now.
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
+
+// TestScenarios runs the scripts in testdata/*.txt.
 func TestScenarios(t *testing.T) {
-	runScripts(t, func(t *testing.T) func(scriptCmd) string {
+	scripttest.Run(t, "testdata/*.txt", *rewrite, func(t *testing.T) func(scripttest.Cmd) string {
 		s := newScenario(t)
 		return s.run
 	})
@@ -70,10 +77,10 @@ func newScenario(t *testing.T) *scenario {
 }
 
 // scenarioHandlers maps each command to its handler.
-var scenarioHandlers map[string]func(*scenario, scriptCmd) string
+var scenarioHandlers map[string]func(*scenario, scripttest.Cmd) string
 
 func init() {
-	scenarioHandlers = map[string]func(*scenario, scriptCmd) string{
+	scenarioHandlers = map[string]func(*scenario, scripttest.Cmd) string{
 		"strategy":       (*scenario).cmdStrategy,
 		"interval":       (*scenario).cmdInterval,
 		"add-replica":    (*scenario).cmdAddReplica,
@@ -94,55 +101,55 @@ func init() {
 	}
 }
 
-func (s *scenario) run(c scriptCmd) string {
-	h, ok := scenarioHandlers[c.name]
+func (s *scenario) run(c scripttest.Cmd) string {
+	h, ok := scenarioHandlers[c.Name]
 	if !ok {
-		s.t.Fatalf("line %d: unknown command %q", c.line, c.name)
+		s.t.Fatalf("line %d: unknown command %q", c.Line, c.Name)
 	}
-	if s.an == nil && c.name != "strategy" && c.name != "interval" && c.name != "add-replica" {
-		s.t.Fatalf("line %d: %s before strategy", c.line, c.name)
+	if s.an == nil && c.Name != "strategy" && c.Name != "interval" && c.Name != "add-replica" {
+		s.t.Fatalf("line %d: %s before strategy", c.Line, c.Name)
 	}
 	return h(s, c)
 }
 
 // --- argument helpers ---
 
-func (s *scenario) arg(c scriptCmd, key string) string {
-	v, ok := c.args[key]
+func (s *scenario) arg(c scripttest.Cmd, key string) string {
+	v, ok := c.Args[key]
 	if !ok {
-		s.t.Fatalf("line %d: %s needs %s=", c.line, c.name, key)
+		s.t.Fatalf("line %d: %s needs %s=", c.Line, c.Name, key)
 	}
 	return v
 }
 
-func (s *scenario) argOr(c scriptCmd, key, def string) string {
-	if v, ok := c.args[key]; ok {
+func (s *scenario) argOr(c scripttest.Cmd, key, def string) string {
+	if v, ok := c.Args[key]; ok {
 		return v
 	}
 	return def
 }
 
-func (s *scenario) float(c scriptCmd, v string) float64 {
+func (s *scenario) float(c scripttest.Cmd, v string) float64 {
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		s.t.Fatalf("line %d: bad number %q", c.line, v)
+		s.t.Fatalf("line %d: bad number %q", c.Line, v)
 	}
 	return f
 }
 
-func (s *scenario) duration(c scriptCmd) time.Duration {
-	if len(c.pos) != 1 {
-		s.t.Fatalf("line %d: %s needs a duration", c.line, c.name)
+func (s *scenario) duration(c scripttest.Cmd) time.Duration {
+	if len(c.Pos) != 1 {
+		s.t.Fatalf("line %d: %s needs a duration", c.Line, c.Name)
 	}
-	d, err := time.ParseDuration(c.pos[0])
+	d, err := time.ParseDuration(c.Pos[0])
 	if err != nil {
-		s.t.Fatalf("line %d: %v", c.line, err)
+		s.t.Fatalf("line %d: %v", c.Line, err)
 	}
 	return d
 }
 
 // clientRates parses "c1:100,c2:50".
-func (s *scenario) clientRates(c scriptCmd, v string) []protocol.ClientRate {
+func (s *scenario) clientRates(c scripttest.Cmd, v string) []protocol.ClientRate {
 	var out []protocol.ClientRate
 	for _, f := range strings.Split(v, ",") {
 		if f == "" {
@@ -150,7 +157,7 @@ func (s *scenario) clientRates(c scriptCmd, v string) []protocol.ClientRate {
 		}
 		id, rate, ok := strings.Cut(f, ":")
 		if !ok {
-			s.t.Fatalf("line %d: client %q must be id:rate", c.line, f)
+			s.t.Fatalf("line %d: client %q must be id:rate", c.Line, f)
 		}
 		out = append(out, protocol.ClientRate{ID: id, Rate: s.float(c, rate)})
 	}
@@ -190,14 +197,14 @@ func (s *scenario) ids() []string {
 
 // strategy NAME [seed=N] [param=value ...]: builds the strategy (the first
 // time, the analyzer too) or switches to it at run time.
-func (s *scenario) cmdStrategy(c scriptCmd) string {
-	if len(c.pos) != 1 {
-		s.t.Fatalf("line %d: strategy needs a name", c.line)
+func (s *scenario) cmdStrategy(c scripttest.Cmd) string {
+	if len(c.Pos) != 1 {
+		s.t.Fatalf("line %d: strategy needs a name", c.Line)
 	}
 	seed := uint64(1)
 	params := map[string]any{}
-	for _, k := range c.order {
-		v := c.args[k]
+	for _, k := range c.Order {
+		v := c.Args[k]
 		if k == "seed" {
 			seed = uint64(s.float(c, v))
 			continue
@@ -208,7 +215,7 @@ func (s *scenario) cmdStrategy(c scriptCmd) string {
 			params[k] = v
 		}
 	}
-	st, err := strategy.New(c.pos[0], params, strategy.Env{
+	st, err := strategy.New(c.Pos[0], params, strategy.Env{
 		Now:  func() time.Time { return s.now },
 		Rand: strategy.NewRand(seed),
 	})
@@ -225,7 +232,7 @@ func (s *scenario) cmdStrategy(c scriptCmd) string {
 }
 
 // interval D: the report interval.
-func (s *scenario) cmdInterval(c scriptCmd) string {
+func (s *scenario) cmdInterval(c scripttest.Cmd) string {
 	s.interval = s.duration(c)
 	if s.an != nil {
 		s.an.SetInterval(s.interval)
@@ -240,7 +247,7 @@ func (s *scenario) setReplicas() {
 }
 
 // add-replica id=ID [weight=W] [state=S]
-func (s *scenario) cmdAddReplica(c scriptCmd) string {
+func (s *scenario) cmdAddReplica(c scripttest.Cmd) string {
 	id := s.arg(c, "id")
 	s.infos = append(s.infos, analyzer.ReplicaInfo{
 		ID: id, Weight: s.float(c, s.argOr(c, "weight", "1")), State: s.argOr(c, "state", analyzer.StateActive),
@@ -251,7 +258,7 @@ func (s *scenario) cmdAddReplica(c scriptCmd) string {
 }
 
 // remove-replica id=ID
-func (s *scenario) cmdRemoveReplica(c scriptCmd) string {
+func (s *scenario) cmdRemoveReplica(c scripttest.Cmd) string {
 	id := s.arg(c, "id")
 	s.infos = slices.DeleteFunc(s.infos, func(in analyzer.ReplicaInfo) bool { return in.ID == id })
 	s.setReplicas()
@@ -259,7 +266,7 @@ func (s *scenario) cmdRemoveReplica(c scriptCmd) string {
 }
 
 // set-state id=ID state=S
-func (s *scenario) cmdSetState(c scriptCmd) string {
+func (s *scenario) cmdSetState(c scripttest.Cmd) string {
 	id := s.arg(c, "id")
 	for i := range s.infos {
 		if s.infos[i].ID == id {
@@ -272,13 +279,13 @@ func (s *scenario) cmdSetState(c scriptCmd) string {
 
 // report id=ID load=L [clients=c1:r1,...] [rps=R]: one report; prints the
 // advisory it is answered with.
-func (s *scenario) cmdReport(c scriptCmd) string {
+func (s *scenario) cmdReport(c scripttest.Cmd) string {
 	id := s.arg(c, "id")
 	rep := protocol.Report{Load: s.float(c, s.arg(c, "load"))}
-	if v, ok := c.args["clients"]; ok {
+	if v, ok := c.Args["clients"]; ok {
 		rep.Clients = s.clientRates(c, v)
 	}
-	if v, ok := c.args["rps"]; ok {
+	if v, ok := c.Args["rps"]; ok {
 		rep.Metrics = map[string]float64{protocol.MetricRPS: s.float(c, v)}
 	}
 	return s.report(id, rep)
@@ -297,23 +304,23 @@ func (s *scenario) report(id string, rep protocol.Report) string {
 }
 
 // loads ID=L ...: a report without clients from each replica, in order.
-func (s *scenario) cmdLoads(c scriptCmd) string {
+func (s *scenario) cmdLoads(c scripttest.Cmd) string {
 	var out []string
-	for _, id := range c.order {
-		out = append(out, s.report(id, protocol.Report{Load: s.float(c, c.args[id])}))
+	for _, id := range c.Order {
+		out = append(out, s.report(id, protocol.Report{Load: s.float(c, c.Args[id])}))
 	}
 	return strings.Join(out, "\n")
 }
 
 // tick D: advances the clock.
-func (s *scenario) cmdTick(c scriptCmd) string {
+func (s *scenario) cmdTick(c scripttest.Cmd) string {
 	s.now = s.now.Add(s.duration(c))
 	return "t=" + s.elapsed()
 }
 
 // step: one analyzer step; prints every replica's view, the pending moves
 // and whether anything changed.
-func (s *scenario) cmdStep(scriptCmd) string {
+func (s *scenario) cmdStep(scripttest.Cmd) string {
 	s.last = s.an.Step(s.now)
 	var b strings.Builder
 	for _, v := range s.last.Replicas {
@@ -356,7 +363,7 @@ func (s *scenario) picker() (strategy.Picker, []*strategy.Replica) {
 // pick n=N: N picks on the last step's snapshot (per-balance load
 // accumulating as it would between two reports); prints how many each
 // replica got.
-func (s *scenario) cmdPick(c scriptCmd) string {
+func (s *scenario) cmdPick(c scripttest.Cmd) string {
 	n := int(s.float(c, s.arg(c, "n")))
 	p, _ := s.picker()
 	counts := map[string]int{}
@@ -380,7 +387,7 @@ func (s *scenario) cmdPick(c scriptCmd) string {
 }
 
 // advisories: every replica's current advisory.
-func (s *scenario) cmdAdvisories(scriptCmd) string {
+func (s *scenario) cmdAdvisories(scripttest.Cmd) string {
 	var out []string
 	for _, id := range s.ids() {
 		out = append(out, id+": "+advString(s.an.Advisory(id)))
@@ -389,7 +396,7 @@ func (s *scenario) cmdAdvisories(scriptCmd) string {
 }
 
 // bind client=C replica=R: the front door bound C to R.
-func (s *scenario) cmdBind(c scriptCmd) string {
+func (s *scenario) cmdBind(c scripttest.Cmd) string {
 	client, id := s.arg(c, "client"), s.arg(c, "replica")
 	s.an.Bound(client, id)
 	if sc := s.clients[client]; sc != nil {
@@ -399,7 +406,7 @@ func (s *scenario) cmdBind(c scriptCmd) string {
 }
 
 // target client=C: where a planned move sends C.
-func (s *scenario) cmdTarget(c scriptCmd) string {
+func (s *scenario) cmdTarget(c scripttest.Cmd) string {
 	client := s.arg(c, "client")
 	if to, ok := s.an.Target(client); ok {
 		return client + " -> " + to

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
+	"github.com/fulcrum-lb/fulcrum/internal/scripttest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -20,12 +21,12 @@ import (
 
 // world CLIENT=RATE@REPLICA ...: the simulated clients and where they are
 // bound; prints each replica's load.
-func (s *scenario) cmdWorld(c scriptCmd) string {
+func (s *scenario) cmdWorld(c scripttest.Cmd) string {
 	clear(s.clients)
-	for _, id := range c.order {
-		rate, replica, ok := strings.Cut(c.args[id], "@")
+	for _, id := range c.Order {
+		rate, replica, ok := strings.Cut(c.Args[id], "@")
 		if !ok {
-			s.t.Fatalf("line %d: client %s must be RATE@REPLICA", c.line, id)
+			s.t.Fatalf("line %d: client %s must be RATE@REPLICA", c.Line, id)
 		}
 		s.clients[id] = &simClient{id: id, rate: s.float(c, rate), replica: replica}
 	}
@@ -84,7 +85,7 @@ func (s *scenario) boundTo(id string) []*simClient {
 // back come to the front door, which binds them to their planned replica
 // or picks one. Prints, per round, the replicas' true loads when they
 // reported, their spread and the clients that moved.
-func (s *scenario) cmdRun(c scriptCmd) string {
+func (s *scenario) cmdRun(c scripttest.Cmd) string {
 	rounds := int(s.float(c, s.arg(c, "rounds")))
 	jitter := s.float(c, s.argOr(c, "jitter", "0"))
 	rng := rand.New(rand.NewPCG(uint64(s.float(c, s.argOr(c, "seed", "1"))), 7))
@@ -206,10 +207,10 @@ func (s *scenario) obey() []string {
 // the analyzer only learns of an unnamed binding), while the replica it
 // left still lists the old id at its rate in one more report (the interval
 // in which it called both).
-func (s *scenario) cmdFrontDoor(c scriptCmd) string {
+func (s *scenario) cmdFrontDoor(c scripttest.Cmd) string {
 	ids, err := strconv.ParseBool(s.arg(c, "ids"))
 	if err != nil {
-		s.t.Fatalf("line %d: ids: %v", c.line, err)
+		s.t.Fatalf("line %d: ids: %v", c.Line, err)
 	}
 	s.unidentified = !ids
 	s.an.SetUnidentifiedClients(!ids)
@@ -219,7 +220,7 @@ func (s *scenario) cmdFrontDoor(c scriptCmd) string {
 // arrive n=N rate=R [prefix=P]: N new clients at rate R come to the front
 // door one after another (no report in between) and are bound where the
 // picker says; prints how many each replica got.
-func (s *scenario) cmdArrive(c scriptCmd) string {
+func (s *scenario) cmdArrive(c scripttest.Cmd) string {
 	n := int(s.float(c, s.arg(c, "n")))
 	rate := s.float(c, s.arg(c, "rate"))
 	prefix := s.argOr(c, "prefix", "n")

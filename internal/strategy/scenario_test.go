@@ -1,33 +1,25 @@
 package strategy_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/scripttest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
-// The scenario scripts in testdata/*.txt drive one strategy through
-// reports, probe results, time and picks. Each block is
-//
-//	command arg key=value ...
-//	----
-//	expected output
-//
-// separated by blank lines; lines starting with # outside blocks are
-// comments. go test -run TestScenarios -rewrite rewrites the expected
-// output from what the commands print now.
+// The scenario scripts in testdata/*.txt (in package scripttest's format)
+// drive one strategy through reports, probe results, time and picks. go
+// test -run TestScenarios -rewrite rewrites the expected output from what
+// the commands print now.
 //
 // Commands:
 //
@@ -45,32 +37,9 @@ import (
 var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
 
 func TestScenarios(t *testing.T) {
-	paths, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no scenario scripts: %v", err)
-	}
-	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
-			t.Parallel()
-			blocks, err := parseScript(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := newWorld()
-			outs := make([]string, len(blocks))
-			for i, b := range blocks {
-				outs[i] = strings.TrimRight(w.run(b.cmd), "\n")
-				if !*rewrite && outs[i] != b.want {
-					t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", path, b.cmd.line, b.raw, outs[i], b.want)
-				}
-			}
-			if *rewrite {
-				if err := writeScript(path, blocks, outs); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+	scripttest.Run(t, "testdata/*.txt", *rewrite, func(*testing.T) func(scripttest.Cmd) string {
+		return newWorld().run
+	})
 }
 
 // world is one scenario's state.
@@ -97,7 +66,7 @@ func (w *world) replica(id string) (*strategy.Replica, error) {
 	return nil, fmt.Errorf("no replica %q", id)
 }
 
-func (w *world) run(c scriptCmd) string {
+func (w *world) run(c scripttest.Cmd) string {
 	out, err := w.exec(c)
 	if err != nil {
 		return "error: " + err.Error()
@@ -105,11 +74,11 @@ func (w *world) run(c scriptCmd) string {
 	return out
 }
 
-func (w *world) exec(c scriptCmd) (string, error) {
-	if c.name != "strategy" && c.name != "replicas" && c.name != "tick" && w.s == nil {
+func (w *world) exec(c scripttest.Cmd) (string, error) {
+	if c.Name != "strategy" && c.Name != "replicas" && c.Name != "tick" && w.s == nil {
 		return "", errors.New("no strategy yet")
 	}
-	switch c.name {
+	switch c.Name {
 	case "strategy":
 		return w.cmdStrategy(c)
 	case "replicas":
@@ -117,25 +86,25 @@ func (w *world) exec(c scriptCmd) (string, error) {
 	case "report":
 		return w.cmdReport(c)
 	case "unreport":
-		r, err := w.replica(c.arg(0))
+		r, err := w.replica(c.Arg(0))
 		if err != nil {
 			return "", err
 		}
 		r.Reported, r.Metrics = false, strategy.NoMetrics
 		return "ok", nil
 	case "inflight":
-		r, err := w.replica(c.arg(0))
+		r, err := w.replica(c.Arg(0))
 		if err != nil {
 			return "", err
 		}
-		n, err := strconv.ParseInt(c.arg(1), 10, 64)
+		n, err := strconv.ParseInt(c.Arg(1), 10, 64)
 		if err != nil {
 			return "", err
 		}
 		r.Live.Inflight.Store(n)
 		return "ok", nil
 	case "tick":
-		d, err := time.ParseDuration(c.arg(0))
+		d, err := time.ParseDuration(c.Arg(0))
 		if err != nil {
 			return "", err
 		}
@@ -164,19 +133,19 @@ func (w *world) exec(c scriptCmd) (string, error) {
 		weights, eq := strategy.ALBLWeightsOf(w.s)
 		return fmt.Sprintf("eq=%d %s", eq, formatShares(weights)), nil
 	}
-	return "", fmt.Errorf("unknown command %q", c.name)
+	return "", fmt.Errorf("unknown command %q", c.Name)
 }
 
-func (w *world) cmdStrategy(c scriptCmd) (string, error) {
+func (w *world) cmdStrategy(c scripttest.Cmd) (string, error) {
 	params := map[string]any{}
-	for _, k := range c.order {
+	for _, k := range c.Order {
 		var v any
-		if err := json.Unmarshal([]byte(c.args[k]), &v); err != nil {
-			v = c.args[k]
+		if err := json.Unmarshal([]byte(c.Args[k]), &v); err != nil {
+			v = c.Args[k]
 		}
 		params[k] = v
 	}
-	s, err := strategy.New(c.arg(0), params, w.env)
+	s, err := strategy.New(c.Arg(0), params, w.env)
 	if err != nil {
 		return "", err
 	}
@@ -184,9 +153,9 @@ func (w *world) cmdStrategy(c scriptCmd) (string, error) {
 	return "ok", nil
 }
 
-func (w *world) cmdReplicas(c scriptCmd) (string, error) {
+func (w *world) cmdReplicas(c scripttest.Cmd) (string, error) {
 	w.replicas = nil
-	for i, spec := range c.pos {
+	for i, spec := range c.Pos {
 		id, weight := spec, 1.0
 		if a, b, ok := strings.Cut(spec, ":"); ok {
 			v, err := strconv.ParseFloat(b, 64)
@@ -206,8 +175,8 @@ func (w *world) cmdReplicas(c scriptCmd) (string, error) {
 	return "ok", nil
 }
 
-func (w *world) cmdReport(c scriptCmd) (string, error) {
-	r, err := w.replica(c.arg(0))
+func (w *world) cmdReport(c scripttest.Cmd) (string, error) {
+	r, err := w.replica(c.Arg(0))
 	if err != nil {
 		return "", err
 	}
@@ -216,12 +185,12 @@ func (w *world) cmdReport(c scriptCmd) (string, error) {
 		"cpu": &m.CPU, "bw": &m.BW, "rps": &m.RPS, "utilization": &m.Utilization,
 		"eps": &m.EPS, "inflight": &m.Inflight, "latency_ms": &m.LatencyMS,
 	}
-	for _, k := range c.order {
+	for _, k := range c.Order {
 		dst, ok := fields[k]
 		if !ok {
 			return "", fmt.Errorf("unknown metric %q", k)
 		}
-		v, err := strconv.ParseFloat(c.args[k], 64)
+		v, err := strconv.ParseFloat(c.Args[k], 64)
 		if err != nil {
 			return "", err
 		}
@@ -232,14 +201,14 @@ func (w *world) cmdReport(c scriptCmd) (string, error) {
 	return "ok", nil
 }
 
-func (w *world) cmdRound(c scriptCmd) (string, error) {
+func (w *world) cmdRound(c scripttest.Cmd) (string, error) {
 	p, ok := w.s.(strategy.Prober)
 	if !ok {
 		return "", errors.New("not a prober")
 	}
 	var results []strategy.ProbeResult
-	for _, id := range c.order {
-		for part := range strings.SplitSeq(c.args[id], ",") {
+	for _, id := range c.Order {
+		for part := range strings.SplitSeq(c.Args[id], ",") {
 			kind, took, ok := strings.Cut(part, ":")
 			if !ok {
 				return "", fmt.Errorf("probe %q: want KIND:TOOK", part)
@@ -269,18 +238,18 @@ func (w *world) cmdRound(c scriptCmd) (string, error) {
 	return "ok", nil
 }
 
-func (w *world) cmdLoad(c scriptCmd) (string, error) {
+func (w *world) cmdLoad(c scripttest.Cmd) (string, error) {
 	p, ok := w.s.(strategy.Prober)
 	if !ok {
 		return "", errors.New("not a prober")
 	}
-	res := strategy.ProbeResult{Replica: c.arg(0), Kind: strategy.ProbeLoad, OK: c.arg(1) != "fail"}
+	res := strategy.ProbeResult{Replica: c.Arg(0), Kind: strategy.ProbeLoad, OK: c.Arg(1) != "fail"}
 	if res.OK {
 		var err error
-		if res.RIF, err = strconv.ParseFloat(c.args["rif"], 64); err != nil {
+		if res.RIF, err = strconv.ParseFloat(c.Args["rif"], 64); err != nil {
 			return "", fmt.Errorf("rif: %w", err)
 		}
-		if res.LatencyMS, err = strconv.ParseFloat(c.args["latency"], 64); err != nil {
+		if res.LatencyMS, err = strconv.ParseFloat(c.Args["latency"], 64); err != nil {
 			return "", fmt.Errorf("latency: %w", err)
 		}
 	}
@@ -290,18 +259,18 @@ func (w *world) cmdLoad(c scriptCmd) (string, error) {
 	return "ok", nil
 }
 
-func (w *world) cmdPick(c scriptCmd) (string, error) {
-	n, err := strconv.Atoi(c.args["n"])
+func (w *world) cmdPick(c scripttest.Cmd) (string, error) {
+	n, err := strconv.Atoi(c.Args["n"])
 	if err != nil {
 		return "", fmt.Errorf("n: %w", err)
 	}
-	req := &strategy.Request{Path: c.args["path"]}
-	if v, ok := c.args["cost"]; ok {
+	req := &strategy.Request{Path: c.Args["path"]}
+	if v, ok := c.Args["cost"]; ok {
 		if req.Cost, err = strconv.ParseFloat(v, 64); err != nil {
 			return "", err
 		}
 	}
-	if v, ok := c.args["size"]; ok {
+	if v, ok := c.Args["size"]; ok {
 		if req.Size, err = strconv.ParseFloat(v, 64); err != nil {
 			return "", err
 		}
@@ -321,7 +290,7 @@ func (w *world) cmdPick(c scriptCmd) (string, error) {
 		ids = append(ids, r.ID)
 	}
 	var b strings.Builder
-	if c.args["seq"] == "true" {
+	if c.Args["seq"] == "true" {
 		b.WriteString(strings.Join(ids, " "))
 	} else {
 		counts := tally(ids)
@@ -363,114 +332,4 @@ func formatShares(m map[string]float64) string {
 		parts[i] = fmt.Sprintf("%s=%.3f", k, v)
 	}
 	return strings.Join(parts, " ")
-}
-
-// scriptCmd is one parsed command.
-type scriptCmd struct {
-	line  int
-	name  string
-	pos   []string
-	args  map[string]string
-	order []string
-}
-
-func (c scriptCmd) arg(i int) string {
-	if i < len(c.pos) {
-		return c.pos[i]
-	}
-	return ""
-}
-
-// scriptBlock is a command with its comments and expected output.
-type scriptBlock struct {
-	comments []string
-	cmd      scriptCmd
-	raw      string
-	want     string
-}
-
-func parseScript(path string) ([]scriptBlock, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	lineNo := 0
-	next := func() (string, bool) {
-		if !sc.Scan() {
-			return "", false
-		}
-		lineNo++
-		return sc.Text(), true
-	}
-	var blocks []scriptBlock
-	var comments []string
-	for {
-		line, ok := next()
-		if !ok {
-			break
-		}
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == "":
-			if len(comments) > 0 {
-				comments = append(comments, "")
-			}
-			continue
-		case strings.HasPrefix(trimmed, "#"):
-			comments = append(comments, line)
-			continue
-		}
-		for len(comments) > 0 && comments[len(comments)-1] == "" {
-			comments = comments[:len(comments)-1]
-		}
-		b := scriptBlock{comments: comments, raw: trimmed, cmd: parseCmd(trimmed, lineNo)}
-		comments = nil
-		if sep, ok := next(); !ok || strings.TrimSpace(sep) != "----" {
-			return nil, fmt.Errorf("%s:%d: command %q must be followed by ----", path, lineNo, trimmed)
-		}
-		var want []string
-		for {
-			l, ok := next()
-			if !ok || strings.TrimSpace(l) == "" {
-				break
-			}
-			want = append(want, l)
-		}
-		b.want = strings.Join(want, "\n")
-		blocks = append(blocks, b)
-	}
-	return blocks, sc.Err()
-}
-
-func parseCmd(line string, lineNo int) scriptCmd {
-	fields := strings.Fields(line)
-	c := scriptCmd{line: lineNo, name: fields[0], args: map[string]string{}}
-	for _, f := range fields[1:] {
-		if k, v, ok := strings.Cut(f, "="); ok {
-			c.args[k] = v
-			c.order = append(c.order, k)
-		} else {
-			c.pos = append(c.pos, f)
-		}
-	}
-	return c
-}
-
-func writeScript(path string, blocks []scriptBlock, outs []string) error {
-	var b strings.Builder
-	for i, bl := range blocks {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		for _, c := range bl.comments {
-			b.WriteString(c + "\n")
-		}
-		b.WriteString(bl.raw + "\n----\n")
-		if outs[i] != "" {
-			b.WriteString(outs[i] + "\n")
-		}
-	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
