@@ -23,12 +23,29 @@ type accessLog struct {
 }
 
 func (a *accessLog) write(lw *logWriter, r *http.Request, now func() time.Time) {
-	d := now().Sub(lw.start)
-	status := lw.status
+	a.writeEntry(&logEntry{
+		start: lw.start, client: r.RemoteAddr, method: r.Method, target: r.RequestURI, proto: r.Proto,
+		status: lw.status, replica: lw.replica, bytes: lw.bytes,
+	}, now())
+}
+
+// logEntry is what one access log line says of a request.
+type logEntry struct {
+	start                         time.Time
+	client, method, target, proto string
+	status                        int
+	replica                       string
+	bytes                         int64
+}
+
+// writeEntry writes e's line; the request ended at end.
+func (a *accessLog) writeEntry(e *logEntry, end time.Time) {
+	d := end.Sub(e.start)
+	status := e.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	replica := lw.replica
+	replica := e.replica
 	if replica == "" {
 		replica = "-"
 	}
@@ -36,15 +53,15 @@ func (a *accessLog) write(lw *logWriter, r *http.Request, now func() time.Time) 
 	defer a.mu.Unlock()
 	b := a.buf[:0]
 	b = append(b, "time="...)
-	b = lw.start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = e.start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	b = append(b, " client="...)
-	b = append(b, r.RemoteAddr...)
+	b = append(b, e.client...)
 	b = append(b, " method="...)
-	b = append(b, r.Method...)
+	b = append(b, e.method...)
 	b = append(b, " path="...)
-	b = strconv.AppendQuote(b, r.RequestURI)
+	b = strconv.AppendQuote(b, e.target)
 	b = append(b, " proto="...)
-	b = append(b, r.Proto...)
+	b = append(b, e.proto...)
 	b = append(b, " status="...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, " replica="...)
@@ -52,7 +69,7 @@ func (a *accessLog) write(lw *logWriter, r *http.Request, now func() time.Time) 
 	b = append(b, " duration_ms="...)
 	b = strconv.AppendFloat(b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
 	b = append(b, " bytes="...)
-	b = strconv.AppendInt(b, lw.bytes, 10)
+	b = strconv.AppendInt(b, e.bytes, 10)
 	b = append(b, '\n')
 	_, _ = a.w.Write(b)
 	a.buf = b

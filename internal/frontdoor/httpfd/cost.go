@@ -17,11 +17,13 @@ import (
 // ignored, as is an unknown key. Well-formed headers cost no allocation.
 func requestFacts(r *http.Request, req *strategy.Request) {
 	req.Path = r.URL.Path
-	v := r.Header[protocol.HeaderCost]
-	if len(v) == 0 {
-		return
+	if v := r.Header[protocol.HeaderCost]; len(v) > 0 {
+		costFacts(v[0], req)
 	}
-	rest := v[0]
+}
+
+// costFacts reads a Fulcrum-Cost value into req.
+func costFacts(rest string, req *strategy.Request) {
 	for rest != "" {
 		var part string
 		if i := strings.IndexAny(rest, ",;"); i >= 0 {

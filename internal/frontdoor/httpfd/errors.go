@@ -61,25 +61,44 @@ type errorDetail struct {
 
 // writeError answers err with its status and a JSON body. snap may be nil.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, err error) {
+	e := errorAnswer(snap, err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(e.body)))
+	if e.group != "" {
+		h.Set(protocol.HeaderGroup, e.group)
+	}
+	if e.status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(e.status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(e.body)
+	}
+}
+
+// answer is an error answer of the front door: its status, its group and
+// its JSON body (newline-terminated).
+type answer struct {
+	status int
+	group  string
+	body   []byte
+}
+
+// errorAnswer is the answer to err. snap may be nil.
+func errorAnswer(snap *frontdoor.Snapshot, err error) answer {
 	status, d := describe(snap, err)
+	return detailAnswer(snap, status, d)
+}
+
+// detailAnswer is the answer with status and detail d.
+func detailAnswer(snap *frontdoor.Snapshot, status int, d errorDetail) answer {
 	if snap != nil {
 		d.Group = snap.Group
 	}
 	body, _ := json.Marshal(errorBody{Error: d})
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)+1))
-	if d.Group != "" {
-		h.Set(protocol.HeaderGroup, d.Group)
-	}
-	if status == http.StatusServiceUnavailable {
-		h.Set("Retry-After", "1")
-	}
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(append(body, '\n'))
-	}
+	return answer{status: status, group: d.Group, body: append(body, '\n')}
 }
 
 // describe maps an error to a status and error detail with errors.Is.

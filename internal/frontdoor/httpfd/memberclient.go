@@ -2,6 +2,7 @@ package httpfd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -43,6 +44,21 @@ type memberConn struct {
 	addr   string
 	idleAt time.Time
 	reused bool
+	// deadlined: the lean path set deadlines on nc, cleared by put.
+	deadlined bool
+	// noReuse: br was replaced by a larger reader (grow); the connection
+	// is closed after the call.
+	noReuse bool
+}
+
+// grow replaces c's reader by one of size bytes that first returns what
+// c's reader holds, for a response head larger than c's reader. The
+// connection is not reused.
+func (c *memberConn) grow(size int) {
+	held, _ := c.br.Peek(c.br.Buffered())
+	rest := append([]byte(nil), held...)
+	c.br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), c.nc), size)
+	c.noReuse = true
 }
 
 func newMemberClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *memberClient {
@@ -70,6 +86,14 @@ func (h *memberClient) closeIdle() {
 
 // get returns an idle connection to addr, or dials one.
 func (h *memberClient) get(ctx context.Context, addr string) (*memberConn, error) {
+	if c := h.getIdle(addr); c != nil {
+		return c, nil
+	}
+	return h.dialConn(ctx, addr)
+}
+
+// getIdle returns an idle connection to addr that is still open, or nil.
+func (h *memberClient) getIdle(addr string) *memberConn {
 	now := time.Now()
 	h.mu.Lock()
 	for cs := h.idle[addr]; len(cs) > 0; cs = h.idle[addr] {
@@ -82,12 +106,17 @@ func (h *memberClient) get(ctx context.Context, addr string) (*memberConn, error
 		h.mu.Unlock()
 		if alive(c.nc) {
 			c.reused = true
-			return c, nil
+			return c
 		}
 		c.nc.Close() // the member closed it while idle
 		h.mu.Lock()
 	}
 	h.mu.Unlock()
+	return nil
+}
+
+// dialConn dials a new connection to addr.
+func (h *memberClient) dialConn(ctx context.Context, addr string) (*memberConn, error) {
 	nc, err := h.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -100,6 +129,10 @@ func (h *memberClient) get(ctx context.Context, addr string) (*memberConn, error
 // Now and then it also closes the connections idle for too long, those of
 // members no longer called included.
 func (h *memberClient) put(c *memberConn) {
+	if c.deadlined {
+		_ = c.nc.SetDeadline(time.Time{})
+		c.deadlined = false
+	}
 	now := time.Now()
 	c.idleAt = now
 	var stale []*memberConn

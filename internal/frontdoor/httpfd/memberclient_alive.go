@@ -29,3 +29,30 @@ func alive(nc net.Conn) bool {
 	})
 	return err == nil && live
 }
+
+// peerGone reports whether the peer closed or reset nc: a non-blocking
+// peek sees the end of the stream or an error. Data waiting to be read
+// (a pipelined request) or nothing at all mean the peer is still there.
+// nc must have no read deadline in the past.
+func peerGone(nc net.Conn) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	gone := false
+	var buf [1]byte
+	err = raw.Read(func(fd uintptr) bool {
+		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		switch {
+		case rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK || rerr == syscall.EINTR:
+		case rerr != nil, n == 0:
+			gone = true
+		}
+		return true
+	})
+	return err != nil || gone
+}

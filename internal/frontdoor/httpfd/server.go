@@ -62,6 +62,22 @@ type Server struct {
 	calls tracker
 	// spill rotates where the in-flight limit's fall-back scan starts.
 	spill atomic.Uint32
+
+	// to are the server-level timeouts: reading a request head, idle
+	// keep-alive connections.
+	to timeouts
+	// handoff is srv's listener: the lean path's connections for net/http.
+	handoff  *handoff
+	fallback sync.Once
+
+	mu         sync.Mutex
+	listeners  map[*net.Listener]struct{}
+	conns      map[*conn]struct{} // lean connections
+	leanConns  tracker
+	inShutdown atomic.Bool
+	closed     atomic.Bool
+	// handedOver counts the connections the lean path gave to net/http.
+	handedOver atomic.Int64
 }
 
 // New returns the front door of g. Server-level timeouts (reading request
@@ -85,6 +101,10 @@ func New(g frontdoor.Group, opts Options) *Server {
 		t = snap.Timeouts
 	}
 	to := timeoutsOf(t)
+	s.to = to
+	s.handoff = newHandoff()
+	s.listeners = map[*net.Listener]struct{}{}
+	s.conns = map[*conn]struct{}{}
 
 	s.up = newUpstream(s)
 	s.proxy = &httputil.ReverseProxy{
@@ -120,23 +140,26 @@ func New(g frontdoor.Group, opts Options) *Server {
 	return s
 }
 
-// Serve accepts connections on ln and serves them until Shutdown. It
-// returns http.ErrServerClosed after Shutdown, any other error otherwise.
-// HTTP/1.1 and HTTP/2 with prior knowledge (h2c) are both served on ln.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
-
 // Shutdown stops accepting connections, closes idle ones and waits for the
 // calls in flight (including upgraded connections) to finish. When ctx ends
 // first it closes everything still open and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.inShutdown.Store(true)
+	s.closeListenersLocked()
+	s.mu.Unlock()
+	s.closeLeanConns(false)
 	err := s.srv.Shutdown(ctx)
+	_ = s.handoff.Close()
+	if err == nil {
+		err = s.leanConns.wait(ctx)
+	}
 	if err == nil {
 		// http.Server does not wait for hijacked (upgraded) connections.
 		err = s.calls.wait(ctx)
 	}
 	if err != nil {
-		s.cancelBase()
-		_ = s.srv.Close()
+		s.forceClose()
 	}
 	s.up.closeIdle()
 	return err
@@ -145,9 +168,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes the listeners and every connection at once, aborting calls
 // in flight.
 func (s *Server) Close() error {
+	s.mu.Lock()
+	s.inShutdown.Store(true)
+	s.closeListenersLocked()
+	s.mu.Unlock()
+	err := s.forceClose()
+	s.up.closeIdle()
+	return err
+}
+
+// forceClose aborts everything still open.
+func (s *Server) forceClose() error {
+	s.closed.Store(true)
 	s.cancelBase()
 	err := s.srv.Close()
-	s.up.closeIdle()
+	_ = s.handoff.Close()
+	s.closeLeanConns(true)
 	return err
 }
 

@@ -130,6 +130,8 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	timeout := DefaultConnectTimeout
 	if c := callFrom(ctx); c != nil {
 		timeout = c.to.connect
+	} else if t, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok {
+		timeout = t
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -139,6 +141,9 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	}
 	return conn, nil
 }
+
+// connectTimeoutKey carries the connect timeout of a lean call's dial.
+type connectTimeoutKey struct{}
 
 // dialError is a failure to connect to a member: nothing was sent.
 type dialError struct{ err error }
