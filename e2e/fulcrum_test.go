@@ -14,11 +14,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // balancerProc is a running "fulcrum serve".
 type balancerProc struct {
-	*proc
+	*proctest.Proc
 	admin string // admin API base URL
 }
 
@@ -30,20 +32,20 @@ func startServe(t *testing.T, args ...string) *balancerProc {
 	p := startProc(t, "fulcrum serve", append([]string{"serve"}, args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	m := p.waitOutput(ctx, t, p.stderr, servingLine)
-	return &balancerProc{proc: p, admin: m[1]}
+	m := p.WaitOutput(ctx, t, p.Stderr, servingLine)
+	return &balancerProc{Proc: p, admin: m[1]}
 }
 
 var listeningLine = regexp.MustCompile(`(?m)^listening on (\S+)$`)
 
 // startPrime runs "fulcrum backend prime" with args and returns it with
 // the URL it listens on.
-func startPrime(t *testing.T, args ...string) (*proc, string) {
+func startPrime(t *testing.T, args ...string) (*proctest.Proc, string) {
 	t.Helper()
 	p := startProc(t, "fulcrum backend prime", append([]string{"backend", "prime"}, args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	m := p.waitOutput(ctx, t, p.stdout, listeningLine)
+	m := p.WaitOutput(ctx, t, p.Stdout, listeningLine)
 	return p, m[1]
 }
 

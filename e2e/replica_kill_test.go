@@ -174,7 +174,7 @@ func TestReplicaKillRebindsAndRestartTakesLoad(t *testing.T) {
 	// kill -9 the replica with clients bound to it.
 	bound := l.boundTo(v.ID)
 	killedAt := time.Since(l.start)
-	victim.kill9(ctx, t)
+	victim.Kill9(ctx, t)
 	t.Logf("killed %s (%s) with %d of %d clients bound to it at %.3fs", v.ID, victimURL, bound, clients, killedAt.Seconds())
 
 	okAtKill := make([]int64, clients)

@@ -67,7 +67,7 @@ func TestBalancerRestartKeepsConfiguration(t *testing.T) {
 		t.Errorf("PATCH of the declared group answered strategy %q, warning %q; want random and a warning", patched.Strategy, patched.Warning)
 	}
 
-	bal.kill9(ctx, t)
+	bal.Kill9(ctx, t)
 
 	// Same data dir, same admin address (so the replica's monitor finds
 	// the balancer again).
@@ -75,7 +75,7 @@ func TestBalancerRestartKeepsConfiguration(t *testing.T) {
 	if bal.admin != admin {
 		t.Fatalf("restarted balancer serves on %s, want %s", bal.admin, admin)
 	}
-	bal.waitOutput(ctx, t, bal.stderr, regexp.MustCompile(`level=WARN msg="[^"]*revert[^"]*" group=declared`))
+	bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`level=WARN msg="[^"]*revert[^"]*" group=declared`))
 
 	made, err := getGroup(ctx, hc, admin, "made")
 	if err != nil {

@@ -78,8 +78,8 @@ groups:
 		return len(g.Replicas) == 1 && g.Replicas[0].Inflight == 1, fmt.Sprintf("%+v", g.Replicas)
 	})
 
-	bal.signal(t, syscall.SIGTERM)
-	bal.waitOutput(ctx, t, bal.stderr, regexp.MustCompile(`msg="shutting down" signal=terminated`))
+	bal.Signal(t, syscall.SIGTERM)
+	bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`msg="shutting down" signal=terminated`))
 	// The front door stops accepting connections while the call goes on.
 	poll(ctx, t, "the front door refusing new connections", func() (bool, string) {
 		c, err := net.DialTimeout("tcp", hostPort(g.Advertise), time.Second)
@@ -109,10 +109,10 @@ groups:
 		t.Errorf("call in flight at SIGTERM: status %d, %d bytes, err %v; want 200 and the %d bytes sent",
 			a.status, len(a.body), a.err, len(first)+len(second))
 	}
-	if code := bal.exit(ctx, t); code != 0 {
+	if code := bal.Exit(ctx, t); code != 0 {
 		t.Errorf("exit status %d after SIGTERM, want 0", code)
 	}
-	if !regexp.MustCompile(`msg=stopped`).MatchString(bal.stderr.String()) {
+	if !regexp.MustCompile(`msg=stopped`).MatchString(bal.Stderr.String()) {
 		t.Errorf("no \"stopped\" in the log")
 	}
 }

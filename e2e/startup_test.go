@@ -87,8 +87,8 @@ func TestAdminExposure(t *testing.T) {
 		bal := startServe(t, "--admin", "0.0.0.0:0", "--insecure", "--data-dir", filepath.Join(t.TempDir(), "data"))
 		admin := "http://127.0.0.1:" + bal.admin[strings.LastIndexByte(bal.admin, ':')+1:]
 		mustCall(ctx, t, hc, http.MethodGet, admin+"/v1/groups", nil, http.StatusOK, nil)
-		bal.signal(t, syscall.SIGTERM)
-		if code := bal.exit(ctx, t); code != 0 {
+		bal.Signal(t, syscall.SIGTERM)
+		if code := bal.Exit(ctx, t); code != 0 {
 			t.Errorf("exit status %d after SIGTERM, want 0", code)
 		}
 	})

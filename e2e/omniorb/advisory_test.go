@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // A high advisory moves clients: four clients bound to the only replica,
@@ -27,7 +29,7 @@ func TestHighAdvisoryMovesClients(t *testing.T) {
 		defer needPython(t)
 	}
 	args := make([]int64, len(kinds))
-	ps := make([]*proc, len(kinds))
+	ps := make([]*proctest.Proc, len(kinds))
 	for i, k := range kinds {
 		args[i] = 4_000_000 + int64(i)
 		ps[i] = o.startClient(t, k, "--calls", strconv.Itoa(calls), "--rate", strconv.Itoa(rate), "--per-call", "--arg", fmt.Sprint(args[i]), r.corbaloc)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // The omniORB C++ client calls the omniORB C++ server directly, through
@@ -62,18 +64,18 @@ func TestClientsNoServer(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	srv := o.startServer(ctx, t, "server", 0)
 	ref := srv.corbaloc()
-	srv.kill9(ctx, t)
+	srv.Kill9(ctx, t)
 	kinds := []clientKind{cxxClient}
 	if o.python != "" {
 		kinds = append(kinds, pyClient)
 	}
 	for _, k := range kinds {
 		path, argv, env := o.clientCommand(k, ref)
-		p := startProc(t, string(k)+" client", procOpts{env: env}, path, argv...)
-		if code := p.exit(ctx, t); code != 1 {
+		p := proctest.Start(t, string(k)+" client", proctest.Options{Env: env}, path, argv...)
+		if code := p.Exit(ctx, t); code != 1 {
 			t.Errorf("%s client against a dead server: exit %d, want 1", k, code)
 		}
-		if s := p.stderr.String(); !containsAll(s, "TRANSIENT") {
+		if s := p.Stderr.String(); !containsAll(s, "TRANSIENT") {
 			t.Errorf("%s client stderr %q does not name TRANSIENT", k, s)
 		}
 	}

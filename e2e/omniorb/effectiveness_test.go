@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // TestOmniORBEffectiveness is seed 000's effectiveness experiment (§4.3)
@@ -47,7 +49,7 @@ func TestOmniORBEffectiveness(t *testing.T) {
 		t.Run(run.strategy+"/"+run.binding, func(t *testing.T) {
 			ctx := testContext(t, time.Duration(seconds)*time.Second+2*time.Minute)
 			r := o.startRig(ctx, t, rigOpts{strategy: run.strategy, binding: run.binding, report: run.report, agents: true, replicas: 4, unreported: run.unreported})
-			ps := make([]*proc, len(rates))
+			ps := make([]*proctest.Proc, len(rates))
 			for i, rate := range rates {
 				if i > 0 {
 					// Starts 100 ms apart, in a fixed order (round-robin's
@@ -62,14 +64,14 @@ func TestOmniORBEffectiveness(t *testing.T) {
 			var perSecond [][]int
 			last := make([]int, len(r.servers))
 			for j, s := range r.servers {
-				last[j] = strings.Count(s.stdout.String(), `{"op"`)
+				last[j] = strings.Count(s.Stdout.String(), `{"op"`)
 			}
 			tick := time.NewTicker(time.Second)
 			for range seconds - 1 {
 				<-tick.C
 				row := make([]int, len(r.servers))
 				for j, s := range r.servers {
-					n := strings.Count(s.stdout.String(), `{"op"`)
+					n := strings.Count(s.Stdout.String(), `{"op"`)
 					row[j], last[j] = n-last[j], n
 				}
 				perSecond = append(perSecond, row)

@@ -48,7 +48,7 @@ func TestKillReplicaRebindsClients(t *testing.T) {
 	for i, c := range clients {
 		before[i] = r.servedBy(t, c.arg)
 	}
-	r.servers[victim].kill9(ctx, t)
+	r.servers[victim].Kill9(ctx, t)
 
 	// Idle clients: the next calls all succeed, on live replicas. (The
 	// clients call at once: a client whose retry the front door forwards
@@ -96,7 +96,7 @@ func TestKillReplicaRebindsClients(t *testing.T) {
 		n := r.servers[now].callsWithArg(t, slowArg)
 		return n >= 2, fmt.Sprintf("%d calls", n)
 	})
-	r.servers[now].kill9(ctx, t)
+	r.servers[now].Kill9(ctx, t)
 	s := slow.waitBatch(ctx, t)
 	if s.OK != 2 || s.CommFailure+s.Transient+s.Other != 0 || s.Sends < 4 {
 		t.Errorf("slow client across the death of replica %d: %+v; want both calls ok, the one in flight reissued (at least 4 requests)", now, s)
@@ -110,7 +110,7 @@ func TestKillReplicaRebindsClients(t *testing.T) {
 	// The last replica gone: the application sees errors, at once.
 	for i, srv := range r.servers {
 		if i != victim && i != now {
-			srv.kill9(ctx, t)
+			srv.Kill9(ctx, t)
 		}
 	}
 	waitDown(ctx, t, r, len(r.servers))
@@ -157,11 +157,11 @@ func TestKillServerUnderDirectClient(t *testing.T) {
 		n := srv.callsWithArg(t, slowArg)
 		return n >= 2, fmt.Sprintf("%d calls", n)
 	})
-	srv.kill9(ctx, t)
+	srv.Kill9(ctx, t)
 	// The call after it fails too: TRANSIENT (connection refused), or
 	// COMM_FAILURE when omniORB still had the dying connection.
 	s := c.waitBatch(ctx, t)
-	lines := jsonLines[callLine](t, c.stdout.String(), func(l string) bool { return strings.HasPrefix(l, `{"call"`) })
+	lines := jsonLines[callLine](t, c.Stdout.String(), func(l string) bool { return strings.HasPrefix(l, `{"call"`) })
 	if s.OK != 0 || s.Sends != 2 || len(lines) != 3 || lines[1].Error != "COMM_FAILURE" || lines[2].OK {
 		t.Errorf("direct client across its server's death: %+v, calls %+v; want COMM_FAILURE for the call in flight, the next failing, no retry", s, lines)
 	}
@@ -193,12 +193,12 @@ func TestKillReplicaPerRequest(t *testing.T) {
 		}
 		return false, fmt.Sprint(now)
 	})
-	r.servers[busy].kill9(ctx, t)
+	r.servers[busy].Kill9(ctx, t)
 	s := c.waitBatch(ctx, t)
 	if s.OK != 3 || s.CommFailure != 1 || s.Transient+s.Other != 0 {
 		t.Errorf("per-request client across the death of replica %d: %+v; want the call in flight failed with COMM_FAILURE, the other three ok", busy, s)
 	}
-	for _, l := range jsonLines[callLine](t, c.stdout.String(), func(l string) bool { return strings.HasPrefix(l, `{"call"`) }) {
+	for _, l := range jsonLines[callLine](t, c.Stdout.String(), func(l string) bool { return strings.HasPrefix(l, `{"call"`) }) {
 		if l.Peer != r.front && l.OK {
 			t.Errorf("call %d answered from %s, want the front door %s", l.Call, l.Peer, r.front)
 		}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 var (
@@ -55,7 +57,7 @@ func needFulcrum(t *testing.T) string {
 
 // balancer is a running "fulcrum serve".
 type balancer struct {
-	*proc
+	*proctest.Proc
 	admin string // admin API base URL
 	hc    *http.Client
 }
@@ -74,11 +76,11 @@ func startBalancer(ctx context.Context, t *testing.T, groups string) *balancer {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startProc(t, "fulcrum serve", procOpts{}, bin, "serve", "--config", path)
-	m := p.waitStderr(ctx, t, servingLine)
+	p := proctest.Start(t, "fulcrum serve", proctest.Options{}, bin, "serve", "--config", path)
+	m := p.WaitOutput(ctx, t, p.Stderr, servingLine)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &balancer{proc: p, admin: m[1], hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	return &balancer{Proc: p, admin: m[1], hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 }
 
 // do sends a JSON request to the admin API and decodes a JSON answer into

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // Unmodified omniORB C++ and omniORBpy clients call through the group's
@@ -79,7 +81,7 @@ func TestOnDemandRoundRobinSpreads(t *testing.T) {
 	ctx := testContext(t, time.Minute)
 	r := o.startRig(ctx, t, rigOpts{report: "1h"})
 	const clients, calls = 6, 5
-	ps := make([]*proc, clients)
+	ps := make([]*proctest.Proc, clients)
 	for i := range ps {
 		k := cxxClient
 		if i%2 == 1 && o.python != "" {
@@ -89,7 +91,7 @@ func TestOnDemandRoundRobinSpreads(t *testing.T) {
 	}
 	perReplica := make([]int, len(r.servers))
 	for i, p := range ps {
-		k := clientKind(p.name[:len(p.name)-len(" client")])
+		k := clientKind(p.Name[:len(p.Name)-len(" client")])
 		if code, _, sum := clientResult(ctx, t, k, p, nil); code != 0 || sum.OK != calls {
 			t.Fatalf("client %d: exit %d, summary %+v", i, code, sum)
 		}

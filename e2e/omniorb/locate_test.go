@@ -157,7 +157,7 @@ func traceFirstCall(ctx context.Context, t *testing.T, o *orbs, r *rig, kind cli
 		t.Fatalf("%s client on %.20s...: exit %d, %+v", kind, ref, code, sum)
 	}
 	var where []string
-	for _, to := range sentTo(p.stderr.String()) {
+	for _, to := range sentTo(p.Stderr.String()) {
 		switch {
 		case to == r.front:
 			where = append(where, "front")
@@ -168,7 +168,7 @@ func traceFirstCall(ctx context.Context, t *testing.T, o *orbs, r *rig, kind cli
 		}
 	}
 	if len(where) == 0 {
-		t.Fatalf("%s client: no sendChunk line in its trace:\n%s", kind, p.stderr)
+		t.Fatalf("%s client: no sendChunk line in its trace:\n%s", kind, p.Stderr)
 	}
 	return where, lines[0].Sends
 }
@@ -182,7 +182,7 @@ func timeFreshORBs(ctx context.Context, t *testing.T, o *orbs, ref string, n int
 	if code != 0 || sum.OK != n {
 		t.Fatalf("%d fresh ORBs on %.20s...: exit %d, %+v", n, ref, code, sum)
 	}
-	runs := jsonLines[freshORB](t, p.stdout.String(), func(l string) bool { return strings.HasPrefix(l, `{"init"`) })
+	runs := jsonLines[freshORB](t, p.Stdout.String(), func(l string) bool { return strings.HasPrefix(l, `{"init"`) })
 	if len(runs) != n {
 		t.Fatalf("%d fresh ORBs: %d lines", n, len(runs))
 	}

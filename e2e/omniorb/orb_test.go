@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/omniorb"
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // orbs are the Prime programs built from internal/bench/omniorb's
@@ -124,7 +125,7 @@ func buildORBs(dir string) (o *orbs, missing string, err error) {
 
 // server is a running prime_server.
 type server struct {
-	*proc
+	*proctest.Proc
 	ior  string
 	port int
 }
@@ -141,8 +142,8 @@ func (o *orbs) startServer(ctx context.Context, t *testing.T, name string, port 
 // startServerArgs starts a C++ Prime server with args.
 func (o *orbs) startServerArgs(ctx context.Context, t *testing.T, name string, args ...string) *server {
 	t.Helper()
-	p := startProc(t, name, procOpts{}, o.server, args...)
-	s := &server{proc: p, ior: p.waitOutput(ctx, t, iorLine)[1]}
+	p := proctest.Start(t, name, proctest.Options{}, o.server, args...)
+	s := &server{Proc: p, ior: p.WaitOutput(ctx, t, p.Stdout, iorLine)[1]}
 	s.port = iorPort(t, s.ior)
 	return s
 }
@@ -163,7 +164,7 @@ type servedCall struct {
 // calls returns the calls the server has logged so far.
 func (s *server) calls(t *testing.T) []servedCall {
 	t.Helper()
-	return jsonLines[servedCall](t, s.stdout.String(), func(l string) bool { return strings.Contains(l, `"op"`) })
+	return jsonLines[servedCall](t, s.Stdout.String(), func(l string) bool { return strings.Contains(l, `"op"`) })
 }
 
 // callsWithArg counts the served calls with argument arg.
@@ -182,10 +183,10 @@ func (s *server) callsWithArg(t *testing.T, arg int64) int {
 // logs more.
 func (s *server) waitCalls(ctx context.Context, t *testing.T, arg int64, n int) {
 	t.Helper()
-	poll(ctx, t, fmt.Sprintf("%s logging %d calls with argument %d", s.name, n, arg), func() (bool, string) {
+	poll(ctx, t, fmt.Sprintf("%s logging %d calls with argument %d", s.Name, n, arg), func() (bool, string) {
 		got := s.callsWithArg(t, arg)
 		if got > n {
-			t.Fatalf("%s logged %d calls with argument %d, want %d", s.name, got, arg, n)
+			t.Fatalf("%s logged %d calls with argument %d, want %d", s.Name, got, arg, n)
 		}
 		return got == n, fmt.Sprintf("%d calls", got)
 	})
@@ -269,27 +270,27 @@ func (o *orbs) clientCommand(k clientKind, args ...string) (string, []string, []
 func (o *orbs) runClient(ctx context.Context, t *testing.T, k clientKind, args ...string) (int, []callLine, summary) {
 	t.Helper()
 	path, argv, env := o.clientCommand(k, args...)
-	p := startProc(t, string(k)+" client", procOpts{env: env}, path, argv...)
+	p := proctest.Start(t, string(k)+" client", proctest.Options{Env: env}, path, argv...)
 	return clientResult(ctx, t, k, p, args)
 }
 
 // startClient starts a client; clientResult then waits for its results.
-func (o *orbs) startClient(t *testing.T, k clientKind, args ...string) *proc {
+func (o *orbs) startClient(t *testing.T, k clientKind, args ...string) *proctest.Proc {
 	t.Helper()
 	path, argv, env := o.clientCommand(k, args...)
-	return startProc(t, string(k)+" client", procOpts{env: env}, path, argv...)
+	return proctest.Start(t, string(k)+" client", proctest.Options{Env: env}, path, argv...)
 }
 
 // clientResult waits for client p (started with args) to exit and
 // returns its exit code, per-call lines and last summary.
-func clientResult(ctx context.Context, t *testing.T, k clientKind, p *proc, args []string) (int, []callLine, summary) {
+func clientResult(ctx context.Context, t *testing.T, k clientKind, p *proctest.Proc, args []string) (int, []callLine, summary) {
 	t.Helper()
-	code := p.exit(ctx, t)
-	out := p.stdout.String()
+	code := p.Exit(ctx, t)
+	out := p.Stdout.String()
 	calls := jsonLines[callLine](t, out, func(l string) bool { return strings.HasPrefix(l, `{"call"`) })
 	sums := jsonLines[summary](t, out, func(l string) bool { return strings.HasPrefix(l, `{"summary"`) })
 	if len(sums) == 0 {
-		t.Fatalf("%s client %s: no summary line (exit %d)\nstdout:\n%s\nstderr:\n%s", k, strings.Join(args, " "), code, out, p.stderr)
+		t.Fatalf("%s client %s: no summary line (exit %d)\nstdout:\n%s\nstderr:\n%s", k, strings.Join(args, " "), code, out, p.Stderr)
 	}
 	return code, calls, sums[len(sums)-1]
 }
@@ -297,7 +298,7 @@ func clientResult(ctx context.Context, t *testing.T, k clientKind, p *proc, args
 // liveClient is a client in --interactive mode: each batch makes n calls
 // and returns their summary.
 type liveClient struct {
-	*proc
+	*proctest.Proc
 	kind    clientKind
 	batches int
 }
@@ -305,8 +306,8 @@ type liveClient struct {
 func (o *orbs) startLiveClient(t *testing.T, k clientKind, args ...string) *liveClient {
 	t.Helper()
 	path, argv, env := o.clientCommand(k, append([]string{"--interactive"}, args...)...)
-	p := startProc(t, string(k)+" client", procOpts{env: env, stdin: true}, path, argv...)
-	return &liveClient{proc: p, kind: k}
+	p := proctest.Start(t, string(k)+" client", proctest.Options{Env: env, Stdin: true}, path, argv...)
+	return &liveClient{Proc: p, kind: k}
 }
 
 var summaryLine = regexp.MustCompile(`(?m)^\{"summary".*\}$`)
@@ -321,8 +322,8 @@ func (c *liveClient) batch(ctx context.Context, t *testing.T, n int) summary {
 // startBatch asks for n calls without waiting for them.
 func (c *liveClient) startBatch(t *testing.T, n int) {
 	t.Helper()
-	if _, err := fmt.Fprintf(c.stdin, "%d\n", n); err != nil {
-		t.Fatalf("%s: writing to stdin: %v", c.name, err)
+	if _, err := fmt.Fprintf(c.Stdin, "%d\n", n); err != nil {
+		t.Fatalf("%s: writing to stdin: %v", c.Name, err)
 	}
 	c.batches++
 }
@@ -332,17 +333,17 @@ func (c *liveClient) waitBatch(ctx context.Context, t *testing.T) summary {
 	t.Helper()
 	want := c.batches
 	for {
-		s, changed := c.stdout.snapshot()
+		s, changed := c.Stdout.Snapshot()
 		sums := jsonLines[summary](t, s, func(l string) bool { return summaryLine.MatchString(l) })
 		if len(sums) >= want {
 			return sums[want-1]
 		}
 		select {
 		case <-changed:
-		case <-c.exited:
-			t.Fatalf("%s exited (%v) during batch %d", c.name, c.err, want)
+		case <-c.Done():
+			t.Fatalf("%s exited (%v) during batch %d", c.Name, c.Err(), want)
 		case <-ctx.Done():
-			t.Fatalf("%s: batch %d did not finish: %v", c.name, want, ctx.Err())
+			t.Fatalf("%s: batch %d did not finish: %v", c.Name, want, ctx.Err())
 		}
 	}
 }

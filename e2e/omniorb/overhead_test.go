@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // TestOmniORBOverhead measures, with omniORB C++ on both sides, what
@@ -69,10 +71,10 @@ func TestOmniORBOverhead(t *testing.T) {
 		servers = append(servers, s)
 		bal.register(ctx, t, "prime", s.ior)
 		bal.register(ctx, t, "perreq", s.ior)
-		p := startProc(t, fmt.Sprintf("agent %d", i), procOpts{}, needFulcrum(t), "agent", "giop",
+		p := proctest.Start(t, fmt.Sprintf("agent %d", i), proctest.Options{}, needFulcrum(t), "agent", "giop",
 			"--listen", "127.0.0.1:0", "--target", s.ior, "--register", bal.admin, "--group", "agents")
-		a := &agent{proc: p, listen: p.waitOutput(ctx, t, agentListening)[1]}
-		a.ref = p.waitOutput(ctx, t, agentReference)[1]
+		a := &agent{Proc: p, listen: p.WaitOutput(ctx, t, p.Stdout, agentListening)[1]}
+		a.ref = p.WaitOutput(ctx, t, p.Stdout, agentReference)[1]
 		agents = append(agents, a)
 	}
 	refs := map[string]string{}
@@ -149,7 +151,7 @@ func TestOmniORBOverhead(t *testing.T) {
 // longest client's time) and the mean call latency in microseconds.
 func runClosedLoop(ctx context.Context, t *testing.T, o *orbs, k, n int, ref func(i int) string) (float64, float64) {
 	t.Helper()
-	ps := make([]*proc, k)
+	ps := make([]*proctest.Proc, k)
 	for i := range ps {
 		ps[i] = o.startClient(t, cxxClient, "--calls", strconv.Itoa(n), ref(i))
 	}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // groupName is the group every test of this package balances.
@@ -45,7 +47,7 @@ type rig struct {
 
 // agent is a running "fulcrum agent giop".
 type agent struct {
-	*proc
+	*proctest.Proc
 	listen string // host:port
 	ref    string // the IOR it registered
 }
@@ -124,10 +126,10 @@ var (
 
 func (r *rig) startAgent(ctx context.Context, t *testing.T, i int, s *server) *agent {
 	t.Helper()
-	p := startProc(t, fmt.Sprintf("agent %d", i), procOpts{}, needFulcrum(t), "agent", "giop",
+	p := proctest.Start(t, fmt.Sprintf("agent %d", i), proctest.Options{}, needFulcrum(t), "agent", "giop",
 		"--listen", "127.0.0.1:0", "--target", s.ior, "--register", r.bal.admin, "--group", groupName)
-	a := &agent{proc: p, listen: p.waitOutput(ctx, t, agentListening)[1]}
-	a.ref = p.waitOutput(ctx, t, agentReference)[1]
+	a := &agent{Proc: p, listen: p.WaitOutput(ctx, t, p.Stdout, agentListening)[1]}
+	a.ref = p.WaitOutput(ctx, t, p.Stdout, agentReference)[1]
 	return a
 }
 

@@ -44,7 +44,7 @@ func TestGIOPVersions(t *testing.T) {
 					continue
 				}
 				n := 0
-				for _, m := range giopHeader.FindAllStringSubmatch(p.stderr.String(), -1) {
+				for _, m := range giopHeader.FindAllStringSubmatch(p.Stderr.String(), -1) {
 					n++
 					if got := m[1] + m[2]; got != want {
 						t.Errorf("%s: a message of GIOP %s.%s in the trace, want %s", what, m[1], m[2], v)
