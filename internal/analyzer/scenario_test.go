@@ -1,7 +1,6 @@
 package analyzer_test
 
 import (
-	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -16,15 +15,12 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// The scenario scripts in testdata/*.txt are in package scripttest's
-// format; scenarioHandlers below maps each command to its handler. go test
-// -run TestScenarios -rewrite rewrites the expected output from what the
-// commands print now.
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
-
-// TestScenarios runs the scripts in testdata/*.txt.
+// TestScenarios runs the scripts in testdata/*.txt, in package
+// scripttest's format; scenarioHandlers below maps each command to its
+// handler. go test -run TestScenarios -rewrite rewrites the expected
+// output from what the commands print now.
 func TestScenarios(t *testing.T) {
-	scripttest.Run(t, "testdata/*.txt", *rewrite, func(t *testing.T) func(scripttest.Cmd) string {
+	scripttest.Run(t, "testdata/*.txt", func(t *testing.T) func(scripttest.Cmd) string {
 		s := newScenario(t)
 		return s.run
 	})

@@ -15,15 +15,14 @@
 //
 // A test package runs its testdata/*.txt scripts with
 //
-//	var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
-//
 //	func TestScenarios(t *testing.T) {
-//		scripttest.Run(t, "testdata/*.txt", *rewrite, func(t *testing.T) func(scripttest.Cmd) string {
+//		scripttest.Run(t, "testdata/*.txt", func(t *testing.T) func(scripttest.Cmd) string {
 //			w := newWorld(t) // fresh state for each script
 //			return w.run
 //		})
 //	}
 //
 // and go test -run TestScenarios -rewrite rewrites the expected output
-// from what the commands print now.
+// from what the commands print now. The package defines the -rewrite flag:
+// a test package that imports it must not define its own.
 package scripttest

@@ -1,6 +1,7 @@
 package scripttest
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,15 +9,23 @@ import (
 	"testing"
 )
 
+// rewrite is the -rewrite flag of the test binaries that run scripts.
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of the scenario scripts from what the commands print now")
+
 // Run runs every script matching pattern (a filepath.Glob pattern, such
 // as "testdata/*.txt") as a parallel subtest named after the file. Each
 // script gets a fresh runner from newRunner, which is called with every
 // command in turn and returns what it prints; trailing newlines are
 // dropped. An output that differs from the expected one fails the test,
-// naming the file, line and command; with rewrite, the script is written
-// again with the outputs as the expected ones instead. No script matching
-// pattern fails the test.
-func Run(t *testing.T, pattern string, rewrite bool, newRunner func(t *testing.T) func(Cmd) string) {
+// naming the file, line and command; with the -rewrite flag, the script
+// is written again with the outputs as the expected ones instead. No
+// script matching pattern fails the test.
+func Run(t *testing.T, pattern string, newRunner func(t *testing.T) func(Cmd) string) {
+	t.Helper()
+	run(t, pattern, *rewrite, newRunner)
+}
+
+func run(t *testing.T, pattern string, rewrite bool, newRunner func(t *testing.T) func(Cmd) string) {
 	t.Helper()
 	paths, err := filepath.Glob(pattern)
 	if err != nil || len(paths) == 0 {

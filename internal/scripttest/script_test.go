@@ -119,7 +119,7 @@ func TestMismatch(t *testing.T) {
 	}
 }
 
-// Run gives each script a fresh runner and passes when the outputs are
+// run gives each script a fresh runner and passes when the outputs are
 // the expected ones; with rewrite it writes what the commands print.
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
@@ -147,12 +147,12 @@ func TestRun(t *testing.T) {
 		}
 	}
 	t.Run("check", func(t *testing.T) {
-		Run(t, filepath.Join(dir, "*.txt"), false, runner)
+		run(t, filepath.Join(dir, "*.txt"), false, runner)
 	})
 	// Rewriting with a runner that prints otherwise changes only the
 	// expected outputs.
 	t.Run("rewrite", func(t *testing.T) {
-		Run(t, filepath.Join(dir, "two.txt"), true, func(t *testing.T) func(Cmd) string {
+		run(t, filepath.Join(dir, "two.txt"), true, func(t *testing.T) func(Cmd) string {
 			return func(c Cmd) string { return "now " + c.Name + "\n\n" }
 		})
 	})

@@ -3,7 +3,6 @@ package strategy_test
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -34,10 +33,8 @@ import (
 //	targets                           which replicas the next round probes
 //	pick n=N [seq=true] [path=P cost=C size=S]   picks on a picker built now
 //	weights                           albl: the last round's weights and equation
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt scenarios")
-
 func TestScenarios(t *testing.T) {
-	scripttest.Run(t, "testdata/*.txt", *rewrite, func(*testing.T) func(scripttest.Cmd) string {
+	scripttest.Run(t, "testdata/*.txt", func(*testing.T) func(scripttest.Cmd) string {
 		return newWorld().run
 	})
 }
