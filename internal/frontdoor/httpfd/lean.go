@@ -53,6 +53,7 @@ var (
 type conn struct {
 	s      *Server
 	nc     net.Conn
+	raw    *rawIO // nc's reads and writes
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	remote string // nc's remote address
@@ -63,8 +64,8 @@ type conn struct {
 	res resHead
 	// deadline ends the call in progress (zero: not bounded).
 	deadline time.Time
-	// wdl is the write deadline set on nc.
-	wdl time.Time
+	// rdl and wdl are the read and write deadlines set on nc.
+	rdl, wdl time.Time
 	// tried are the members whose dial failed, for the call in progress.
 	tried []*frontdoor.Member
 	// Strings kept from the previous request, reused when equal.
@@ -169,10 +170,11 @@ func (s *Server) closeLeanConns(all bool) {
 // serve runs the connection until it closes or goes to net/http.
 func (c *conn) serve() {
 	s := c.s
+	c.raw = newRawIO(c.nc)
 	c.br = leanReaders.Get().(*bufio.Reader)
-	c.br.Reset(c.nc)
+	c.br.Reset(c.raw)
 	c.bw = leanWriters.Get().(*bufio.Writer)
-	c.bw.Reset(c.nc)
+	c.bw.Reset(c.raw)
 	handed := false
 	defer func() {
 		if !handed {
@@ -217,8 +219,8 @@ func (c *conn) serve() {
 }
 
 // awaitRequest waits, under the idle timeout, for the first byte of the
-// next request unless one is buffered, then bounds the head's reading by
-// the request timeout. It reports false when the connection is to close.
+// next request unless one is buffered. It reports false when the
+// connection is to close.
 func (c *conn) awaitRequest() bool {
 	s := c.s
 	if c.br.Buffered() == 0 {
@@ -226,7 +228,9 @@ func (c *conn) awaitRequest() bool {
 		if s.inShutdown.Load() {
 			return false
 		}
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.to.idle))
+		// Within a second (or an eighth) of the idle timeout, so that the
+		// timer moves about once a second, not once a request.
+		c.setReadDeadline(time.Now().Add(s.to.idle), min(time.Second, s.to.idle/8))
 		if _, err := c.br.Peek(1); err != nil {
 			return false
 		}
@@ -239,14 +243,24 @@ func (c *conn) awaitRequest() bool {
 		}
 		c.state.Store(connActive)
 	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(s.to.request))
 	return true
 }
 
+// setReadDeadline sets nc's read deadline to d unless the one set is in
+// [d-slack, d].
+func (c *conn) setReadDeadline(d time.Time, slack time.Duration) {
+	if c.rdl.IsZero() || c.rdl.After(d) || c.rdl.Before(d.Add(-slack)) {
+		_ = c.nc.SetReadDeadline(d)
+		c.rdl = d
+	}
+}
+
 // readRequestHead reads until the buffer holds a whole head, or enough of
-// one for a verdict. A head larger than the buffer is handed over.
+// one for a verdict; a head that did not come whole with its first bytes
+// must come within the request timeout. A head larger than the buffer is
+// handed over.
 func (c *conn) readRequestHead() (verdict, error) {
-	for {
+	for bounded := false; ; {
 		n := c.br.Buffered()
 		b, _ := c.br.Peek(n)
 		v := parseRequest(b, &c.req)
@@ -255,6 +269,10 @@ func (c *conn) readRequestHead() (verdict, error) {
 		}
 		if n >= c.br.Size() {
 			return handOver, nil
+		}
+		if !bounded {
+			bounded = true
+			c.setReadDeadline(time.Now().Add(c.s.to.request), 0)
 		}
 		if _, err := c.br.Peek(n + 1); err != nil {
 			return needMore, err
@@ -266,6 +284,7 @@ func (c *conn) readRequestHead() (verdict, error) {
 func (c *conn) handOver() bool {
 	c.s.handedOver.Add(1)
 	_ = c.nc.SetDeadline(time.Time{})
+	c.rdl, c.wdl = time.Time{}, time.Time{}
 	return c.s.handoff.give(&replayConn{Conn: c.nc, br: c.br})
 }
 

@@ -76,7 +76,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	c.deadline = time.Now().Add(to.request)
 	c.setWriteDeadline(c.deadline.Add(deadlineGrace))
 	if hasBody {
-		_ = c.nc.SetReadDeadline(c.deadline)
+		c.setReadDeadline(c.deadline, 0)
 	}
 	c.tried = c.tried[:0]
 
@@ -237,17 +237,21 @@ func (x *exchange) logLine() {
 func (x *exchange) send(uc *memberConn, b []byte) error {
 	c := x.c
 	h := &c.req
-	d := c.deadline
-	if check := time.Now().Add(peerCheckInterval); check.Before(d) {
-		d = check
+	// The read deadline wakes the wait for the answer to look at the
+	// client now and then (waitUpstream); one still ahead is kept.
+	now := time.Now()
+	if uc.rdl.IsZero() || !uc.rdl.After(now) || (!c.deadline.IsZero() && uc.rdl.After(c.deadline)) {
+		uc.rdl = c.checkDeadline(now)
+		_ = uc.nc.SetReadDeadline(uc.rdl)
 	}
-	uc.deadlined = true
-	if x.hasBody {
-		_ = uc.nc.SetWriteDeadline(c.deadline)
-		_ = uc.nc.SetReadDeadline(d)
-	} else {
+	switch {
+	case x.hasBody:
+		uc.wdl = c.deadline
+		_ = uc.nc.SetWriteDeadline(uc.wdl)
+	case !uc.wdl.IsZero():
 		// A head on an idle connection never waits to be written.
-		_ = uc.nc.SetDeadline(d)
+		uc.wdl = time.Time{}
+		_ = uc.nc.SetWriteDeadline(uc.wdl)
 	}
 	uc.cw.n = 0
 	c.writeUpstreamHead(uc.bw, b, x.m)
@@ -414,21 +418,22 @@ func (c *conn) waitUpstream(uc *memberConn, err error) error {
 	if !c.deadline.IsZero() && !now.Before(c.deadline) {
 		return errCallTimeout
 	}
-	if c.state.Load() == connClosed || c.s.closed.Load() {
+	if c.state.Load() == connClosed || c.s.closed.Load() || c.raw.peek() == peekClosed {
 		return errClientGone
 	}
-	// The request's read deadline may have passed; the peek must not see
-	// it.
-	_ = c.nc.SetReadDeadline(time.Time{})
-	if peerGone(c.nc) {
-		return errClientGone
-	}
+	uc.rdl = c.checkDeadline(now)
+	_ = uc.nc.SetReadDeadline(uc.rdl)
+	return nil
+}
+
+// checkDeadline is when a wait for the member that starts at now next
+// looks at the client: peerCheckInterval later, or at the call's deadline.
+func (c *conn) checkDeadline(now time.Time) time.Time {
 	d := now.Add(peerCheckInterval)
 	if !c.deadline.IsZero() && c.deadline.Before(d) {
 		d = c.deadline
 	}
-	_ = uc.nc.SetReadDeadline(d)
-	return nil
+	return d
 }
 
 // setWriteDeadline bounds the writes to the client; it touches the

@@ -38,14 +38,16 @@ type memberClient struct {
 // memberConn is one connection to a member.
 type memberConn struct {
 	nc     net.Conn
+	raw    *rawIO // nc's reads and writes
 	br     *bufio.Reader
 	bw     *bufio.Writer // writes through cw
 	cw     *countingWriter
 	addr   string
 	idleAt time.Time
 	reused bool
-	// deadlined: the lean path set deadlines on nc, cleared by put.
-	deadlined bool
+	// rdl and wdl are the read and write deadlines the lean path set on
+	// nc (zero: none); they stay when the connection is idle.
+	rdl, wdl time.Time
 	// noReuse: br was replaced by a larger reader (grow); the connection
 	// is closed after the call.
 	noReuse bool
@@ -57,7 +59,7 @@ type memberConn struct {
 func (c *memberConn) grow(size int) {
 	held, _ := c.br.Peek(c.br.Buffered())
 	rest := append([]byte(nil), held...)
-	c.br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), c.nc), size)
+	c.br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), c.raw), size)
 	c.noReuse = true
 }
 
@@ -104,7 +106,7 @@ func (h *memberClient) getIdle(addr string) *memberConn {
 			continue
 		}
 		h.mu.Unlock()
-		if alive(c.nc) {
+		if c.raw.peek() == peekEmpty {
 			c.reused = true
 			return c
 		}
@@ -121,18 +123,15 @@ func (h *memberClient) dialConn(ctx context.Context, addr string) (*memberConn, 
 	if err != nil {
 		return nil, err
 	}
-	cw := &countingWriter{w: nc}
-	return &memberConn{nc: nc, br: bufio.NewReaderSize(nc, 4<<10), bw: bufio.NewWriterSize(cw, 4<<10), cw: cw, addr: addr}, nil
+	raw := newRawIO(nc)
+	cw := &countingWriter{w: raw}
+	return &memberConn{nc: nc, raw: raw, br: bufio.NewReaderSize(raw, 4<<10), bw: bufio.NewWriterSize(cw, 4<<10), cw: cw, addr: addr}, nil
 }
 
 // put keeps c for the next call, or closes it when the pool is full.
 // Now and then it also closes the connections idle for too long, those of
 // members no longer called included.
 func (h *memberClient) put(c *memberConn) {
-	if c.deadlined {
-		_ = c.nc.SetDeadline(time.Time{})
-		c.deadlined = false
-	}
 	now := time.Now()
 	c.idleAt = now
 	var stale []*memberConn
@@ -219,6 +218,11 @@ func (h *memberClient) RoundTrip(out *http.Request) (*http.Response, error) {
 // exchange writes out on c and reads the answer's header. wrote says
 // whether any of the request may have reached the member.
 func (h *memberClient) exchange(ctx context.Context, c *memberConn, out *http.Request) (resp *http.Response, wrote bool, err error) {
+	if !c.rdl.IsZero() || !c.wdl.IsZero() {
+		// Left by the lean path.
+		_ = c.nc.SetDeadline(time.Time{})
+		c.rdl, c.wdl = time.Time{}, time.Time{}
+	}
 	// Cancelling the call unblocks the connection's reads and writes.
 	aborted := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {

@@ -4,10 +4,7 @@ package httpfd
 
 import "net"
 
-// alive cannot look at an idle connection here: a dead one shows when the
-// call fails (a GET is then sent again on a fresh connection).
-func alive(net.Conn) bool { return true }
-
-// peerGone cannot look here: a client that went away shows when its
-// answer is written.
-func peerGone(net.Conn) bool { return false }
+// peekConn cannot look at a connection here: a dead one shows when the
+// call fails (a GET is then sent again on a fresh connection), a client
+// that went away when its answer is written.
+func peekConn(net.Conn) peekState { return peekEmpty }
