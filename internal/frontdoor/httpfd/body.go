@@ -109,16 +109,23 @@ func copyToEOF(dst *bufio.Writer, src *source) (int64, error) {
 
 // writeChunk writes p as one chunk.
 func writeChunk(dst *bufio.Writer, p []byte) error {
-	var hex [20]byte
-	h := strconv.AppendUint(hex[:0], uint64(len(p)), 16)
-	h = append(h, '\r', '\n')
-	if _, err := dst.Write(h); err != nil {
+	if err := writeChunkSize(dst, int64(len(p))); err != nil {
 		return &sinkError{err}
 	}
 	if _, err := dst.Write(p); err != nil {
 		return &sinkError{err}
 	}
 	if _, err := dst.WriteString("\r\n"); err != nil {
+		return &sinkError{err}
+	}
+	return nil
+}
+
+// writeChunkSize writes a chunk's size line.
+func writeChunkSize(dst *bufio.Writer, n int64) error {
+	h := strconv.AppendUint(dst.AvailableBuffer(), uint64(n), 16)
+	h = append(h, '\r', '\n')
+	if _, err := dst.Write(h); err != nil {
 		return &sinkError{err}
 	}
 	return nil
@@ -143,11 +150,8 @@ func copyChunked(dst *bufio.Writer, src *source, trailers, strict bool) (int64, 
 		if size == 0 {
 			break
 		}
-		var hex [20]byte
-		h := strconv.AppendUint(hex[:0], uint64(size), 16)
-		h = append(h, '\r', '\n')
-		if _, err := dst.Write(h); err != nil {
-			return done, &sinkError{err}
+		if err := writeChunkSize(dst, size); err != nil {
+			return done, err
 		}
 		n, err := copyLength(dst, src, size)
 		done += n

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
 // The lean path serves the front door's common case — plain HTTP/1.1
@@ -62,6 +64,10 @@ type conn struct {
 
 	req reqHead
 	res resHead
+	// pick and entry are the call's picker request and access log line
+	// (here, not on the call's stack, which they would escape).
+	pick  strategy.Request
+	entry logEntry
 	// deadline ends the call in progress (zero: not bounded).
 	deadline time.Time
 	// rdl and wdl are the read and write deadlines set on nc.
@@ -360,6 +366,5 @@ func writeStatusLine(w *bufio.Writer, status int, reason []byte) {
 }
 
 func writeInt(w *bufio.Writer, n int64) {
-	var b [20]byte
-	_, _ = w.Write(appendInt(b[:0], n))
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), n, 10))
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
@@ -52,16 +51,18 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	isHead := method == http.MethodHead
 	hasBody := h.chunked || h.contentLength > 0
 
-	var e logEntry
+	e := &c.entry
+	*e = logEntry{}
 	if s.acc != nil {
-		e = logEntry{start: start, client: c.remote, method: method, target: intern(&c.lastTarget, h.target.of(b)), proto: "HTTP/1.1"}
+		*e = logEntry{start: start, client: c.remote, method: method, target: intern(&c.lastTarget, h.target.of(b)), proto: "HTTP/1.1"}
 	}
-	x := exchange{c: c, snap: snap, e: &e, method: method, isHead: isHead, hasBody: hasBody}
+	x := exchange{c: c, snap: snap, e: e, method: method, isHead: isHead, hasBody: hasBody}
 
-	var req strategy.Request
-	c.requestFacts(b, snap.Key, &req)
+	req := &c.pick
+	*req = strategy.Request{}
+	c.requestFacts(b, snap.Key, req)
 	x.path = req.Path
-	m, err := s.acquire(snap, &req, nil)
+	m, err := s.acquire(snap, req, nil)
 	if err != nil {
 		return x.answer(err)
 	}
@@ -96,7 +97,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 				if attempt >= maxAttempts {
 					return x.answer(&dialFailedError{pick: frontdoor.ErrNoReplica, tried: ids(c.tried), last: err})
 				}
-				next, perr := s.acquire(snap, &req, c.tried)
+				next, perr := s.acquire(snap, req, c.tried)
 				if perr != nil {
 					return x.answer(&dialFailedError{pick: perr, tried: ids(c.tried), last: err})
 				}
@@ -521,7 +522,9 @@ func (c *conn) writeUpstreamHead(w *bufio.Writer, b []byte, m *frontdoor.Member)
 		_, _ = w.WriteString(c.ip)
 		_, _ = w.WriteString("\r\n")
 	}
-	writeField(w, []byte("X-Forwarded-Host"), h.host.of(b))
+	_, _ = w.WriteString("X-Forwarded-Host: ")
+	_, _ = w.Write(h.host.of(b))
+	_, _ = w.WriteString("\r\n")
 	_, _ = w.WriteString("X-Forwarded-Proto: http\r\n")
 	switch {
 	case h.chunked:
@@ -654,5 +657,3 @@ func idempotentMethod(m string) bool {
 	}
 	return false
 }
-
-func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
