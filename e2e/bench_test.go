@@ -41,15 +41,7 @@ var latencyFields = []string{
 // that it exits 0 and wrote its files, and returns results.json.
 func runBench(t *testing.T, name string, files ...string) (benchResults, string) {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name)
-	code, stdout, stderr := run(testContext(t, 3*time.Minute), t, "fulcrum bench "+name, "bench", name, "--smoke", "--out", out)
-	if code != 0 {
-		t.Fatalf("fulcrum bench %s --smoke exited %d\nstdout:\n%s\nstderr:\n%s", name, code, stdout, stderr)
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, out := benchSmoke(t, "fulcrum bench "+name, name, nil)
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		t.Fatalf("results.json is not a JSON object: %v", err)
@@ -89,6 +81,26 @@ func runBench(t *testing.T, name string, files ...string) (benchResults, string)
 		}
 	}
 	return res, out
+}
+
+// benchSmoke runs "fulcrum bench NAME FLAGS... --smoke --out DIR
+// EXTRA..." into a fresh directory DIR (label names the command in
+// messages), fails the test unless it exits 0, and returns results.json
+// and DIR.
+func benchSmoke(t *testing.T, label, name string, flags []string, extra ...string) ([]byte, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	args := append(append([]string{"bench", name}, flags...), "--smoke", "--out", out)
+	args = append(args, extra...)
+	code, stdout, stderr := run(testContext(t, 3*time.Minute), t, label, args...)
+	if code != 0 {
+		t.Fatalf("fulcrum %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, out
 }
 
 // checkServed checks that a row's configuration served its calls, or was

@@ -3,12 +3,15 @@
 package e2e
 
 import (
+	"context"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // fulcrum demo reaches equilibrium and exits 0; the non-adaptive set-up
@@ -56,7 +59,26 @@ var (
 func testDemoReplicaKill(t *testing.T) {
 	ctx := testContext(t, 100*time.Second)
 	const clients = 8 // the demo's default
-	p := startProc(t, "fulcrum demo", "demo", "--duration", "60s")
+	out, pid := runDemoKillingReplica(ctx, t, "fulcrum demo", "demo", "--duration", "60s")
+	failed := 0
+	for _, row := range demoRow.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(row[3])
+		failed += n
+	}
+	if failed > clients {
+		t.Errorf("%d failed calls after kill -9 of a replica, want at most %d (one in flight per client):\n%s", failed, clients, out)
+	}
+	t.Logf("replica 2 (pid %d) killed; %d failed calls; %s", pid, failed, out[strings.LastIndex(out, "balanced after"):])
+}
+
+// runDemoKillingReplica runs the demo (fulcrum args, name for messages),
+// kills its replica 2 with kill -9 once the third second's row is printed,
+// waits for the demo to start it again on its address, and returns the
+// demo's stdout and the killed pid once it has exited 0 after "balanced
+// after".
+func runDemoKillingReplica(ctx context.Context, t *testing.T, name string, args ...string) (string, int) {
+	t.Helper()
+	p := startProc(t, name, args...)
 	p.WaitOutput(ctx, t, p.Stdout, regexp.MustCompile(`(?m)^\s+3\s`)) // the third second's row
 	m := demoReplica.FindStringSubmatch(p.Stdout.String())
 	if m == nil {
@@ -68,7 +90,7 @@ func testDemoReplicaKill(t *testing.T) {
 		t.Fatalf("kill -9 of replica 2 (pid %d): %v", pid, err)
 	}
 	restarted := regexp.MustCompile(`(?m)^replica 2: pid (\d+), ` + regexp.QuoteMeta(addr) + `$`)
-	poll(ctx, t, "the demo restarting replica 2 on "+addr, func() (bool, string) {
+	proctest.Poll(ctx, t, "the demo restarting replica 2 on "+addr, func() (bool, string) {
 		for _, m := range restarted.FindAllStringSubmatch(p.Stdout.String(), -1) {
 			if m[1] != strconv.Itoa(pid) {
 				return true, ""
@@ -79,17 +101,9 @@ func testDemoReplicaKill(t *testing.T) {
 	code := p.Exit(ctx, t)
 	out := p.Stdout.String()
 	if code != 0 || !strings.Contains(out, "balanced after") {
-		t.Fatalf("fulcrum demo with a replica killed: exit status %d, want 0 and \"balanced after\"\n%s", code, out)
+		t.Fatalf("%s with a replica killed: exit status %d, want 0 and \"balanced after\"\n%s", name, code, out)
 	}
-	failed := 0
-	for _, row := range demoRow.FindAllStringSubmatch(out, -1) {
-		n, _ := strconv.Atoi(row[3])
-		failed += n
-	}
-	if failed > clients {
-		t.Errorf("%d failed calls after kill -9 of a replica, want at most %d (one in flight per client):\n%s", failed, clients, out)
-	}
-	t.Logf("replica 2 (pid %d) killed; %d failed calls; %s", pid, failed, out[strings.LastIndex(out, "balanced after"):])
+	return out, pid
 }
 
 // The command line's help works.

@@ -161,31 +161,12 @@ func getGroup(ctx context.Context, hc *http.Client, admin, name string) (groupSt
 	return g, json.Unmarshal(b, &g)
 }
 
-// poll calls cond every 50ms until it returns true, and fails the test if
-// ctx ends first, with what cond last said.
-func poll(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v; last: %s", what, ctx.Err(), state)
-		}
-	}
-}
-
 // waitReported waits until group name has n replicas that are active and
 // have reported their load, and returns its status.
 func waitReported(ctx context.Context, t *testing.T, hc *http.Client, admin, name string, n int) groupStatus {
 	t.Helper()
 	var g groupStatus
-	poll(ctx, t, fmt.Sprintf("%d active replicas reporting in group %s", n, name), func() (bool, string) {
+	proctest.Poll(ctx, t, fmt.Sprintf("%d active replicas reporting in group %s", n, name), func() (bool, string) {
 		var err error
 		g, err = getGroup(ctx, hc, admin, name)
 		if err != nil {

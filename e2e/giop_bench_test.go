@@ -4,28 +4,16 @@ package e2e
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // runBenchGIOP runs "fulcrum bench NAME --protocol giop --smoke" and
 // returns results.json.
 func runBenchGIOP(t *testing.T, name string, extra ...string) benchResults {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), name)
-	args := append([]string{"bench", name, "--protocol", "giop", "--smoke", "--out", out}, extra...)
-	code, stdout, stderr := run(testContext(t, 3*time.Minute), t, "fulcrum bench "+name+" --protocol giop", args...)
-	if code != 0 {
-		t.Fatalf("fulcrum %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, _ := benchSmoke(t, "fulcrum bench "+name+" --protocol giop", name, []string{"--protocol", "giop"}, extra...)
 	var res benchResults
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("results.json: %v", err)
@@ -44,22 +32,30 @@ func TestBenchOverheadGIOPSmoke(t *testing.T) {
 	res := runBenchGIOP(t, "overhead")
 	var names []string
 	for _, row := range res.Rows {
-		name := row["name"].(string)
-		names = append(names, name)
-		if name == "haproxy" || name == "nginx" {
-			if reason, _ := row["skipped"].(string); !strings.Contains(reason, "HTTP-only") {
-				t.Errorf("row %s: skipped = %v, want HTTP-only", name, row["skipped"])
-			}
-			continue
-		}
-		checkServed(t, row, 200)
-		if v, ok := row["throughput_ratio_to_direct"].(float64); !ok || !(v > 0) {
-			t.Errorf("row %s: throughput_ratio_to_direct = %v", name, row["throughput_ratio_to_direct"])
-		}
+		names = append(names, checkOverheadRowGIOP(t, row))
 	}
 	if want := []string{"direct", "per-session", "per-request", "on-demand", "haproxy", "nginx"}; !slices.Equal(names, want) {
 		t.Errorf("rows %v, want %v", names, want)
 	}
+}
+
+// checkOverheadRowGIOP checks a row of the overhead experiment over GIOP
+// and returns its name: HAProxy and NGINX are skipped as HTTP-only, the
+// others serve their 200 calls at a positive throughput ratio to direct.
+func checkOverheadRowGIOP(t *testing.T, row map[string]any) string {
+	t.Helper()
+	name := row["name"].(string)
+	if name == "haproxy" || name == "nginx" {
+		if reason, _ := row["skipped"].(string); !strings.Contains(reason, "HTTP-only") {
+			t.Errorf("row %s: skipped = %v, want HTTP-only", name, row["skipped"])
+		}
+		return name
+	}
+	checkServed(t, row, 200)
+	if v, ok := row["throughput_ratio_to_direct"].(float64); !ok || !(v > 0) {
+		t.Errorf("row %s: throughput_ratio_to_direct = %v", name, row["throughput_ratio_to_direct"])
+	}
+	return name
 }
 
 // The effectiveness experiment over GIOP: every run serves its calls and

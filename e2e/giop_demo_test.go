@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -34,31 +33,7 @@ func TestDemoGIOP(t *testing.T) {
 		t.Parallel()
 		ctx := testContext(t, 100*time.Second)
 		const clients = 8
-		p := startProc(t, "fulcrum demo --protocol giop", "demo", "--protocol", "giop", "--duration", "60s")
-		p.WaitOutput(ctx, t, p.Stdout, regexp.MustCompile(`(?m)^\s+3\s`))
-		m := demoReplica.FindStringSubmatch(p.Stdout.String())
-		if m == nil {
-			t.Fatalf("the demo did not print replica 2's pid:\n%s", p.Stdout)
-		}
-		pid, _ := strconv.Atoi(m[1])
-		addr := m[2]
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		restarted := regexp.MustCompile(`(?m)^replica 2: pid (\d+), ` + regexp.QuoteMeta(addr) + `$`)
-		poll(ctx, t, "the demo restarting replica 2", func() (bool, string) {
-			for _, m := range restarted.FindAllStringSubmatch(p.Stdout.String(), -1) {
-				if m[1] != strconv.Itoa(pid) {
-					return true, ""
-				}
-			}
-			return false, p.Stdout.String()
-		})
-		code := p.Exit(ctx, t)
-		out := p.Stdout.String()
-		if code != 0 || !strings.Contains(out, "balanced after") {
-			t.Fatalf("fulcrum demo --protocol giop with a replica killed: exit status %d, want 0 and \"balanced after\"\n%s", code, out)
-		}
+		out, _ := runDemoKillingReplica(ctx, t, "fulcrum demo --protocol giop", "demo", "--protocol", "giop", "--duration", "60s")
 		checkDemoCalls(t, out, clients)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -33,16 +32,7 @@ func needOmniORB(t *testing.T) {
 func runBenchOmniORB(t *testing.T, name string, extra ...string) (benchResults, map[string]any) {
 	t.Helper()
 	needOmniORB(t)
-	out := filepath.Join(t.TempDir(), name)
-	args := append([]string{"bench", name, "--protocol", "giop", "--orb", "omniorb", "--smoke", "--out", out}, extra...)
-	code, stdout, stderr := run(testContext(t, 3*time.Minute), t, "fulcrum bench "+name+" --orb omniorb", args...)
-	if code != 0 {
-		t.Fatalf("fulcrum %s exited %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, _ := benchSmoke(t, "fulcrum bench "+name+" --orb omniorb", name, []string{"--protocol", "giop", "--orb", "omniorb"}, extra...)
 	var res benchResults
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("results.json: %v", err)
@@ -67,18 +57,8 @@ func TestBenchOverheadOmniORBSmoke(t *testing.T) {
 	res, _ := runBenchOmniORB(t, "overhead")
 	var names []string
 	for _, row := range res.Rows {
-		name := row["name"].(string)
+		name := checkOverheadRowGIOP(t, row)
 		names = append(names, name)
-		if name == "haproxy" || name == "nginx" {
-			if reason, _ := row["skipped"].(string); !strings.Contains(reason, "HTTP-only") {
-				t.Errorf("row %s: skipped = %v, want HTTP-only", name, row["skipped"])
-			}
-			continue
-		}
-		checkServed(t, row, 200)
-		if v, ok := row["throughput_ratio_to_direct"].(float64); !ok || !(v > 0) {
-			t.Errorf("row %s: throughput_ratio_to_direct = %v", name, row["throughput_ratio_to_direct"])
-		}
 		if name == "agent" {
 			if v, ok := row["proxy_cpu_us_per_call"].(float64); !ok || !(v > 0) {
 				t.Errorf("row agent: proxy_cpu_us_per_call = %v, want the agent's CPU per call", row["proxy_cpu_us_per_call"])

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // loadClient is one Go client-library client calling at a steady rate.
@@ -161,7 +162,7 @@ func TestReplicaKillRebindsAndRestartTakesLoad(t *testing.T) {
 	// their first calls or when the analyzer rebalances).
 	const clients = 4
 	l := startLoad(t, g.Advertise, clients, 25*time.Millisecond)
-	poll(ctx, t, "both replicas serving bound clients", func() (bool, string) {
+	proctest.Poll(ctx, t, "both replicas serving bound clients", func() (bool, string) {
 		return l.servedBy(v.ID) >= 20 && l.servedBy(s.ID) >= 20 && l.boundTo(v.ID) > 0,
 			fmt.Sprintf("served %s, %d clients bound to %s", l.servedString(), l.boundTo(v.ID), v.ID)
 	})
@@ -181,7 +182,7 @@ func TestReplicaKillRebindsAndRestartTakesLoad(t *testing.T) {
 	for i, c := range l.clients {
 		okAtKill[i] = c.ok.Load()
 	}
-	poll(ctx, t, "every client bound to the survivor and served 10 times since the kill", func() (bool, string) {
+	proctest.Poll(ctx, t, "every client bound to the survivor and served 10 times since the kill", func() (bool, string) {
 		done := l.boundTo(s.ID) == clients
 		for i, c := range l.clients {
 			done = done && c.ok.Load()-okAtKill[i] >= 10
@@ -211,7 +212,7 @@ func TestReplicaKillRebindsAndRestartTakesLoad(t *testing.T) {
 		t.Fatalf("restarted replica listens on %s, want %s", again, victimURL)
 	}
 	servedBefore := l.servedBy(v.ID)
-	poll(ctx, t, "the restarted replica active, reporting, under its old id", func() (bool, string) {
+	proctest.Poll(ctx, t, "the restarted replica active, reporting, under its old id", func() (bool, string) {
 		g, err := getGroup(ctx, hc, bal.admin, "prime")
 		if err != nil {
 			return false, err.Error()
@@ -220,7 +221,7 @@ func TestReplicaKillRebindsAndRestartTakesLoad(t *testing.T) {
 		return ok && len(g.Replicas) == 2 && r.State == "active" && r.Load != nil && r.Address == victimURL,
 			fmt.Sprintf("%+v", g.Replicas)
 	})
-	poll(ctx, t, "the restarted replica taking load", func() (bool, string) {
+	proctest.Poll(ctx, t, "the restarted replica taking load", func() (bool, string) {
 		return l.servedBy(v.ID)-servedBefore >= 20 && l.boundTo(v.ID) > 0,
 			fmt.Sprintf("served %s; %d clients bound to %s", l.servedString(), l.boundTo(v.ID), v.ID)
 	})

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // SIGTERM while a call is in flight through a per-request front door: the
@@ -70,7 +72,7 @@ groups:
 	if _, err := pw.Write(first); err != nil {
 		t.Fatal(err)
 	}
-	poll(ctx, t, "the call in flight to the replica", func() (bool, string) {
+	proctest.Poll(ctx, t, "the call in flight to the replica", func() (bool, string) {
 		g, err := getGroup(ctx, hc, bal.admin, "prime")
 		if err != nil {
 			return false, err.Error()
@@ -81,7 +83,7 @@ groups:
 	bal.Signal(t, syscall.SIGTERM)
 	bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`msg="shutting down" signal=terminated`))
 	// The front door stops accepting connections while the call goes on.
-	poll(ctx, t, "the front door refusing new connections", func() (bool, string) {
+	proctest.Poll(ctx, t, "the front door refusing new connections", func() (bool, string) {
 		c, err := net.DialTimeout("tcp", hostPort(g.Advertise), time.Second)
 		if err != nil {
 			return true, ""

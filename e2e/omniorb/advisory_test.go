@@ -34,7 +34,7 @@ func TestHighAdvisoryMovesClients(t *testing.T) {
 		args[i] = 4_000_000 + int64(i)
 		ps[i] = o.startClient(t, k, "--calls", strconv.Itoa(calls), "--rate", strconv.Itoa(rate), "--per-call", "--arg", fmt.Sprint(args[i]), r.corbaloc)
 	}
-	poll(ctx, t, "every client calling replica 0", func() (bool, string) {
+	proctest.Poll(ctx, t, "every client calling replica 0", func() (bool, string) {
 		by := make([]int, len(args))
 		for i, a := range args {
 			by[i] = r.servers[0].callsWithArg(t, a)
@@ -53,7 +53,7 @@ func TestHighAdvisoryMovesClients(t *testing.T) {
 	moveCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	sawHigh := false
-	poll(moveCtx, t, "a client moved to replica 1 or 2", func() (bool, string) {
+	proctest.Poll(moveCtx, t, "a client moved to replica 1 or 2", func() (bool, string) {
 		g := r.bal.group(ctx, t, groupName)
 		for _, rep := range g.Replicas {
 			sawHigh = sawHigh || rep.Advisory == "high"

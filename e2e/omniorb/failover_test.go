@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // A replica killed with kill -9 gets its clients rebound on their next
@@ -92,7 +94,7 @@ func TestKillReplicaRebindsClients(t *testing.T) {
 		t.Fatalf("the slow client was bound to the dead replica %d", victim)
 	}
 	slow.startBatch(t, 2)
-	poll(ctx, t, "the slow client's second call in flight", func() (bool, string) {
+	proctest.Poll(ctx, t, "the slow client's second call in flight", func() (bool, string) {
 		n := r.servers[now].callsWithArg(t, slowArg)
 		return n >= 2, fmt.Sprintf("%d calls", n)
 	})
@@ -128,7 +130,7 @@ func TestKillReplicaRebindsClients(t *testing.T) {
 // waitDown waits until n replicas of the group are down.
 func waitDown(ctx context.Context, t *testing.T, r *rig, n int) {
 	t.Helper()
-	poll(ctx, t, fmt.Sprintf("%d replicas down", n), func() (bool, string) {
+	proctest.Poll(ctx, t, fmt.Sprintf("%d replicas down", n), func() (bool, string) {
 		g := r.bal.group(ctx, t, groupName)
 		down := 0
 		for _, rep := range g.Replicas {
@@ -153,7 +155,7 @@ func TestKillServerUnderDirectClient(t *testing.T) {
 		t.Fatalf("first call: %+v", s)
 	}
 	c.startBatch(t, 2)
-	poll(ctx, t, "the second call in flight", func() (bool, string) {
+	proctest.Poll(ctx, t, "the second call in flight", func() (bool, string) {
 		n := srv.callsWithArg(t, slowArg)
 		return n >= 2, fmt.Sprintf("%d calls", n)
 	})
@@ -183,7 +185,7 @@ func TestKillReplicaPerRequest(t *testing.T) {
 	before := r.waitServed(ctx, t, slowArg, 1)
 	c.startBatch(t, 4)
 	busy := -1
-	poll(ctx, t, "the second call in flight", func() (bool, string) {
+	proctest.Poll(ctx, t, "the second call in flight", func() (bool, string) {
 		now := r.servedBy(t, slowArg)
 		for i := range now {
 			if now[i] > before[i] {

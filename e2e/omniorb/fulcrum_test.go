@@ -199,22 +199,3 @@ func (b *balancer) metric(ctx context.Context, t *testing.T, name string, labels
 	}
 	return sum
 }
-
-// poll calls cond every 50ms until it returns true, and fails the test if
-// ctx ends first, with what cond last said.
-func poll(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v; last: %s", what, ctx.Err(), state)
-		}
-	}
-}

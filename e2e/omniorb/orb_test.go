@@ -183,7 +183,7 @@ func (s *server) callsWithArg(t *testing.T, arg int64) int {
 // logs more.
 func (s *server) waitCalls(ctx context.Context, t *testing.T, arg int64, n int) {
 	t.Helper()
-	poll(ctx, t, fmt.Sprintf("%s logging %d calls with argument %d", s.Name, n, arg), func() (bool, string) {
+	proctest.Poll(ctx, t, fmt.Sprintf("%s logging %d calls with argument %d", s.Name, n, arg), func() (bool, string) {
 		got := s.callsWithArg(t, arg)
 		if got > n {
 			t.Fatalf("%s logged %d calls with argument %d, want %d", s.Name, got, arg, n)

@@ -79,7 +79,7 @@ func TestOmniORBOverhead(t *testing.T) {
 	}
 	refs := map[string]string{}
 	for _, g := range []string{"prime", "perreq"} {
-		poll(ctx, t, "replicas of "+g+" active", func() (bool, string) {
+		proctest.Poll(ctx, t, "replicas of "+g+" active", func() (bool, string) {
 			st := bal.group(ctx, t, g)
 			n := 0
 			for _, r := range st.Replicas {

@@ -138,7 +138,7 @@ func (r *rig) startAgent(ctx context.Context, t *testing.T, i int, s *server) *a
 func (r *rig) waitActive(ctx context.Context, t *testing.T, n int, reported bool) groupStatus {
 	t.Helper()
 	var g groupStatus
-	poll(ctx, t, fmt.Sprintf("%d active replicas in group %s", n, groupName), func() (bool, string) {
+	proctest.Poll(ctx, t, fmt.Sprintf("%d active replicas in group %s", n, groupName), func() (bool, string) {
 		g = r.bal.group(ctx, t, groupName)
 		ready := 0
 		for _, rep := range g.Replicas {
@@ -178,7 +178,7 @@ func (r *rig) servedBy(t *testing.T, arg int64) []int {
 func (r *rig) waitServed(ctx context.Context, t *testing.T, arg int64, n int) []int {
 	t.Helper()
 	var by []int
-	poll(ctx, t, fmt.Sprintf("%d calls with argument %d logged by the replicas", n, arg), func() (bool, string) {
+	proctest.Poll(ctx, t, fmt.Sprintf("%d calls with argument %d logged by the replicas", n, arg), func() (bool, string) {
 		by = r.servedBy(t, arg)
 		total := 0
 		for _, k := range by {

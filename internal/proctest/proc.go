@@ -190,11 +190,12 @@ func (p *Proc) Exit(ctx context.Context, t testing.TB) int {
 }
 
 // waitCopied waits a little for the output of an exited process to be
-// copied; a child of it that keeps the output open fails the test.
+// copied (and so Done to be closed); a child of it that keeps the output
+// open fails the test.
 func (p *Proc) waitCopied(t testing.TB) {
 	t.Helper()
 	select {
-	case <-p.copied:
+	case <-p.done:
 	case <-time.After(copiedWait):
 		t.Errorf("%s (pid %d) exited but its output is still held open: %s", p.Name, p.Pid(), strings.Join(groupMembers(p.Pid()), "; "))
 	}

@@ -95,6 +95,14 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// begin starts sh -c script under a fresh recorder, with a context for
+// the test's waits.
+func begin(t *testing.T, opts Options, script string) (context.Context, *recorder, *Proc) {
+	t.Helper()
+	r := newRecorder(t)
+	return testContext(t, 30*time.Second), r, startSh(t, r, opts, script)
+}
+
 // startSh starts sh -c script under r, failing t if that fails.
 func startSh(t *testing.T, r *recorder, opts Options, script string) *Proc {
 	t.Helper()
@@ -110,10 +118,7 @@ func startSh(t *testing.T, r *recorder, opts Options, script string) *Proc {
 // process that left nothing behind passes the cleanup.
 func TestStartWaitExit(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t, 30*time.Second)
-	r := newRecorder(t)
-	p := startSh(t, r, Options{Env: []string{"PROCTEST_WORD=hello"}, Stdin: true},
-		`echo "ready $PROCTEST_WORD"; echo "on stderr" >&2; read line; echo "got $line"; exit 3`)
+	ctx, r, p := begin(t, Options{Env: []string{"PROCTEST_WORD=hello"}, Stdin: true}, `echo "ready $PROCTEST_WORD"; echo "on stderr" >&2; read line; echo "got $line"; exit 3`)
 	var m []string
 	if !r.run(func() { m = p.WaitOutput(ctx, r, p.Stdout, regexp.MustCompile(`ready (\w+)`)) }) {
 		t.Fatalf("WaitOutput: %v", r.errors)
@@ -151,9 +156,7 @@ func TestStartWaitExit(t *testing.T) {
 // in its group.
 func TestCleanupKillsGroup(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t, 30*time.Second)
-	r := newRecorder(t)
-	p := startSh(t, r, Options{}, `sleep 300 & echo "child $!"; wait`)
+	ctx, r, p := begin(t, Options{}, `sleep 300 & echo "child $!"; wait`)
 	var m []string
 	if !r.run(func() { m = p.WaitOutput(ctx, r, p.Stdout, regexp.MustCompile(`child (\d+)`)) }) {
 		t.Fatalf("WaitOutput: %v", r.errors)
@@ -181,9 +184,7 @@ func TestCleanupKillsGroup(t *testing.T) {
 // the child is killed.
 func TestCleanupReportsLeftovers(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t, 30*time.Second)
-	r := newRecorder(t)
-	p := startSh(t, r, Options{}, `sleep 300 >/dev/null 2>&1 & echo "child $!"`)
+	ctx, r, p := begin(t, Options{}, `sleep 300 >/dev/null 2>&1 & echo "child $!"`)
 	if !r.run(func() { p.Exit(ctx, r) }) {
 		t.Fatalf("Exit: %v", r.errors)
 	}
@@ -204,9 +205,7 @@ func TestCleanupReportsLeftovers(t *testing.T) {
 // the pattern and what the process wrote.
 func TestWaitOutputTimeout(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t, 30*time.Second)
-	r := newRecorder(t)
-	p := startSh(t, r, Options{}, `echo "hello from sh"; exec sleep 300`)
+	ctx, r, p := begin(t, Options{}, `echo "hello from sh"; exec sleep 300`)
 	if !r.run(func() { p.WaitOutput(ctx, r, p.Stdout, regexp.MustCompile(`hello`)) }) {
 		t.Fatalf("WaitOutput: %v", r.errors)
 	}
@@ -231,9 +230,7 @@ func TestWaitOutputTimeout(t *testing.T) {
 // at once, with its output.
 func TestWaitOutputExited(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t, 30*time.Second)
-	r := newRecorder(t)
-	p := startSh(t, r, Options{}, `echo "something else" >&2; exit 1`)
+	ctx, r, p := begin(t, Options{}, `echo "something else" >&2; exit 1`)
 	if r.run(func() { p.WaitOutput(ctx, r, p.Stderr, regexp.MustCompile(`listening`)) }) {
 		t.Fatal("WaitOutput returned for a line never written")
 	}
@@ -253,9 +250,7 @@ func TestWaitOutputExited(t *testing.T) {
 // has nothing left to do.
 func TestKill9(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t, 30*time.Second)
-	r := newRecorder(t)
-	p := startSh(t, r, Options{}, `exec sleep 300`)
+	ctx, r, p := begin(t, Options{}, `exec sleep 300`)
 	if !r.run(func() { p.Kill9(ctx, r) }) {
 		t.Fatalf("Kill9: %v", r.errors)
 	}
@@ -267,9 +262,7 @@ func TestKill9(t *testing.T) {
 // A data race reported on stderr fails the test.
 func TestDataRaceFails(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t, 30*time.Second)
-	r := newRecorder(t)
-	p := startSh(t, r, Options{}, `echo "WARNING: DATA RACE" >&2`)
+	ctx, r, p := begin(t, Options{}, `echo "WARNING: DATA RACE" >&2`)
 	if !r.run(func() { p.Exit(ctx, r) }) {
 		t.Fatalf("Exit: %v", r.errors)
 	}
