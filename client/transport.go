@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -46,6 +48,17 @@ type Options struct {
 	// Logger receives binding changes at debug level. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Timeout bounds each call, redirects and retries included, from
+	// sending it until its answer's body is read to the end or closed,
+	// as http.Client.Timeout does. Default 0: no bound but the request's
+	// context. Prefer it to http.Client.Timeout: net/http enforces a
+	// Client.Timeout through any RoundTripper but its own (this one
+	// included) with a goroutine, a timer and a cancel channel per call,
+	// which Transport must then watch with a second goroutine; on
+	// loopback that costs more than the binding itself. Timeout costs a
+	// context deadline, as Client.Timeout does over net/http's own
+	// Transport.
+	Timeout time.Duration
 }
 
 // Transport is an http.RoundTripper that speaks fulcrum's HTTP binding
@@ -57,6 +70,7 @@ type Transport struct {
 	id      string
 	maxHops int
 	maxBody int64
+	timeout time.Duration
 	log     *slog.Logger
 	doors   doors
 }
@@ -68,6 +82,7 @@ func NewTransport(opts Options) *Transport {
 		id:      opts.ClientID,
 		maxHops: opts.MaxHops,
 		maxBody: opts.MaxBufferedBody,
+		timeout: max(opts.Timeout, 0),
 		log:     opts.Logger,
 	}
 	if t.base == nil {
@@ -92,7 +107,8 @@ func NewTransport(opts Options) *Transport {
 }
 
 // NewHTTPClient returns an *http.Client whose Transport is
-// NewTransport(opts).
+// NewTransport(opts). Bound its calls with Options.Timeout rather than the
+// Client's Timeout (see Options.Timeout).
 func NewHTTPClient(opts Options) *http.Client {
 	return &http.Client{Transport: NewTransport(opts)}
 }
@@ -158,6 +174,22 @@ func (t *Transport) CloseIdleConnections() {
 // body fits in Options.MaxBufferedBody; otherwise the redirect is returned
 // to the caller.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.timeout <= 0 {
+		return t.roundTrip(req.Context(), req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	resp, err := t.roundTrip(ctx, req)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = newCancelBody(resp.Body, cancel)
+	return resp, nil
+}
+
+// roundTrip is RoundTrip with the attempts made under ctx (req's context,
+// or one with Options.Timeout's deadline).
+func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
 	body, err := newReplay(req, t.maxBody)
 	if err != nil {
 		return nil, err
@@ -176,7 +208,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
 		}
-		out, err := t.attempt(req, bound, body, unreachable, leaving)
+		out, err := t.attempt(ctx, req, bound, body, unreachable, leaving)
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +217,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if bound != nil { // the replica answered, or failed to
 			switch {
 			case err != nil:
-				if req.Context().Err() != nil {
+				if ctx.Err() != nil {
 					return nil, err
 				}
 				door.drop(bound)
@@ -250,12 +282,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // client could not connect to; the front door is told so that it binds the
 // client elsewhere. leaving, when set, is the binding a replica sent the
 // client back from; the front door is told so that it counts the move.
-func (t *Transport) attempt(req *http.Request, b *binding, body *replay, unreachable, leaving string) (*http.Request, error) {
+func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, body *replay, unreachable, leaving string) (*http.Request, error) {
 	rc, err := body.next()
 	if err != nil {
 		return nil, err
 	}
-	out := req.Clone(req.Context())
+	out := req.Clone(ctx)
 	out.Body = rc
 	if body.get != nil {
 		out.GetBody = body.get
