@@ -102,13 +102,20 @@ func NewCallers(target Endpoint, n int) *Callers {
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 		}
+		// Every call is bounded by callTimeout: by the Client over
+		// net/http's own Transport (a context deadline), and by the client
+		// library's own Timeout over it, which costs the same, since
+		// net/http enforces a Client.Timeout through any other
+		// RoundTripper with two goroutines and a timer per call.
 		var rt http.RoundTripper = base
+		timeout := callTimeout
 		if target.Binding {
-			rt = client.NewTransport(client.Options{Base: base, Logger: slog.New(slog.DiscardHandler)})
+			rt = client.NewTransport(client.Options{Base: base, Logger: slog.New(slog.DiscardHandler), Timeout: callTimeout})
+			timeout = 0
 		}
 		hc := &http.Client{
 			Transport: rt,
-			Timeout:   60 * time.Second,
+			Timeout:   timeout,
 			// A redirect is an answer here: the client library follows
 			// the binding protocol's own.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -249,6 +256,9 @@ func RunLoad(ctx context.Context, target Endpoint, callers, calls int, d time.Du
 	}
 	return cs.Run(ctx, time.Time{}, calls, until)
 }
+
+// callTimeout bounds each call of a closed-loop caller.
+const callTimeout = 60 * time.Second
 
 // warmupCalls is how many unrecorded calls each caller makes first.
 const warmupCalls = 3
