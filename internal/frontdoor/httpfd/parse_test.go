@@ -241,7 +241,7 @@ func FuzzParseRequest(f *testing.F) {
 // serverAccepts applies the checks net/http's server makes after
 // ReadRequest (server.go, readRequest): a version it serves, a Host field
 // for HTTP/1.1, a valid Host (httpguts.ValidHostHeader), no empty field
-// name (ReadRequest itself refuses other bad names and values).
+// name, names that are tokens (ReadRequest itself refuses bad values).
 func serverAccepts(in []byte, req *http.Request) bool {
 	if req.ProtoMajor != 1 {
 		return false
@@ -266,9 +266,16 @@ func serverAccepts(in []byte, req *http.Request) bool {
 			}
 		}
 	}
-	_, empty := req.Header[""]
-	return !empty
+	for k := range req.Header {
+		if k == "" || strings.Trim(k, rfc9110TChar) != "" {
+			return false // httpguts.ValidHeaderFieldName
+		}
+	}
+	return true
 }
+
+// rfc9110TChar are the characters of a token (RFC 9110 §5.6.2).
+const rfc9110TChar = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 // netHTTPHostBytes are the bytes golang.org/x/net/http/httpguts accepts in
 // a Host field.
