@@ -25,8 +25,11 @@ type binding struct {
 	Binding
 	// header is the Fulcrum-Binding value, "<group>/<replica>".
 	header string
-	scheme string
-	host   string
+	// headerValue is []string{header}, shared by the calls' headers;
+	// read-only.
+	headerValue []string
+	scheme      string
+	host        string
 	// prefix is the replica's base path (escaped), without a trailing
 	// slash; usually empty.
 	prefix string
@@ -66,12 +69,14 @@ func bindingFrom(resp *http.Response, reqURL *url.URL) (*binding, bool) {
 	}
 	prefix := strings.TrimRight(lpath[:len(lpath)-len(path)], "/")
 	base := lu.Scheme + "://" + lu.Host + prefix
+	header := group + "/" + replica
 	return &binding{
-		Binding: Binding{Group: group, Replica: replica, URL: base},
-		header:  group + "/" + replica,
-		scheme:  lu.Scheme,
-		host:    lu.Host,
-		prefix:  prefix,
+		Binding:     Binding{Group: group, Replica: replica, URL: base},
+		header:      header,
+		headerValue: []string{header},
+		scheme:      lu.Scheme,
+		host:        lu.Host,
+		prefix:      prefix,
 	}, true
 }
 

@@ -23,28 +23,28 @@ type replay struct {
 }
 
 // newReplay prepares req's body. It takes over closing req.Body.
-func newReplay(req *http.Request, limit int64) (*replay, error) {
+func newReplay(req *http.Request, limit int64) (replay, error) {
 	switch {
 	case req.Body == nil || req.Body == http.NoBody:
-		return &replay{orig: req.Body, empty: true, length: -1}, nil
+		return replay{orig: req.Body, empty: true, length: -1}, nil
 	case req.GetBody != nil:
-		return &replay{orig: req.Body, get: req.GetBody, length: -1}, nil
+		return replay{orig: req.Body, get: req.GetBody, length: -1}, nil
 	case req.ContentLength > limit:
-		return &replay{orig: req.Body, length: -1}, nil
+		return replay{orig: req.Body, length: -1}, nil
 	}
 	buf, err := io.ReadAll(io.LimitReader(req.Body, limit+1))
 	if err != nil {
 		req.Body.Close()
-		return nil, fmt.Errorf("client: read request body: %w", err)
+		return replay{}, fmt.Errorf("client: read request body: %w", err)
 	}
 	if int64(len(buf)) > limit {
 		// Too big to keep: stream what was read and the rest, once.
-		return &replay{orig: readCloser{io.MultiReader(bytes.NewReader(buf), req.Body), req.Body}, length: -1}, nil
+		return replay{orig: readCloser{io.MultiReader(bytes.NewReader(buf), req.Body), req.Body}, length: -1}, nil
 	}
 	req.Body.Close()
 	get := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 	body, _ := get()
-	return &replay{orig: body, get: get, length: int64(len(buf))}, nil
+	return replay{orig: body, get: get, length: int64(len(buf))}, nil
 }
 
 type readCloser struct {

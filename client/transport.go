@@ -66,8 +66,10 @@ type Options struct {
 // binding per front door and sends later calls straight to the bound
 // replica. Safe for concurrent use.
 type Transport struct {
-	base    http.RoundTripper
-	id      string
+	base http.RoundTripper
+	id   string
+	// idValue is the Fulcrum-Client header's value, id; read-only.
+	idValue []string
 	maxHops int
 	maxBody int64
 	timeout time.Duration
@@ -91,6 +93,7 @@ func NewTransport(opts Options) *Transport {
 	if t.id == "" {
 		t.id = rand.Text()
 	}
+	t.idValue = []string{t.id}
 	if t.maxHops <= 0 {
 		t.maxHops = DefaultMaxHops
 	}
@@ -208,7 +211,7 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
 		}
-		out, err := t.attempt(ctx, req, bound, body, unreachable, leaving)
+		out, err := t.attempt(ctx, req, bound, &body, unreachable, leaving)
 		if err != nil {
 			return nil, err
 		}
@@ -287,7 +290,11 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 	if err != nil {
 		return nil, err
 	}
-	out := req.Clone(ctx)
+	// A shallow copy, as req.WithContext makes: the base transport only
+	// reads the URL, the header's values and the rest, so they are shared
+	// with req; only the header map is new, since the binding's headers
+	// are set in it.
+	out := req.WithContext(ctx)
 	out.Body = rc
 	if body.get != nil {
 		out.GetBody = body.get
@@ -295,20 +302,26 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 	if body.length >= 0 {
 		out.ContentLength = body.length
 	}
-	if b != nil {
+	h := make(http.Header, len(req.Header)+3)
+	for k, v := range req.Header {
+		h[k] = v
+	}
+	out.Header = h
+	switch {
+	case b != nil:
 		out.URL = b.rewrite(req.URL)
 		out.Host = ""
-		out.Header.Set(protocol.HeaderBinding, b.header)
-	} else if unreachable != "" {
-		out.Header.Set(protocol.HeaderBinding, unreachable)
-		out.Header.Set(protocol.HeaderRebind, protocol.RebindUnreachable)
-	} else if leaving != "" {
-		out.Header.Set(protocol.HeaderBinding, leaving)
-		out.Header.Set(protocol.HeaderRebind, "1")
-	} else {
-		out.Header.Del(protocol.HeaderBinding)
+		h[protocol.HeaderBinding] = b.headerValue
+	case unreachable != "":
+		h[protocol.HeaderBinding] = []string{unreachable}
+		h[protocol.HeaderRebind] = []string{protocol.RebindUnreachable}
+	case leaving != "":
+		h[protocol.HeaderBinding] = []string{leaving}
+		h[protocol.HeaderRebind] = []string{"1"}
+	default:
+		delete(h, protocol.HeaderBinding)
 	}
-	out.Header.Set(protocol.HeaderClient, t.id)
+	h[protocol.HeaderClient] = t.idValue
 	return out, nil
 }
 
