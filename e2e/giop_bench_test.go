@@ -67,17 +67,24 @@ func TestBenchEffectivenessGIOPSmoke(t *testing.T) {
 		t.Fatalf("%d runs, want the 4 default strategy/binding pairs", len(res.Rows))
 	}
 	for _, row := range res.Rows {
-		rates, _ := row["replica_rates"].([]any)
-		sum := 0.0
-		for _, r := range rates {
-			v, _ := r.(float64)
-			sum += v
-		}
-		if len(rates) != 4 || !(sum > 0) {
-			t.Errorf("run %v: replica_rates %v, want 4 replicas serving calls", row["name"], row["replica_rates"])
-		}
+		checkReplicaRates(t, row)
 		if row["calls"] == 0.0 || row["errors"] != 0.0 {
 			t.Errorf("run %v: calls %v, errors %v", row["name"], row["calls"], row["errors"])
 		}
+	}
+}
+
+// checkReplicaRates checks that an effectiveness run's calls were served
+// by the group's 4 replicas.
+func checkReplicaRates(t *testing.T, row map[string]any) {
+	t.Helper()
+	rates, _ := row["replica_rates"].([]any)
+	sum := 0.0
+	for _, r := range rates {
+		v, _ := r.(float64)
+		sum += v
+	}
+	if len(rates) != 4 || !(sum > 0) {
+		t.Errorf("run %v: replica_rates %v, want 4 replicas serving calls", row["name"], row["replica_rates"])
 	}
 }

@@ -86,15 +86,7 @@ func TestBenchEffectivenessOmniORBSmoke(t *testing.T) {
 		wantCalls += math.Ceil((3 - 0.1*float64(i)) * r.(float64))
 	}
 	for _, row := range res.Rows {
-		rates, _ := row["replica_rates"].([]any)
-		sum := 0.0
-		for _, r := range rates {
-			v, _ := r.(float64)
-			sum += v
-		}
-		if len(rates) != 4 || !(sum > 0) {
-			t.Errorf("run %v: replica_rates %v, want 4 replicas serving calls", row["name"], row["replica_rates"])
-		}
+		checkReplicaRates(t, row)
 		// Every call is made and answered.
 		if row["calls"] != wantCalls || row["errors"] != 0.0 {
 			t.Errorf("run %v: calls %v (want %v), errors %v", row["name"], row["calls"], wantCalls, row["errors"])
