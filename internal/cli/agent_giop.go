@@ -226,6 +226,8 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 	if err != nil {
 		return exitCode(2, err)
 	}
+	stop := catchStop()
+	defer stop.release()
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- agent.Serve(ln) }()
 	var pullSrv *http.Server
@@ -248,7 +250,7 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 	if err := mon.Start(); err != nil {
 		return err
 	}
-	_, runErr := awaitStop(ctx, serveErr)
+	_, runErr := stop.await(ctx, serveErr)
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := mon.Close(sctx); err != nil {

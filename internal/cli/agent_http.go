@@ -254,6 +254,8 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 	defer stopRun()
 	go agent.Run(runCtx)
 
+	stop := catchStop()
+	defer stop.release()
 	serveErr := make(chan error, 1)
 	var srv *http.Server
 	if ln != nil {
@@ -269,7 +271,7 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		return err
 	}
 	log.Info("agent measuring the replica", "target", f.target, "address", f.address, "load", f.load, "mode", f.mode)
-	_, runErr := awaitStop(ctx, serveErr)
+	_, runErr := stop.await(ctx, serveErr)
 	stopRun()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

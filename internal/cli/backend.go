@@ -114,6 +114,8 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 		handler = backend.NewPrime(servedBy)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	stop := catchStop()
+	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on %s\n", addr)
@@ -122,7 +124,7 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 			return err
 		}
 	}
-	_, runErr := awaitStop(ctx, serveErr)
+	_, runErr := stop.await(ctx, serveErr)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if mon != nil {

@@ -55,6 +55,8 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 		opts.Monitor = mon
 		srv = backend.NewGIOPPrime(opts)
 	}
+	stop := catchStop()
+	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "listening on %s\n", addr)
@@ -65,7 +67,7 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 			return err
 		}
 	}
-	_, runErr := awaitStop(ctx, serveErr)
+	_, runErr := stop.await(ctx, serveErr)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if opts.Monitor != nil {

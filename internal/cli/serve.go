@@ -136,12 +136,14 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	stop := catchStop()
+	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
 	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", Version)
 
 	var runErr error
-	switch sig, err := awaitStop(ctx, serveErr); {
+	switch sig, err := stop.await(ctx, serveErr); {
 	case err != nil:
 		runErr = fmt.Errorf("admin API: %w", err)
 	case sig != nil:

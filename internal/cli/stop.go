@@ -7,18 +7,32 @@ import (
 	"syscall"
 )
 
-// awaitStop blocks until ctx is done, SIGINT or SIGTERM arrives, or the
-// server fails (serveErr). It returns the signal, if one came, and the
-// server's error, if it failed.
-func awaitStop(ctx context.Context, serveErr <-chan error) (os.Signal, error) {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+// stopSignals catches SIGINT and SIGTERM for a long-running command from
+// the moment it is made: a signal that arrives while the command is still
+// starting (after it printed that it is ready, say, but before it waits)
+// is kept for await instead of killing the process.
+type stopSignals struct{ sigs chan os.Signal }
+
+// catchStop starts catching SIGINT and SIGTERM. Call release when the
+// command no longer waits for them.
+func catchStop() *stopSignals {
+	s := &stopSignals{sigs: make(chan os.Signal, 1)}
+	signal.Notify(s.sigs, syscall.SIGINT, syscall.SIGTERM)
+	return s
+}
+
+// release stops catching the signals.
+func (s *stopSignals) release() { signal.Stop(s.sigs) }
+
+// await blocks until ctx is done, SIGINT or SIGTERM arrives (or arrived
+// since catchStop), or the server fails (serveErr). It returns the signal,
+// if one came, and the server's error, if it failed.
+func (s *stopSignals) await(ctx context.Context, serveErr <-chan error) (os.Signal, error) {
 	select {
 	case <-ctx.Done():
 		return nil, nil
-	case s := <-sigs:
-		return s, nil
+	case sig := <-s.sigs:
+		return sig, nil
 	case err := <-serveErr:
 		return nil, err
 	}
