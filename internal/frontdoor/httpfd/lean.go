@@ -35,8 +35,9 @@ const (
 
 // peerCheckInterval is how often a call waiting for its member looks
 // whether its client is still there (net/http's background read, without
-// a goroutine).
-const peerCheckInterval = 50 * time.Millisecond
+// a goroutine). The member connection's read deadline that wakes the wait
+// is moved about this often, not at every call.
+const peerCheckInterval = 100 * time.Millisecond
 
 // States of a lean connection, for Shutdown.
 const (

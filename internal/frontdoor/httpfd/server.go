@@ -42,8 +42,10 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Server is the HTTP front door of one group. It is an http.Handler; Serve
-// runs it on a listener with the group's timeouts. Safe for concurrent use.
+// Server is the HTTP front door of one group. Serve runs it on a listener
+// with the group's timeouts: plain HTTP/1.1 per-request calls on the lean
+// path (lean.go), everything else through net/http and ServeHTTP — it is
+// an http.Handler too. Safe for concurrent use.
 type Server struct {
 	g   frontdoor.Group
 	log *slog.Logger
