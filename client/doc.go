@@ -27,13 +27,18 @@
 // per-session front door too: they follow the redirect on every call and
 // are never sent back, since they carry no binding.
 //
+// Bound calls with Options.Timeout rather than http.Client.Timeout: net/http
+// enforces a Client's Timeout through any RoundTripper but its own with two
+// goroutines, a timer and a cancel channel per call, which on loopback
+// costs more than the binding does; Options.Timeout is a context deadline.
+//
 // gRPC clients do not follow HTTP redirects, so this package does not apply
 // to them: put gRPC services in a group with binding per-request, where the
 // front door forwards every call as a proxy.
 //
 // # Example
 //
-//	hc := client.NewHTTPClient(client.Options{})
+//	hc := client.NewHTTPClient(client.Options{Timeout: 10 * time.Second})
 //	for n := range 100 {
 //		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:8000/prime/%d", n))
 //		if err != nil {
