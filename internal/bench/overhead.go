@@ -21,6 +21,12 @@ const (
 	cfgOnDemand   = "on-demand"
 	cfgHAProxy    = "haproxy"
 	cfgNGINX      = "nginx"
+	// cfgControl is direct again, with a replica process of its own: an
+	// A/A control. How far its ratio to direct lands from 1 is what two
+	// identical configurations differ by in this run (replica processes
+	// differ from one another for the whole run on a shared machine).
+	// Reported beside the rows, not as one.
+	cfgControl = "direct-control"
 )
 
 // overheadPrimeN is the n of GET /prime/{n}: small, so that the path of
@@ -109,7 +115,10 @@ type closedLoop interface {
 
 // overheadConfig is one configuration during the run.
 type overheadConfig struct {
-	name    string
+	name string
+	// control marks the A/A control (cfgControl): measured like the
+	// others, reported apart from the rows.
+	control bool
 	callers closedLoop
 	skipped string
 	rounds  []LoadResult
@@ -176,13 +185,16 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 		env.Logf("%s", line)
 	}
 
-	rows := overheadRows(cfgs)
+	rows, control := overheadRows(cfgs), overheadControl(cfgs)
 	if err := o.write(env, cfgs, rows); err != nil {
 		return nil, err
 	}
-	res := &Results{Rows: rows, Report: overheadReport(env, cfgs, rows, calls, rounds)}
+	res := &Results{Rows: rows, Report: overheadReport(env, cfgs, rows, control, calls, rounds), Extra: map[string]any{}}
 	if env.Protocol == ProtocolGIOP {
-		res.Extra = map[string]any{"settings": map[string]any{"protocol": env.Protocol, "orb": env.ORB, "calls": calls, "rounds": rounds}}
+		res.Extra["settings"] = map[string]any{"protocol": env.Protocol, "orb": env.ORB, "calls": calls, "rounds": rounds}
+	}
+	if control != nil {
+		res.Extra["control"] = control
 	}
 	return res, nil
 }
@@ -201,7 +213,7 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 		return o.setUpGIOP(ctx, env)
 	}
 	plain := map[string]*Replica{}
-	for _, name := range []string{cfgDirect, cfgPerRequest, cfgHAProxy, cfgNGINX} {
+	for _, name := range []string{cfgDirect, cfgPerRequest, cfgHAProxy, cfgNGINX, cfgControl} {
 		if name == cfgHAProxy && env.HAProxy.Missing != "" || name == cfgNGINX && env.NGINX.Missing != "" {
 			continue
 		}
@@ -229,6 +241,8 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 			replicaCPU: newCPUMeter(joined[cfgOnDemand].Proc)},
 		{name: cfgHAProxy, skipped: env.HAProxy.Missing},
 		{name: cfgNGINX, skipped: env.NGINX.Missing},
+		{name: cfgControl, control: true, callers: NewCallers(Endpoint{URL: plain[cfgControl].URL + path}, 1),
+			replicaCPU: newCPUMeter(plain[cfgControl].Proc)},
 	}
 	if r := plain[cfgHAProxy]; r != nil {
 		px, err := env.StartHAProxy(ctx, []string{r.URL})
@@ -275,25 +289,43 @@ func roundRatios(c, base *overheadConfig) (thr, lat []float64) {
 	return thr, lat
 }
 
+// overheadRows are the configurations' rows (the A/A control's apart).
 func overheadRows(cfgs []*overheadConfig) []OverheadRow {
-	direct := cfgs[0]
 	rows := make([]OverheadRow, 0, len(cfgs))
 	for _, c := range cfgs {
-		row := OverheadRow{Name: c.name, Skipped: c.skipped, Rounds: len(c.rounds)}
-		if c.skipped == "" && c.total.Rec != nil {
-			row.Figures = c.total.Figures()
-			row.ReplicaCPUUS, row.ProxyCPUUS = c.replicaCPU.perCall(row.Count+row.Errors), c.proxyCPU.perCall(row.Count+row.Errors)
-			thr, lat := roundRatios(c, direct)
-			if len(thr) > 0 {
-				t, l := stats.Median(thr), stats.Median(lat)
-				tb, lb := stats.MeanBounds(thr), stats.MeanBounds(lat)
-				row.ThroughputRatio, row.LatencyRatio = &t, &l
-				row.ThroughputRatioBounds, row.LatencyRatioBounds = &tb, &lb
-			}
+		if !c.control {
+			rows = append(rows, overheadRow(c, cfgs[0]))
 		}
-		rows = append(rows, row)
 	}
 	return rows
+}
+
+// overheadControl is the A/A control's row, nil when there is none.
+func overheadControl(cfgs []*overheadConfig) *OverheadRow {
+	for _, c := range cfgs {
+		if c.control {
+			row := overheadRow(c, cfgs[0])
+			return &row
+		}
+	}
+	return nil
+}
+
+// overheadRow is c's row, with its ratios to direct.
+func overheadRow(c, direct *overheadConfig) OverheadRow {
+	row := OverheadRow{Name: c.name, Skipped: c.skipped, Rounds: len(c.rounds)}
+	if c.skipped == "" && c.total.Rec != nil {
+		row.Figures = c.total.Figures()
+		row.ReplicaCPUUS, row.ProxyCPUUS = c.replicaCPU.perCall(row.Count+row.Errors), c.proxyCPU.perCall(row.Count+row.Errors)
+		thr, lat := roundRatios(c, direct)
+		if len(thr) > 0 {
+			t, l := stats.Median(thr), stats.Median(lat)
+			tb, lb := stats.MeanBounds(thr), stats.MeanBounds(lat)
+			row.ThroughputRatio, row.LatencyRatio = &t, &l
+			row.ThroughputRatioBounds, row.LatencyRatioBounds = &tb, &lb
+		}
+	}
+	return row
 }
 
 // write writes overhead.csv, overhead-rounds.csv and the plots.
@@ -363,7 +395,7 @@ func ratio(p *float64) string {
 }
 
 // overheadReport writes the tables and judges the targets.
-func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls, rounds int) *Report {
+func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, control *OverheadRow, calls, rounds int) *Report {
 	rep := NewReport("fulcrum bench overhead")
 	byName := map[string]OverheadRow{}
 	for _, r := range rows {
@@ -407,6 +439,13 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 	rep.Heading("Per-round ratios")
 	rep.Para("Mean of the per-round ratios to `direct` with their 5%%/95%% bounds: how much the machine's noise moves a ratio from round to round.")
 	rep.Table([]string{"configuration", "throughput × direct", "mean latency × direct"}, noise)
+	if control != nil && control.ThroughputRatio != nil {
+		rep.Heading("A/A control")
+		rep.Para("`%s` is `direct` again, with a replica process of its own, run in the same rounds: throughput %.3f × direct, mean latency %.3f × direct (medians of the per-round ratios; %.0f calls/s, %.1f µs, replica %s µs CPU per call). "+
+			"Identical configurations land this far apart because each replica process keeps its own speed for the whole run on a shared machine, which the interleaved rounds do not cancel: "+
+			"read every ratio above as ± this much, and compare several runs before calling a target met or missed by less.",
+			control.Name, *control.ThroughputRatio, *control.LatencyRatio, control.ThroughputRPS, control.Mean, ptrNum(control.ReplicaCPUUS))
+	}
 
 	var cpu [][]string
 	for _, r := range rows {
@@ -441,6 +480,9 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, calls,
 		"and HAProxy (HTTP mode, `option http-keep-alive`, `http-reuse always`) and NGINX (`keepalive 64`, `proxy_http_version 1.1`, one process) proxy to one each, " +
 		"so these four differ only by the hop. `per-session` and `on-demand` call replicas registered through the Go monitor library, which reports " +
 		"their load every 500 ms; the client uses fulcrum's client library, which is redirected once by the front door and then calls the replica directly. " +
+		"Every call is bounded by a 60 s deadline: `http.Client.Timeout` over net/http's own transport for the plain callers, the client library's `Options.Timeout` for the bound ones " +
+		"(net/http enforces a Client.Timeout through any other RoundTripper with two goroutines and a timer per call, which would charge the bound callers for the harness). " +
+		"`direct-control` is `direct` again with a replica process of its own, an A/A control reported apart from the rows (see above). " +
 		"Each configuration keeps one connection (keep-alive) for the whole run; 100 unmeasured calls warm each up. " +
 		"Each round starts one configuration further on, so that none always runs first. Generated configs and every process's log are in `logs/`.")
 	return rep
@@ -455,14 +497,10 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 	}
 	ps := rows[cfgPerSession]
 	if ps.ThroughputRatio != nil {
-		// Within noise: the median ratio is within the noise of the
-		// per-round ratios (half their 5–95% spread, at least 2%) of 1.
-		tb, lb := ps.ThroughputRatioBounds, ps.LatencyRatioBounds
-		tn := max(0.02, (tb.Upper-tb.Lower)/2)
-		ln := max(0.02, (lb.Upper-lb.Lower)/2)
+		tn, ln, of := overheadNoise(ps, overheadControl(cfgs))
 		dt, dl := *ps.ThroughputRatio-1, *ps.LatencyRatio-1
 		rep.Target("per-session within noise of direct", abs(dt) <= tn && abs(dl) <= ln,
-			"throughput ratio %.3f (noise ±%.3f), mean latency ratio %.3f (noise ±%.3f)", *ps.ThroughputRatio, tn, *ps.LatencyRatio, ln)
+			"throughput ratio %.3f (noise ±%.3f), mean latency ratio %.3f (noise ±%.3f); noise: %s", *ps.ThroughputRatio, tn, *ps.LatencyRatio, ln, of)
 	}
 	var pr, hp *overheadConfig
 	for _, c := range cfgs {
@@ -488,6 +526,18 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 		"median per-round ratio %.3f (%.0f vs %.0f calls/s overall)", med, rows[cfgPerRequest].ThroughputRPS, rows[cfgHAProxy].ThroughputRPS)
 	rep.Target("per-request p99 ≤ HAProxy p99", rows[cfgPerRequest].P99 <= rows[cfgHAProxy].P99,
 		"%.0f µs vs %.0f µs", rows[cfgPerRequest].P99, rows[cfgHAProxy].P99)
+}
+
+// overheadNoise is how far from 1 a ratio to direct may be and still be
+// within noise (throughput, mean latency), at least 2%: with the A/A
+// control, how far its own median ratios landed from 1 in the same run;
+// without, half the 5–95% spread of row's per-round ratios.
+func overheadNoise(row OverheadRow, control *OverheadRow) (thr, lat float64, of string) {
+	if control != nil && control.ThroughputRatio != nil {
+		return max(0.02, abs(*control.ThroughputRatio-1)), max(0.02, abs(*control.LatencyRatio-1)), "the A/A control's distance from 1, at least 0.02"
+	}
+	tb, lb := row.ThroughputRatioBounds, row.LatencyRatioBounds
+	return max(0.02, (tb.Upper-tb.Lower)/2), max(0.02, (lb.Upper-lb.Lower)/2), "half the 5–95% spread of the per-round ratios, at least 0.02"
 }
 
 func abs(x float64) float64 {
