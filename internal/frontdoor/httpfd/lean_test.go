@@ -390,3 +390,62 @@ func TestLeanAccessLog(t *testing.T) {
 		t.Errorf("access log:\n%s\nwant ... %s", line, want)
 	}
 }
+
+// TestLeanEventStream: an event stream is not bounded by the request
+// timeout, and each event reaches the client as it is written.
+func TestLeanEventStream(t *testing.T) {
+	t.Parallel()
+	next := make(chan string)
+	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		_ = rc.Flush() // the headers, at once
+		for {
+			select {
+			case ev, ok := <-next:
+				if !ok {
+					return
+				}
+				_, _ = io.WriteString(w, "data: "+ev+"\n\n")
+				_ = rc.Flush()
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	const requestTimeout = 50 * time.Millisecond
+	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
+		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
+	fd := startFrontDoor(t, g, Options{})
+	conn, br := rawConn(t, fd.addr)
+	_, _ = io.WriteString(conn, "GET /events HTTP/1.1\r\nHost: fd\r\n\r\n")
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := bufio.NewReader(res.Body)
+	start := time.Now()
+	for i := 0; i < 2 || time.Since(start) < 3*requestTimeout; i++ {
+		ev := fmt.Sprint("event ", i)
+		select {
+		case next <- ev:
+		case <-time.After(waitBound):
+			t.Fatal("the replica's handler is gone")
+		}
+		line, err := events.ReadString('\n')
+		if err != nil || line != "data: "+ev+"\n" {
+			t.Fatalf("after %v: %q, %v", time.Since(start), line, err)
+		}
+		if blank, _ := events.ReadString('\n'); blank != "\n" {
+			t.Fatalf("event %d not terminated: %q", i, blank)
+		}
+	}
+	close(next)
+	if rest, err := io.ReadAll(events); err != nil || len(rest) != 0 {
+		t.Fatalf("end of stream: %q, %v", rest, err)
+	}
+	if n := fd.handedOver.Load(); n != 0 {
+		t.Errorf("handed over %d, want 0", n)
+	}
+	checkIdle(t, g)
+}
