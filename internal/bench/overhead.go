@@ -442,8 +442,8 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, contro
 	if control != nil && control.ThroughputRatio != nil {
 		rep.Heading("A/A control")
 		rep.Para("`%s` is `direct` again, with a replica process of its own, run in the same rounds: throughput %.3f × direct, mean latency %.3f × direct (medians of the per-round ratios; %.0f calls/s, %.1f µs, replica %s µs CPU per call). "+
-			"Identical configurations land this far apart because each replica process keeps its own speed for the whole run on a shared machine, which the interleaved rounds do not cancel: "+
-			"read every ratio above as ± this much, and compare several runs before calling a target met or missed by less.",
+			"Its distance from 1 is how far two identical configurations differ in this run: on a shared machine each replica process keeps a speed of its own for the whole run, which the interleaved rounds do not cancel. "+
+			"Read every ratio above as ± at least this much, and compare several runs before calling a target met or missed by less.",
 			control.Name, *control.ThroughputRatio, *control.LatencyRatio, control.ThroughputRPS, control.Mean, ptrNum(control.ReplicaCPUUS))
 	}
 
