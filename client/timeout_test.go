@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -111,5 +112,49 @@ func TestTimeoutEndsWhenTheBodyIsRead(t *testing.T) {
 	}
 	if got := len(r1.ran()); got != 3 {
 		t.Fatalf("r1 ran %d calls, want 3", got)
+	}
+}
+
+// goroutinesCreated is how many goroutines the process has created.
+func goroutinesCreated(t *testing.T) uint64 {
+	t.Helper()
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatalf("runtime/metrics has no %s", s[0].Name)
+	}
+	return s[0].Value.Uint64()
+}
+
+// Not parallel: it counts the goroutines the whole process creates.
+func TestTimeoutStartsNoGoroutinePerCall(t *testing.T) {
+	r1 := newFakeReplica(t, "r1", "")
+	fd := newFakeFrontDoor(t, r1)
+	tr := newTransport(client.Options{Timeout: time.Minute})
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	call := func() {
+		resp, err := hc.Get(fd.srv.URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	call() // binds and connects
+	const n = 200
+	before := goroutinesCreated(t)
+	for range n {
+		call()
+	}
+	got := goroutinesCreated(t) - before
+	// The in-process replica's net/http server starts one goroutine per
+	// request (its background read); the calls must start none of their
+	// own. http.Client.Timeout would start two per call.
+	if got > n+n/2 {
+		t.Fatalf("%d bound calls with Options.Timeout created %d goroutines, want about %d (the server's)", n, got, n)
+	}
+	if len(r1.ran()) != n+1 {
+		t.Fatalf("replica ran %d calls, want %d", len(r1.ran()), n+1)
 	}
 }
