@@ -1,0 +1,25 @@
+package bench
+
+import (
+	"math"
+	"testing"
+)
+
+// TestRoundP99RatiosArePerRound: the per-request p99 is compared with
+// HAProxy's round by round, so one slow round (the machine's, not the
+// configuration's) moves one ratio, not the verdict.
+func TestRoundP99RatiosArePerRound(t *testing.T) {
+	t.Parallel()
+	hp := overheadConf(cfgHAProxy, rounds5(100, 100, 100, 100, 100)...)
+	pr := overheadConf(cfgPerRequest, rounds5(90, 90, 2000, 90, 95)...)
+	got := roundP99Ratios(pr, hp)
+	want := []float64{0.9, 0.9, 20, 0.9, 0.95}
+	if len(got) != len(want) {
+		t.Fatalf("ratios %v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 0.01 {
+			t.Fatalf("ratios %v, want %v", got, want)
+		}
+	}
+}
