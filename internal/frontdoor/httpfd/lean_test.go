@@ -449,3 +449,45 @@ func TestLeanEventStream(t *testing.T) {
 	}
 	checkIdle(t, g)
 }
+
+// TestLeanEarlyAnswer: a replica that answers before it has read a large
+// body (413 here) and closes gets its answer to the client, not a 502;
+// the client's connection then ends.
+func TestLeanEarlyAnswer(t *testing.T) {
+	t.Parallel()
+	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+	})
+	g, fd := perRequestDoor(t, Options{}, r1)
+	conn, br := rawConn(t, fd.addr)
+	const size = 32 << 20
+	sent := make(chan error, 1)
+	go func() {
+		_, err := fmt.Fprintf(conn, "POST /upload HTTP/1.1\r\nHost: fd\r\nContent-Length: %d\r\n\r\n", size)
+		if err == nil {
+			_, err = io.Copy(conn, io.LimitReader(zeros{}, size))
+		}
+		sent <- err
+	}()
+	res, body := readAnswer(t, br, "POST")
+	if res.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too large") || !res.Close {
+		t.Fatalf("answer %d %q close=%v, want the replica's 413 and the connection closing", res.StatusCode, body, res.Close)
+	}
+	// The front door drains what the client still sends for a moment
+	// (so that the reset of an unread body cannot discard the answer),
+	// then ends the connection.
+	<-sent
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Errorf("after the early answer: read %d bytes, %v; want the connection ended", n, err)
+	}
+	checkIdle(t, g)
+}
+
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}

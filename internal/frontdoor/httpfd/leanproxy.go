@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -112,7 +113,17 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 			}
 		}
 		err = x.send(uc, b)
-		if err == nil {
+		if err != nil && x.hasBody && isSinkError(err) {
+			// The member stopped taking the body: it may have answered
+			// early (413, 401, a redirect) and closed. Relay that answer,
+			// as net/http's Transport does, and end both connections.
+			if herr := x.readResponseHead(uc); herr == nil {
+				x.early = true
+				uc.noReuse = true
+				err = nil
+			}
+		}
+		if err == nil && !x.early {
 			err = x.readResponseHead(uc)
 		}
 		if err == nil {
@@ -150,7 +161,9 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	}
 	noBody := isHead || res.status < 200 || res.status == http.StatusNoContent || res.status == http.StatusNotModified
 	toEOF := !noBody && !res.chunked && res.contentLength < 0
-	closing := h.close || s.inShutdown.Load()
+	// After an early answer the rest of the client's body is unread:
+	// the connection cannot carry another request.
+	closing := h.close || s.inShutdown.Load() || x.early
 	ub, _ := uc.br.Peek(res.n)
 	c.writeResponseHead(ub, noBody, closing)
 	_, _ = uc.br.Discard(res.n)
@@ -191,10 +204,29 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 		return callClose
 	}
 	x.logLine()
+	if x.early {
+		c.linger()
+	}
 	if closing {
 		return callClose
 	}
 	return callNext
+}
+
+// lingerFor bounds how long a connection is drained after an early answer.
+const lingerFor = 500 * time.Millisecond
+
+// linger half-closes the client's connection after an early answer and
+// reads what the client still sends, until it closes or lingerFor has
+// passed: closing with the body unread would reset the connection, and a
+// reset can discard the answer before the client reads it.
+func (c *conn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerFor))
+	_, _ = io.Copy(io.Discard, c.nc)
 }
 
 // exchange is the state of one lean call.
@@ -210,6 +242,8 @@ type exchange struct {
 	// headDone: the request head is consumed from the client's buffer;
 	// bodyDone: so is its body.
 	headDone, bodyDone bool
+	// early: the member answered before it took the whole body.
+	early bool
 	// nothingRead: the member's connection failed before any answer.
 	nothingRead bool
 }
