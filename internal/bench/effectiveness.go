@@ -382,7 +382,7 @@ func writeEffRun(env *Env, r effRun, tr effTrace, f effFigures) error {
 	if err != nil {
 		return err
 	}
-	return p.Save(plotWidth, plotHeight, env.Path("rates-"+r.slug()+".png"))
+	return save(p, "rates-"+r.slug(), env.Path("rates-"+r.slug()+".png"))
 }
 
 // joinRates shows rates as 150/150/148/152: whole calls/s, one decimal

@@ -63,7 +63,7 @@ func (e *Env) BarChart(name string, ax Axes, categories []string, series []Serie
 	}
 	p.Legend.Top = true
 	p.NominalX(categories...)
-	return p.Save(plotWidth, plotHeight, e.Path(name))
+	return save(p, name, e.Path(name))
 }
 
 // LineChart writes a line chart with points as a PNG into the output
@@ -111,7 +111,35 @@ func (e *Env) LineChart(name string, ax Axes, lines []Line) error {
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true
-	return p.Save(plotWidth, plotHeight, e.Path(name))
+	if ax.LogX {
+		logRange(&p.X)
+	}
+	return save(p, name, e.Path(name))
+}
+
+// logRange makes a log axis's range drawable: a single value (one grid
+// size, one payload) or no value at all would leave gonum/plot a range
+// that reaches 0, which a log scale cannot draw.
+func logRange(a *plot.Axis) {
+	switch {
+	case a.Min > 0 && a.Max > a.Min:
+	case a.Min > 0 && a.Min == a.Max:
+		a.Min, a.Max = a.Min/2, a.Max*2
+	default:
+		a.Min, a.Max = 1, 10
+	}
+}
+
+// save writes p as a PNG to path. gonum/plot reports some ranges it cannot
+// draw by panicking; that is returned as an error, so a plot never takes
+// the bench's results with it.
+func save(p *plot.Plot, name, path string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bench: plot %s: %v", name, r)
+		}
+	}()
+	return p.Save(plotWidth, plotHeight, path)
 }
 
 // errorPoints are points with y error bars.
