@@ -125,8 +125,19 @@ func (h *memberClient) dialConn(ctx context.Context, addr string) (*memberConn, 
 	}
 	raw := newRawIO(nc)
 	cw := &countingWriter{w: raw}
-	return &memberConn{nc: nc, raw: raw, br: bufio.NewReaderSize(raw, 4<<10), bw: bufio.NewWriterSize(cw, 4<<10), cw: cw, addr: addr}, nil
+	return &memberConn{nc: nc, raw: raw, br: bufio.NewReaderSize(raw, memberReadBuffer), bw: bufio.NewWriterSize(cw, memberWriteBuffer), cw: cw, addr: addr}, nil
 }
+
+// A member connection's buffers. Larger than a client connection's (8 and
+// 4 KiB, held by every idle client): member connections are few (pooled,
+// bounded by the calls in flight), and a large answer or body then takes
+// a quarter of the read and write system calls. On a 240 KB echo (bench
+// scalability --sizes 240000) 4 KiB buffers made per-request 1.27 × HAProxy's
+// mean response time; these, 1.08 ×.
+const (
+	memberReadBuffer  = 32 << 10
+	memberWriteBuffer = 16 << 10
+)
 
 // put keeps c for the next call, or closes it when the pool is full.
 // Now and then it also closes the connections idle for too long, those of
