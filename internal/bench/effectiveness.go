@@ -382,7 +382,7 @@ func writeEffRun(env *Env, r effRun, tr effTrace, f effFigures) error {
 	if err != nil {
 		return err
 	}
-	return save(p, "rates-"+r.slug(), env.Path("rates-"+r.slug()+".png"))
+	return env.savePlot(p, "rates-"+r.slug()+".png")
 }
 
 // joinRates shows rates as 150/150/148/152: whole calls/s, one decimal

@@ -63,7 +63,7 @@ func (e *Env) BarChart(name string, ax Axes, categories []string, series []Serie
 	}
 	p.Legend.Top = true
 	p.NominalX(categories...)
-	return save(p, name, e.Path(name))
+	return e.savePlot(p, name)
 }
 
 // LineChart writes a line chart with points as a PNG into the output
@@ -114,7 +114,7 @@ func (e *Env) LineChart(name string, ax Axes, lines []Line) error {
 	if ax.LogX {
 		logRange(&p.X)
 	}
-	return save(p, name, e.Path(name))
+	return e.savePlot(p, name)
 }
 
 // logRange makes a log axis's range drawable: a single value (one grid
@@ -130,6 +130,16 @@ func logRange(a *plot.Axis) {
 	}
 }
 
+// savePlot writes p as the PNG name in the output directory. A plot that
+// cannot be drawn is logged, not returned: the run's figures are in
+// results.json and report.md, and a picture must not lose them.
+func (e *Env) savePlot(p *plot.Plot, name string) error {
+	if err := save(p, name, e.Path(name)); err != nil {
+		e.Logf("warning: %v (not written; the figures are in results.json)", err)
+	}
+	return nil
+}
+
 // save writes p as a PNG to path. gonum/plot reports some ranges it cannot
 // draw by panicking; that is returned as an error, so a plot never takes
 // the bench's results with it.
@@ -139,7 +149,10 @@ func save(p *plot.Plot, name, path string) (err error) {
 			err = fmt.Errorf("bench: plot %s: %v", name, r)
 		}
 	}()
-	return p.Save(plotWidth, plotHeight, path)
+	if err := p.Save(plotWidth, plotHeight, path); err != nil {
+		return fmt.Errorf("bench: plot %s: %w", name, err)
+	}
+	return nil
 }
 
 // errorPoints are points with y error bars.

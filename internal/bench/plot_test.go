@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestLineChartLogXDegenerate: a log-scale chart with one x value (a grid
@@ -26,5 +30,21 @@ func TestLineChartLogXDegenerate(t *testing.T) {
 		if fi, err := os.Stat(env.Path(name)); err != nil || fi.Size() == 0 {
 			t.Errorf("%s: not written (%v)", name, err)
 		}
+	}
+}
+
+// TestPlotFailureIsLoggedNotFatal: a plot that cannot be written is a
+// warning in the progress log; the experiment goes on to write its
+// results.
+func TestPlotFailureIsLoggedNotFatal(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer
+	env := &Env{Dir: filepath.Join(t.TempDir(), "missing"), progress: &log, began: time.Now()}
+	lines := []Line{{Name: "a", X: []float64{1, 2}, Y: []float64{3, 4}}}
+	if err := env.LineChart("p.png", Axes{Title: "t"}, lines); err != nil {
+		t.Fatalf("LineChart into a missing directory = %v, want nil (logged)", err)
+	}
+	if !strings.Contains(log.String(), "warning: bench: plot p.png") {
+		t.Errorf("progress log %q, want a warning naming the plot", log.String())
 	}
 }
