@@ -151,6 +151,9 @@ func newALBL() *ALBL { return &ALBL{CPU: 0.5, Load: "cpu"} }
 // Name implements Experiment.
 func (x *ALBL) Name() string { return ALBLName }
 
+// OnTestbed implements OnTestbed: it needs root and the testbed.
+func (*ALBL) OnTestbed() bool { return true }
+
 // Summary implements Experiment.
 func (x *ALBL) Summary() string {
 	return "seed 003 Fig. 3–10: throughput, response time and errors of 9 strategies over NGINX replicas on the testbed (needs root)"

@@ -101,3 +101,24 @@ func Names() []string {
 	})
 	return names
 }
+
+// OnTestbed is implemented by experiments that run on the testbed (root,
+// network namespaces, cgroups) and take long even at --quick (albl,
+// remoting): "bench all" runs them only when asked (AllNames).
+type OnTestbed interface {
+	OnTestbed() bool
+}
+
+// AllNames lists what "bench all" runs, in Names' order: every experiment
+// on loopback and, with testbed, the testbed ones too.
+func AllNames(testbed bool) []string {
+	var out []string
+	for _, n := range Names() {
+		exp, _ := New(n)
+		if t, ok := exp.(OnTestbed); ok && t.OnTestbed() && !testbed {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}

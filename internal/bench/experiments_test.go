@@ -162,3 +162,18 @@ func TestRegistry(t *testing.T) {
 	}()
 	Register("overhead", func() Experiment { return &Overhead{} })
 }
+
+// TestAllNamesLeavesTestbedOut: "bench all" runs the loopback experiments
+// (within the 15 minutes at --quick); the testbed ones (root, 17
+// minutes at --quick) only with --testbed.
+func TestAllNamesLeavesTestbedOut(t *testing.T) {
+	t.Parallel()
+	want := []string{"overhead", "effectiveness", "scalability"}
+	if got := AllNames(false); !slices.Equal(got, want) {
+		t.Errorf("AllNames(false) = %v, want %v", got, want)
+	}
+	got := AllNames(true)
+	if len(got) != len(Names()) || !slices.Contains(got, ALBLName) || !slices.Contains(got, RemotingName) {
+		t.Errorf("AllNames(true) = %v, want every experiment %v", got, Names())
+	}
+}

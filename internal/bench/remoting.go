@@ -126,6 +126,9 @@ func newRemoting() *Remoting {
 // Name implements Experiment.
 func (*Remoting) Name() string { return RemotingName }
 
+// OnTestbed implements OnTestbed: it needs root and the testbed.
+func (*Remoting) OnTestbed() bool { return true }
+
 // Summary implements Experiment.
 func (*Remoting) Summary() string {
 	return "seed 004 §V: getPrimeCount(X) on 2, 4, 8 testbed replicas at 50/70/90% load; mean response time vs random (needs root)"

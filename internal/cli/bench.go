@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,7 +31,7 @@ func newBenchCmd() *cobra.Command {
 		exp, _ := bench.New(name)
 		fmt.Fprintf(&list, "  %-14s %s\n", name, exp.Summary())
 	}
-	fmt.Fprintf(&list, "  %-14s every experiment above, each into its own subdirectory of --out\n", "all")
+	fmt.Fprintf(&list, "  %-14s every experiment above on loopback (with --testbed, the testbed ones too), each into its own subdirectory of --out\n", "all")
 	cmd := &cobra.Command{
 		Use:   "bench EXPERIMENT",
 		Short: "Run the seeds' experiments on this machine, side by side with HAProxy and NGINX",
@@ -79,16 +80,12 @@ enforced), 1 when it could not run, 2 on a usage error.`,
 // benchExperimentCmd is "fulcrum bench NAME", NAME an experiment or all.
 func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 	var exps []bench.Experiment
-	if name == "all" {
-		for _, n := range bench.Names() {
-			exp, _ := bench.New(n)
-			exps = append(exps, exp)
-		}
-	} else {
+	var testbed bool // "all --testbed"
+	if name != "all" {
 		exp, _ := bench.New(name)
 		exps = append(exps, exp)
 	}
-	short := "Every experiment, each into its own subdirectory of --out"
+	short := "Every experiment on loopback (--testbed: and the testbed ones), each into its own subdirectory of --out"
 	if name != "all" {
 		short = exps[0].Summary()
 	}
@@ -99,6 +96,13 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.quick && f.smoke {
 				return usageErr(cmd, "--quick and --smoke exclude each other")
+			}
+			if name == "all" {
+				exps = exps[:0]
+				for _, n := range bench.AllNames(testbed) {
+					exp, _ := bench.New(n)
+					exps = append(exps, exp)
+				}
 			}
 			o := bench.Options{
 				Out: f.out, Protocol: f.protocol, ORB: f.orb, HAProxy: f.haproxy, NGINX: f.nginx, Profile: f.profile,
@@ -160,8 +164,23 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 		if fa, ok := exps[0].(bench.FlagAdder); ok {
 			fa.AddFlags(cmd.Flags())
 		}
+	} else {
+		cmd.Flags().BoolVar(&testbed, "testbed", false,
+			"also run the testbed experiments ("+strings.Join(testbedNames(), ", ")+"): they need root and add about 17 minutes with --quick, about 5 hours at full size")
 	}
 	return cmd
+}
+
+// testbedNames lists the experiments "bench all" runs only with --testbed.
+func testbedNames() []string {
+	var out []string
+	all := bench.AllNames(false)
+	for _, n := range bench.Names() {
+		if !slices.Contains(all, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func contextOf(cmd *cobra.Command) context.Context {
