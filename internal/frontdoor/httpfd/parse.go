@@ -242,38 +242,10 @@ func parseRequest(b []byte, h *reqHead) verdict {
 		return v
 	}
 
-	// Header fields.
-	off := next
-	for {
-		end, next, crlf, ok := nextLine(b, off)
-		if !ok {
-			return needMore
-		}
-		if !crlf {
-			return handOver
-		}
-		if end == off {
-			h.n = next
-			break
-		}
-		if b[off] == ' ' || b[off] == '\t' {
-			// Obsolete line folding.
-			return handOver
-		}
-		if len(h.fields) == maxLeanFields {
-			return handOver
-		}
-		f, ok := parseField(b, off, end)
-		if !ok {
-			h.why = "malformed header field line"
-			return malformed
-		}
-		if f.name.empty() {
-			h.why = "empty header field name"
-			return malformed
-		}
-		h.fields = append(h.fields, f)
-		off = next
+	// Header fields: what net/http takes and the lean path does not goes
+	// to net/http.
+	if v := h.readFields(b, next, true, handOver); v != serveLean {
+		return v
 	}
 	return h.requestFields(b)
 }
@@ -327,7 +299,7 @@ func (h *reqHead) parseTarget(t []byte, base int) verdict {
 func (h *reqHead) requestFields(b []byte) verdict {
 	hosts := 0
 	var cl span
-	haveCL, te := false, 0
+	te := 0
 	for i := range h.fields {
 		f := &h.fields[i]
 		v := f.value.of(b)
@@ -346,16 +318,9 @@ func (h *reqHead) requestFields(b []byte) verdict {
 				h.why = "empty Content-Length"
 				return malformed
 			}
-			if haveCL && string(v) != string(cl.of(b)) {
-				h.why = "differing Content-Length fields"
+			if !h.contentLengthField(b, f.value, &cl) {
 				return malformed
 			}
-			n, ok := parseLength(v)
-			if !ok {
-				h.why = "bad Content-Length"
-				return malformed
-			}
-			haveCL, cl, h.contentLength = true, f.value, n
 		case fTransferEncoding:
 			te++
 			if !asciiEqualFold(v, []byte("chunked")) {
@@ -464,49 +429,20 @@ func parseResponse(b []byte, h *resHead) verdict {
 			}
 		}
 	}
-	off := next
-	for {
-		end, next, _, ok := nextLine(b, off)
-		if !ok {
-			return needMore
-		}
-		if end == off {
-			h.n = next
-			break
-		}
-		if b[off] == ' ' || b[off] == '\t' {
-			h.why = "obsolete line folding"
-			return malformed
-		}
-		if len(h.fields) == maxLeanFields {
-			h.why = "too many header fields"
-			return malformed
-		}
-		f, ok := parseField(b, off, end)
-		if !ok || f.name.empty() {
-			h.why = "malformed header field line"
-			return malformed
-		}
-		h.fields = append(h.fields, f)
-		off = next
+	// Header fields: an answer the lean path cannot read is malformed (a
+	// bare LF line end is taken, as net/http's Transport does).
+	if v := h.readFields(b, next, false, malformed); v != serveLean {
+		return v
 	}
 	var cl span
-	haveCL := false
 	for i := range h.fields {
 		f := &h.fields[i]
 		v := f.value.of(b)
 		switch f.kind {
 		case fContentLength:
-			if haveCL && string(v) != string(cl.of(b)) {
-				h.why = "differing Content-Length fields"
+			if !h.contentLengthField(b, f.value, &cl) {
 				return malformed
 			}
-			n, ok := parseLength(v)
-			if !ok {
-				h.why = "bad Content-Length"
-				return malformed
-			}
-			haveCL, cl, h.contentLength = true, f.value, n
 		case fTransferEncoding:
 			if h.chunked || !asciiEqualFold(v, []byte("chunked")) {
 				h.why = "unsupported transfer encoding"
@@ -532,6 +468,64 @@ func parseResponse(b []byte, h *resHead) verdict {
 		h.close = true
 	}
 	return serveLean
+}
+
+// readFields reads the head's field lines from off up to the blank line
+// that ends it, and sets h.n. A line not ended by CRLF (when crlf is
+// asked), obsolete line folding and more than maxLeanFields fields are
+// beyond the lean path: they get unsupported (handOver for a client's
+// request, which net/http can still take; malformed for a member's
+// answer). A line that is no field is malformed.
+func (h *headCommon) readFields(b []byte, off int, crlf bool, unsupported verdict) verdict {
+	for {
+		end, next, isCRLF, ok := nextLine(b, off)
+		switch {
+		case !ok:
+			return needMore
+		case crlf && !isCRLF:
+			h.why = "header line not ended by CRLF"
+			return unsupported
+		case end == off:
+			h.n = next
+			return serveLean
+		case b[off] == ' ' || b[off] == '\t':
+			h.why = "obsolete line folding"
+			return unsupported
+		case len(h.fields) == maxLeanFields:
+			h.why = "too many header fields"
+			return unsupported
+		}
+		f, ok := parseField(b, off, end)
+		if !ok {
+			h.why = "malformed header field line"
+			return malformed
+		}
+		if f.name.empty() {
+			h.why = "empty header field name"
+			return malformed
+		}
+		h.fields = append(h.fields, f)
+		off = next
+	}
+}
+
+// contentLengthField takes a Content-Length field's value (at s): a
+// repeat must equal the first (cl: the zero span until one is seen, since
+// no field starts at offset 0), and the value
+// must be a length. It sets h.contentLength, or h.why and reports false.
+func (h *headCommon) contentLengthField(b []byte, s span, cl *span) bool {
+	v := s.of(b)
+	if cl.j != 0 && string(v) != string(cl.of(b)) {
+		h.why = "differing Content-Length fields"
+		return false
+	}
+	n, ok := parseLength(v)
+	if !ok {
+		h.why = "bad Content-Length"
+		return false
+	}
+	*cl, h.contentLength = s, n
+	return true
 }
 
 // parseField parses the field line b[off:end].
