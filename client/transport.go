@@ -32,7 +32,11 @@ var errNotReplayable = errors.New("client: request body cannot be sent again")
 
 // Options configure a Transport. The zero value is usable.
 type Options struct {
-	// Base sends the requests. Default http.DefaultTransport.
+	// Base sends the requests. Default a clone of http.DefaultTransport:
+	// its settings, with a connection pool of the Transport's own, so that
+	// CloseIdleConnections closes this Transport's connections only (on
+	// the shared http.DefaultTransport it would break other code's calls
+	// that are just taking an idle connection).
 	Base http.RoundTripper
 	// ClientID is the client's stable id, sent as Fulcrum-Client. Default
 	// a random one, fixed for the Transport's life. At most 128
@@ -88,7 +92,7 @@ func NewTransport(opts Options) *Transport {
 		log:     opts.Logger,
 	}
 	if t.base == nil {
-		t.base = http.DefaultTransport
+		t.base = defaultBase()
 	}
 	if t.id == "" {
 		t.id = rand.Text()
@@ -107,6 +111,16 @@ func NewTransport(opts Options) *Transport {
 		t.log = slog.Default()
 	}
 	return t
+}
+
+// defaultBase is Options.Base's default: a clone of http.DefaultTransport,
+// or the shared one if a program replaced it with a RoundTripper that
+// cannot be cloned.
+func defaultBase() http.RoundTripper {
+	if d, ok := http.DefaultTransport.(*http.Transport); ok {
+		return d.Clone()
+	}
+	return http.DefaultTransport
 }
 
 // NewHTTPClient returns an *http.Client whose Transport is

@@ -162,7 +162,11 @@ func TestDialFailureRebindsWithoutRunningTwice(t *testing.T) {
 	t.Parallel()
 	r1, r2 := newFakeReplica(t, "r1", ""), newFakeReplica(t, "r2", "")
 	fd := newFakeFrontDoor(t, r1)
-	tr := newTransport(client.Options{})
+	// Every call dials: a kept-alive connection to r1 would be closed by
+	// r1's death, and the next call could take it from the pool before
+	// the transport noticed, failing on a connection that was made
+	// (net/http's "server closed idle connection", not this test's case).
+	tr := newTransport(client.Options{Base: &http.Transport{DisableKeepAlives: true}})
 	do(t, tr, http.MethodPost, fd.srv.URL+"/echo", strings.NewReader("one"))
 
 	r1.srv.Close() // the replica dies; connections are refused
