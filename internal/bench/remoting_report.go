@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
 // remotingLatencyPlot names the plot of mean response time against
@@ -206,7 +208,8 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 			if r.ReductionVsRandom != nil {
 				red = Num(*r.ReductionVsRandom*100, 1) + "%"
 				if len(r.ReductionRounds) > 1 && r.Strategy != remotingRandom {
-					red += fmt.Sprintf(" (rounds %s…%s%%)", Num(slices.Min(r.ReductionRounds)*100, 0), Num(slices.Max(r.ReductionRounds)*100, 0))
+					red += fmt.Sprintf(" (rounds %s…%s%%, median %s%%)", Num(slices.Min(r.ReductionRounds)*100, 0), Num(slices.Max(r.ReductionRounds)*100, 0),
+						Num(stats.Median(r.ReductionRounds)*100, 0))
 				}
 			}
 			measured := Num(r.MeasuredUtilization*100, 0) + "%"

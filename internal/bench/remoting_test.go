@@ -407,3 +407,24 @@ func TestNoWaitLimit(t *testing.T) {
 		t.Errorf("4-replica target %+v, want missed and out of reach", tg[1])
 	}
 }
+
+// TestRemotingReportRounds: a strategy's row in report.md gives its
+// whole-sample reduction, the spread of its per-round reductions and their
+// median, and the no-wait limit under the table.
+func TestRemotingReportRounds(t *testing.T) {
+	t.Parallel()
+	rows := []RemotingRow{
+		{Replicas: 4, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 16, Calls: 10, roundMeans: []float64{34, 10, 9, 36, 9}},
+		{Replicas: 4, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 26, Calls: 10, roundMeans: []float64{35, 18, 25, 37, 22}},
+	}
+	fillReductions(rows)
+	fillNoWait(rows, []RemotingGroupSettings{{Replicas: 4, ServiceTimeMS: 7}})
+	x := newRemoting()
+	md := x.report(rows, nil, x.sizes(Quick)).Markdown(&Results{})
+	// Per round: 1−34/35, 1−10/18, 1−9/25, 1−36/37, 1−9/22 → 3%, 44%, 64%, 3%, 59%.
+	for _, want := range []string{"38.5% (rounds 3…64%, median 44%)", "73.1% at 90% load"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md does not contain %q:\n%s", want, md)
+		}
+	}
+}
