@@ -177,7 +177,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 		"each utilisation starting one strategy further on. Every client calls `GET /count/{X}` (getPrimeCount: the primes below X, "+
 		"a sieve) with X = ⌊−ln(U)·%g⌋ and exponential gaps between its calls, open loop, %d calls per client per sample; every strategy "+
 		"gets the same X–gap samples (the paper reused its samples for every mechanism), split into %d rounds in which the strategies take "+
-		"turns (the table gives the lowest and highest per-round reduction beside the whole sample's). Latencies count from each call's intended send time.",
+		"turns (the table gives the lowest, highest and median per-round reduction beside the whole sample's). Latencies count from each call's intended send time.",
 		x.CPU, x.ReportInterval, x.XMean, s.calls, s.rounds)
 	rep.Para("The paper's X mean is 30,000; on this machine that sieve takes about 0.07 ms, and the balancer's own per-call work would "+
 		"dominate. X is scaled by ten (the distribution's shape kept), which restores the paper's millisecond calls (a 2 GHz Pentium 4 "+
