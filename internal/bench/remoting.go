@@ -250,16 +250,9 @@ type RemotingRow struct {
 	// and utilisation: 0.476 is the paper's 47.6%; negative when slower
 	// than random; null when random answered nothing.
 	ReductionVsRandom *float64 `json:"reduction_vs_random"`
-	// NoWaitReduction is the reduction against random a strategy would
-	// reach if no call ever waited: 1 − the lone call's mean (the
-	// group's service_time_ms) ÷ random's mean, the same for every
-	// strategy at these replicas and utilisation. No dispatcher can beat
-	// it; the gap between it and ReductionVsRandom is the waiting the
-	// strategy left. Null when random answered nothing.
-	NoWaitReduction *float64 `json:"no_wait_reduction"`
-	Calls           int64    `json:"calls"`
-	Errors          int64    `json:"errors"`
-	ThroughputRPS   float64  `json:"throughput_rps"`
+	Calls             int64    `json:"calls"`
+	Errors            int64    `json:"errors"`
+	ThroughputRPS     float64  `json:"throughput_rps"`
 	// SendLagP99MS is the 99th percentile of how late the load
 	// generator sent calls (part of every latency).
 	SendLagP99MS float64 `json:"send_lag_p99_ms"`
@@ -344,7 +337,6 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 		rows = append(rows, rs...)
 	}
 	fillReductions(rows)
-	fillNoWait(rows, groups)
 	if err := x.write(env, rows); err != nil {
 		return nil, err
 	}
@@ -640,25 +632,5 @@ func fillReductions(rows []RemotingRow) {
 		}
 		red := 1 - rows[i].LatencyMeanMS/b
 		rows[i].ReductionVsRandom = &red
-	}
-}
-
-// fillNoWait sets every row's NoWaitReduction from its group's lone-call
-// time and random's mean at the same replicas and utilisation (nil when
-// either is unknown).
-func fillNoWait(rows []RemotingRow, groups []RemotingGroupSettings) {
-	lone := map[int]float64{}
-	for _, g := range groups {
-		lone[g.Replicas] = g.ServiceTimeMS
-	}
-	for i := range rows {
-		rows[i].NoWaitReduction = nil
-		base, ok := findRemotingRow(rows, rows[i].Replicas, rows[i].Utilization, remotingRandom)
-		svc := lone[rows[i].Replicas]
-		if !ok || base.Calls == 0 || !(base.LatencyMeanMS > 0) || !(svc > 0) {
-			continue
-		}
-		v := 1 - svc/base.LatencyMeanMS
-		rows[i].NoWaitReduction = &v
 	}
 }

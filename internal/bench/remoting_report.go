@@ -20,14 +20,14 @@ const remotingReductionPlot = "remoting-reduction.png"
 // write writes remoting.csv and the plots.
 func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 	header := []string{"replicas", "utilization", "gap_ms", "clients", "offered_rps", "strategy", "latency_mean_ms",
-		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "no_wait_reduction", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu",
+		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu",
 		"measured_utilization", "cpu_per_call_ms", "utilization_flag"}
 	var table [][]string
 	for _, r := range rows {
 		table = append(table, []string{
 			strconv.Itoa(r.Replicas), Num(r.Utilization, 2), Num(r.GapMS, 3), strconv.Itoa(r.Clients), Num(r.OfferedRPS, 1), r.Strategy,
 			Num(r.LatencyMeanMS, 3), Num(r.LatencyP50MS, 3), Num(r.LatencyP99MS, 3), fmtReduction(r.ReductionVsRandom, 4),
-			fmtReduction(r.NoWaitReduction, 4), strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3), Num(r.ReplicaCPU, 3),
+			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3), Num(r.ReplicaCPU, 3),
 			Num(r.MeasuredUtilization, 3), Num(r.CPUPerCallMS, 4), r.UtilizationFlag,
 		})
 	}
@@ -141,28 +141,9 @@ func judgeRemoting(rep *Report, rows []RemotingRow) {
 		case r.ReductionVsRandom == nil:
 			rep.TargetUnknown(name, "random or ett answered no call")
 		default:
-			rep.Target(name, *r.ReductionVsRandom >= paper, "%.1f%% (mean %.2f ms)%s", *r.ReductionVsRandom*100, r.LatencyMeanMS, noWaitNote(r, base, paper))
+			rep.Target(name, *r.ReductionVsRandom >= paper, "%.1f%% (mean %.2f ms)", *r.ReductionVsRandom*100, r.LatencyMeanMS)
 		}
 	}
-}
-
-// noWaitNote puts the target beside the no-wait limit: the reduction
-// against random if no call ever waited (NoWaitReduction), and the
-// waiting per call the paper's reduction leaves against what r waited.
-// Empty when the limit is unknown.
-func noWaitNote(r, base RemotingRow, paper float64) string {
-	if r.NoWaitReduction == nil || base.Calls == 0 {
-		return ""
-	}
-	limit := *r.NoWaitReduction
-	lone := (1 - limit) * base.LatencyMeanMS
-	waited := r.LatencyMeanMS - lone
-	if paper >= limit {
-		return fmt.Sprintf("; out of reach in this run: a call that never waited (lone call %.2f ms) would be only %.1f%% below random's %.2f ms",
-			lone, limit*100, base.LatencyMeanMS)
-	}
-	return fmt.Sprintf("; no-wait limit %.1f%% (lone call %.2f ms): %.1f%% leaves %.2f ms of waiting per call, %s waited %.2f ms",
-		limit*100, lone, paper*100, (limit-paper)*base.LatencyMeanMS, r.Strategy, waited)
 }
 
 // report writes report.md: targets, set-up, the measured capacities, one
@@ -227,16 +208,6 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 			rep.Para("⚠ Flagged, not at the load asked: %s.", strings.Join(flagged, "; "))
 		} else {
 			rep.Para("Every sample within %.0f points of its target load.", remotingLoadTolerance*100)
-		}
-		var limits []string
-		for _, r := range rows {
-			if r.Replicas == n && r.Strategy == remotingRandom && r.NoWaitReduction != nil {
-				limits = append(limits, fmt.Sprintf("%.1f%% at %.0f%% load", *r.NoWaitReduction*100, r.Utilization*100))
-			}
-		}
-		if len(limits) > 0 {
-			rep.Para("No-wait limit (the reduction against random if no call ever waited: 1 − the lone call's mean ÷ random's mean; "+
-				"no strategy can pass it): %s.", strings.Join(limits, ", "))
 		}
 		if p, ok := remotingPaper[n]; ok {
 			rep.Para("Paper: NP_LB (its least-load dispatcher) %.1f%% below NLB's mean response time with %d replicas.", p*100, n)

@@ -363,54 +363,9 @@ func TestJudgeRemotingFlaggedSample(t *testing.T) {
 	}
 }
 
-// TestNoWaitLimit: the no-wait limit is 1 − the lone call ÷ random's mean
-// for every strategy at that size and load, and the 90% target says how
-// much waiting the paper's reduction leaves, or that it is out of reach.
-func TestNoWaitLimit(t *testing.T) {
-	t.Parallel()
-	rows := []RemotingRow{
-		{Replicas: 2, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 4, Calls: 10},
-		{Replicas: 2, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 10, Calls: 10},
-		{Replicas: 4, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 5, Calls: 10},
-		{Replicas: 4, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 12, Calls: 10},
-		{Replicas: 4, Utilization: 0.5, Strategy: "ett", LatencyMeanMS: 4, Calls: 10},
-		{Replicas: 4, Utilization: 0.5, Strategy: "random", Calls: 0},
-	}
-	groups := []RemotingGroupSettings{{Replicas: 2, ServiceTimeMS: 2}, {Replicas: 4, ServiceTimeMS: 3.6}}
-	fillReductions(rows)
-	fillNoWait(rows, groups)
-	for i, want := range []float64{0.8, 0.8, 0.7, 0.7} {
-		if r := rows[i].NoWaitReduction; r == nil || math.Abs(*r-want) > 1e-12 {
-			t.Errorf("row %d: no-wait limit %v, want %v", i, r, want)
-		}
-	}
-	for _, i := range []int{4, 5} {
-		if rows[i].NoWaitReduction != nil {
-			t.Errorf("row %d: no-wait limit %v without a random baseline", i, *rows[i].NoWaitReduction)
-		}
-	}
-	rep := NewReport("x")
-	judgeRemoting(rep, rows)
-	tg := rep.Targets()
-	if len(tg) != 2 {
-		t.Fatalf("targets %+v", tg)
-	}
-	// 2 replicas: limit 80%, the paper's 47.6% leaves (0.8−0.476)·10 ms;
-	// ett waited 4 − 2 ms.
-	for _, want := range []string{"no-wait limit 80.0%", "lone call 2.00 ms", "leaves 3.24 ms of waiting", "ett waited 2.00 ms"} {
-		if !strings.Contains(tg[0].Detail, want) {
-			t.Errorf("2-replica target %q does not say %q", tg[0].Detail, want)
-		}
-	}
-	// 4 replicas: 76.1% is above the 70% limit.
-	if tg[1].Status != Missed || !strings.Contains(tg[1].Detail, "out of reach in this run") || !strings.Contains(tg[1].Detail, "only 70.0% below") {
-		t.Errorf("4-replica target %+v, want missed and out of reach", tg[1])
-	}
-}
-
 // TestRemotingReportRounds: a strategy's row in report.md gives its
 // whole-sample reduction, the spread of its per-round reductions and their
-// median, and the no-wait limit under the table.
+// median.
 func TestRemotingReportRounds(t *testing.T) {
 	t.Parallel()
 	rows := []RemotingRow{
@@ -418,11 +373,10 @@ func TestRemotingReportRounds(t *testing.T) {
 		{Replicas: 4, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 26, Calls: 10, roundMeans: []float64{35, 18, 25, 37, 22}},
 	}
 	fillReductions(rows)
-	fillNoWait(rows, []RemotingGroupSettings{{Replicas: 4, ServiceTimeMS: 7}})
 	x := newRemoting()
 	md := x.report(rows, nil, x.sizes(Quick)).Markdown(&Results{})
 	// Per round: 1−34/35, 1−10/18, 1−9/25, 1−36/37, 1−9/22 → 3%, 44%, 64%, 3%, 59%.
-	for _, want := range []string{"38.5% (rounds 3…64%, median 44%)", "73.1% at 90% load"} {
+	for _, want := range []string{"38.5% (rounds 3…64%, median 44%)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md does not contain %q:\n%s", want, md)
 		}
