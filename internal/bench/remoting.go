@@ -301,8 +301,9 @@ type RemotingGroupSettings struct {
 	// CPUPeriodMS.
 	CPUPerReplica float64 `json:"cpu_per_replica"`
 	CPUPeriodMS   float64 `json:"cpu_period_ms"`
-	// ServiceTimeMS is the mean response time of a lone call (one call
-	// at a time, straight to a replica).
+	// ServiceTimeMS is the response time of a lone call of mean X (calls
+	// one at a time, straight to a replica; the least-squares line of
+	// their latency on X, at the mean X).
 	ServiceTimeMS float64 `json:"service_time_ms"`
 	// CapacityRPS is the calls per second the replicas answered when
 	// saturated (directly, no balancer); ReplicaServiceMS is the time of
@@ -402,7 +403,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	if !ok {
 		return g, nil, fmt.Errorf("capacity: no CPU time or no call measured (CPU %v, X sum %d)", capCPU, capX)
 	}
-	env.Logf("remoting: %d replicas of %.3g cores: a lone call takes %.2f ms; saturated, they answer %.0f calls/s (%.2f ms of a replica per call, %.2f ms CPU per call, %.0f%% of their quotas used; %d failed)",
+	env.Logf("remoting: %d replicas of %.3g cores: a lone call of mean X takes %.2f ms; saturated, they answer %.0f calls/s (%.2f ms of a replica per call, %.2f ms CPU per call, %.0f%% of their quotas used; %d failed)",
 		n, g.CPUPerReplica, g.ServiceTimeMS, g.CapacityRPS, g.ReplicaServiceMS, g.CPUPerCallMS, g.CapacityCPU*100, failed)
 	// A warm-up through the balancer, unrecorded: its connections to the
 	// replicas, and every process's heap, are then as in the samples.

@@ -175,7 +175,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 		gt = append(gt, []string{strconv.Itoa(g.Replicas), Num(g.CPUPerReplica, 3), Num(g.CPUPeriodMS, 1), Num(g.ServiceTimeMS, 2), Num(g.CapacityRPS, 0),
 			Num(g.ReplicaServiceMS, 2), Num(g.CPUPerCallMS, 2), Num(g.CapacityCPU*100, 0) + "%", strconv.Itoa(g.Clients)})
 	}
-	rep.Table([]string{"replicas", "cores each", "period (ms)", "lone call (ms)", "capacity (calls/s)", "replica time per call (ms)",
+	rep.Table([]string{"replicas", "cores each", "period (ms)", "lone call of mean X (ms)", "capacity (calls/s)", "replica time per call (ms)",
 		"CPU per call (ms)", "quota used when saturated", "clients"}, gt)
 	for _, n := range remotingSizesOf(rows) {
 		rep.Heading(fmt.Sprintf("%d replicas", n))

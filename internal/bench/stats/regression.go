@@ -146,3 +146,42 @@ func norm(x []float64) float64 {
 	}
 	return scale * math.Sqrt(s)
 }
+
+// Line is the least-squares line y = Intercept + Slope·x.
+type Line struct {
+	Intercept, Slope float64
+}
+
+// At returns the line's y at x.
+func (l Line) At(x float64) float64 { return l.Intercept + l.Slope*x }
+
+// FitLine fits y = a + b·x to the pairs (xs[i], ys[i]) by least squares.
+// It returns ErrSingular (wrapped) when the xs do not vary or there are
+// fewer than two pairs, and an error when the slices differ in length or
+// hold a value that is not finite.
+func FitLine(xs, ys []float64) (Line, error) {
+	if len(xs) != len(ys) {
+		return Line{}, fmt.Errorf("stats: %d x values for %d y values", len(xs), len(ys))
+	}
+	if len(xs) < 2 {
+		return Line{}, fmt.Errorf("%w: %d points for a line", ErrSingular, len(xs))
+	}
+	for i := range xs {
+		if !finite(xs[i]) || !finite(ys[i]) {
+			return Line{}, fmt.Errorf("stats: point %d is not finite: (%v, %v)", i, xs[i], ys[i])
+		}
+	}
+	mx, my := Mean(xs), Mean(ys)
+	var sxx, sxy float64
+	for i := range xs {
+		dx := xs[i] - mx
+		sxx += dx * dx
+		sxy += dx * (ys[i] - my)
+	}
+	// Centred sums: a spread below rounding of the xs' size is no spread.
+	if !(sxx > 0) || math.Sqrt(sxx/float64(len(xs))) <= 1e-12*math.Max(math.Abs(mx), 1) {
+		return Line{}, fmt.Errorf("%w: every x is %v", ErrSingular, mx)
+	}
+	b := sxy / sxx
+	return Line{Intercept: my - b*mx, Slope: b}, nil
+}

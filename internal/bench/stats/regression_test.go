@@ -132,3 +132,44 @@ func TestLittlesLaw(t *testing.T) {
 		})
 	}
 }
+
+func TestFitLine(t *testing.T) {
+	t.Parallel()
+	// Exact: y = 3 + 2x.
+	l, err := FitLine([]float64{0, 1, 2, 5}, []float64{3, 5, 7, 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(l.Intercept-3) > 1e-12 || math.Abs(l.Slope-2) > 1e-12 || math.Abs(l.At(10)-23) > 1e-12 {
+		t.Errorf("FitLine = %+v, want 3 + 2x", l)
+	}
+	// Least squares through (0,0), (1,1), (2,1): slope 1/2, intercept 1/6.
+	l, err = FitLine([]float64{0, 1, 2}, []float64{0, 1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(l.Intercept-1.0/6) > 1e-12 || math.Abs(l.Slope-0.5) > 1e-12 {
+		t.Errorf("FitLine = %+v, want 1/6 + x/2", l)
+	}
+	for _, bad := range []struct {
+		name   string
+		xs, ys []float64
+		single bool
+	}{
+		{"no x spread", []float64{4, 4, 4}, []float64{1, 2, 3}, true},
+		{"one point", []float64{1}, []float64{1}, true},
+		{"none", nil, nil, true},
+		{"lengths differ", []float64{1, 2}, []float64{1}, false},
+		{"NaN", []float64{1, math.NaN()}, []float64{1, 2}, false},
+		{"Inf", []float64{1, 2}, []float64{1, math.Inf(1)}, false},
+	} {
+		_, err := FitLine(bad.xs, bad.ys)
+		if err == nil {
+			t.Errorf("%s: no error", bad.name)
+			continue
+		}
+		if errors.Is(err, ErrSingular) != bad.single {
+			t.Errorf("%s: %v; ErrSingular %v, want %v", bad.name, err, errors.Is(err, ErrSingular), bad.single)
+		}
+	}
+}
