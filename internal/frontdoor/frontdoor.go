@@ -106,6 +106,76 @@ func (s *Snapshot) Pick(r *strategy.Request) (*Member, error) {
 	return s.Eligible[rep.Index], nil
 }
 
+// MaxPickTries bounds the picks Acquire makes for one call, when the picked
+// members are at their in-flight limit or excluded, before it scans the
+// eligible members.
+const MaxPickTries = 8
+
+// Acquire picks a member for a proxied call and counts the call in its
+// Live.Inflight, skipping the members in exclude (by pointer or replica id,
+// so a member of an earlier snapshot counts) and members already at
+// MaxInflight. After MaxPickTries picks it scans the eligible members for
+// one with room, starting at spill modulo their number: callers rotate
+// spill, so that calls the strategy's choice has no room for spread over
+// the others rather than all landing on the first. Errors: the picker's
+// (ErrNoReplica), or ErrOverloaded when members were skipped for being
+// full. End the call with Release.
+func (s *Snapshot) Acquire(req *strategy.Request, exclude []*Member, spill uint32) (*Member, error) {
+	tries := min(max(len(s.Eligible), 1), MaxPickTries)
+	full := false
+	for range tries {
+		m, err := s.Pick(req)
+		if err != nil {
+			return nil, err
+		}
+		if excluded(m, exclude) {
+			continue
+		}
+		if tryAcquire(m, s.MaxInflight) {
+			return m, nil
+		}
+		full = true
+	}
+	n := len(s.Eligible)
+	off := int(spill % uint32(max(n, 1)))
+	for i := range n {
+		m := s.Eligible[(off+i)%n]
+		if m.State != registry.StateActive || excluded(m, exclude) {
+			continue
+		}
+		if tryAcquire(m, s.MaxInflight) {
+			return m, nil
+		}
+		full = true
+	}
+	if full {
+		return nil, ErrOverloaded
+	}
+	return nil, ErrNoReplica
+}
+
+// Release uncounts a call that Acquire counted on m.
+func (m *Member) Release() { m.Replica.Live.Inflight.Add(-1) }
+
+// tryAcquire counts a call on m unless that would exceed limit (0: none).
+func tryAcquire(m *Member, limit int) bool {
+	n := m.Replica.Live.Inflight.Add(1)
+	if limit > 0 && n > int64(limit) {
+		m.Replica.Live.Inflight.Add(-1)
+		return false
+	}
+	return true
+}
+
+func excluded(m *Member, exclude []*Member) bool {
+	for _, x := range exclude {
+		if x == m || x.ID() == m.ID() {
+			return true
+		}
+	}
+	return false
+}
+
 // Group is the balancer's side of one group, as a front door sees it.
 // Implementations are safe for concurrent use.
 type Group interface {

@@ -7,8 +7,6 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
-	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
 // maxAttempts bounds the members one proxied call is sent to. Only
@@ -16,11 +14,6 @@ import (
 // closed the connection with CloseConnection, or forwarded the call
 // elsewhere) are followed by another.
 const maxAttempts = 3
-
-// maxPickTries bounds the picks made for one call when picked members are
-// at their in-flight limit or already tried, before a scan of the eligible
-// members.
-const maxPickTries = 8
 
 // call is one proxied Request: a client's call on its way to a member and
 // back. Fields other than the immutable ones are guarded by mu.
@@ -108,7 +101,8 @@ func (cl *call) dispatch(avoid *frontdoor.Member) {
 			avoid = nil
 		}
 		if cl.m == nil {
-			m, err := acquire(cl.snap, cl.c.pickRequest(cl.snap, cl.req.Operation), cl.tried)
+			req := cl.c.pickRequest(cl.snap, cl.req.Operation)
+			m, err := cl.snap.Acquire(&req, cl.tried, cl.c.s.spill.Add(1))
 			if err != nil {
 				cl.mu.Unlock()
 				cl.finish(nil, err, false)
@@ -151,7 +145,7 @@ func (cl *call) dispatch(avoid *frontdoor.Member) {
 func (cl *call) retryElsewhere(m *frontdoor.Member, _ error) {
 	cl.mu.Lock()
 	if cl.m == m {
-		release(m)
+		m.Release()
 		cl.m = nil
 	}
 	cl.mu.Unlock()
@@ -317,7 +311,7 @@ func (cl *call) finishWith(m *frontdoor.Member, answer []byte, failed bool) {
 		m.Counters.Proxied.Add(1)
 	}
 	if held != nil {
-		release(held)
+		held.Release()
 	}
 	c := cl.c
 	if !cl.oneway {
@@ -355,7 +349,7 @@ func (cl *call) abandon() {
 		up.cancel(cl.req.Version, cl.req.Order, upID)
 	}
 	if held != nil {
-		release(held)
+		held.Release()
 	}
 	c := cl.c
 	c.mu.Lock()
@@ -383,58 +377,4 @@ func (cl *call) observe(m *frontdoor.Member, latency time.Duration, failed bool)
 	if cl.snap.Observer != nil {
 		cl.snap.Observer.Observe(m.Replica, latency, failed)
 	}
-}
-
-// acquire picks a member with room for one more call (Snapshot.MaxInflight)
-// that is not excluded, and counts the call on it. Like the HTTP front door:
-// a few picks, then a scan of the eligible members.
-func acquire(snap *frontdoor.Snapshot, req strategy.Request, exclude []*frontdoor.Member) (*frontdoor.Member, error) {
-	tries := min(max(len(snap.Eligible), 1), maxPickTries)
-	full := false
-	for range tries {
-		m, err := snap.Pick(&req)
-		if err != nil {
-			return nil, err
-		}
-		if excluded(m, exclude) {
-			continue
-		}
-		if tryAcquire(m, snap.MaxInflight) {
-			return m, nil
-		}
-		full = true
-	}
-	for _, m := range snap.Eligible {
-		if m.State != registry.StateActive || excluded(m, exclude) {
-			continue
-		}
-		if tryAcquire(m, snap.MaxInflight) {
-			return m, nil
-		}
-		full = true
-	}
-	if full {
-		return nil, frontdoor.ErrOverloaded
-	}
-	return nil, frontdoor.ErrNoReplica
-}
-
-func tryAcquire(m *frontdoor.Member, limit int) bool {
-	n := m.Replica.Live.Inflight.Add(1)
-	if limit > 0 && n > int64(limit) {
-		m.Replica.Live.Inflight.Add(-1)
-		return false
-	}
-	return true
-}
-
-func release(m *frontdoor.Member) { m.Replica.Live.Inflight.Add(-1) }
-
-func excluded(m *frontdoor.Member, exclude []*frontdoor.Member) bool {
-	for _, x := range exclude {
-		if x == m || x.ID() == m.ID() {
-			return true
-		}
-	}
-	return false
 }

@@ -41,6 +41,8 @@ type Server struct {
 	now func() time.Time
 
 	up *upstreams
+	// spill rotates where the in-flight limit's fall-back scan starts.
+	spill atomic.Uint32
 
 	mu        sync.Mutex
 	listeners map[net.Listener]struct{}

@@ -68,7 +68,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 		return x.answer(err)
 	}
 	if !leanMember(m) {
-		m.Replica.Live.Inflight.Add(-1)
+		m.Release()
 		return callHandOver
 	}
 	x.m = m
@@ -250,7 +250,7 @@ type exchange struct {
 
 func (x *exchange) release() {
 	if x.m != nil {
-		x.m.Replica.Live.Inflight.Add(-1)
+		x.m.Release()
 		x.m = nil
 	}
 }

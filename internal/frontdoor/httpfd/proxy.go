@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -191,69 +190,15 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 // answer (nginx's 499).
 const statusClientClosed = 499
 
-// acquire picks a member for a call and counts the call in its
-// Live.Inflight, skipping members in exclude and members at
-// snap.MaxInflight. After maxPickTries picks it scans the eligible members
-// for one with room (the strategy's choice was full, or it keeps choosing
-// an excluded member). Errors: the picker's (frontdoor.ErrNoReplica), or
-// frontdoor.ErrOverloaded when members were skipped for being full.
+// acquire is snap.Acquire with the server's rotating spill.
 func (s *Server) acquire(snap *frontdoor.Snapshot, req *strategy.Request, exclude []*frontdoor.Member) (*frontdoor.Member, error) {
-	tries := min(max(len(snap.Eligible), 1), maxPickTries)
-	full := false
-	for range tries {
-		m, err := snap.Pick(req)
-		if err != nil {
-			return nil, err
-		}
-		if excluded(m, exclude) {
-			continue
-		}
-		if tryAcquire(m, snap.MaxInflight) {
-			return m, nil
-		}
-		full = true
-	}
-	n := len(snap.Eligible)
-	off := int(s.spill.Add(1))
-	for i := range n {
-		m := snap.Eligible[(off+i)%n]
-		if m.State != registry.StateActive || excluded(m, exclude) {
-			continue
-		}
-		if tryAcquire(m, snap.MaxInflight) {
-			return m, nil
-		}
-		full = true
-	}
-	if full {
-		return nil, frontdoor.ErrOverloaded
-	}
-	return nil, frontdoor.ErrNoReplica
-}
-
-// tryAcquire counts a call on m unless that would exceed limit (0: none).
-func tryAcquire(m *frontdoor.Member, limit int) bool {
-	n := m.Replica.Live.Inflight.Add(1)
-	if limit > 0 && n > int64(limit) {
-		m.Replica.Live.Inflight.Add(-1)
-		return false
-	}
-	return true
-}
-
-func excluded(m *frontdoor.Member, exclude []*frontdoor.Member) bool {
-	for _, x := range exclude {
-		if x == m {
-			return true
-		}
-	}
-	return false
+	return snap.Acquire(req, exclude, s.spill.Add(1))
 }
 
 // release uncounts the call from its member.
 func (c *call) release() {
 	if c.m != nil {
-		c.m.Replica.Live.Inflight.Add(-1)
+		c.m.Release()
 		c.m = nil
 	}
 }
