@@ -106,6 +106,27 @@ func (s *Snapshot) Pick(r *strategy.Request) (*Member, error) {
 	return s.Eligible[rep.Index], nil
 }
 
+// Timeouts are a snapshot's registry.Timeouts with the defaults applied.
+type Timeouts struct {
+	Connect, Request, Idle time.Duration
+}
+
+// TimeoutsOf returns t with registry's defaults in place of unset (or
+// negative) durations.
+func TimeoutsOf(t registry.Timeouts) Timeouts {
+	to := Timeouts{Connect: t.Connect.D(), Request: t.Request.D(), Idle: t.Idle.D()}
+	if to.Connect <= 0 {
+		to.Connect = registry.DefaultConnectTimeout
+	}
+	if to.Request <= 0 {
+		to.Request = registry.DefaultRequestTimeout
+	}
+	if to.Idle <= 0 {
+		to.Idle = registry.DefaultIdleTimeout
+	}
+	return to
+}
+
 // MaxPickTries bounds the picks Acquire makes for one call, when the picked
 // members are at their in-flight limit or excluded, before it scans the
 // eligible members.

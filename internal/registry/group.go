@@ -34,6 +34,13 @@ const (
 	DefaultReportInterval = protocol.Duration(500 * time.Millisecond)
 )
 
+// Defaults of a group's Timeouts.
+const (
+	DefaultConnectTimeout = 2 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultIdleTimeout    = 90 * time.Second
+)
+
 // Sources of a group's definition.
 const (
 	SourceConfig = "config"
@@ -170,13 +177,13 @@ func (g Group) WithDefaults() Group {
 	}
 	t := &g.Timeouts
 	if t.Connect == 0 {
-		t.Connect = protocol.Duration(2 * time.Second)
+		t.Connect = protocol.Duration(DefaultConnectTimeout)
 	}
 	if t.Request == 0 {
-		t.Request = protocol.Duration(30 * time.Second)
+		t.Request = protocol.Duration(DefaultRequestTimeout)
 	}
 	if t.Idle == 0 {
-		t.Idle = protocol.Duration(90 * time.Second)
+		t.Idle = protocol.Duration(DefaultIdleTimeout)
 	}
 	if d, ok := strategy.Lookup(g.Strategy); ok {
 		merged := d.Defaults()

@@ -57,9 +57,9 @@ func (c *clientConn) serve() {
 	defer c.abort()
 	for {
 		snap := c.s.g.Snapshot()
-		to := timeoutsOf(snap.Timeouts)
+		to := frontdoor.TimeoutsOf(snap.Timeouts)
 		limit := maxMessageSize(snap)
-		raw, hdr, err := c.r.read(to.idle, to.request, limit)
+		raw, hdr, err := c.r.read(to.Idle, to.Request, limit)
 		if err != nil {
 			if errors.Is(err, errIdle) {
 				if c.closeIfIdle() {

@@ -55,22 +55,22 @@ func (c *clientConn) bind(snap *frontdoor.Snapshot, operation string) (*frontdoo
 // a key that is not the group's, TRANSIENT when nothing can serve. It
 // returns false when the connection must end.
 func (c *clientConn) redirectRequest(snap *frontdoor.Snapshot, req *giop.Request) bool {
-	to := timeoutsOf(snap.Timeouts)
+	to := frontdoor.TimeoutsOf(snap.Timeouts)
 	if !targetsGroup(snap, req.Target) {
 		rep := giop.ReplyTo(req, giop.StatusSystemException)
 		rep.SetSystemException(exceptionFor(errUnknownKey))
-		return c.send(rep, to.request) == nil
+		return c.send(rep, to.Request) == nil
 	}
 	m, err := c.bind(snap, req.Operation)
 	if err != nil {
 		c.s.log.Debug("no replica for a GIOP request", "operation", req.Operation, "err", err)
 		rep := giop.ReplyTo(req, giop.StatusSystemException)
 		rep.SetSystemException(exceptionFor(err))
-		return c.send(rep, to.request) == nil
+		return c.send(rep, to.Request) == nil
 	}
 	rep := giop.ReplyTo(req, giop.StatusLocationForward)
 	rep.SetForward(*m.IOR, false)
-	return c.send(rep, to.request) == nil
+	return c.send(rep, to.Request) == nil
 }
 
 // answerLocate answers a LocateRequest. For the group's key, on-demand and
@@ -84,23 +84,23 @@ func (c *clientConn) redirectRequest(snap *frontdoor.Snapshot, req *giop.Request
 // TRANSIENT (UNKNOWN_OBJECT would tell the client the object is gone for
 // good).
 func (c *clientConn) answerLocate(snap *frontdoor.Snapshot, req *giop.LocateRequest) bool {
-	to := timeoutsOf(snap.Timeouts)
+	to := frontdoor.TimeoutsOf(snap.Timeouts)
 	if !targetsGroup(snap, req.Target) {
-		return c.send(giop.LocateReplyTo(req, giop.LocateUnknownObject), to.request) == nil
+		return c.send(giop.LocateReplyTo(req, giop.LocateUnknownObject), to.Request) == nil
 	}
 	noReplica := func(err error) bool {
 		if req.Version == giop.V12 {
 			rep := giop.LocateReplyTo(req, giop.LocateSystemException)
 			rep.SetSystemException(exceptionFor(err))
-			return c.send(rep, to.request) == nil
+			return c.send(rep, to.Request) == nil
 		}
-		return c.send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.request) == nil
+		return c.send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.Request) == nil
 	}
 	if snap.Binding == registry.PerRequest || snap.GIOP.Locate == registry.LocateHere {
 		if len(snap.Eligible) == 0 {
 			return noReplica(frontdoor.ErrNoReplica)
 		}
-		return c.send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.request) == nil
+		return c.send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.Request) == nil
 	}
 	m, err := c.bind(snap, "")
 	if err != nil {
@@ -108,5 +108,5 @@ func (c *clientConn) answerLocate(snap *frontdoor.Snapshot, req *giop.LocateRequ
 	}
 	rep := giop.LocateReplyTo(req, giop.LocateObjectForward)
 	rep.SetForward(*m.IOR, false)
-	return c.send(rep, to.request) == nil
+	return c.send(rep, to.Request) == nil
 }

@@ -23,7 +23,7 @@ type call struct {
 	req      *giop.Request
 	clientID uint32
 	oneway   bool
-	to       timeouts
+	to       frontdoor.Timeouts
 
 	mu       sync.Mutex
 	done     bool
@@ -48,7 +48,7 @@ func (c *clientConn) proxyRequest(snap *frontdoor.Snapshot, req *giop.Request, m
 		c.fail(&protocolError{version: req.Version, order: req.Order, err: errMisaligned})
 		return false
 	}
-	to := timeoutsOf(snap.Timeouts)
+	to := frontdoor.TimeoutsOf(snap.Timeouts)
 	if !targetsGroup(snap, req.Target) {
 		defer c.leave()
 		if !req.ResponseExpected() {
@@ -56,7 +56,7 @@ func (c *clientConn) proxyRequest(snap *frontdoor.Snapshot, req *giop.Request, m
 		}
 		rep := giop.ReplyTo(req, giop.StatusSystemException)
 		rep.SetSystemException(exceptionFor(errUnknownKey))
-		return c.send(rep, to.request) == nil
+		return c.send(rep, to.Request) == nil
 	}
 	cl := &call{c: c, snap: snap, req: req, clientID: req.RequestID, oneway: !req.ResponseExpected(), to: to}
 	if !cl.oneway {
@@ -73,7 +73,7 @@ func (c *clientConn) proxyRequest(snap *frontdoor.Snapshot, req *giop.Request, m
 		}
 		c.calls[req.RequestID] = cl
 		c.mu.Unlock()
-		cl.timer = time.AfterFunc(to.request, func() { cl.finish(cl.currentMember(), errCallTimeout, true) })
+		cl.timer = time.AfterFunc(to.Request, func() { cl.finish(cl.currentMember(), errCallTimeout, true) })
 	}
 	cl.dispatch(nil)
 	return true
@@ -322,7 +322,7 @@ func (cl *call) finishWith(m *frontdoor.Member, answer []byte, failed bool) {
 		c.mu.Unlock()
 	}
 	if answer != nil {
-		_ = c.sendBytes(answer, cl.to.request)
+		_ = c.sendBytes(answer, cl.to.Request)
 	}
 	c.leave()
 }

@@ -16,9 +16,9 @@ import (
 // Defaults used when the snapshot's Timeouts or GIOP settings leave a field
 // at zero (the same as registry.Group.WithDefaults).
 const (
-	DefaultConnectTimeout = 2 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultIdleTimeout    = 90 * time.Second
+	DefaultConnectTimeout = registry.DefaultConnectTimeout
+	DefaultRequestTimeout = registry.DefaultRequestTimeout
+	DefaultIdleTimeout    = registry.DefaultIdleTimeout
 )
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -183,25 +183,6 @@ func (s *Server) connList() []*clientConn {
 		out = append(out, c)
 	}
 	return out
-}
-
-// timeouts are a snapshot's Timeouts with defaults applied.
-type timeouts struct {
-	connect, request, idle time.Duration
-}
-
-func timeoutsOf(t registry.Timeouts) timeouts {
-	to := timeouts{connect: t.Connect.D(), request: t.Request.D(), idle: t.Idle.D()}
-	if to.connect <= 0 {
-		to.connect = DefaultConnectTimeout
-	}
-	if to.request <= 0 {
-		to.request = DefaultRequestTimeout
-	}
-	if to.idle <= 0 {
-		to.idle = DefaultIdleTimeout
-	}
-	return to
 }
 
 // maxMessageSize is the snapshot's GIOP message size limit.

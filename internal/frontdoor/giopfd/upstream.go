@@ -48,7 +48,7 @@ func newUpstreams(s *Server) *upstreams {
 
 // get returns a connection to m for version v: the least busy open one, or
 // a new one when all are busy and the pool has room.
-func (u *upstreams) get(m *frontdoor.Member, v giop.Version, to timeouts) (*upConn, error) {
+func (u *upstreams) get(m *frontdoor.Member, v giop.Version, to frontdoor.Timeouts) (*upConn, error) {
 	p, ok := m.IOR.IIOP()
 	if !ok {
 		return nil, errNoReference
@@ -72,7 +72,7 @@ func (u *upstreams) get(m *frontdoor.Member, v giop.Version, to timeouts) (*upCo
 	}
 	u.mu.Unlock()
 
-	nc, err := net.DialTimeout("tcp", key.addr, to.connect)
+	nc, err := net.DialTimeout("tcp", key.addr, to.Connect)
 	if err != nil {
 		return nil, fmt.Errorf("giopfd: connecting to %s: %w", key.addr, err)
 	}
@@ -170,7 +170,7 @@ func (c *upConn) send(cl *call) error {
 	}
 	cl.sent(c, id)
 	c.wmu.Lock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(cl.to.request))
+	_ = c.nc.SetWriteDeadline(time.Now().Add(cl.to.Request))
 	n, err := c.nc.Write(b)
 	c.wmu.Unlock()
 	if err != nil {
@@ -248,9 +248,9 @@ func (c *upConn) readLoop() {
 	var asm assembler
 	for {
 		snap := c.u.s.g.Snapshot()
-		to := timeoutsOf(snap.Timeouts)
+		to := frontdoor.TimeoutsOf(snap.Timeouts)
 		limit := maxMessageSize(snap)
-		raw, hdr, err := c.r.read(to.idle, to.request, limit)
+		raw, hdr, err := c.r.read(to.Idle, to.Request, limit)
 		if err != nil {
 			if errors.Is(err, errIdle) {
 				if c.closeIfIdle() {

@@ -237,7 +237,7 @@ func (c *conn) awaitRequest() bool {
 		}
 		// Within a second (or an eighth) of the idle timeout, so that the
 		// timer moves about once a second, not once a request.
-		c.setReadDeadline(time.Now().Add(s.to.idle), min(time.Second, s.to.idle/8))
+		c.setReadDeadline(time.Now().Add(s.to.Idle), min(time.Second, s.to.Idle/8))
 		if _, err := c.br.Peek(1); err != nil {
 			return false
 		}
@@ -279,7 +279,7 @@ func (c *conn) readRequestHead() (verdict, error) {
 		}
 		if !bounded {
 			bounded = true
-			c.setReadDeadline(time.Now().Add(c.s.to.request), 0)
+			c.setReadDeadline(time.Now().Add(c.s.to.Request), 0)
 		}
 		if _, err := c.br.Peek(n + 1); err != nil {
 			return needMore, err

@@ -74,8 +74,8 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	x.m = m
 	defer x.release()
 
-	to := timeoutsOf(snap.Timeouts)
-	c.deadline = time.Now().Add(to.request)
+	to := frontdoor.TimeoutsOf(snap.Timeouts)
+	c.deadline = time.Now().Add(to.Request)
 	c.setWriteDeadline(c.deadline.Add(deadlineGrace))
 	if hasBody {
 		c.setReadDeadline(c.deadline, 0)
@@ -89,7 +89,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 		addr := memberAddr(x.m)
 		uc = s.up.fast.getIdle(addr)
 		if uc == nil {
-			if uc, err = c.dial(addr, to.connect); err != nil {
+			if uc, err = c.dial(addr, to.Connect); err != nil {
 				// The call never reached the member: try another one.
 				failed := x.m
 				x.observe(s.now().Sub(t0), true)

@@ -37,7 +37,7 @@ type call struct {
 	snap *frontdoor.Snapshot
 	in   *url.URL
 	req  strategy.Request
-	to   timeouts
+	to   frontdoor.Timeouts
 	lw   *logWriter
 	rc   *http.ResponseController
 
@@ -69,7 +69,7 @@ func callFrom(ctx context.Context) *call {
 
 // serveProxy forwards one call (per-request binding).
 func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
-	c := &call{s: s, snap: snap, in: r.URL, to: timeoutsOf(snap.Timeouts), lw: lw}
+	c := &call{s: s, snap: snap, in: r.URL, to: frontdoor.TimeoutsOf(snap.Timeouts), lw: lw}
 	c.req.Client = r.Header.Get(protocol.HeaderClient)
 	c.req.Key = requestKey(snap.Key, r)
 	requestFacts(r, &c.req)
@@ -95,16 +95,16 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 		// Bounded until the 101 arrives, then the connection is the
 		// client's for as long as it wants it.
 		_ = c.rc.SetWriteDeadline(time.Time{})
-		c.timer = time.AfterFunc(c.to.request, func() { cancel(errCallTimeout) })
+		c.timer = time.AfterFunc(c.to.Request, func() { cancel(errCallTimeout) })
 	default:
 		// The timer ends the call; the connection deadlines, a little
 		// later, are the backstop that frees the connection from a client
 		// that stalls, and leave time to answer 504. Deadlines are on the
 		// real clock, whatever Options.Now says.
-		deadline := time.Now().Add(c.to.request + deadlineGrace)
+		deadline := time.Now().Add(c.to.Request + deadlineGrace)
 		_ = c.rc.SetReadDeadline(deadline)
 		_ = c.rc.SetWriteDeadline(deadline)
-		c.timer = time.AfterFunc(c.to.request, func() {
+		c.timer = time.AfterFunc(c.to.Request, func() {
 			c.timerMu.Lock()
 			defer c.timerMu.Unlock()
 			if c.finished {

@@ -23,9 +23,9 @@ const MaxHeaderBytes = 64 << 10
 // Defaults used when the snapshot's Timeouts leave a field at zero (the
 // same as registry.Group.WithDefaults).
 const (
-	DefaultConnectTimeout = 2 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultIdleTimeout    = 90 * time.Second
+	DefaultConnectTimeout = registry.DefaultConnectTimeout
+	DefaultRequestTimeout = registry.DefaultRequestTimeout
+	DefaultIdleTimeout    = registry.DefaultIdleTimeout
 )
 
 // Options configure a Server. The zero value is usable.
@@ -67,7 +67,7 @@ type Server struct {
 
 	// to are the server-level timeouts: reading a request head, idle
 	// keep-alive connections.
-	to timeouts
+	to frontdoor.Timeouts
 	// handoff is srv's listener: the lean path's connections for net/http.
 	handoff  *handoff
 	fallback sync.Once
@@ -102,7 +102,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 	if snap := g.Snapshot(); snap != nil {
 		t = snap.Timeouts
 	}
-	to := timeoutsOf(t)
+	to := frontdoor.TimeoutsOf(t)
 	s.to = to
 	s.handoff = newHandoff()
 	s.listeners = map[*net.Listener]struct{}{}
@@ -130,11 +130,11 @@ func New(g frontdoor.Group, opts Options) *Server {
 	s.srv = &http.Server{
 		Handler:           s,
 		Protocols:         protos,
-		ReadHeaderTimeout: to.request,
+		ReadHeaderTimeout: to.Request,
 		// Writes are bounded per call: WriteTimeout is re-armed for each
 		// request and lifted (ResponseController) for streaming calls.
-		WriteTimeout:   to.request,
-		IdleTimeout:    to.idle,
+		WriteTimeout:   to.Request,
+		IdleTimeout:    to.Idle,
 		MaxHeaderBytes: MaxHeaderBytes,
 		BaseContext:    func(net.Listener) context.Context { return s.base },
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
@@ -229,25 +229,6 @@ func checkRequest(r *http.Request) error {
 		return errBadTarget
 	}
 	return nil
-}
-
-// timeouts are a snapshot's Timeouts with defaults applied.
-type timeouts struct {
-	connect, request, idle time.Duration
-}
-
-func timeoutsOf(t registry.Timeouts) timeouts {
-	to := timeouts{connect: t.Connect.D(), request: t.Request.D(), idle: t.Idle.D()}
-	if to.connect <= 0 {
-		to.connect = DefaultConnectTimeout
-	}
-	if to.request <= 0 {
-		to.request = DefaultRequestTimeout
-	}
-	if to.idle <= 0 {
-		to.idle = DefaultIdleTimeout
-	}
-	return to
 }
 
 // tracker counts the requests being served so that Shutdown can wait for

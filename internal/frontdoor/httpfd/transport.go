@@ -129,7 +129,7 @@ type dialer struct{ d net.Dialer }
 func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	timeout := DefaultConnectTimeout
 	if c := callFrom(ctx); c != nil {
-		timeout = c.to.connect
+		timeout = c.to.Connect
 	} else if t, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok {
 		timeout = t
 	}
