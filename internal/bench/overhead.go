@@ -260,6 +260,16 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 		cfgs[5].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
 		cfgs[5].replicaCPU, cfgs[5].proxyCPU = newCPUMeter(r.Proc), newCPUMeter(px.Proc)
 	}
+	if err := warmOverhead(ctx, cfgs); err != nil {
+		return nil, err
+	}
+	return cfgs, nil
+}
+
+// warmOverhead makes every configuration's unrecorded warm-up calls
+// (connections opened, binding callers bound). On an error it closes every
+// configuration's callers.
+func warmOverhead(ctx context.Context, cfgs []*overheadConfig) error {
 	for _, c := range cfgs {
 		if c.callers == nil {
 			continue
@@ -270,10 +280,10 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 					c.callers.Close()
 				}
 			}
-			return nil, fmt.Errorf("overhead: %s: %w", c.name, err)
+			return fmt.Errorf("overhead: %s: %w", c.name, err)
 		}
 	}
-	return cfgs, nil
+	return nil
 }
 
 // roundRatios are a configuration's per-round ratios to another's

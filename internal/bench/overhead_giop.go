@@ -36,18 +36,8 @@ func (o *Overhead) setUpGIOP(ctx context.Context, env *Env) ([]*overheadConfig, 
 		{name: cfgHAProxy, skipped: httpOnly},
 		{name: cfgNGINX, skipped: httpOnly},
 	}
-	for _, c := range cfgs {
-		if c.callers == nil {
-			continue
-		}
-		if err := c.callers.Warm(ctx, 100); err != nil {
-			for _, c := range cfgs {
-				if c.callers != nil {
-					c.callers.Close()
-				}
-			}
-			return nil, fmt.Errorf("overhead: %s: %w", c.name, err)
-		}
+	if err := warmOverhead(ctx, cfgs); err != nil {
+		return nil, err
 	}
 	return cfgs, nil
 }

@@ -98,13 +98,8 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overhead
 		cfgs = append(cfgs, c)
 	}
 	cfgs = append(cfgs, &overheadConfig{name: cfgHAProxy, skipped: httpOnly}, &overheadConfig{name: cfgNGINX, skipped: httpOnly})
-	for _, c := range cfgs {
-		if c.callers == nil {
-			continue
-		}
-		if err := c.callers.Warm(ctx, 100); err != nil {
-			return cfgs, fmt.Errorf("overhead: %s: %w", c.name, err)
-		}
+	if err := warmOverhead(ctx, cfgs); err != nil {
+		return nil, err
 	}
 	return cfgs, nil
 }
