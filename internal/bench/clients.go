@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
@@ -121,19 +120,11 @@ func (e *Env) RunClients(ctx context.Context, ep Endpoint, processes, callers in
 	}
 	wait, cancel := context.WithDeadline(ctx, spec.Start.Add(d+time.Minute))
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, c := range children {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-c.p.exited:
-			case <-wait.Done():
-				c.p.Stop(0)
-			}
-		}()
+	procs := make([]*Proc, len(children))
+	for i, c := range children {
+		procs[i] = c.p
 	}
-	wg.Wait()
+	waitExit(wait, procs)
 	res := LoadResult{Rec: stats.NewRecorder()}
 	var late time.Duration
 	for _, c := range children {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
@@ -114,19 +113,11 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 	// hung (its calls time out after omniORB's own limits at worst).
 	wait, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-c.p.exited:
-			case <-wait.Done():
-				c.p.Stop(0)
-			}
-		}()
+	procs := make([]*Proc, len(clients))
+	for i, c := range clients {
+		procs[i] = c.p
 	}
-	wg.Wait()
+	waitExit(wait, procs)
 	stopSampling()
 	if err := ctx.Err(); err != nil {
 		return effTrace{}, nil, nil, err

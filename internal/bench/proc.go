@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -162,6 +163,22 @@ func (p *Proc) Stop(grace time.Duration) {
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.exited
+}
+
+// waitExit waits until every process in ps has exited, killing those
+// still running when ctx ends.
+func waitExit(ctx context.Context, ps []*Proc) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			select {
+			case <-p.exited:
+			case <-ctx.Done():
+				p.Stop(0)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // waitLine waits for the first line of a process started with firstLine
