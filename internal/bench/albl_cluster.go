@@ -291,59 +291,34 @@ func procCgroup(pid int) (string, error) {
 // (alblGroupSpec). Its admin API listens on every address, so that the
 // agents reach it from the replicas' namespaces at their gateways.
 func (e *Env) startALBLBalancer(ctx context.Context) (*Balancer, error) {
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken meanwhile
-		data, err := e.scratchDir("fulcrum-data")
-		if err != nil {
-			return nil, err
-		}
+	// --insecure: the admin API listens beyond loopback without a token;
+	// only the testbed's namespaces, on this machine, reach it.
+	b, err := e.launchBalancer(ctx, func() (string, string, error) {
 		addr, err := freeAddr()
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
 		_, port, _ := strings.Cut(addr, ":")
-		cfg := fmt.Sprintf("admin: 0.0.0.0:%s\ndata_dir: %s\nshutdown_timeout: 1s\n", port, yamlQuote(data))
-		name := e.uniqueName("fulcrum-serve")
-		cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-			return nil, err
-		}
-		// --insecure: the admin API listens beyond loopback without a
-		// token; only the testbed's namespaces, on this machine, reach it.
-		args := []string{"serve", "--config", cfgPath, "--insecure"}
-		if e.Profile {
-			args = append(args, "--cpuprofile", filepath.Join(e.Dir, "logs", name+".cpu.pprof"))
-		}
-		p, err := e.start(procSpec{name: name, path: e.Binary, args: args})
-		if err != nil {
-			return nil, err
-		}
-		b := &Balancer{Admin: "http://127.0.0.1:" + port, Proc: p, doors: map[string]string{}, hc: &http.Client{Timeout: 5 * time.Second}}
-		if err := waitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); err != nil {
-			p.Stop(0)
-			lastErr = err
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		// The group is made through the admin API, not the config file,
-		// so that the runs can patch its strategy without the balancer
-		// warning that the config will revert it.
-		if err := alblSend(ctx, b, http.MethodPut, "/v1/groups/"+alblGroup, alblGroupSpec); err != nil {
-			p.Stop(0)
-			return nil, err
-		}
-		st, err := b.Group(ctx, alblGroup)
-		if err != nil {
-			p.Stop(0)
-			return nil, err
-		}
-		b.doors[alblGroup] = st.Advertise
-		e.Logf("albl: balancer %s: admin %s, front door %s, pid %d", name, b.Admin, st.Advertise, p.Pid())
-		return b, nil
+		return "0.0.0.0:" + port, "127.0.0.1:" + port, nil
+	}, nil, true)
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	// The group is made through the admin API, not the config file, so
+	// that the runs can patch its strategy without the balancer warning
+	// that the config will revert it.
+	if err := alblSend(ctx, b, http.MethodPut, "/v1/groups/"+alblGroup, alblGroupSpec); err != nil {
+		b.Proc.Stop(0)
+		return nil, err
+	}
+	st, err := b.Group(ctx, alblGroup)
+	if err != nil {
+		b.Proc.Stop(0)
+		return nil, err
+	}
+	b.doors[alblGroup] = st.Advertise
+	e.Logf("albl: front door %s", st.Advertise)
+	return b, nil
 }
 
 // alblGroupSpec is the albl group: per request (a web switch),

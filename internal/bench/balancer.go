@@ -45,64 +45,75 @@ type Balancer struct {
 // free loopback ports. It returns once /readyz answers 200 (every front
 // door serving).
 func (e *Env) StartBalancer(ctx context.Context, groups ...GroupSpec) (*Balancer, error) {
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // the free admin port may be taken meanwhile
-		b, err := e.startBalancer(ctx, groups)
-		if err == nil {
-			return b, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, lastErr
+	return e.launchBalancer(ctx, func() (string, string, error) {
+		a, err := freeAddr()
+		return a, a, err
+	}, groups, false)
 }
 
-func (e *Env) startBalancer(ctx context.Context, groups []GroupSpec) (*Balancer, error) {
-	data, err := e.scratchDir("fulcrum-data")
-	if err != nil {
-		return nil, err
-	}
-	admin, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	cfg := balancerConfig(admin, data, groups)
-	name := e.uniqueName("fulcrum-serve")
-	cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		return nil, err
-	}
-	args := []string{"serve", "--config", cfgPath}
-	if e.Profile {
-		args = append(args, "--cpuprofile", filepath.Join(e.Dir, "logs", name+".cpu.pprof"))
-	}
-	p, err := e.start(procSpec{name: name, path: e.Binary, args: args})
-	if err != nil {
-		return nil, err
-	}
-	b := &Balancer{Admin: "http://" + admin, Proc: p, doors: map[string]string{}, hc: &http.Client{Timeout: 5 * time.Second}}
-	if err := waitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); err != nil {
-		p.Stop(0)
-		return nil, err
-	}
-	for _, g := range groups {
-		st, err := b.Group(ctx, g.Name)
+// launchBalancer starts "fulcrum serve" with groups in its config and
+// returns once /readyz answers 200, with each group's front door known.
+// addr gives the admin API's listen address and the address to call it
+// at (the same, unless it listens on every address); it is asked again,
+// up to three times, when the process does not become ready, since a
+// free port may be taken before the balancer binds it. insecure runs the
+// admin API without a token, for addresses only the testbed reaches.
+func (e *Env) launchBalancer(ctx context.Context, addr func() (listen, call string, err error), groups []GroupSpec, insecure bool) (*Balancer, error) {
+	var lastErr error
+	for range 3 {
+		listen, call, err := addr()
 		if err != nil {
-			p.Stop(0)
 			return nil, err
 		}
-		b.doors[g.Name] = st.Advertise
+		data, err := e.scratchDir("fulcrum-data")
+		if err != nil {
+			return nil, err
+		}
+		name := e.uniqueName("fulcrum-serve")
+		cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
+		if err := os.WriteFile(cfgPath, []byte(balancerConfig(listen, data, groups)), 0o644); err != nil {
+			return nil, err
+		}
+		args := []string{"serve", "--config", cfgPath}
+		if insecure {
+			args = append(args, "--insecure")
+		}
+		if e.Profile {
+			args = append(args, "--cpuprofile", filepath.Join(e.Dir, "logs", name+".cpu.pprof"))
+		}
+		p, err := e.start(procSpec{name: name, path: e.Binary, args: args})
+		if err != nil {
+			return nil, err
+		}
+		b := &Balancer{Admin: "http://" + call, Proc: p, doors: map[string]string{}, hc: &http.Client{Timeout: 5 * time.Second}}
+		if lastErr = waitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); lastErr != nil {
+			p.Stop(0)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		for _, g := range groups {
+			st, err := b.Group(ctx, g.Name)
+			if err != nil {
+				p.Stop(0)
+				return nil, err
+			}
+			b.doors[g.Name] = st.Advertise
+		}
+		e.Logf("balancer %s: admin %s, pid %d", name, b.Admin, p.Pid())
+		return b, nil
 	}
-	e.Logf("balancer %s: admin %s, pid %d", name, b.Admin, p.Pid())
-	return b, nil
+	return nil, lastErr
 }
 
 // balancerConfig is the YAML config of a bench balancer.
 func balancerConfig(admin, dataDir string, groups []GroupSpec) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "admin: %s\ndata_dir: %s\nshutdown_timeout: 1s\ngroups:\n", admin, yamlQuote(dataDir))
+	fmt.Fprintf(&sb, "admin: %s\ndata_dir: %s\nshutdown_timeout: 1s\n", admin, yamlQuote(dataDir))
+	if len(groups) > 0 {
+		sb.WriteString("groups:\n")
+	}
 	for _, g := range groups {
 		interval := g.ReportInterval
 		if interval == 0 {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -152,47 +151,15 @@ func (cl *remotingCluster) close() {
 // only from this machine and its replicas, so the admin API runs without
 // a token (--insecure).
 func (e *Env) startBalancerAt(ctx context.Context, host string, groups ...GroupSpec) (*Balancer, error) {
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // the free port may be taken meanwhile
+	return e.launchBalancer(ctx, func() (string, string, error) {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
-		admin := ln.Addr().String()
+		a := ln.Addr().String()
 		ln.Close()
-		data, err := e.scratchDir("fulcrum-data")
-		if err != nil {
-			return nil, err
-		}
-		name := e.uniqueName("fulcrum-serve")
-		cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
-		if err := os.WriteFile(cfgPath, []byte(balancerConfig(admin, data, groups)), 0o644); err != nil {
-			return nil, err
-		}
-		p, err := e.start(procSpec{name: name, path: e.Binary, args: []string{"serve", "--config", cfgPath, "--insecure"}})
-		if err != nil {
-			return nil, err
-		}
-		b := &Balancer{Admin: "http://" + admin, Proc: p, doors: map[string]string{}, hc: &http.Client{Timeout: 5 * time.Second}}
-		if lastErr = waitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); lastErr != nil {
-			p.Stop(0)
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		for _, g := range groups {
-			st, err := b.Group(ctx, g.Name)
-			if err != nil {
-				p.Stop(0)
-				return nil, err
-			}
-			b.doors[g.Name] = st.Advertise
-		}
-		e.Logf("balancer %s: admin %s, pid %d", name, b.Admin, p.Pid())
-		return b, nil
-	}
-	return nil, lastErr
+		return a, a, nil
+	}, groups, true)
 }
 
 // useStrategy switches the group to strategy name (PATCH, no restart)
