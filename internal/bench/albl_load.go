@@ -119,18 +119,11 @@ func runALBLStep(ctx context.Context, hc *http.Client, url string, want int64, r
 		mu.Unlock()
 	}
 	start := time.Now()
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for _, off := range sched {
 		at := start.Add(off)
-		if wait := time.Until(at); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-			}
-		}
-		if ctx.Err() != nil {
+		if !sleepUntil(ctx, timer, at) {
 			break
 		}
 		res.Sent++

@@ -192,22 +192,16 @@ func (c *pacedClient) run(ctx context.Context, start, end time.Time, log *serveL
 	slots := make(chan struct{}, effMaxInflight)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	<-timer.C
 	for k := 0; ; k++ {
 		// From the start each time: no drift accumulates.
 		intended := start.Add(time.Duration(float64(k) * period))
 		if !intended.Before(end) {
 			return
 		}
-		if wait := time.Until(intended); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
+		if !sleepUntil(ctx, timer, intended) {
+			return
 		}
 		select {
 		case slots <- struct{}{}:

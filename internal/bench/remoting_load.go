@@ -130,13 +130,8 @@ func runRemotingSample(ctx context.Context, hc *http.Client, base string, client
 			at := start
 			for _, c := range sample {
 				at = at.Add(c.Gap)
-				if wait := time.Until(at); wait > 0 {
-					timer.Reset(wait)
-					select {
-					case <-ctx.Done():
-						return
-					case <-timer.C:
-					}
+				if !sleepUntil(ctx, timer, at) {
+					return
 				}
 				select {
 				case slots <- struct{}{}:
