@@ -147,20 +147,22 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 	}()
 
 	env.Logf("overhead: %d calls per configuration in %d interleaved rounds", calls, rounds)
+	var active []*overheadConfig
+	for _, c := range cfgs {
+		if c.skipped == "" {
+			active = append(active, c)
+		}
+	}
 	for r := range rounds {
 		share := calls / rounds
 		if r < calls%rounds {
 			share++
 		}
 		line := fmt.Sprintf("round %d/%d:", r+1, rounds)
-		// Each round starts one configuration further on (A B C, B C A,
-		// C A B, ...), so that no configuration always runs first, or
-		// always right after another.
-		for i := range cfgs {
-			c := cfgs[(i+r)%len(cfgs)]
-			if c.skipped != "" {
-				continue
-			}
+		// The rounds follow a Williams design (roundOrder): no
+		// configuration always runs first, or always right after another.
+		for _, i := range roundOrder(len(active), r) {
+			c := active[i]
 			c.replicaCPU.begin()
 			c.proxyCPU.begin()
 			res, err := c.callers.Run(ctx, time.Time{}, share, time.Time{})
@@ -494,7 +496,7 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, contro
 		"(net/http enforces a Client.Timeout through any other RoundTripper with two goroutines and a timer per call, which would charge the bound callers for the harness). " +
 		"`direct-control` is `direct` again with a replica process of its own, an A/A control reported apart from the rows (see above). " +
 		"Each configuration keeps one connection (keep-alive) for the whole run; 100 unmeasured calls warm each up. " +
-		"Each round starts one configuration further on, so that none always runs first. Generated configs and every process's log are in `logs/`.")
+		"The rounds' orders follow a Williams design: over every 2n rounds each configuration runs in each position, and right after each other one, equally often. Generated configs and every process's log are in `logs/`.")
 	return rep
 }
 

@@ -57,4 +57,4 @@ const overheadGIOPSetUp = "Every configuration has a Prime servant process of it
 	"the client calls the group's `corbaloc:iiop:` reference, is answered LOCATION_FORWARD once by the front door, and then calls the servant directly, as any CORBA ORB does. " +
 	"HAProxy and NGINX rows are skipped: they balance HTTP, not GIOP. " +
 	"Each configuration keeps one connection for the whole run; 100 unmeasured calls warm each up. " +
-	"Each round starts one configuration further on, so that none always runs first. Generated configs and every process's log are in `logs/`."
+	"The rounds' orders follow a Williams design: over every 2n rounds each configuration runs in each position, and right after each other one, equally often. Generated configs and every process's log are in `logs/`."

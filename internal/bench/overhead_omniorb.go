@@ -123,7 +123,7 @@ const overheadOmniORBSetUp = "Every configuration has an omniORB C++ Prime serve
 	"`per-request` is a per-request GIOP group whose static member is a plain server: every call through the front door's proxy. " +
 	"The proxy CPU column is the agent's for `agent`, `per-session` and `on-demand`, the balancer's for `per-request`. " +
 	"HAProxy and NGINX rows are skipped: they balance HTTP, not GIOP. " +
-	"Each client keeps its connections for the whole run; 100 unmeasured calls warm each up. Each round starts one configuration further on. Every process's log is in `logs/`."
+	"Each client keeps its connections for the whole run; 100 unmeasured calls warm each up. The rounds' orders follow a Williams design (each configuration in each position, and right after each other one, equally often). Every process's log is in `logs/`."
 
 // judgeOmniORB records what an omniORB run adds to the targets: the
 // side-car's own overhead against direct, and on-demand against the agent

@@ -464,11 +464,12 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			offeredCalls += share * g.Clients
 			var roundCPU time.Duration
 			var roundX int64
-			// Each round and utilisation starts one strategy further on,
-			// so that none always runs first or right after another.
+			// The order follows a Williams design (roundOrder),
+			// continued across the utilisations: no strategy always runs
+			// first or right after another.
 			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), round+1, s.rounds)
-			for i := range x.Strategies {
-				name := x.Strategies[(i+ui+round)%len(x.Strategies)]
+			for _, i := range roundOrder(len(x.Strategies), ui*s.rounds+round) {
+				name := x.Strategies[i]
 				if err := cl.useStrategy(ctx, name, x.ReportInterval); err != nil {
 					return g, nil, err
 				}

@@ -155,7 +155,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 	rep.Para("Seed 004 §V on the testbed (docs/testbed.md): N replicas of `fulcrum backend prime`, each in its own network namespace "+
 		"with an equal share of %g CPU cores (cgroup quota; the period is the shortest with a 1 ms quota, see groups), registered with one `fulcrum serve` whose group binds "+
 		"per-request; the replicas report their CPU load every %s. The strategy is switched between samples (PATCH, no restart), "+
-		"each utilisation starting one strategy further on. Every client calls `GET /count/{X}` (getPrimeCount: the primes below X, "+
+		"their order in each round following a Williams design (each strategy in each position, and right after each other one, equally often). Every client calls `GET /count/{X}` (getPrimeCount: the primes below X, "+
 		"a sieve) with X = ⌊−ln(U)·%g⌋ and exponential gaps between its calls, open loop, %d calls per client per sample; every strategy "+
 		"gets the same X–gap samples (the paper reused its samples for every mechanism), split into %d rounds in which the strategies take "+
 		"turns (the table gives the lowest, highest and median per-round reduction beside the whole sample's). Latencies count from each call's intended send time.",
