@@ -132,7 +132,7 @@ func New(opts Options) (*Monitor, error) {
 	m.advice.Store(nominalAdvice)
 	now := m.clock.Now()
 	m.win.start = now
-	m.cpu = newCPUMeter(now)
+	m.cpu = newCPUMeter(now, opts.CPUs)
 	if opts.Token != "" {
 		m.adopt(protocol.Registered{Token: opts.Token})
 		if opts.FrontDoor == "" {

@@ -505,6 +505,9 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 		{"negative weight", func(o *monitor.Options) { o.Weight = -1 }},
 		{"negative interval", func(o *monitor.Options) { o.Interval = -time.Second }},
 		{"too many top clients", func(o *monitor.Options) { o.TopClients = protocol.MaxReportClients + 1 }},
+		{"negative CPUs", func(o *monitor.Options) { o.CPUs = -0.5 }},
+		{"NaN CPUs", func(o *monitor.Options) { o.CPUs = math.NaN() }},
+		{"too many CPUs", func(o *monitor.Options) { o.CPUs = 2e6 }},
 		{"push with token but no admin", func(o *monitor.Options) { o.Token = "t"; o.Admin = "" }},
 	}
 	for _, tc := range tests {

@@ -27,7 +27,7 @@ const (
 	// (the summed latency of the calls that finished, divided by its length).
 	LoadInflight LoadSource = "inflight"
 	// LoadCPU is the process's CPU use over the interval as a share (0–1) of
-	// the cores it may use (GOMAXPROCS). Where the platform offers no
+	// the cores it may use (Options.CPUs). Where the platform offers no
 	// process CPU time the load is 0.
 	LoadCPU LoadSource = "cpu"
 	// LoadLatency is the latency EWMA in milliseconds.
@@ -89,6 +89,15 @@ type Options struct {
 	// report. It must be safe to call from another goroutine. NaN, infinite
 	// and negative values are reported as 0.
 	LoadFunc func() float64
+	// CPUs is the cores the process may use: the cpu metric (and the load
+	// with LoadCPU) is its CPU time over the interval's length times CPUs.
+	// Default: the CPU limit of the process's cgroup (the lowest quota on
+	// its path, v1 cpu.cfs_quota_us / cpu.cfs_period_us or v2 cpu.max,
+	// read again at every report) where that is below GOMAXPROCS, else
+	// GOMAXPROCS. Set it where the cgroup file system is not visible (a
+	// process started by "ip netns exec" does not see it), or to report
+	// against another capacity. Range (0, 1000000].
+	CPUs float64
 	// Interval is the report interval until the balancer's first answer;
 	// after that the balancer's report_interval is adopted from every
 	// registration and advisory. Default DefaultInterval. In pull mode a
@@ -190,6 +199,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Interval < 0 {
 		return o, invalid("Interval", "%v: must not be negative", o.Interval)
+	}
+	if o.CPUs < 0 || o.CPUs > 1e6 || o.CPUs != o.CPUs {
+		return o, invalid("CPUs", "%v: must be in (0, 1000000], or 0 for the cgroup's limit or GOMAXPROCS", o.CPUs)
 	}
 	if o.TopClients < 0 || o.TopClients > protocol.MaxReportClients {
 		return o, invalid("TopClients", "%d: must be in [0, %d]", o.TopClients, protocol.MaxReportClients)

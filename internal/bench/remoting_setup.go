@@ -75,8 +75,11 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 	cl.procs = append(cl.procs, cl.bal.Proc)
 	for i, r := range reps {
 		listen := net.JoinHostPort(r.Addr().String(), remotingReplicaPort)
+		// --cpus: the replica's quota is the denominator of its cpu
+		// metric; inside "ip netns exec" it cannot read its cgroup.
 		args := []string{"backend", "prime", "--listen", listen,
-			"--register", cl.bal.Admin, "--group", remotingGroup, "--load", "cpu"}
+			"--register", cl.bal.Admin, "--group", remotingGroup, "--load", "cpu",
+			"--cpus", strconv.FormatFloat(r.CPU(), 'g', -1, 64)}
 		lines := make(chan string, 1)
 		// As many Ps as the replica has cores: with the machine's two, the
 		// Go runtime (its garbage collector above all) would spend a small

@@ -29,7 +29,7 @@ func newBackendCmd() *cobra.Command {
 
 type primeFlags struct {
 	listen, advertise, register, group, token, joinToken, load, mode string
-	weight                                                           float64
+	weight, cpus                                                     float64
 	giop                                                             bool
 }
 
@@ -74,6 +74,7 @@ reference to call it by, and the address it registers with (push monitor only).`
 	fl.StringVar(&f.load, "load", string(monitor.LoadRate), "what to report as load: rate, inflight, cpu or latency")
 	fl.StringVar(&f.mode, "monitor", "push", "monitor mode: push or pull")
 	fl.Float64Var(&f.weight, "weight", 0, "relative capacity (default 1)")
+	fl.Float64Var(&f.cpus, "cpus", 0, "cores this replica may use, the denominator of its reported cpu (default: its cgroup's CPU limit where below GOMAXPROCS, else GOMAXPROCS)")
 	fl.BoolVar(&f.giop, "giop", false, "serve the Prime CORBA interface over GIOP/IIOP instead of HTTP")
 	return cmd
 }
@@ -97,7 +98,7 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 	if f.register != "" || f.token != "" {
 		mon, err = monitor.New(monitor.Options{
 			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
-			Weight: f.weight, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
+			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
 		})
 		if err != nil {
 			ln.Close()

@@ -46,7 +46,7 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 	if f.register != "" || f.token != "" {
 		mon, err := monitor.New(monitor.Options{
 			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
-			Weight: f.weight, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
+			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
 		})
 		if err != nil {
 			ln.Close()

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/cgroupcpu"
 )
 
 // CPUSource reads a replica's cumulative CPU time.
@@ -221,37 +223,10 @@ func ResolveCgroup(root, name string) (src CgroupCPU, cores float64, err error) 
 	}
 	cores = float64(runtime.NumCPU())
 	for _, d := range cpuDirs {
-		if q, ok := cgroupQuota(d); ok {
+		if q, ok := cgroupcpu.Quota(d); ok {
 			cores = min(cores, q)
 			break
 		}
 	}
 	return src, cores, nil
-}
-
-// cgroupQuota reads the cores a cgroup directory's quota allows; false
-// when it has no quota file or no limit.
-func cgroupQuota(dir string) (float64, bool) {
-	if b, err := os.ReadFile(filepath.Join(dir, "cpu.max")); err == nil {
-		f := strings.Fields(string(b))
-		if len(f) == 2 && f[0] != "max" {
-			q, err1 := strconv.ParseFloat(f[0], 64)
-			p, err2 := strconv.ParseFloat(f[1], 64)
-			if err1 == nil && err2 == nil && q > 0 && p > 0 {
-				return q / p, true
-			}
-		}
-		return 0, false
-	}
-	qb, err1 := os.ReadFile(filepath.Join(dir, "cpu.cfs_quota_us"))
-	pb, err2 := os.ReadFile(filepath.Join(dir, "cpu.cfs_period_us"))
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	q, err1 := strconv.ParseFloat(strings.TrimSpace(string(qb)), 64)
-	p, err2 := strconv.ParseFloat(strings.TrimSpace(string(pb)), 64)
-	if err1 != nil || err2 != nil || q <= 0 || p <= 0 {
-		return 0, false
-	}
-	return q / p, true
 }

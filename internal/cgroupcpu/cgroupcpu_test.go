@@ -1,0 +1,109 @@
+package cgroupcpu
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestQuota(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "v1", "cpu.cfs_quota_us"), "25000\n")
+	write(t, filepath.Join(dir, "v1", "cpu.cfs_period_us"), "100000\n")
+	write(t, filepath.Join(dir, "v1-free", "cpu.cfs_quota_us"), "-1\n")
+	write(t, filepath.Join(dir, "v1-free", "cpu.cfs_period_us"), "100000\n")
+	write(t, filepath.Join(dir, "v2", "cpu.max"), "150000 100000\n")
+	write(t, filepath.Join(dir, "v2-free", "cpu.max"), "max 100000\n")
+	write(t, filepath.Join(dir, "v2-bad", "cpu.max"), "lots 100000\n")
+	for _, tc := range []struct {
+		dir   string
+		cores float64
+		ok    bool
+	}{
+		{"v1", 0.25, true},
+		{"v1-free", 0, false},
+		{"v2", 1.5, true},
+		{"v2-free", 0, false},
+		{"v2-bad", 0, false},
+		{"missing", 0, false},
+	} {
+		if cores, ok := Quota(filepath.Join(dir, tc.dir)); cores != tc.cores || ok != tc.ok {
+			t.Errorf("Quota(%s) = %v, %v; want %v, %v", tc.dir, cores, ok, tc.cores, tc.ok)
+		}
+	}
+	// The lowest limit on the path binds.
+	if cores, ok := Limit([]string{filepath.Join(dir, "v2"), filepath.Join(dir, "v1-free"), filepath.Join(dir, "v1")}); cores != 0.25 || !ok {
+		t.Errorf("Limit = %v, %v; want 0.25, true", cores, ok)
+	}
+	if _, ok := Limit([]string{filepath.Join(dir, "v1-free"), filepath.Join(dir, "missing")}); ok {
+		t.Error("Limit found a limit where there is none")
+	}
+}
+
+const mountinfoV1 = `22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw
+31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+40 31 0:35 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+`
+
+const mountinfoV2 = `22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw
+30 22 0:27 /kubepods/pod1 /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate
+`
+
+func TestSelfDirs(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		cgroup, mountinfo string
+		want              []string
+	}{
+		{"v1 cpu controller", "9:name=systemd:/\n4:cpu:/fulcrum-1/r1\n3:cpuacct:/fulcrum-1/r1\n0::/\n", mountinfoV1,
+			[]string{"/sys/fs/cgroup/cpu/fulcrum-1/r1", "/sys/fs/cgroup/cpu/fulcrum-1", "/sys/fs/cgroup/cpu"}},
+		{"v1 joint cpu,cpuacct", "4:cpu,cpuacct:/a\n", `32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct` + "\n",
+			[]string{"/sys/fs/cgroup/cpu,cpuacct/a", "/sys/fs/cgroup/cpu,cpuacct"}},
+		{"v2 mounted below the hierarchy's root", "0::/kubepods/pod1/ctr\n", mountinfoV2,
+			[]string{"/sys/fs/cgroup/ctr", "/sys/fs/cgroup"}},
+		{"v2 at the root", "0::/\n", mountinfoV2, nil}, // "/" is above the mounted part
+		{"no cgroup mount (ip netns exec)", "4:cpu:/x\n0::/x\n", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", nil},
+		{"escaped mount point", "0::/a b\n", `30 22 0:27 / /sys/fs/cg\040x rw - cgroup2 cgroup2 rw` + "\n",
+			[]string{"/sys/fs/cg x/a b", "/sys/fs/cg x"}},
+		{"garbage", "nonsense\n", "also nonsense\n", nil},
+	} {
+		if got := selfDirs([]byte(tc.cgroup), []byte(tc.mountinfo)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: selfDirs = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// On this machine, whatever it is, SelfDirs must not fail: it lists
+// directories that exist, or nothing.
+func TestSelfDirsExist(t *testing.T) {
+	for _, d := range SelfDirs() {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			t.Errorf("SelfDirs lists %s, which is not a directory (%v)", d, err)
+		}
+	}
+}
+
+func FuzzSelfDirs(f *testing.F) {
+	f.Add([]byte("4:cpu:/fulcrum-1/r1\n0::/\n"), []byte(mountinfoV1))
+	f.Add([]byte("0::/kubepods/pod1/ctr\n"), []byte(mountinfoV2))
+	f.Fuzz(func(t *testing.T, cgroup, mountinfo []byte) {
+		for _, d := range selfDirs(cgroup, mountinfo) {
+			if !filepath.IsAbs(d) {
+				t.Fatalf("relative directory %q", d)
+			}
+		}
+	})
+}
