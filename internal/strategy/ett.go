@@ -101,7 +101,7 @@ const ettMaxValue = 1e18
 // explain. With Inflight q > 0 the estimate is
 //
 //	(cc(n)/(P_s·(1 − b_s)) + d(n)/(W_s·(1 − bw_s)))·(1 + q·inflight_s)
-//	b_s = cpu_s − L_s/(1 + L_s)
+//	b_s = cpu_s − min(1, L_s)
 //
 // Why: 1/(1 − cpu) is the M/M/1 processor-sharing stretch E[T]/S = 1 + E[N]
 // (mean calls in progress E[N] = ρ/(1 − ρ)), i.e. eq. 1 already prices the
@@ -117,14 +117,21 @@ const ettMaxValue = 1e18
 // TestETTSharesLikeJoinShortestQueue that made ett slower than random.
 // What the report adds is the CPU
 // taken by work other than calls (another process in the replica's
-// cgroup, a CPU hog): b_s is the reported cpu less the utilisation the
-// reported calls account for, L_s/(1 + L_s) with L_s = rps·latency the
-// mean calls in progress over the report window (Little's law, inverted
-// through the same M/M/1 relation), clamped to [0, MaxLoad]. A replica
-// whose report lacks rps or latency keeps b_s = cpu_s. Replicas running
-// only calls thus compare by 1 + inflight (join the shortest queue,
-// weighted by P_s); a replica whose cpu exceeds what its calls explain is
-// slowed by its background share.
+// cgroup, a CPU hog): b_s is the reported cpu less the most the reported
+// calls can account for, clamped to [0, MaxLoad]. With L_s = rps·latency
+// the mean calls in progress over the report window (Little's law), the
+// calls kept the replica busy at most min(1, L_s) of the window (it is
+// busy only while a call is in progress, and the share of time with one
+// is at most their mean number), so b_s is a lower bound of the other
+// work: it is 0 whenever the calls alone can explain the cpu. The M/M/1
+// share L/(1+L), which fulcrum subtracted before 2026-11-25, is right on
+// average but not window by window: in a 250 ms window at high load whose
+// queue happened to stay short (L = 1, cpu 0.9) it left 0.4 of "other
+// work", and the replica with the shortest queue was the one avoided. A
+// replica whose report lacks rps or latency keeps b_s = cpu_s. Replicas
+// running only calls thus compare by 1 + inflight (join the shortest
+// queue, weighted by P_s); a replica whose cpu exceeds what its calls can
+// explain is slowed by the excess.
 //
 // inflight_s is Replica.Inflight: the balancer's own calls in flight now
 // plus the reported ones beyond them when the report arrived (calls
@@ -285,8 +292,8 @@ func (s *ett) Picker(replicas []*Replica) Picker {
 
 // cpuLoad is the load of a report that enters the CPU term: cpu_s for the
 // paper's formula (Inflight 0) or when the report lacks rps or latency,
-// else b_s = cpu_s − L/(1+L) with L = rps·latency (see ett). NaN when cpu
-// is not reported.
+// else b_s = cpu_s − min(1, L) with L = rps·latency (see ett). NaN when
+// cpu is not reported.
 func (s *ett) cpuLoad(m *Metrics) float64 {
 	cpu := m.CPU
 	if math.IsNaN(cpu) || s.cfg.Inflight == 0 || math.IsNaN(m.RPS) || math.IsNaN(m.LatencyMS) {
@@ -296,7 +303,7 @@ func (s *ett) cpuLoad(m *Metrics) float64 {
 	if math.IsInf(l, 0) || math.IsNaN(l) {
 		return cpu
 	}
-	return max(cpu-l/(1+l), 0)
+	return max(cpu-min(l, 1), 0)
 }
 
 // meanOf is the mean of the values that are not NaN (0 when none is).
