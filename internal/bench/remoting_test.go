@@ -382,3 +382,32 @@ func TestRemotingReportRounds(t *testing.T) {
 		}
 	}
 }
+
+func TestMMNReduction(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		rho  float64
+		want float64
+	}{
+		// M/M/2 at 0.9: E[T]/S = 1/(1−ρ²) = 5.263 against 10.
+		{2, 0.9, 1 - 1/(1-0.81)/10},
+		{4, 0.9, 0.7032},
+		// One server: the same queue either way.
+		{1, 0.5, 0},
+		// Light load: hardly any wait to save. M/M/2 at 0.1: 1/(1−0.01) against 1/0.9.
+		{2, 0.1, 1 - 0.9/0.99},
+	} {
+		got, ok := mmnReduction(tc.n, tc.rho)
+		if !ok || math.Abs(got-tc.want) > 5e-4 {
+			t.Errorf("mmnReduction(%d, %v) = %.4f, %v; want %.4f", tc.n, tc.rho, got, ok, tc.want)
+		}
+	}
+	for _, bad := range []struct {
+		n   int
+		rho float64
+	}{{0, 0.5}, {2, 0}, {2, 1}, {2, 1.3}, {2, math.NaN()}} {
+		if _, ok := mmnReduction(bad.n, bad.rho); ok {
+			t.Errorf("mmnReduction(%d, %v) gave a reference", bad.n, bad.rho)
+		}
+	}
+}
