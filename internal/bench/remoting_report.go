@@ -181,7 +181,7 @@ func mmnReduction(n int, rho float64) (float64, bool) {
 	last := term * a / float64(n) * float64(n) / (float64(n) - a)
 	c := last / (sum + last)
 	shared := 1 + c/(float64(n)*(1-rho)) // E[T]/S for M/M/n
-	separate := 1 / (1 - rho)             // E[T]/S for M/M/1
+	separate := 1 / (1 - rho)            // E[T]/S for M/M/1
 	return 1 - shared/separate, true
 }
 
