@@ -137,7 +137,8 @@ func judgeRemoting(rep *Report, rows []RemotingRow) {
 			if r.ReductionVsRandom != nil {
 				red = Num(*r.ReductionVsRandom*100, 1) + "%"
 			}
-			rep.TargetUnknown(name, "not counted: the sample was not at 90%% load (%s); reduction %s", strings.Join(why, "; "), red)
+			rep.TargetUnknown(name, "not counted: the sample was not at 90%% load (%s); reduction %s; M/M/%d reference at random's measured load of %.0f%%: %s",
+				strings.Join(why, "; "), red, n, base.MeasuredUtilization*100, mmnReferenceText(n, base.MeasuredUtilization))
 		case r.ReductionVsRandom == nil:
 			rep.TargetUnknown(name, "random or ett answered no call")
 		default:
