@@ -280,8 +280,56 @@ type RemotingRow struct {
 	// Utilization (its measured utilisation is more than 0.05 away, or
 	// the replicas were saturated); empty when it counts.
 	UtilizationFlag string `json:"utilization_flag"`
+	// CPUExcessRounds is, for each round, how much more CPU the sample's
+	// calls took than the same calls under the round's median strategy
+	// (its MeasuredUtilizationRounds entry over their median, less 1; all
+	// strategies of a round answer the same calls). A round 6% or more
+	// over (remotingExcessNote) was a bad round for the strategy: in 18
+	// runs on 2026-11-25 such rounds' median reduction was −18%, against
+	// about 37% within ±3% (docs/bench.md).
+	CPUExcessRounds []float64 `json:"cpu_excess_rounds,omitempty"`
 
 	roundMeans []float64
+}
+
+// remotingExcessNote is the CPU excess over a round's median strategy from
+// which the report names the round.
+const remotingExcessNote = 0.06
+
+// fillCPUExcess sets every row's CPUExcessRounds against the other rows of
+// the same replicas and utilisation, round by round.
+func fillCPUExcess(rows []RemotingRow) {
+	groups := map[[2]float64][]int{}
+	for i, r := range rows {
+		k := [2]float64{float64(r.Replicas), r.Utilization}
+		groups[k] = append(groups[k], i)
+	}
+	for _, idx := range groups {
+		for _, i := range idx {
+			rows[i].CPUExcessRounds = nil
+		}
+		if len(idx) < 2 {
+			continue
+		}
+		for k := 0; ; k++ {
+			var us []float64
+			for _, i := range idx {
+				if k < len(rows[i].MeasuredUtilizationRounds) {
+					us = append(us, rows[i].MeasuredUtilizationRounds[k])
+				}
+			}
+			if len(us) < len(idx) {
+				break
+			}
+			med := stats.Median(us)
+			if !(med > 0) {
+				break
+			}
+			for _, i := range idx {
+				rows[i].CPUExcessRounds = append(rows[i].CPUExcessRounds, rows[i].MeasuredUtilizationRounds[k]/med-1)
+			}
+		}
+	}
 }
 
 // remotingCapacityValid checks the share of their quotas the replicas used
@@ -338,6 +386,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 		rows = append(rows, rs...)
 	}
 	fillReductions(rows)
+	fillCPUExcess(rows)
 	if err := x.write(env, rows); err != nil {
 		return nil, err
 	}

@@ -249,6 +249,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 		} else {
 			rep.Para("Every sample within %.0f points of its target load.", remotingLoadTolerance*100)
 		}
+		rep.Para("%s", remotingExcessText(rows, n))
 		if p, ok := remotingPaper[n]; ok {
 			rep.Para("Paper: NP_LB (its least-load dispatcher) %.1f%% below NLB's mean response time with %d replicas.", p*100, n)
 		}
@@ -258,4 +259,27 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 	rep.Image("reduction against random", remotingReductionPlot)
 	rep.Para("All figures are in remoting.csv and results.json (rows; groups: the measured service times and capacities).")
 	return rep
+}
+
+// remotingExcessText names the rounds of group size n in which a
+// strategy's calls took remotingExcessNote or more CPU than the same calls
+// under the round's median strategy.
+func remotingExcessText(rows []RemotingRow, n int) string {
+	var hits []string
+	for _, r := range rows {
+		if r.Replicas != n {
+			continue
+		}
+		for k, e := range r.CPUExcessRounds {
+			if e >= remotingExcessNote {
+				hits = append(hits, fmt.Sprintf("%.0f%% %s round %d (+%.0f%%)", r.Utilization*100, r.Strategy, k+1, e*100))
+			}
+		}
+	}
+	head := fmt.Sprintf("Rounds in which a strategy's calls took %.0f%% or more CPU than the same calls under the round's median strategy "+
+		"(such a round is usually a bad one for it, which moves its whole sample; see docs/bench.md): ", remotingExcessNote*100)
+	if len(hits) == 0 {
+		return head + "none."
+	}
+	return head + strings.Join(hits, "; ") + "."
 }

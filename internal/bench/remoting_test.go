@@ -411,3 +411,32 @@ func TestMMNReduction(t *testing.T) {
 		}
 	}
 }
+
+func TestFillCPUExcess(t *testing.T) {
+	t.Parallel()
+	rows := []RemotingRow{
+		{Replicas: 2, Utilization: 0.9, Strategy: "ett", MeasuredUtilizationRounds: []float64{0.99, 0.90}},
+		{Replicas: 2, Utilization: 0.9, Strategy: "random", MeasuredUtilizationRounds: []float64{0.90, 0.88}},
+		{Replicas: 2, Utilization: 0.9, Strategy: "least-connections", MeasuredUtilizationRounds: []float64{0.88, 0.92}},
+		{Replicas: 4, Utilization: 0.9, Strategy: "ett", MeasuredUtilizationRounds: []float64{0.9}},
+	}
+	fillCPUExcess(rows)
+	want := [][]float64{{0.1, 0}, {0, -0.02 / 0.9}, {-0.02 / 0.9, 0.02 / 0.9}, nil}
+	for i, w := range want {
+		got := rows[i].CPUExcessRounds
+		if len(got) != len(w) {
+			t.Fatalf("row %d excess %v, want %v", i, got, w)
+		}
+		for k := range w {
+			if math.Abs(got[k]-w[k]) > 1e-12 {
+				t.Errorf("row %d round %d excess %v, want %v", i, k+1, got[k], w[k])
+			}
+		}
+	}
+	if got := remotingExcessText(rows, 2); !strings.Contains(got, "90% ett round 1 (+10%)") || strings.Contains(got, "random") {
+		t.Errorf("report text %q, want ett's round 1 only", got)
+	}
+	if got := remotingExcessText(rows, 4); !strings.HasSuffix(got, ": none.") {
+		t.Errorf("report text %q, want none", got)
+	}
+}
