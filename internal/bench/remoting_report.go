@@ -123,6 +123,7 @@ func judgeRemoting(rep *Report, rows []RemotingRow) {
 		name := fmt.Sprintf("%d replicas, 90%% load: ett's reduction vs random ≥ %.1f%% (paper)", n, paper*100)
 		r, ok := findRemotingRow(rows, n, 0.9, "ett")
 		base, _ := findRemotingRow(rows, n, 0.9, remotingRandom)
+		ref := fmt.Sprintf("M/M/%d reference at random's measured load of %.0f%%: %s", n, base.MeasuredUtilization*100, mmnReferenceText(n, base.MeasuredUtilization))
 		switch {
 		case !ok:
 			rep.TargetUnknown(name, "not run (needs --replicas with %d, --utilizations with 0.9 and ett among --strategies)", n)
@@ -137,13 +138,11 @@ func judgeRemoting(rep *Report, rows []RemotingRow) {
 			if r.ReductionVsRandom != nil {
 				red = Num(*r.ReductionVsRandom*100, 1) + "%"
 			}
-			rep.TargetUnknown(name, "not counted: the sample was not at 90%% load (%s); reduction %s; M/M/%d reference at random's measured load of %.0f%%: %s",
-				strings.Join(why, "; "), red, n, base.MeasuredUtilization*100, mmnReferenceText(n, base.MeasuredUtilization))
+			rep.TargetUnknown(name, "not counted: the sample was not at 90%% load (%s); reduction %s; %s", strings.Join(why, "; "), red, ref)
 		case r.ReductionVsRandom == nil:
 			rep.TargetUnknown(name, "random or ett answered no call")
 		default:
-			rep.Target(name, *r.ReductionVsRandom >= paper, "%.1f%% (mean %.2f ms); M/M/%d reference at random's measured load of %.0f%%: %s",
-				*r.ReductionVsRandom*100, r.LatencyMeanMS, n, base.MeasuredUtilization*100, mmnReferenceText(n, base.MeasuredUtilization))
+			rep.Target(name, *r.ReductionVsRandom >= paper, "%.1f%% (mean %.2f ms); %s", *r.ReductionVsRandom*100, r.LatencyMeanMS, ref)
 		}
 	}
 }
@@ -179,7 +178,7 @@ func mmnReduction(n int, rho float64) (float64, bool) {
 		}
 		sum += term
 	}
-	last := term * a / float64(n) * float64(n) / (float64(n) - a)
+	last := term * a / (float64(n) - a) // (a^n/n!)·n/(n−a), term being a^(n−1)/(n−1)!
 	c := last / (sum + last)
 	shared := 1 + c/(float64(n)*(1-rho)) // E[T]/S for M/M/n
 	separate := 1 / (1 - rho)            // E[T]/S for M/M/1

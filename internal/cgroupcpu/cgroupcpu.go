@@ -73,7 +73,6 @@ func SelfDirs() []string {
 // hierarchy at root is mounted.
 type mount struct {
 	root, point string
-	v2          bool
 }
 
 func selfDirs(cgroup, mountinfo []byte) []string {
@@ -115,7 +114,6 @@ func selfDirs(cgroup, mountinfo []byte) []string {
 			}
 		case "cgroup2":
 			if v2Mount == nil {
-				m.v2 = true
 				v2Mount = m
 			}
 		}
