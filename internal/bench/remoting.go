@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
+	"github.com/fulcrum-lb/fulcrum/internal/queuemodel"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -153,6 +154,9 @@ type remotingSizes struct {
 	utils    []float64
 	calls    int
 	rounds   int
+	// modelCalls is the calls each processor-sharing reference beside a
+	// target is simulated with (queuemodel.Config.Calls).
+	modelCalls int
 }
 
 func (x *Remoting) sizes(size Size) remotingSizes {
@@ -170,6 +174,7 @@ func (x *Remoting) sizes(size Size) remotingSizes {
 	if s.rounds <= 0 {
 		s.rounds = Pick(size, 4, 3, 1)
 	}
+	s.modelCalls = Pick(size, queuemodel.DefaultCalls, queuemodel.DefaultCalls, 20_000)
 	return s
 }
 

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"math"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +72,7 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 	}
 
 	rep := NewReport("x")
-	judgeRemoting(rep, rows)
+	judgeRemoting(rep, rows, 20_000)
 	var got []string
 	for _, tg := range rep.Targets() {
 		got = append(got, string(tg.Status))
@@ -351,7 +353,7 @@ func TestJudgeRemotingFlaggedSample(t *testing.T) {
 	}
 	fillReductions(rows)
 	rep := NewReport("x")
-	judgeRemoting(rep, rows)
+	judgeRemoting(rep, rows, 20_000)
 	tg := rep.Targets()
 	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
 		t.Fatalf("targets %+v, want met (2 replicas) and not measured (4, flagged)", tg)
@@ -380,6 +382,27 @@ func TestRemotingReportRounds(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md does not contain %q:\n%s", want, md)
 		}
+	}
+}
+
+// TestRemotingReferences: the report's reference gives the M/M/n figure
+// and the two simulated processor-sharing ones in order, or says why
+// there is none.
+func TestRemotingReferences(t *testing.T) {
+	t.Parallel()
+	got := remotingReferences(2, 0.9, 20_000)
+	re := regexp.MustCompile(`^at random's measured load of 90%, M/M/2 \(one shared queue\): 47\.4%; processor-sharing replicas \(simulated\): shortest queue ([0-9.]+)%, least delay knowing every call's work ([0-9.]+)%$`)
+	m := re.FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("references %q", got)
+	}
+	jsq, _ := strconv.ParseFloat(m[1], 64)
+	best, _ := strconv.ParseFloat(m[2], 64)
+	if !(jsq > 30 && best > jsq && best < 47.4) {
+		t.Errorf("shortest queue %v%%, least delay %v%%: want 30 < shortest < least delay < M/M/2's 47.4", jsq, best)
+	}
+	if got := remotingReferences(4, 1.02, 20_000); !strings.Contains(got, "no model reference at random's measured load of 102% (it is not below 100%)") {
+		t.Errorf("saturated: %q", got)
 	}
 }
 
