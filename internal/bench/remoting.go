@@ -154,9 +154,8 @@ type remotingSizes struct {
 	utils    []float64
 	calls    int
 	rounds   int
-	// modelCalls is the calls each processor-sharing reference beside a
-	// target is simulated with (queuemodel.Config.Calls).
-	modelCalls int
+	// model sizes the queueing model's references beside the targets.
+	model remotingModel
 }
 
 func (x *Remoting) sizes(size Size) remotingSizes {
@@ -174,7 +173,10 @@ func (x *Remoting) sizes(size Size) remotingSizes {
 	if s.rounds <= 0 {
 		s.rounds = Pick(size, 4, 3, 1)
 	}
-	s.modelCalls = Pick(size, queuemodel.DefaultCalls, queuemodel.DefaultCalls, 20_000)
+	s.model = remotingModel{
+		calls:   Pick(size, queuemodel.DefaultCalls, queuemodel.DefaultCalls, 20_000),
+		samples: Pick(size, 200, 200, 20),
+	}
 	return s
 }
 

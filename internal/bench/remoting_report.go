@@ -119,15 +119,14 @@ func findRemotingRow(rows []RemotingRow, n int, u float64, s string) (RemotingRo
 // target whose ett or random sample was flagged (its measured
 // utilisation far from 90%) is not judged: the reduction is given, not
 // counted. Beside each it gives the model's references at random's
-// measured load (remotingReferences), the processor-sharing ones
-// simulated with modelCalls calls.
-func judgeRemoting(rep *Report, rows []RemotingRow, modelCalls int) {
+// measured load (remotingReferences).
+func judgeRemoting(rep *Report, rows []RemotingRow, model remotingModel) {
 	for _, n := range []int{2, 4} {
 		paper := remotingPaper[n]
 		name := fmt.Sprintf("%d replicas, 90%% load: ett's reduction vs random ≥ %.1f%% (paper)", n, paper*100)
 		r, ok := findRemotingRow(rows, n, 0.9, "ett")
 		base, _ := findRemotingRow(rows, n, 0.9, remotingRandom)
-		ref := remotingReferences(n, base.MeasuredUtilization, modelCalls)
+		ref := remotingReferences(n, base.MeasuredUtilization, int(base.Calls), base.Rounds, model)
 		switch {
 		case !ok:
 			rep.TargetUnknown(name, "not run (needs --replicas with %d, --utilizations with 0.9 and ett among --strategies)", n)
@@ -151,6 +150,15 @@ func judgeRemoting(rep *Report, rows []RemotingRow, modelCalls int) {
 	}
 }
 
+// remotingModel sizes the simulations behind the report's references.
+type remotingModel struct {
+	// calls is the length of the steady-state runs
+	// (queuemodel.Config.Calls).
+	calls int
+	// samples is how many samples of the bench's size give the spread.
+	samples int
+}
+
 // remotingReferences is what the queueing model of the experiment gives
 // against random at n replicas and load rho, for the report:
 //
@@ -164,21 +172,35 @@ func judgeRemoting(rep *Report, rows []RemotingRow, modelCalls int) {
 //     added delay with every call's remaining work known, which no
 //     balancer knows (a greedy rule, not a proven optimum, but a high
 //     mark). At 0.9 they are about 44% and 46% for 2 replicas and 67%
-//     and 69% for 4, below the paper's 47.6% and 76.1%.
-func remotingReferences(n int, rho float64, modelCalls int) string {
+//     and 69% for 4, below the paper's 47.6% and 76.1%;
+//   - how far one sample of the bench's size (calls answered in rounds,
+//     random's) strays by the luck of its calls alone: the 5th to 95th
+//     percentile of shortest-queue's reduction over model.samples
+//     simulated samples of that size. At 0.9 a sample of a few thousand
+//     calls spans tens of points.
+func remotingReferences(n int, rho float64, calls, rounds int, model remotingModel) string {
 	mmn, ok := mmnReduction(n, rho)
 	if !ok {
 		return fmt.Sprintf("no model reference at random's measured load of %.0f%% (it is not below 100%%)", rho*100)
 	}
 	text := fmt.Sprintf("at random's measured load of %.0f%%, M/M/%d (one shared queue): %s%%", rho*100, n, Num(mmn*100, 1))
-	cfg := queuemodel.Config{Servers: n, Utilization: rho, Calls: modelCalls}
+	cfg := queuemodel.Config{Servers: n, Utilization: rho, Calls: model.calls}
 	jsq, err1 := queuemodel.Reduction(cfg, queuemodel.ShortestQueue)
 	best, err2 := queuemodel.Reduction(cfg, queuemodel.LeastDelay)
 	if err := errors.Join(err1, err2); err != nil {
 		return text + "; processor-sharing model: " + err.Error()
 	}
-	return text + fmt.Sprintf("; processor-sharing replicas (simulated): shortest queue %s%%, least delay knowing every call's work %s%%",
+	text += fmt.Sprintf("; processor-sharing replicas (simulated): shortest queue %s%%, least delay knowing every call's work %s%%",
 		Num(jsq*100, 1), Num(best*100, 1))
+	if calls < 1 || rounds < 1 || rounds > calls {
+		return text
+	}
+	spread, err := queuemodel.ReductionSpread(queuemodel.Config{Servers: n, Utilization: rho, Calls: calls, Rounds: rounds}, queuemodel.ShortestQueue, model.samples)
+	if err != nil {
+		return text + "; sample spread: " + err.Error()
+	}
+	return text + fmt.Sprintf("; shortest queue in %d model samples of %d calls in %d rounds: %s–%s%% (5th–95th percentile)",
+		model.samples, calls, rounds, Num(stats.Quantile(spread, 0.05)*100, 1), Num(stats.Quantile(spread, 0.95)*100, 1))
 }
 
 // mmnReduction is the reduction of the mean response time that one shared
@@ -213,7 +235,7 @@ func mmnReduction(n int, rho float64) (float64, bool) {
 // table per group size with the paper's figures beside, and the plots.
 func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s remotingSizes) *Report {
 	rep := NewReport("fulcrum bench remoting")
-	judgeRemoting(rep, rows, s.modelCalls)
+	judgeRemoting(rep, rows, s.model)
 	rep.Heading("Set-up")
 	rep.Para("Seed 004 §V on the testbed (docs/testbed.md): N replicas of `fulcrum backend prime`, each in its own network namespace "+
 		"with an equal share of %g CPU cores (cgroup quota; the period is the shortest with a 1 ms quota, see groups), registered with one `fulcrum serve` whose group binds "+

@@ -72,7 +72,7 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 	}
 
 	rep := NewReport("x")
-	judgeRemoting(rep, rows, 20_000)
+	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10})
 	var got []string
 	for _, tg := range rep.Targets() {
 		got = append(got, string(tg.Status))
@@ -353,7 +353,7 @@ func TestJudgeRemotingFlaggedSample(t *testing.T) {
 	}
 	fillReductions(rows)
 	rep := NewReport("x")
-	judgeRemoting(rep, rows, 20_000)
+	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10})
 	tg := rep.Targets()
 	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
 		t.Fatalf("targets %+v, want met (2 replicas) and not measured (4, flagged)", tg)
@@ -385,12 +385,14 @@ func TestRemotingReportRounds(t *testing.T) {
 	}
 }
 
-// TestRemotingReferences: the report's reference gives the M/M/n figure
-// and the two simulated processor-sharing ones in order, or says why
-// there is none.
+// TestRemotingReferences: the report's reference gives the M/M/n figure,
+// the two simulated processor-sharing ones in order and, given the
+// sample's size, the spread of samples that size around them; or says
+// why there is none.
 func TestRemotingReferences(t *testing.T) {
 	t.Parallel()
-	got := remotingReferences(2, 0.9, 20_000)
+	model := remotingModel{calls: 20_000, samples: 10}
+	got := remotingReferences(2, 0.9, 0, 0, model)
 	re := regexp.MustCompile(`^at random's measured load of 90%, M/M/2 \(one shared queue\): 47\.4%; processor-sharing replicas \(simulated\): shortest queue ([0-9.]+)%, least delay knowing every call's work ([0-9.]+)%$`)
 	m := re.FindStringSubmatch(got)
 	if m == nil {
@@ -401,7 +403,17 @@ func TestRemotingReferences(t *testing.T) {
 	if !(jsq > 30 && best > jsq && best < 47.4) {
 		t.Errorf("shortest queue %v%%, least delay %v%%: want 30 < shortest < least delay < M/M/2's 47.4", jsq, best)
 	}
-	if got := remotingReferences(4, 1.02, 20_000); !strings.Contains(got, "no model reference at random's measured load of 102% (it is not below 100%)") {
+	sample := regexp.MustCompile(`; shortest queue in 10 model samples of 2000 calls in 2 rounds: (-?[0-9.]+)–(-?[0-9.]+)% \(5th–95th percentile\)$`)
+	m = sample.FindStringSubmatch(remotingReferences(2, 0.9, 2000, 2, model))
+	if m == nil {
+		t.Fatalf("no sample spread in %q", remotingReferences(2, 0.9, 2000, 2, model))
+	}
+	lo, _ := strconv.ParseFloat(m[1], 64)
+	hi, _ := strconv.ParseFloat(m[2], 64)
+	if !(lo < jsq && jsq < hi) {
+		t.Errorf("sample spread %v…%v%% does not hold the long run's %v%%", lo, hi, jsq)
+	}
+	if got := remotingReferences(4, 1.02, 2000, 2, model); !strings.Contains(got, "no model reference at random's measured load of 102% (it is not below 100%)") {
 		t.Errorf("saturated: %q", got)
 	}
 }

@@ -1,10 +1,13 @@
 package queuemodel
 
 import (
+	"cmp"
 	"container/heap"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // Policy is how a call arriving now picks its server.
@@ -42,6 +45,13 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
+func (p Policy) validate() error {
+	if p < Random || p > LeastDelay {
+		return fmt.Errorf("queuemodel: unknown policy %d", int(p))
+	}
+	return nil
+}
+
 // Config is one simulation. Sizes are in units of the mean call size, so
 // figures are response times over the mean service time.
 type Config struct {
@@ -50,9 +60,15 @@ type Config struct {
 	// Utilization is ρ, the offered load as a share of the n servers'
 	// capacity, in (0, 1).
 	Utilization float64
-	// Calls is the number of calls measured, after a warm-up of a tenth
-	// as many that are not; 0 takes DefaultCalls. At most 1e8.
+	// Calls is the number of calls measured; 0 takes DefaultCalls. At
+	// most 1e8.
 	Calls int
+	// Rounds, when 0, measures the calls in one run after a warm-up of a
+	// tenth as many that are not measured: the steady state. When ≥ 1
+	// the calls are split into that many runs, each starting from idle
+	// servers and measuring every call, as a bench sample split into
+	// rounds is. At most Calls.
+	Rounds int
 	// Seed selects the workload; 0 is a fixed default.
 	Seed uint64
 }
@@ -71,22 +87,68 @@ func (c Config) validate() error {
 	if c.Calls < 0 || c.Calls > 1e8 {
 		return fmt.Errorf("queuemodel: calls %d, must be in [0, 1e8] (0: %d)", c.Calls, DefaultCalls)
 	}
+	if calls := cmp.Or(c.Calls, DefaultCalls); c.Rounds < 0 || c.Rounds > calls {
+		return fmt.Errorf("queuemodel: rounds %d, must be in [0, calls %d]", c.Rounds, calls)
+	}
 	return nil
 }
 
 // MeanResponse simulates cfg under p and returns the measured calls' mean
 // response time over the mean call size (E[T]/E[S]).
 func MeanResponse(cfg Config, p Policy) (float64, error) {
-	if err := cfg.validate(); err != nil {
+	if err := errors.Join(cfg.validate(), p.validate()); err != nil {
 		return 0, err
 	}
-	if p < Random || p > LeastDelay {
-		return 0, fmt.Errorf("queuemodel: unknown policy %d", int(p))
+	cfg.Calls = cmp.Or(cfg.Calls, DefaultCalls)
+	return simulate(cfg, p), nil
+}
+
+// simulate is MeanResponse of a valid cfg.
+func simulate(cfg Config, p Policy) float64 {
+	s := newSim(cfg, p)
+	if cfg.Rounds == 0 {
+		sum, n := s.run(cfg.Calls/10, cfg.Calls)
+		return sum / float64(n)
 	}
-	if cfg.Calls == 0 {
-		cfg.Calls = DefaultCalls
+	var sum float64
+	var n int
+	for r := range cfg.Rounds {
+		// Round r measures its share of the calls, the first rounds
+		// one more when they do not divide evenly.
+		calls := cfg.Calls / cfg.Rounds
+		if r < cfg.Calls%cfg.Rounds {
+			calls++
+		}
+		clear(s.servers)
+		rs, rn := s.run(0, calls)
+		sum += rs
+		n += rn
 	}
-	return newSim(cfg, p).run(), nil
+	return sum / float64(n)
+}
+
+// ReductionSpread simulates samples samples of cfg's size (Calls in
+// Rounds), with seeds cfg.Seed+1 … cfg.Seed+samples, each under p and
+// under Random on the same calls, as the bench compares them, and returns
+// their reductions 1 − mean_p/mean_random in increasing order: how far a
+// measured reduction can stray from Reduction's by the luck of the calls
+// alone. samples is in [1, 10000].
+func ReductionSpread(cfg Config, p Policy, samples int) ([]float64, error) {
+	if samples < 1 || samples > 10000 {
+		return nil, fmt.Errorf("queuemodel: samples %d, must be in [1, 10000]", samples)
+	}
+	if err := errors.Join(cfg.validate(), p.validate()); err != nil {
+		return nil, err
+	}
+	cfg.Calls = cmp.Or(cfg.Calls, DefaultCalls)
+	out := make([]float64, samples)
+	for i := range out {
+		c := cfg
+		c.Seed = cfg.Seed + uint64(i) + 1
+		out[i] = 1 - simulate(c, p)/simulate(c, Random)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // Reduction is 1 − E[T]/E[T_random]: how far p's mean response time is
@@ -148,17 +210,16 @@ func newSim(cfg Config, p Policy) *sim {
 	return s
 }
 
-// run simulates until the measured calls have all arrived and finished,
-// and returns their mean response time.
-func (s *sim) run() float64 {
+// run sends warm calls that are not measured and then measured ones from
+// idle servers, until every measured call has finished, and returns the
+// sum of the measured calls' response times and their number.
+func (s *sim) run(warm, measured int) (sum float64, finished int) {
 	lambda := s.cfg.Utilization * float64(s.cfg.Servers)
-	warm := s.cfg.Calls / 10
-	total := warm + s.cfg.Calls
+	total := warm + measured
 	now := 0.0
 	nextArrival := s.work.ExpFloat64() / lambda
-	arrivals, finished := 0, 0
-	var sum float64
-	for finished < s.cfg.Calls {
+	arrivals := 0
+	for finished < measured {
 		// The next completion: the least tag's remaining service, k
 		// times over.
 		done, at := -1, math.Inf(1)
@@ -197,7 +258,7 @@ func (s *sim) run() float64 {
 		arrivals++
 		nextArrival = now + s.work.ExpFloat64()/lambda
 	}
-	return sum / float64(finished)
+	return sum, finished
 }
 
 // advance moves every server's virtual time dt of real time on.

@@ -3,6 +3,8 @@ package queuemodel
 import (
 	"container/heap"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,5 +127,64 @@ func TestChoose(t *testing.T) {
 				t.Fatalf("%v, call of %v: server %d, want %d", tc.p, tc.x, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestRounds: a sample split into rounds starts each from idle servers
+// and measures every call, so at high load its mean is below the steady
+// state's (the first calls of a round find short queues); its calls are
+// all counted, so one round of one call is that call's own size.
+func TestRounds(t *testing.T) {
+	t.Parallel()
+	steady, err := MeanResponse(Config{Servers: 2, Utilization: 0.9, Calls: 50_000, Seed: 3}, Random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds, err := MeanResponse(Config{Servers: 2, Utilization: 0.9, Calls: 50_000, Rounds: 500, Seed: 3}, Random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rounds < 0.8*steady) {
+		t.Errorf("500 rounds of 100 calls: mean %.3f, want well below the steady state's %.3f", rounds, steady)
+	}
+	one, _ := MeanResponse(Config{Servers: 1, Utilization: 0.5, Calls: 1, Rounds: 1, Seed: 4}, Random)
+	work := rand.New(rand.NewPCG(4, 0x9e3779b97f4a7c15))
+	work.ExpFloat64() // the gap before it
+	size := work.ExpFloat64()
+	if math.Abs(one-size) > 1e-12 {
+		t.Errorf("one call alone took %v, want its size %v", one, size)
+	}
+	if _, err := MeanResponse(Config{Servers: 1, Utilization: 0.5, Calls: 10, Rounds: 11}, Random); err == nil || !strings.Contains(err.Error(), "rounds 11, must be in [0, calls 10]") {
+		t.Errorf("11 rounds of 10 calls: %v", err)
+	}
+}
+
+// TestReductionSpread: the spread of samples of a bench's size is sorted,
+// reproducible, and wide where a long run's figure is tight: 2,000 calls
+// at ρ 0.9 put shortest-queue's reduction anywhere in tens of points.
+func TestReductionSpread(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Servers: 2, Utilization: 0.9, Calls: 2000, Rounds: 2}
+	got, err := ReductionSpread(cfg, ShortestQueue, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 40 || !slices.IsSorted(got) {
+		t.Fatalf("spread %v: want 40 sorted reductions", got)
+	}
+	if got[len(got)-1]-got[0] < 0.1 || got[0] < -1 || got[len(got)-1] > 1 {
+		t.Errorf("spread %.3f … %.3f: want a range over 10 points within (−1, 1)", got[0], got[len(got)-1])
+	}
+	again, _ := ReductionSpread(cfg, ShortestQueue, 40)
+	if !slices.Equal(got, again) {
+		t.Error("the same config gave another spread")
+	}
+	for _, bad := range []int{0, 10001} {
+		if _, err := ReductionSpread(cfg, ShortestQueue, bad); err == nil || !strings.Contains(err.Error(), "must be in [1, 10000]") {
+			t.Errorf("%d samples: %v", bad, err)
+		}
+	}
+	if _, err := ReductionSpread(cfg, Policy(9), 3); err == nil || !strings.Contains(err.Error(), "unknown policy 9") {
+		t.Errorf("policy 9: %v", err)
 	}
 }
