@@ -236,7 +236,8 @@ func readLine(src *source, strict bool) (line []byte, next int, err error) {
 }
 
 // chunkSize parses a chunk-size line: hex digits, then nothing or
-// extensions (";..." after optional blanks), no control characters.
+// extensions (";..." right after the digits) or trailing blanks, no
+// control characters.
 func chunkSize(line []byte) (int64, bool) {
 	var n int64
 	i := 0
@@ -265,8 +266,11 @@ func chunkSize(line []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	rest = bytes.TrimLeft(rest, " \t")
-	if len(rest) > 0 && rest[0] != ';' {
+	// Extensions start right after the digits: RFC 9112 allows blanks
+	// before the ";", but net/http refuses them, and a Go replica behind
+	// the proxy must not read the body differently from it. Trailing
+	// blanks alone are accepted, as net/http does.
+	if len(rest) > 0 && rest[0] != ';' && len(bytes.TrimLeft(rest, " \t")) > 0 {
 		return 0, false
 	}
 	return n, true

@@ -383,6 +383,8 @@ func FuzzCopyChunked(f *testing.F) {
 		"5\r\nhello\r\n0\r\n\r\n",
 		"3;x=y\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\n",
 		"0\r\n\r\n",
+		"0 ;\r\n\r\n", // blanks before an extension: net/http refuses them, so must the proxy
+		"0 \r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
