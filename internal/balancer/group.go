@@ -36,6 +36,9 @@ type group struct {
 	health   *groupHealth
 
 	snap atomic.Pointer[frontdoor.Snapshot]
+	// queue holds per-request calls while every replica is at
+	// max_inflight; configured from spec.Queue, shared by its snapshots.
+	queue *frontdoor.Queue
 
 	// front door and loops; guarded by mu.
 	fd       frontDoorServer
@@ -102,6 +105,8 @@ func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
 	}
 	g.an.SetUnidentifiedClients(gs.Protocol == registry.ProtocolGIOP)
 	g.fromConfig.Store(gs.Source == registry.SourceConfig)
+	g.queue = frontdoor.NewQueue(g.Snapshot, b.now)
+	g.queue.Configure(gs.Queue)
 	g.health = newGroupHealth(g)
 	g.mu.Lock()
 	g.membershipChangedLocked()
@@ -160,6 +165,7 @@ func (g *group) publishLocked() {
 		Advertise:   g.advertiseLocked(),
 		Members:     make(map[string]*frontdoor.Member, len(g.order)),
 		MaxInflight: g.spec.MaxInflight,
+		Queue:       g.queueLocked(),
 		Timeouts:    g.spec.Timeouts,
 		GIOP:        g.spec.GIOP,
 	}
@@ -173,7 +179,7 @@ func (g *group) publishLocked() {
 			rep.Metrics = metricsOf(v.Metrics)
 			rep.Clients = len(v.Clients)
 		}
-		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: m.stateLocked(), Counters: m.counters}
+		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: m.stateLocked(), Counters: m.counters, Queue: snap.Queue}
 		snap.Members[m.rec.ID] = fm
 		if fm.State == registry.StateActive {
 			rep.Index = len(eligible)
@@ -200,6 +206,18 @@ func (g *group) publishLocked() {
 		}
 	}
 	g.snap.Store(snap)
+	if snap.Queue != nil {
+		// A member may have joined or come back: calls waiting take it.
+		snap.Queue.Kick()
+	}
+}
+
+// queueLocked is the group's queue when its settings enable one.
+func (g *group) queueLocked() *frontdoor.Queue {
+	if g.spec.Queue.Enabled() && g.spec.Binding == registry.PerRequest {
+		return g.queue
+	}
+	return nil
 }
 
 func metricsOf(m map[string]float64) strategy.Metrics {
@@ -290,6 +308,7 @@ func (g *group) start() error {
 	g.health.startLocked()
 	g.running = true
 	g.startProbesLocked() // probe.go
+	g.queue.Configure(g.spec.Queue)
 	g.publishLocked()
 	return nil
 }
@@ -339,7 +358,8 @@ func (g *group) stop(ctx context.Context) error {
 		}
 	}
 	g.health.stopLocked()
-	probesDone := g.stopProbesLocked() // probe.go
+	g.queue.Configure(registry.Queue{}) // calls waiting are answered 503
+	probesDone := g.stopProbesLocked()  // probe.go
 	g.closeSubsLocked()
 	g.mu.Unlock()
 	<-done
@@ -400,6 +420,7 @@ func (g *group) update(gs registry.Group) error {
 		g.an.SetInterval(gs.ReportInterval.D())
 	}
 	g.health.configureLocked()
+	g.queue.Configure(gs.Queue)
 	g.membershipChangedLocked()
 	g.emitLocked("config", map[string]any{"strategy": gs.Strategy, "params": gs.Params, "binding": gs.Binding})
 	g.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -26,6 +27,9 @@ type GroupStatus struct {
 	// no replica up for three periods); each is also logged and sent as an
 	// "alert" event.
 	StrategyAlerts uint64 `json:"strategy_alerts,omitempty"`
+	// QueueStats are the queue's calls waiting and counters, when the
+	// group has a queue (queue.limit > 0).
+	QueueStats *frontdoor.QueueStats `json:"queue_stats,omitempty"`
 }
 
 // ReplicaStatus is one replica's live state.
@@ -86,6 +90,10 @@ func (g *group) status() GroupStatus {
 	st := GroupStatus{Group: g.spec, Replicas: []ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
 	st.Advertise = g.advertiseLocked()
 	st.Reference = g.referenceLocked()
+	if g.queueLocked() != nil {
+		qs := g.queue.Stats()
+		st.QueueStats = &qs
+	}
 	if g.ln != nil {
 		st.Listening = g.ln.Addr().String()
 	}

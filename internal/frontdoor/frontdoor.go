@@ -49,6 +49,9 @@ type Member struct {
 	State string
 	// Counters are shared by all snapshots of the member.
 	Counters *Counters
+	// Queue is the group's queue when it has one (nil: none), kicked when
+	// the member frees a slot.
+	Queue *Queue
 }
 
 // ID returns the member's replica id.
@@ -76,6 +79,9 @@ type Snapshot struct {
 	// MaxInflight caps per-member calls in flight in per-request mode
 	// (0: no cap).
 	MaxInflight int
+	// Queue, when not nil, holds calls while every member is at
+	// MaxInflight (AcquireWait).
+	Queue *Queue
 	// Timeouts bound the front door's connections.
 	Timeouts registry.Timeouts
 	// GIOP are the GIOP front door's settings (GIOP groups).
@@ -175,8 +181,14 @@ func (s *Snapshot) Acquire(req *strategy.Request, exclude []*Member, spill uint3
 	return nil, ErrNoReplica
 }
 
-// Release uncounts a call that Acquire counted on m.
-func (m *Member) Release() { m.Replica.Live.Inflight.Add(-1) }
+// Release uncounts a call that Acquire counted on m, and hands the freed
+// slot to a call waiting in the group's queue if there is one.
+func (m *Member) Release() {
+	m.Replica.Live.Inflight.Add(-1)
+	if m.Queue != nil {
+		m.Queue.Kick()
+	}
+}
 
 // tryAcquire counts a call on m unless that would exceed limit (0: none).
 func tryAcquire(m *Member, limit int) bool {

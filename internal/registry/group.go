@@ -77,6 +77,8 @@ type Group struct {
 	// MaxInflight caps the calls the front door has in flight to one
 	// replica in per-request mode (0: no cap).
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
+	// Queue holds calls while every replica is at MaxInflight (queue.go).
+	Queue Queue `json:"queue,omitzero" yaml:"queue,omitempty"`
 	// GIOP configures the GIOP front door (protocol giop only; giop.go).
 	GIOP GIOP `json:"giop,omitzero" yaml:"giop,omitempty"`
 	// JoinToken lets replicas register without the admin token.
@@ -203,6 +205,7 @@ func (g Group) WithDefaults() Group {
 	if g.Protocol == ProtocolGIOP {
 		g.GIOP.withDefaults()
 	}
+	g.Queue.withDefaults()
 	return g
 }
 
@@ -308,6 +311,9 @@ func (g Group) Validate() error {
 	}
 	if g.MaxInflight < 0 || g.MaxInflight > 1_000_000 {
 		return fe("max_inflight", g.MaxInflight, "must be in [0,1000000] (0: no limit)")
+	}
+	if err := g.validateQueue(); err != nil {
+		return err
 	}
 	seen := map[string]int{}
 	for i, r := range g.Replicas {

@@ -77,6 +77,12 @@ func TestValidateRejects(t *testing.T) {
 		{"rise", func(g *Group) { g.Health.Rise = 1000 }, "health.rise", "[1,100]"},
 		{"ejected percent", func(g *Group) { g.Health.Passive.MaxEjectedPercent = 101 }, "health.passive.max_ejected_percent", "[0,100]"},
 		{"max inflight", func(g *Group) { g.MaxInflight = -1 }, "max_inflight", "[0,1000000]"},
+		{"queue limit", func(g *Group) { queueGroup(g); g.Queue.Limit = -1 }, "queue.limit", "[0,1000000]"},
+		{"queue settings without a limit", func(g *Group) { g.Queue.Order = QueueCost }, "queue.limit", "at least 1"},
+		{"queue on-demand", func(g *Group) { queueGroup(g); g.Binding = OnDemand }, "queue.limit", "only per-request"},
+		{"queue without max inflight", func(g *Group) { queueGroup(g); g.MaxInflight = 0 }, "queue.limit", "max_inflight"},
+		{"queue timeout", func(g *Group) { queueGroup(g); g.Queue.Timeout = protocol.Duration(2 * time.Hour) }, "queue.timeout", "[1ms, 1h0m0s]"},
+		{"queue order", func(g *Group) { queueGroup(g); g.Queue.Order = "lifo" }, "queue.order", "fifo, cost"},
 		{"replica address", func(g *Group) { g.Replicas[0].Address = "127.0.0.1:9001" }, "replicas[0].address", "http://"},
 		{"duplicate replica", func(g *Group) {
 			g.Replicas = append(g.Replicas, StaticReplica{Address: "HTTP://127.0.0.1:9001/"})
@@ -128,5 +134,29 @@ func TestNormalizeAddress(t *testing.T) {
 	}
 	if NormalizeAddress("http://a:1") == NormalizeAddress("http://a:2") {
 		t.Fatal("different ports compare equal")
+	}
+}
+
+// queueGroup makes g a group that may queue: per-request, with
+// max_inflight and a queue limit.
+func queueGroup(g *Group) {
+	g.Binding = PerRequest
+	g.MaxInflight = 4
+	g.Queue.Limit = 100
+}
+
+func TestQueueDefaults(t *testing.T) {
+	t.Parallel()
+	g := validGroup()
+	queueGroup(&g)
+	d := g.WithDefaults()
+	if d.Queue.Timeout.D() != DefaultQueueTimeout || d.Queue.Order != QueueFIFO {
+		t.Fatalf("queue after defaults %+v, want timeout %v, order fifo", d.Queue, DefaultQueueTimeout)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if off := validGroup().WithDefaults(); off.Queue != (Queue{}) || off.Queue.Enabled() {
+		t.Fatalf("a group without a queue got %+v", off.Queue)
 	}
 }

@@ -116,7 +116,10 @@ func describe(snap *frontdoor.Snapshot, err error) (int, errorDetail) {
 			Message: "no replica can serve this request", Reason: membershipReason(snap)}
 	case errors.Is(err, frontdoor.ErrOverloaded):
 		reason := "every replica is at its in-flight limit"
-		if snap != nil {
+		var qe *frontdoor.QueueError
+		if errors.As(err, &qe) {
+			reason = qe.Error()
+		} else if snap != nil {
 			reason = fmt.Sprintf("every active replica has %d calls in flight (max_inflight)", snap.MaxInflight)
 		}
 		return http.StatusServiceUnavailable, errorDetail{Code: CodeOverloaded,

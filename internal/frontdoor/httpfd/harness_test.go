@@ -67,6 +67,7 @@ type groupConfig struct {
 	binding     string
 	members     []spec
 	maxInflight int
+	queue       registry.Queue // with WithDefaults' values filled in
 	timeouts    registry.Timeouts
 	planned     map[string]string // client -> replica id
 	observer    strategy.Observer
@@ -79,6 +80,7 @@ type groupConfig struct {
 // counts bindings and rebinds, Observe counts failures.
 type testGroup struct {
 	snap     atomic.Pointer[frontdoor.Snapshot]
+	queue    *frontdoor.Queue
 	mu       sync.Mutex
 	lives    map[string]*strategy.Live
 	counters map[string]*frontdoor.Counters
@@ -114,6 +116,13 @@ func (g *testGroup) publish(cfg groupConfig) {
 		Timeouts:    cfg.timeouts,
 		Observer:    cfg.observer,
 	}
+	if g.queue == nil {
+		g.queue = frontdoor.NewQueue(g.Snapshot, nil)
+	}
+	g.queue.Configure(cfg.queue)
+	if cfg.queue.Enabled() {
+		snap.Queue = g.queue
+	}
 	var reps []*strategy.Replica
 	for _, sp := range cfg.members {
 		if g.lives[sp.id] == nil {
@@ -129,7 +138,7 @@ func (g *testGroup) publish(cfg groupConfig) {
 			state = registry.StateActive
 		}
 		rep := &strategy.Replica{ID: sp.id, Weight: 1, Metrics: strategy.NoMetrics, Live: g.lives[sp.id]}
-		m := &frontdoor.Member{Replica: rep, Address: sp.url, URL: u, State: state, Counters: g.counters[sp.id]}
+		m := &frontdoor.Member{Replica: rep, Address: sp.url, URL: u, State: state, Counters: g.counters[sp.id], Queue: snap.Queue}
 		snap.Members[sp.id] = m
 		if state == registry.StateActive {
 			rep.Index = len(snap.Eligible)
@@ -148,6 +157,9 @@ func (g *testGroup) publish(cfg groupConfig) {
 	}
 	snap.Picker = cfg.picker(reps)
 	g.snap.Store(snap)
+	if snap.Queue != nil {
+		snap.Queue.Kick()
+	}
 }
 
 func (g *testGroup) Snapshot() *frontdoor.Snapshot { return g.snap.Load() }

@@ -63,7 +63,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	*req = strategy.Request{}
 	c.requestFacts(b, snap.Key, req)
 	x.path = req.Path
-	m, err := s.acquire(snap, req, nil)
+	m, err := s.acquire(snap, req, nil, nil)
 	if err != nil {
 		return x.answer(err)
 	}
@@ -98,7 +98,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 				if attempt >= maxAttempts {
 					return x.answer(&dialFailedError{pick: frontdoor.ErrNoReplica, tried: ids(c.tried), last: err})
 				}
-				next, perr := s.acquire(snap, req, c.tried)
+				next, perr := s.acquire(snap, req, c.tried, nil)
 				if perr != nil {
 					return x.answer(&dialFailedError{pick: perr, tried: ids(c.tried), last: err})
 				}

@@ -73,8 +73,15 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 	c.req.Client = r.Header.Get(protocol.HeaderClient)
 	c.req.Key = requestKey(snap.Key, r)
 	requestFacts(r, &c.req)
-	m, err := s.acquire(snap, &c.req, nil)
+	m, err := s.acquire(snap, &c.req, nil, r.Context().Done())
 	if err != nil {
+		if r.Context().Err() != nil {
+			// The client went away while the call waited in the queue.
+			if lw != nil {
+				lw.status = statusClientClosed
+			}
+			return
+		}
 		s.writeError(w, r, snap, err)
 		return
 	}
@@ -190,9 +197,11 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 // answer (nginx's 499).
 const statusClientClosed = 499
 
-// acquire is snap.Acquire with the server's rotating spill.
-func (s *Server) acquire(snap *frontdoor.Snapshot, req *strategy.Request, exclude []*frontdoor.Member) (*frontdoor.Member, error) {
-	return snap.Acquire(req, exclude, s.spill.Add(1))
+// acquire is snap.AcquireWait with the server's rotating spill: when every
+// member is full it waits in the group's queue, if it has one, until a
+// member has room, the queue's timeout, or cancel (nil: none) is closed.
+func (s *Server) acquire(snap *frontdoor.Snapshot, req *strategy.Request, exclude []*frontdoor.Member, cancel <-chan struct{}) (*frontdoor.Member, error) {
+	return snap.AcquireWait(req, exclude, s.spill.Add(1), cancel)
 }
 
 // release uncounts the call from its member.

@@ -1,0 +1,304 @@
+package frontdoor
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+)
+
+// Queue holds a group's proxied calls while every eligible member has
+// MaxInflight calls in flight, and hands each to a member as soon as one
+// has room, in the order its registry.Queue says: the calls that would
+// otherwise be answered 503 at once wait up to the queue's timeout. It
+// outlives snapshots: the group creates one and every snapshot and member
+// it publishes points to it.
+//
+// A slot freed by Member.Release goes to the queue's first waiting call
+// (Kick), picked among the members with room by the group's strategy, so
+// that no call waits while a member has room and a call arriving while
+// others wait finds every slot taken and queues behind them. The order is
+// decided under the queue's lock with the injected clock; the wait itself
+// is a timer.
+type Queue struct {
+	snapshot func() *Snapshot
+	now      func() time.Time
+	waiting  atomic.Int64 // len of the queue, read without the lock
+
+	mu     sync.Mutex
+	cfg    registry.Queue
+	seq    uint64
+	spill  uint32
+	byCost costHeap
+	head   *waiter // oldest; fifo through next
+	tail   *waiter
+
+	served, full, timedOut atomic.Uint64
+}
+
+// waiter is one call waiting in a Queue. Its fields but ch belong to the
+// queue's lock.
+type waiter struct {
+	req     *strategy.Request
+	exclude []*Member
+	cost    float64
+	seq     uint64
+	since   time.Time
+	queued  bool
+	heapIdx int
+	prev    *waiter
+	next    *waiter
+	ch      chan waitResult // buffered: the queue never blocks on it
+}
+
+type waitResult struct {
+	m   *Member
+	err error
+}
+
+// QueueError is why a call could not wait for a member, or stopped
+// waiting; it unwraps to ErrOverloaded.
+type QueueError struct {
+	// Full is true when the queue already held Limit calls.
+	Full  bool
+	Limit int
+	// Waited is how long the call waited before its timeout (or before
+	// its client went away, Canceled).
+	Waited   time.Duration
+	Canceled bool
+}
+
+func (e *QueueError) Error() string {
+	switch {
+	case e.Full:
+		return fmt.Sprintf("every replica is at max_inflight and the queue holds its limit of %d calls", e.Limit)
+	case e.Canceled:
+		return fmt.Sprintf("the client went away after %v in the queue", e.Waited.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("every replica stayed at max_inflight while the call waited %v in the queue (queue.timeout)", e.Waited.Round(time.Millisecond))
+}
+
+func (e *QueueError) Unwrap() error { return ErrOverloaded }
+
+// QueueStats are a queue's gauge and counters.
+type QueueStats struct {
+	// Waiting is the number of calls waiting now.
+	Waiting int `json:"waiting"`
+	// Served counts calls that got a member after waiting.
+	Served uint64 `json:"served"`
+	// Full counts calls refused because the queue was full.
+	Full uint64 `json:"full"`
+	// TimedOut counts calls that waited out the timeout (or lost their
+	// client).
+	TimedOut uint64 `json:"timed_out"`
+}
+
+// NewQueue returns a queue for a group whose current snapshot snapshot
+// returns (never nil). now is the clock of its ordering (time.Now if nil).
+func NewQueue(snapshot func() *Snapshot, now func() time.Time) *Queue {
+	if now == nil {
+		now = time.Now
+	}
+	return &Queue{snapshot: snapshot, now: now}
+}
+
+// Configure sets the queue's limit, timeout and order (after
+// registry.Group.WithDefaults). A disabled queue answers its waiting
+// calls ErrOverloaded; a lower limit keeps the calls already waiting.
+func (q *Queue) Configure(cfg registry.Queue) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.cfg = cfg
+	if cfg.Enabled() {
+		return
+	}
+	for q.head != nil {
+		w := q.head
+		q.removeLocked(w)
+		w.ch <- waitResult{err: ErrOverloaded}
+	}
+}
+
+// Stats returns the queue's gauge and counters.
+func (q *Queue) Stats() QueueStats {
+	return QueueStats{
+		Waiting:  int(q.waiting.Load()),
+		Served:   q.served.Load(),
+		Full:     q.full.Load(),
+		TimedOut: q.timedOut.Load(),
+	}
+}
+
+// AcquireWait is Acquire that, when every member is full and the snapshot
+// has a queue, waits in it for a member with room until the queue's
+// timeout or until cancel is closed (nil: never). The request and exclude
+// must stay unchanged until it returns. Errors are Acquire's, or a
+// *QueueError (which unwraps to ErrOverloaded).
+func (s *Snapshot) AcquireWait(req *strategy.Request, exclude []*Member, spill uint32, cancel <-chan struct{}) (*Member, error) {
+	m, err := s.Acquire(req, exclude, spill)
+	if err != ErrOverloaded || s.Queue == nil {
+		return m, err
+	}
+	return s.Queue.wait(req, exclude, cancel)
+}
+
+// wait queues the call and waits for Kick to hand it a member.
+func (q *Queue) wait(req *strategy.Request, exclude []*Member, cancel <-chan struct{}) (*Member, error) {
+	q.mu.Lock()
+	cfg := q.cfg
+	if !cfg.Enabled() {
+		q.mu.Unlock()
+		return nil, ErrOverloaded
+	}
+	if int(q.waiting.Load()) >= cfg.Limit {
+		q.mu.Unlock()
+		q.full.Add(1)
+		return nil, &QueueError{Full: true, Limit: cfg.Limit}
+	}
+	q.seq++
+	w := &waiter{req: req, exclude: exclude, cost: req.Cost, seq: q.seq, since: q.now(), ch: make(chan waitResult, 1)}
+	q.pushLocked(w)
+	q.mu.Unlock()
+	// A slot may have been freed between Acquire and the push, by a
+	// Release that saw no call waiting.
+	q.Kick()
+
+	timer := time.NewTimer(cfg.Timeout.D())
+	defer timer.Stop()
+	canceled := false
+	select {
+	case r := <-w.ch:
+		return r.m, r.err
+	case <-timer.C:
+	case <-cancel:
+		canceled = true
+	}
+	q.mu.Lock()
+	if w.queued {
+		q.removeLocked(w)
+		q.mu.Unlock()
+		q.timedOut.Add(1)
+		return nil, &QueueError{Waited: q.now().Sub(w.since), Canceled: canceled}
+	}
+	q.mu.Unlock()
+	// Kick handed the call a member as the wait ended: keep it.
+	r := <-w.ch
+	return r.m, r.err
+}
+
+// Kick hands members with room to the waiting calls, first in the queue's
+// order first, until no call waits or no member has room. Member.Release
+// calls it; the group calls it when a new snapshot may have room (a
+// member joined, max_inflight rose).
+func (q *Queue) Kick() {
+	if q.waiting.Load() == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	snap := q.snapshot()
+	now := q.now()
+	for q.head != nil {
+		w := q.nextLocked(now)
+		q.spill++
+		m, err := snap.Acquire(w.req, w.exclude, q.spill)
+		if errors.Is(err, ErrOverloaded) && len(w.exclude) > 0 {
+			// The first call avoids the members with room (they failed
+			// it before); the oldest call that avoids none takes the
+			// room instead.
+			if w = q.firstUnexcludedLocked(); w == nil {
+				return
+			}
+			m, err = snap.Acquire(w.req, nil, q.spill)
+		}
+		if errors.Is(err, ErrOverloaded) {
+			return
+		}
+		q.removeLocked(w)
+		if err == nil {
+			q.served.Add(1)
+		}
+		w.ch <- waitResult{m: m, err: err}
+	}
+}
+
+// nextLocked is the call the queue serves first: the oldest (fifo), or
+// the one of least cost unless the oldest has waited half the timeout.
+func (q *Queue) nextLocked(now time.Time) *waiter {
+	if q.cfg.Order != registry.QueueCost || now.Sub(q.head.since) >= q.cfg.Timeout.D()/2 {
+		return q.head
+	}
+	return q.byCost[0]
+}
+
+func (q *Queue) firstUnexcludedLocked() *waiter {
+	for w := q.head; w != nil; w = w.next {
+		if len(w.exclude) == 0 {
+			return w
+		}
+	}
+	return nil
+}
+
+func (q *Queue) pushLocked(w *waiter) {
+	w.queued = true
+	heap.Push(&q.byCost, w)
+	w.prev = q.tail
+	if q.tail != nil {
+		q.tail.next = w
+	} else {
+		q.head = w
+	}
+	q.tail = w
+	q.waiting.Add(1)
+}
+
+func (q *Queue) removeLocked(w *waiter) {
+	w.queued = false
+	heap.Remove(&q.byCost, w.heapIdx)
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		q.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		q.tail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	q.waiting.Add(-1)
+}
+
+// costHeap orders waiters by cost, then by arrival.
+type costHeap []*waiter
+
+func (h costHeap) Len() int { return len(h) }
+func (h costHeap) Less(i, j int) bool {
+	if h[i].cost != h[j].cost {
+		return h[i].cost < h[j].cost
+	}
+	return h[i].seq < h[j].seq
+}
+func (h costHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIdx = i
+	h[j].heapIdx = j
+}
+func (h *costHeap) Push(x any) {
+	w := x.(*waiter)
+	w.heapIdx = len(*h)
+	*h = append(*h, w)
+}
+func (h *costHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return w
+}

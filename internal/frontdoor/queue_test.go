@@ -1,0 +1,288 @@
+package frontdoor
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// fakeClock is the queue's ordering clock, moved by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// queued returns a snapshot like snapshot(n, limit) with a queue of cfg.
+func queued(t *testing.T, n, limit int, cfg registry.Queue) (*Snapshot, *fakeClock) {
+	t.Helper()
+	s := snapshot(n, limit)
+	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	q := NewQueue(func() *Snapshot { return s }, clock.now)
+	q.Configure(cfg)
+	s.Queue = q
+	for _, m := range s.Eligible {
+		m.Queue = q
+	}
+	return s, clock
+}
+
+// result is what one waiting call got.
+type result struct {
+	name string
+	m    *Member
+	err  error
+}
+
+// waitFor starts a call named name that waits in s's queue (every member
+// must be full) and returns once the queue counts it.
+func waitFor(t *testing.T, s *Snapshot, name string, req *strategy.Request, exclude []*Member, cancel <-chan struct{}, out chan<- result) {
+	t.Helper()
+	before := s.Queue.Stats().Waiting
+	go func() {
+		m, err := s.AcquireWait(req, exclude, 0, cancel)
+		out <- result{name, m, err}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Queue.Stats().Waiting != before+1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("call %s did not queue (waiting %d)", name, s.Queue.Stats().Waiting)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func long(order string) registry.Queue {
+	return registry.Queue{Limit: 10, Timeout: protocol.Duration(time.Hour), Order: order}
+}
+
+func TestQueueServesInArrivalOrder(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan result, 3)
+	for _, name := range []string{"first", "second", "third"} {
+		waitFor(t, s, name, &strategy.Request{Cost: 1}, nil, nil, out)
+	}
+	for _, want := range []string{"first", "second", "third"} {
+		held.Release()
+		r := <-out
+		if r.err != nil || r.name != want || r.m != s.Eligible[0] {
+			t.Fatalf("got %s (%v, %v), want %s on member a", r.name, r.m, r.err, want)
+		}
+		held = r.m
+		if got := inflight(s)[0]; got != 1 {
+			t.Fatalf("in flight %d after the hand-off, want 1 (the slot passed on)", got)
+		}
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d at the end, want 0", got)
+	}
+	if st := s.Queue.Stats(); st.Served != 3 || st.Waiting != 0 {
+		t.Fatalf("stats %+v, want 3 served, none waiting", st)
+	}
+}
+
+func TestQueueServesLeastCostFirst(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueCost))
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	out := make(chan result, 4)
+	waitFor(t, s, "cost 5", &strategy.Request{Cost: 5}, nil, nil, out)
+	waitFor(t, s, "cost 1", &strategy.Request{Cost: 1}, nil, nil, out)
+	waitFor(t, s, "cost 3", &strategy.Request{Cost: 3}, nil, nil, out)
+	waitFor(t, s, "cost 1 later", &strategy.Request{Cost: 1}, nil, nil, out)
+	for _, want := range []string{"cost 1", "cost 1 later", "cost 3", "cost 5"} {
+		held.Release()
+		r := <-out
+		if r.err != nil || r.name != want {
+			t.Fatalf("got %s (%v), want %s", r.name, r.err, want)
+		}
+		held = r.m
+	}
+	held.Release()
+}
+
+// A call that has waited half the timeout goes before cheaper, younger ones.
+func TestQueueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
+	cfg := long(registry.QueueCost)
+	s, clock := queued(t, 1, 1, cfg)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	out := make(chan result, 3)
+	waitFor(t, s, "costly", &strategy.Request{Cost: 100}, nil, nil, out)
+	clock.add(cfg.Timeout.D()/2 - time.Millisecond)
+	waitFor(t, s, "cheap", &strategy.Request{Cost: 1}, nil, nil, out)
+	held.Release()
+	if r := <-out; r.name != "cheap" {
+		t.Fatalf("before half the timeout got %s, want cheap", r.name)
+	} else {
+		held = r.m
+	}
+	waitFor(t, s, "cheap again", &strategy.Request{Cost: 1}, nil, nil, out)
+	clock.add(time.Millisecond)
+	held.Release()
+	if r := <-out; r.name != "costly" {
+		t.Fatalf("at half the timeout got %s, want costly", r.name)
+	} else {
+		held = r.m
+	}
+	held.Release()
+	<-out
+}
+
+func TestQueueFullIsOverloaded(t *testing.T) {
+	cfg := long(registry.QueueFIFO)
+	cfg.Limit = 1
+	s, _ := queued(t, 2, 1, cfg)
+	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	out := make(chan result, 1)
+	waitFor(t, s, "waiting", &strategy.Request{}, nil, nil, out)
+	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	var qe *QueueError
+	if !errors.As(err, &qe) || !qe.Full || qe.Limit != 1 || !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("err %v, want a full-queue QueueError that is ErrOverloaded", err)
+	}
+	if st := s.Queue.Stats(); st.Full != 1 {
+		t.Fatalf("stats %+v, want 1 full", st)
+	}
+	b.Release()
+	r := <-out
+	if r.err != nil || r.m != b {
+		t.Fatalf("the waiting call got %v, %v; want member b", r.m, r.err)
+	}
+	a.Release()
+	r.m.Release()
+}
+
+func TestQueueTimeoutAndCancel(t *testing.T) {
+	cfg := registry.Queue{Limit: 5, Timeout: protocol.Duration(20 * time.Millisecond), Order: registry.QueueFIFO}
+	s, _ := queued(t, 1, 1, cfg)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	start := time.Now()
+	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	var qe *QueueError
+	if !errors.As(err, &qe) || qe.Full || qe.Canceled || !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("err %v, want a timed-out QueueError", err)
+	}
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Fatalf("gave up after %v, before the 20ms timeout", waited)
+	}
+
+	s.Queue.Configure(long(registry.QueueFIFO))
+	cancel := make(chan struct{})
+	out := make(chan result, 1)
+	waitFor(t, s, "canceled", &strategy.Request{}, nil, cancel, out)
+	close(cancel)
+	r := <-out
+	if !errors.As(r.err, &qe) || !qe.Canceled {
+		t.Fatalf("err %v, want a canceled QueueError", r.err)
+	}
+	if st := s.Queue.Stats(); st.TimedOut != 2 || st.Waiting != 0 {
+		t.Fatalf("stats %+v, want 2 timed out, none waiting", st)
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d, want 0: a call that stopped waiting holds no slot", got)
+	}
+}
+
+func TestQueueDisabledAnswersTheWaitingCalls(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	out := make(chan result, 2)
+	waitFor(t, s, "one", &strategy.Request{}, nil, nil, out)
+	waitFor(t, s, "two", &strategy.Request{}, nil, nil, out)
+	s.Queue.Configure(registry.Queue{})
+	for range 2 {
+		if r := <-out; !errors.Is(r.err, ErrOverloaded) || r.m != nil {
+			t.Fatalf("call %s got %v, %v; want ErrOverloaded", r.name, r.m, r.err)
+		}
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d, want 0", got)
+	}
+}
+
+// A waiting call that avoids the freed member (it failed there) lets a
+// later call take the room.
+func TestQueueExcludedMemberGoesToAnotherCall(t *testing.T) {
+	s, _ := queued(t, 2, 1, long(registry.QueueFIFO))
+	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	out := make(chan result, 2)
+	waitFor(t, s, "avoids a", &strategy.Request{}, []*Member{a}, nil, out)
+	waitFor(t, s, "any", &strategy.Request{}, nil, nil, out)
+	a.Release()
+	if r := <-out; r.name != "any" || r.m != a {
+		t.Fatalf("got %s on %v, want any on member a", r.name, r.m)
+	}
+	b.Release()
+	if r := <-out; r.name != "avoids a" || r.m != b {
+		t.Fatalf("got %s on %v, want avoids a on member b", r.name, r.m)
+	}
+}
+
+// Many callers through a queue: no member ever goes over its limit, and
+// every call gets a member.
+func TestQueueUnderContention(t *testing.T) {
+	const members, limit, callers, calls = 3, 2, 16, 300
+	s, _ := queued(t, members, limit, registry.Queue{Limit: callers, Timeout: protocol.Duration(time.Minute), Order: registry.QueueCost})
+	var holding [members]atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, callers*calls)
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range calls {
+				m, err := s.AcquireWait(&strategy.Request{Cost: float64((c + i) % 7)}, nil, uint32(i), nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				// Live.Inflight may show a failed try's passing +1;
+				// holding counts only the calls that got the member.
+				h := &holding[m.Replica.Index]
+				if n := h.Add(1); n > limit {
+					errs <- errors.New("a member went over its in-flight limit")
+				}
+				h.Add(-1)
+				m.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i, n := range inflight(s) {
+		if n != 0 {
+			t.Fatalf("member %d has %d in flight after every call ended", i, n)
+		}
+	}
+	if st := s.Queue.Stats(); st.Waiting != 0 || st.TimedOut != 0 || st.Full != 0 {
+		t.Fatalf("stats %+v: want none waiting, timed out or refused", st)
+	}
+}
