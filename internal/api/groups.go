@@ -70,12 +70,13 @@ func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, st)
 }
 
-// patchGroup changes strategy, params or binding at run time.
+// patchGroup changes strategy, params, binding, max_inflight or queue at
+// run time.
 func (s *server) patchGroup(w http.ResponseWriter, r *http.Request) {
 	var p balancer.GroupPatch
 	if fe := decodeJSON(w, r, s.opts.MaxBodyBytes, &p); fe != nil {
 		if fe.Allowed == allowedUnknownField {
-			fe.Allowed = "is not a field PATCH changes: only strategy, params and binding (PUT replaces the whole group)"
+			fe.Allowed = "is not a field PATCH changes: only strategy, params, binding, max_inflight and queue (PUT replaces the whole group)"
 		}
 		writeError(w, http.StatusBadRequest, jsonBodyError(fe))
 		return

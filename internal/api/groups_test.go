@@ -135,7 +135,7 @@ func TestGroupBadInput(t *testing.T) {
 		{"patch param out of range", "PATCH", "/v1/groups/g", `{"params":{"tolerance":0.5}}`, 400, "invalid_value", "params.tolerance", "[1,10]"},
 		{"patch unknown strategy", "PATCH", "/v1/groups/g", `{"strategy":"fastest"}`, 400, "invalid_value", "strategy", "round-robin"},
 		{"patch bad binding", "PATCH", "/v1/groups/g", `{"binding":"never"}`, 400, "invalid_value", "binding", "per-request"},
-		{"patch other setting", "PATCH", "/v1/groups/g", `{"front_door":"127.0.0.1:0"}`, 400, "invalid_json", "front_door", "only strategy, params and binding"},
+		{"patch other setting", "PATCH", "/v1/groups/g", `{"front_door":"127.0.0.1:0"}`, 400, "invalid_json", "front_door", "only strategy, params, binding, max_inflight and queue"},
 		{"patch malformed", "PATCH", "/v1/groups/g", `{"params":`, 400, "invalid_json", "body", "valid JSON"},
 		{"patch wrong type", "PATCH", "/v1/groups/g", `{"params":[1]}`, 400, "invalid_json", "params", "object"},
 		{"patch unknown group", "PATCH", "/v1/groups/nope", `{"binding":"per-request"}`, 404, "unknown_group", "", ""},

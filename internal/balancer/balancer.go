@@ -414,6 +414,12 @@ func (b *Balancer) PatchGroup(name string, p GroupPatch) (GroupStatus, error) {
 	if p.Binding != nil {
 		gs.Binding = *p.Binding
 	}
+	if p.MaxInflight != nil {
+		gs.MaxInflight = *p.MaxInflight
+	}
+	if p.Queue != nil {
+		gs.Queue = *p.Queue
+	}
 	gs = gs.WithDefaults()
 	if err := gs.Validate(); err != nil {
 		return GroupStatus{}, err

@@ -68,6 +68,11 @@ type GroupPatch struct {
 	Strategy *string        `json:"strategy,omitempty"`
 	Params   map[string]any `json:"params,omitempty"`
 	Binding  *string        `json:"binding,omitempty"`
+	// MaxInflight and Queue replace the group's max_inflight and queue
+	// (a queue given whole; {} turns it off). Calls waiting in a queue
+	// turned off are answered 503.
+	MaxInflight *int            `json:"max_inflight,omitempty"`
+	Queue       *registry.Queue `json:"queue,omitempty"`
 }
 
 // Event is one entry of a group's event stream.

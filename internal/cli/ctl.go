@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -367,17 +368,22 @@ func ctlSetCmd(o *ctlOptions) *cobra.Command {
 	var (
 		strat, binding string
 		params         []string
+		maxInflight    int
+		queue          registry.Queue
+		queueTimeout   time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "set GROUP [--strategy S] [--param KEY=VALUE ...] [--binding B]",
-		Short: "Change a group's strategy, params or binding at run time",
-		Long: `Change a group's strategy, strategy params or binding mode at run time, without
-a restart and without failing a call in flight. Params are merged into the
-current ones; switching strategy resets params to the new strategy's
-defaults, then applies the --param given.`,
+		Use:   "set GROUP [--strategy S] [--param KEY=VALUE ...] [--binding B] [--max-inflight N] [--queue-limit N ...]",
+		Short: "Change a group's strategy, params, binding, in-flight limit or queue at run time",
+		Long: `Change a group's strategy, strategy params, binding mode, max_inflight or
+queue at run time, without a restart and without failing a call in flight.
+Params are merged into the current ones; switching strategy resets params to
+the new strategy's defaults, then applies the --param given. The queue flags
+replace the whole queue (--queue-limit 0 turns it off).`,
 		Example: `  fulcrum ctl set prime --strategy round-robin
   fulcrum ctl set prime --param tolerance=1.2
-  fulcrum ctl set prime --binding per-request`,
+  fulcrum ctl set prime --binding per-request
+  fulcrum ctl set prime --max-inflight 2 --queue-limit 1000 --queue-order cost`,
 		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := parseParams(cmd, params)
@@ -392,8 +398,18 @@ defaults, then applies the --param given.`,
 				patch.Binding = &binding
 			}
 			patch.Params = p
-			if patch.Strategy == nil && patch.Binding == nil && len(p) == 0 {
-				return usageErr(cmd, "nothing to set: give --strategy, --param or --binding")
+			if cmd.Flags().Changed("max-inflight") {
+				patch.MaxInflight = &maxInflight
+			}
+			if f := cmd.Flags(); f.Changed("queue-limit") || f.Changed("queue-timeout") || f.Changed("queue-order") {
+				if !f.Changed("queue-limit") {
+					return usageErr(cmd, "--queue-timeout and --queue-order need --queue-limit (the queue is replaced whole)")
+				}
+				queue.Timeout = protocol.Duration(queueTimeout)
+				patch.Queue = &queue
+			}
+			if patch.Strategy == nil && patch.Binding == nil && len(p) == 0 && patch.MaxInflight == nil && patch.Queue == nil {
+				return usageErr(cmd, "nothing to set: give --strategy, --param, --binding, --max-inflight or --queue-limit")
 			}
 			c, err := o.client(cmd)
 			if err != nil {
@@ -407,7 +423,14 @@ defaults, then applies the --param given.`,
 			if o.json {
 				return printJSON(out, raw)
 			}
-			fmt.Fprintf(out, "group %s: %s, strategy %s, params %s\n", st.Name, st.Binding, st.Strategy, formatParamsLine(st.Params))
+			fmt.Fprintf(out, "group %s: %s, strategy %s, params %s", st.Name, st.Binding, st.Strategy, formatParamsLine(st.Params))
+			if st.MaxInflight > 0 {
+				fmt.Fprintf(out, ", max_inflight %d", st.MaxInflight)
+			}
+			if q := st.Queue; q.Enabled() {
+				fmt.Fprintf(out, ", queue of %d (%s, timeout %s)", q.Limit, q.Order, q.Timeout)
+			}
+			fmt.Fprintln(out)
 			if st.Warning != "" {
 				fmt.Fprintf(out, "  warning: %s\n", st.Warning)
 			}
@@ -418,6 +441,10 @@ defaults, then applies the --param given.`,
 	f.StringVar(&strat, "strategy", "", "new strategy name")
 	f.StringArrayVar(&params, "param", nil, "strategy parameter KEY=VALUE (repeatable)")
 	f.StringVar(&binding, "binding", "", "new binding mode: per-session, on-demand or per-request")
+	f.IntVar(&maxInflight, "max-inflight", 0, "calls the front door may have in flight to one replica, per-request (0: no limit)")
+	f.IntVar(&queue.Limit, "queue-limit", 0, "calls that may wait at the front door while every replica is at max-inflight (0: no queue)")
+	f.DurationVar(&queueTimeout, "queue-timeout", 0, "longest wait in the queue (default 1s)")
+	f.StringVar(&queue.Order, "queue-order", "", "queue order: fifo (default) or cost (least Fulcrum-Cost first)")
 	return cmd
 }
 

@@ -123,6 +123,12 @@ func TestCtlWorkflow(t *testing.T) {
 	if out := mustCtl(t, admin, "set", "prime", "--strategy", "round-robin", "--binding", "per-request"); !strings.Contains(out, "per-request, strategy round-robin") {
 		t.Errorf("set: %q", out)
 	}
+	if out := mustCtl(t, admin, "set", "prime", "--max-inflight", "2", "--queue-limit", "50", "--queue-order", "cost"); !strings.Contains(out, "max_inflight 2, queue of 50 (cost, timeout 1s)") {
+		t.Errorf("set queue: %q", out)
+	}
+	if out := mustCtl(t, admin, "set", "prime", "--queue-limit", "0"); strings.Contains(out, "queue") {
+		t.Errorf("set queue off: %q", out)
+	}
 	if out := mustCtl(t, admin, "drain", "prime", id); !strings.Contains(out, "draining") {
 		t.Errorf("drain: %q", out)
 	}
@@ -247,6 +253,8 @@ func TestCtlErrors(t *testing.T) {
 		{"missing front door", []string{"create", "h"}, 2, []string{"--front-door"}},
 		{"bad param", []string{"set", "g", "--param", "dampening"}, 2, []string{"KEY=VALUE"}},
 		{"nothing to set", []string{"set", "g"}, 2, []string{"nothing to set"}},
+		{"queue order alone", []string{"set", "g", "--queue-order", "cost"}, 2, []string{"need --queue-limit"}},
+		{"queue without max inflight", []string{"set", "g", "--queue-limit", "10"}, 1, []string{"queue.limit", "400"}},
 		{"unknown flag", []string{"groups", "--frobnicate"}, 2, []string{"frobnicate"}},
 		{"bad weight", []string{"add", "g", "http://127.0.0.1:9002", "--weight", "heavy"}, 2, []string{"weight"}},
 		{"unknown command", []string{"frobnicate"}, 2, []string{"unknown command"}},
