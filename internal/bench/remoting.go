@@ -27,8 +27,8 @@ var (
 	defaultRemotingReplicas   = []int{2, 4, 8}
 	defaultRemotingUtils      = []float64{0.5, 0.7, 0.9}
 	defaultRemotingStrategies = []string{
-		strategy.ETTName, strategy.LeastLoadedName, strategy.LeastConnectionsName,
-		strategy.RoundRobinName, strategy.RandomName,
+		strategy.ETTName, strategy.ETTName + remotingQueueSuffix, strategy.LeastLoadedName,
+		strategy.LeastConnectionsName, strategy.RoundRobinName, strategy.RandomName,
 	}
 )
 
@@ -63,7 +63,31 @@ const (
 	// remotingRandom is the baseline every reduction is against (the
 	// paper's NLB: a per-packet hash, blind to load).
 	remotingRandom = strategy.RandomName
+	// remotingQueueSuffix marks a strategy run with the front door's
+	// queue: "ett+queue" is ett with max_inflight --queue-slots and a
+	// queue served least Fulcrum-Cost first.
+	remotingQueueSuffix = "+queue"
+	// defaultRemotingQueueSlots is max_inflight of the "+queue" runs.
+	// Seed 004 §IV.B lets each server run k tasks at once and queues the
+	// rest; in the queueing model (internal/queuemodel, held-least-cost)
+	// one slot gives the lowest mean (82% below random with 4 replicas
+	// at 90%), but every hand-off then leaves the replica idle for the
+	// front door's round trip; two slots give 76% and keep the replica
+	// busy meanwhile (docs/results/2026-11-26-remoting-queue).
+	defaultRemotingQueueSlots = 2
+	// remotingQueueLimit and remotingQueueTimeout size the "+queue"
+	// runs' queue so that no call is refused or times out at the loads
+	// run: every call waits its turn.
+	remotingQueueLimit   = 100_000
+	remotingQueueTimeout = time.Minute
 )
+
+// remotingConfig splits a --strategies entry into its strategy and
+// whether it runs with the front door's queue.
+func remotingConfig(entry string) (name string, queued bool) {
+	name, queued = strings.CutSuffix(entry, remotingQueueSuffix)
+	return name, queued
+}
 
 // Paper's reductions of NP_LB's mean response time against NLB (seed 004
 // §V): 2 replicas (3 s mean gap), 4 replicas (1 s mean gap).
@@ -94,9 +118,13 @@ type Remoting struct {
 	// Utilizations are the offered loads as a share of the group's CPU
 	// quota (default 0.5,0.7,0.9).
 	Utilizations []float64
-	// Strategies are run per-request (default ett, least-loaded,
-	// least-connections, round-robin, random); random must be among them.
+	// Strategies are run per-request (default ett, ett+queue,
+	// least-loaded, least-connections, round-robin, random); random must
+	// be among them. A name ending in "+queue" runs that strategy with
+	// max_inflight QueueSlots and the front door's queue in cost order.
 	Strategies []string
+	// QueueSlots is max_inflight of the "+queue" runs (default 2).
+	QueueSlots int
 	// Calls per client per sample (default 1000 as in the paper; --quick
 	// 250, --smoke 15).
 	Calls int
@@ -121,6 +149,7 @@ func newRemoting() *Remoting {
 	return &Remoting{
 		Strategies: slices.Clone(defaultRemotingStrategies), XMean: defaultRemotingXMean,
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
+		QueueSlots: defaultRemotingQueueSlots,
 	}
 }
 
@@ -139,7 +168,8 @@ func (*Remoting) Summary() string {
 func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&x.Replicas, "replicas", nil, "group sizes (default 2,4,8; --smoke 2)")
 	fs.Float64SliceVar(&x.Utilizations, "utilizations", nil, "offered loads as shares of the group's CPU quota, from the replicas' measured CPU per call (default 0.5,0.7,0.9)")
-	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run per-request; random is the baseline")
+	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run per-request; random is the baseline; NAME+queue runs NAME with max_inflight --queue-slots and the front door's queue, least Fulcrum-Cost first")
+	fs.IntVar(&x.QueueSlots, "queue-slots", x.QueueSlots, "max_inflight of the +queue runs: the calls a replica takes at once, the rest waiting at the front door")
 	fs.IntVar(&x.Calls, "calls", 0, "calls per client per sample, over all its rounds (default 1000; --quick 300, --smoke 15)")
 	fs.IntVar(&x.Rounds, "rounds", 0, "interleaved rounds a sample's calls are split into (default 4; --quick 3, --smoke 1)")
 	fs.IntVar(&x.Clients, "clients", 0, "clients per sample (default two per replica)")
@@ -208,13 +238,16 @@ func (x *Remoting) Check(size Size) error {
 	if len(x.Strategies) == 0 || !slices.Contains(x.Strategies, remotingRandom) {
 		return &protocol.FieldError{Field: "--strategies", Value: strings.Join(x.Strategies, ","), Allowed: "a list that includes random (the baseline)"}
 	}
-	for i, name := range x.Strategies {
-		if _, ok := strategy.Lookup(name); !ok {
-			return &protocol.FieldError{Field: "--strategies", Value: name, Allowed: "one of " + strings.Join(strategy.Names(), ", ")}
+	for i, entry := range x.Strategies {
+		if _, ok := strategy.Lookup(remotingStrategyOf(entry)); !ok {
+			return &protocol.FieldError{Field: "--strategies", Value: entry, Allowed: "one of " + strings.Join(strategy.Names(), ", ") + ", each optionally followed by " + remotingQueueSuffix}
 		}
-		if slices.Contains(x.Strategies[:i], name) {
-			return &protocol.FieldError{Field: "--strategies", Value: name, Allowed: "each strategy once"}
+		if slices.Contains(x.Strategies[:i], entry) {
+			return &protocol.FieldError{Field: "--strategies", Value: entry, Allowed: "each strategy once"}
 		}
+	}
+	if x.QueueSlots < 1 || x.QueueSlots > 1000 {
+		return &protocol.FieldError{Field: "--queue-slots", Value: x.QueueSlots, Allowed: "must be in [1, 1000]"}
 	}
 	if s.calls < 1 || s.calls > 1_000_000 {
 		return &protocol.FieldError{Field: "--calls", Value: s.calls, Allowed: "must be in [1, 1000000]"}
@@ -249,6 +282,9 @@ type RemotingRow struct {
 	Clients    int     `json:"clients"`
 	OfferedRPS float64 `json:"offered_rps"`
 	Strategy   string  `json:"strategy"`
+	// QueueSlots is max_inflight when the strategy ran with the front
+	// door's queue ("+queue"); 0 without.
+	QueueSlots int `json:"queue_slots,omitempty"`
 	// The answered calls' response times, from the intended send time.
 	LatencyMeanMS float64 `json:"latency_mean_ms"`
 	LatencyP50MS  float64 `json:"latency_p50_ms"`
@@ -402,6 +438,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 		Extra: map[string]any{"groups": groups, "settings": map[string]any{
 			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds,
 			"report_interval_ms": x.ReportInterval.Milliseconds(), "binding": "per-request",
+			"queue_slots": x.QueueSlots, "queue_order": "cost",
 		}},
 		Report: x.report(rows, groups, s),
 	}, nil
@@ -526,7 +563,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), round+1, s.rounds)
 			for _, i := range roundOrder(len(x.Strategies), ui*s.rounds+round) {
 				name := x.Strategies[i]
-				if err := cl.useStrategy(ctx, name, x.ReportInterval); err != nil {
+				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.ReportInterval); err != nil {
 					return g, nil, err
 				}
 				run, err := cl.runMetered(ctx, clients)
@@ -546,6 +583,9 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		for _, name := range x.Strategies {
 			a := aggs[name]
 			row := remotingRow(n, u, meanGap, g.Clients, float64(offeredCalls)/window.Seconds(), name, a.res)
+			if _, queued := remotingConfig(name); queued {
+				row.QueueSlots = x.QueueSlots
+			}
 			row.Rounds = s.rounds
 			row.roundMeans = a.means
 			row.GapRoundsMS = gaps

@@ -67,7 +67,7 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 	cl.reps = reps
 	var err error
 	cl.bal, err = env.startBalancerAt(ctx, reps[0].Gateway().String(), GroupSpec{
-		Name: remotingGroup, Binding: "per-request", Strategy: x.Strategies[0], ReportInterval: x.ReportInterval,
+		Name: remotingGroup, Binding: "per-request", Strategy: remotingStrategyOf(x.Strategies[0]), ReportInterval: x.ReportInterval,
 	})
 	if err != nil {
 		return err
@@ -165,11 +165,25 @@ func (e *Env) startBalancerAt(ctx context.Context, host string, groups ...GroupS
 	}, groups, true)
 }
 
-// useStrategy switches the group to strategy name (PATCH, no restart)
-// and waits until every replica has reported since, so that a
-// report-driven strategy starts from current loads.
-func (cl *remotingCluster) useStrategy(ctx context.Context, name string, interval time.Duration) error {
-	body, _ := json.Marshal(map[string]string{"strategy": name})
+// remotingStrategyOf is the strategy of a --strategies entry.
+func remotingStrategyOf(entry string) string {
+	name, _ := remotingConfig(entry)
+	return name
+}
+
+// useStrategy switches the group to the --strategies entry name (PATCH,
+// no restart): its strategy, and for a "+queue" entry max_inflight slots
+// and a queue in cost order (none otherwise). It then waits until every
+// replica has reported since, so that a report-driven strategy starts
+// from current loads.
+func (cl *remotingCluster) useStrategy(ctx context.Context, name string, slots int, interval time.Duration) error {
+	strat, queued := remotingConfig(name)
+	patch := map[string]any{"strategy": strat, "max_inflight": 0, "queue": map[string]any{}}
+	if queued {
+		patch["max_inflight"] = slots
+		patch["queue"] = map[string]any{"limit": remotingQueueLimit, "timeout": remotingQueueTimeout.String(), "order": "cost"}
+	}
+	body, _ := json.Marshal(patch)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, cl.bal.Admin+"/v1/groups/"+remotingGroup, bytes.NewReader(body))
 	if err != nil {
 		return err

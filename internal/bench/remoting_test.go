@@ -72,7 +72,7 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 	}
 
 	rep := NewReport("x")
-	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10})
+	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10}, 2)
 	var got []string
 	for _, tg := range rep.Targets() {
 		got = append(got, string(tg.Status))
@@ -80,6 +80,16 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 	// 2 replicas: 60% ≥ 47.6%; 4 replicas: random answered nothing.
 	if !slices.Equal(got, []string{string(Met), string(Unknown)}) {
 		t.Errorf("targets %v", rep.Targets())
+	}
+
+	// With ett+queue run, it is the one judged, plain ett's figure beside.
+	queued := append(slices.Clone(rows[:2]), RemotingRow{Replicas: 2, Utilization: 0.9, Strategy: "ett+queue", LatencyMeanMS: 5.5, Calls: 10})
+	fillReductions(queued)
+	rep = NewReport("x")
+	judgeRemoting(rep, queued, remotingModel{calls: 20_000, samples: 10}, 2)
+	tg := rep.Targets()[0]
+	if tg.Status != Missed || !strings.Contains(tg.Name, "ett+queue's reduction") || !strings.Contains(tg.Detail, "45.0% (mean 5.50 ms); ett without the queue 60.0%") {
+		t.Errorf("judged with the queue: %+v", tg)
 	}
 }
 
@@ -95,6 +105,9 @@ func TestRemotingCheck(t *testing.T) {
 		{"no random", func(x *Remoting) { x.Strategies = []string{"ett"} }, "includes random"},
 		{"unknown strategy", func(x *Remoting) { x.Strategies = []string{"random", "nonesuch"} }, "nonesuch"},
 		{"twice", func(x *Remoting) { x.Strategies = []string{"random", "random"} }, "once"},
+		{"queued", func(x *Remoting) { x.Strategies = []string{"random", "ett+queue", "least-connections+queue"} }, ""},
+		{"unknown queued strategy", func(x *Remoting) { x.Strategies = []string{"random", "nonesuch+queue"} }, "nonesuch+queue"},
+		{"queue slots", func(x *Remoting) { x.QueueSlots = 0 }, "--queue-slots"},
 		{"utilisation 0", func(x *Remoting) { x.Utilizations = []float64{0} }, "--utilizations"},
 		{"X mean 0", func(x *Remoting) { x.XMean = 0 }, "--x-mean"},
 		{"CPU 0", func(x *Remoting) { x.CPU = 0 }, "--cpu"},
@@ -353,7 +366,7 @@ func TestJudgeRemotingFlaggedSample(t *testing.T) {
 	}
 	fillReductions(rows)
 	rep := NewReport("x")
-	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10})
+	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10}, 2)
 	tg := rep.Targets()
 	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
 		t.Fatalf("targets %+v, want met (2 replicas) and not measured (4, flagged)", tg)
@@ -392,28 +405,29 @@ func TestRemotingReportRounds(t *testing.T) {
 func TestRemotingReferences(t *testing.T) {
 	t.Parallel()
 	model := remotingModel{calls: 20_000, samples: 10}
-	got := remotingReferences(2, 0.9, 0, 0, model)
-	re := regexp.MustCompile(`^at random's measured load of 90%, M/M/2 \(one shared queue\): 47\.4%; processor-sharing replicas \(simulated\): shortest queue ([0-9.]+)%, least delay knowing every call's work ([0-9.]+)%$`)
+	got := remotingReferences(2, 0.9, 0, 0, model, 2)
+	re := regexp.MustCompile(`^at random's measured load of 90%, M/M/2 \(one shared queue\): 47\.4%; processor-sharing replicas \(simulated\): shortest queue ([0-9.]+)%, least delay knowing every call's work ([0-9.]+)%, front door queue with 2 slots per replica, least cost first, ([0-9.]+)%$`)
 	m := re.FindStringSubmatch(got)
 	if m == nil {
 		t.Fatalf("references %q", got)
 	}
 	jsq, _ := strconv.ParseFloat(m[1], 64)
 	best, _ := strconv.ParseFloat(m[2], 64)
-	if !(jsq > 30 && best > jsq && best < 47.4) {
-		t.Errorf("shortest queue %v%%, least delay %v%%: want 30 < shortest < least delay < M/M/2's 47.4", jsq, best)
+	held, _ := strconv.ParseFloat(m[3], 64)
+	if !(jsq > 30 && best > jsq && best < 47.4 && held > 60) {
+		t.Errorf("shortest queue %v%%, least delay %v%%, queue %v%%: want 30 < shortest < least delay < M/M/2's 47.4 < 60 < queue", jsq, best, held)
 	}
 	sample := regexp.MustCompile(`; shortest queue in 10 model samples of 2000 calls in 2 rounds: (-?[0-9.]+)–(-?[0-9.]+)% \(5th–95th percentile\)$`)
-	m = sample.FindStringSubmatch(remotingReferences(2, 0.9, 2000, 2, model))
+	m = sample.FindStringSubmatch(remotingReferences(2, 0.9, 2000, 2, model, 2))
 	if m == nil {
-		t.Fatalf("no sample spread in %q", remotingReferences(2, 0.9, 2000, 2, model))
+		t.Fatalf("no sample spread in %q", remotingReferences(2, 0.9, 2000, 2, model, 2))
 	}
 	lo, _ := strconv.ParseFloat(m[1], 64)
 	hi, _ := strconv.ParseFloat(m[2], 64)
 	if !(lo < jsq && jsq < hi) {
 		t.Errorf("sample spread %v…%v%% does not hold the long run's %v%%", lo, hi, jsq)
 	}
-	if got := remotingReferences(4, 1.02, 2000, 2, model); !strings.Contains(got, "no model reference at random's measured load of 102% (it is not below 100%)") {
+	if got := remotingReferences(4, 1.02, 2000, 2, model, 2); !strings.Contains(got, "no model reference at random's measured load of 102% (it is not below 100%)") {
 		t.Errorf("saturated: %q", got)
 	}
 }

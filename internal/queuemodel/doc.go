@@ -3,7 +3,10 @@
 // Poisson stream of calls with exponentially distributed sizes, each call
 // sent to a server by a dispatch policy when it arrives. It answers what
 // a dispatcher can reach in that model, so that a measured reduction
-// against random has a reference beside the paper's figure.
+// against random has a reference beside the paper's figure. The held
+// policies model a front door with a queue: each server takes at most
+// Config.Slots calls (max_inflight) and the dispatcher holds the rest,
+// in arrival order or smallest first (queue order cost).
 //
 // The simulation is pure and deterministic: the same Config gives the
 // same figure on every machine. Every policy sees the same arrivals and

@@ -31,6 +31,18 @@ const (
 	// not a proven optimum, but a high mark for a dispatcher in the
 	// model.
 	LeastDelay
+	// HeldFIFO holds calls at the dispatcher while every server has
+	// Config.Slots calls in progress, and sends the longest-waiting one
+	// to a server as soon as one of its calls finishes; a call that finds
+	// room goes to the server with room that has the fewest calls. With
+	// one slot it is the M/M/n queue. Seed 004 §IV.B's model: "every
+	// server can execute maximum k tasks in parallel. Tasks will be
+	// queued until the running tasks are less than k".
+	HeldFIFO
+	// HeldLeastCost is HeldFIFO serving the smallest held call first
+	// (shortest job first, sizes known exactly), as a front door with
+	// queue order cost does from each call's Fulcrum-Cost.
+	HeldLeastCost
 )
 
 func (p Policy) String() string {
@@ -41,12 +53,16 @@ func (p Policy) String() string {
 		return "shortest-queue"
 	case LeastDelay:
 		return "least-delay"
+	case HeldFIFO:
+		return "held-fifo"
+	case HeldLeastCost:
+		return "held-least-cost"
 	}
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
 func (p Policy) validate() error {
-	if p < Random || p > LeastDelay {
+	if p < Random || p > HeldLeastCost {
 		return fmt.Errorf("queuemodel: unknown policy %d", int(p))
 	}
 	return nil
@@ -71,6 +87,9 @@ type Config struct {
 	Rounds int
 	// Seed selects the workload; 0 is a fixed default.
 	Seed uint64
+	// Slots is the calls a server takes at once under the held policies
+	// (max_inflight), in [1, 1024]; 0 takes 1. Other policies ignore it.
+	Slots int
 }
 
 // DefaultCalls is Config.Calls when 0: enough for the mean response time
@@ -89,6 +108,9 @@ func (c Config) validate() error {
 	}
 	if calls := cmp.Or(c.Calls, DefaultCalls); c.Rounds < 0 || c.Rounds > calls {
 		return fmt.Errorf("queuemodel: rounds %d, must be in [0, calls %d]", c.Rounds, calls)
+	}
+	if c.Slots < 0 || c.Slots > 1024 {
+		return fmt.Errorf("queuemodel: slots %d, must be in [0, 1024] (0: 1)", c.Slots)
 	}
 	return nil
 }
@@ -120,6 +142,7 @@ func simulate(cfg Config, p Policy) float64 {
 			calls++
 		}
 		clear(s.servers)
+		s.held.calls = s.held.calls[:0]
 		rs, rn := s.run(0, calls)
 		sum += rs
 		n += rn
@@ -194,6 +217,9 @@ type sim struct {
 	cfg     Config
 	policy  Policy
 	servers []server
+	// held are the calls the dispatcher holds (held policies), in the
+	// order it serves them.
+	held heldHeap
 	// work draws the arrivals and sizes, pick the dispatch choices: two
 	// streams, so every policy sees the same workload.
 	work, pick *rand.Rand
@@ -207,6 +233,7 @@ func newSim(cfg Config, p Policy) *sim {
 		work:    rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15)),
 		pick:    rand.New(rand.NewPCG(cfg.Seed, 0xbf58476d1ce4e5b9)),
 	}
+	s.held.leastCost = p == HeldLeastCost
 	return s
 }
 
@@ -245,18 +272,27 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 				sum += now - c.arrived
 				finished++
 			}
+			if s.held.Len() > 0 {
+				h := heap.Pop(&s.held).(heldCall)
+				heap.Push(&sv.calls, call{tag: sv.v + h.size, arrived: h.arrived})
+			}
 			continue
 		}
 		x := s.work.ExpFloat64()
-		i := s.choose(x)
-		sv := &s.servers[i]
-		c := call{tag: sv.v + x, arrived: now}
+		arrived := now
 		if arrivals < warm {
-			c.arrived = -1
+			arrived = -1
 		}
-		heap.Push(&sv.calls, c)
 		arrivals++
 		nextArrival = now + s.work.ExpFloat64()/lambda
+		i := s.choose(x)
+		if i < 0 {
+			s.held.seq++
+			heap.Push(&s.held, heldCall{size: x, arrived: arrived, seq: s.held.seq})
+			continue
+		}
+		sv := &s.servers[i]
+		heap.Push(&sv.calls, call{tag: sv.v + x, arrived: arrived})
 	}
 	return sum, finished
 }
@@ -270,7 +306,8 @@ func (s *sim) advance(dt float64) {
 	}
 }
 
-// choose is the policy's server for a call of size x.
+// choose is the policy's server for a call of size x, or -1 when a held
+// policy holds it.
 func (s *sim) choose(x float64) int {
 	n := len(s.servers)
 	start := s.pick.IntN(n)
@@ -278,12 +315,20 @@ func (s *sim) choose(x float64) int {
 		return start
 	}
 	best, bestCost := start, math.Inf(1)
+	if s.policy == HeldFIFO || s.policy == HeldLeastCost {
+		best = -1
+	}
 	for o := range n {
 		i := (start + o) % n
 		sv := &s.servers[i]
 		var cost float64
 		switch s.policy {
 		case ShortestQueue:
+			cost = float64(len(sv.calls))
+		case HeldFIFO, HeldLeastCost:
+			if len(sv.calls) >= max(s.cfg.Slots, 1) {
+				continue
+			}
 			cost = float64(len(sv.calls))
 		case LeastDelay:
 			for _, c := range sv.calls {
@@ -295,4 +340,35 @@ func (s *sim) choose(x float64) int {
 		}
 	}
 	return best
+}
+
+// heldCall is a call the dispatcher holds: its size, its arrival time
+// (negative for a warm-up call) and its place in the arrival order.
+type heldCall struct {
+	size, arrived float64
+	seq           uint64
+}
+
+// heldHeap orders held calls by arrival, or by size first when
+// leastCost.
+type heldHeap struct {
+	calls     []heldCall
+	leastCost bool
+	seq       uint64
+}
+
+func (h heldHeap) Len() int { return len(h.calls) }
+func (h heldHeap) Less(i, j int) bool {
+	a, b := h.calls[i], h.calls[j]
+	if h.leastCost && a.size != b.size {
+		return a.size < b.size
+	}
+	return a.seq < b.seq
+}
+func (h heldHeap) Swap(i, j int) { h.calls[i], h.calls[j] = h.calls[j], h.calls[i] }
+func (h *heldHeap) Push(x any)   { h.calls = append(h.calls, x.(heldCall)) }
+func (h *heldHeap) Pop() any {
+	x := h.calls[len(h.calls)-1]
+	h.calls = h.calls[:len(h.calls)-1]
+	return x
 }

@@ -37,8 +37,8 @@ func TestConfigErrors(t *testing.T) {
 
 func TestDeterministic(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Servers: 3, Utilization: 0.8, Calls: 20_000, Seed: 5}
-	for _, p := range []Policy{Random, ShortestQueue, LeastDelay} {
+	cfg := Config{Servers: 3, Utilization: 0.8, Calls: 20_000, Seed: 5, Slots: 2}
+	for _, p := range []Policy{Random, ShortestQueue, LeastDelay, HeldFIFO, HeldLeastCost} {
 		a, err := MeanResponse(cfg, p)
 		if err != nil {
 			t.Fatal(err)
@@ -186,5 +186,66 @@ func TestReductionSpread(t *testing.T) {
 	}
 	if _, err := ReductionSpread(cfg, Policy(9), 3); err == nil || !strings.Contains(err.Error(), "unknown policy 9") {
 		t.Errorf("policy 9: %v", err)
+	}
+}
+
+// erlangCMean is E[T]/E[S] of the M/M/n queue (first come, first served)
+// at utilisation rho, from the Erlang C formula.
+func erlangCMean(n int, rho float64) float64 {
+	a := float64(n) * rho
+	term, sum := 1.0, 0.0
+	for k := range n {
+		if k > 0 {
+			term *= a / float64(k)
+		}
+		sum += term
+	}
+	last := term * a / (float64(n) - a)
+	return 1 + last/(sum+last)/(float64(n)*(1-rho))
+}
+
+// TestHeldFIFOIsMMn: holding calls at the dispatcher with one slot per
+// server is the M/M/n queue, whose mean is exact.
+func TestHeldFIFOIsMMn(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 2, 4} {
+		got, err := MeanResponse(Config{Servers: n, Utilization: 0.7, Calls: 300_000, Seed: 3, Slots: 1}, HeldFIFO)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := erlangCMean(n, 0.7); math.Abs(got/want-1) > 0.03 {
+			t.Errorf("%d servers, held-fifo, ρ 0.7: E[T]/E[S] = %.4f, want M/M/%d's %.4f ± 3%%", n, got, n, want)
+		}
+	}
+}
+
+// TestHeldLeastCostLowersTheMean: serving the smallest held call first
+// lowers the mean below holding in arrival order, and below joining the
+// shortest queue, on the same calls; more slots per server move it back
+// towards processor sharing.
+func TestHeldLeastCostLowersTheMean(t *testing.T) {
+	t.Parallel()
+	mean := func(p Policy, slots int) float64 {
+		t.Helper()
+		m, err := MeanResponse(Config{Servers: 4, Utilization: 0.9, Calls: 200_000, Seed: 9, Slots: slots}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	jsq, fifo, cost1, cost2, cost64 := mean(ShortestQueue, 0), mean(HeldFIFO, 1), mean(HeldLeastCost, 1), mean(HeldLeastCost, 2), mean(HeldLeastCost, 64)
+	if !(cost1 < cost2 && cost2 < fifo && fifo < jsq) {
+		t.Errorf("E[T]/E[S]: held-least-cost 1 slot %.3f, 2 slots %.3f, held-fifo %.3f, shortest queue %.3f: want them increasing", cost1, cost2, fifo, jsq)
+	}
+	if math.Abs(cost64/jsq-1) > 0.03 {
+		t.Errorf("held-least-cost with 64 slots %.3f, want shortest queue's %.3f ± 3%% (nothing is ever held)", cost64, jsq)
+	}
+}
+
+func TestSlotsOutOfRange(t *testing.T) {
+	t.Parallel()
+	_, err := MeanResponse(Config{Servers: 2, Utilization: 0.5, Calls: 10, Slots: 2000}, HeldFIFO)
+	if err == nil || !strings.Contains(err.Error(), "slots 2000, must be in [0, 1024]") {
+		t.Fatalf("err %v, want the slots range", err)
 	}
 }
