@@ -134,21 +134,34 @@ func (q *Queue) Stats() QueueStats {
 	}
 }
 
+// Client tells a call waiting in a queue that its client went away, so
+// that it stops waiting (and no replica works for nobody): Done is closed
+// (net/http's request context), or Gone, asked every ClientCheckInterval
+// on the waiting goroutine, says so (a connection with no reader
+// goroutine). Either may be nil.
+type Client struct {
+	Done <-chan struct{}
+	Gone func() bool
+}
+
+// ClientCheckInterval is how often a waiting call asks Client.Gone.
+const ClientCheckInterval = 100 * time.Millisecond
+
 // AcquireWait is Acquire that, when every member is full and the snapshot
 // has a queue, waits in it for a member with room until the queue's
-// timeout or until cancel is closed (nil: never). The request and exclude
-// must stay unchanged until it returns. Errors are Acquire's, or a
-// *QueueError (which unwraps to ErrOverloaded).
-func (s *Snapshot) AcquireWait(req *strategy.Request, exclude []*Member, spill uint32, cancel <-chan struct{}) (*Member, error) {
+// timeout or until the client goes away. The request and exclude must
+// stay unchanged until it returns. Errors are Acquire's, or a *QueueError
+// (which unwraps to ErrOverloaded).
+func (s *Snapshot) AcquireWait(req *strategy.Request, exclude []*Member, spill uint32, client Client) (*Member, error) {
 	m, err := s.Acquire(req, exclude, spill)
 	if err != ErrOverloaded || s.Queue == nil {
 		return m, err
 	}
-	return s.Queue.wait(req, exclude, cancel)
+	return s.Queue.wait(req, exclude, client)
 }
 
 // wait queues the call and waits for Kick to hand it a member.
-func (q *Queue) wait(req *strategy.Request, exclude []*Member, cancel <-chan struct{}) (*Member, error) {
+func (q *Queue) wait(req *strategy.Request, exclude []*Member, client Client) (*Member, error) {
 	q.mu.Lock()
 	cfg := q.cfg
 	if !cfg.Enabled() {
@@ -170,13 +183,29 @@ func (q *Queue) wait(req *strategy.Request, exclude []*Member, cancel <-chan str
 
 	timer := time.NewTimer(cfg.Timeout.D())
 	defer timer.Stop()
+	var check <-chan time.Time
+	if client.Gone != nil {
+		t := time.NewTicker(ClientCheckInterval)
+		defer t.Stop()
+		check = t.C
+	}
 	canceled := false
-	select {
-	case r := <-w.ch:
-		return r.m, r.err
-	case <-timer.C:
-	case <-cancel:
-		canceled = true
+wait:
+	for {
+		select {
+		case r := <-w.ch:
+			return r.m, r.err
+		case <-timer.C:
+			break wait
+		case <-client.Done:
+			canceled = true
+			break wait
+		case <-check:
+			if client.Gone() {
+				canceled = true
+				break wait
+			}
+		}
 	}
 	q.mu.Lock()
 	if w.queued {

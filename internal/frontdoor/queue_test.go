@@ -55,9 +55,15 @@ type result struct {
 // must be full) and returns once the queue counts it.
 func waitFor(t *testing.T, s *Snapshot, name string, req *strategy.Request, exclude []*Member, cancel <-chan struct{}, out chan<- result) {
 	t.Helper()
+	waitForClient(t, s, name, req, exclude, Client{Done: cancel}, out)
+}
+
+// waitForClient is waitFor with the client's signals.
+func waitForClient(t *testing.T, s *Snapshot, name string, req *strategy.Request, exclude []*Member, client Client, out chan<- result) {
+	t.Helper()
 	before := s.Queue.Stats().Waiting
 	go func() {
-		m, err := s.AcquireWait(req, exclude, 0, cancel)
+		m, err := s.AcquireWait(req, exclude, 0, client)
 		out <- result{name, m, err}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -75,7 +81,7 @@ func long(order string) registry.Queue {
 
 func TestQueueServesInArrivalOrder(t *testing.T) {
 	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
-	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +111,7 @@ func TestQueueServesInArrivalOrder(t *testing.T) {
 
 func TestQueueServesLeastCostFirst(t *testing.T) {
 	s, _ := queued(t, 1, 1, long(registry.QueueCost))
-	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 4)
 	waitFor(t, s, "cost 5", &strategy.Request{Cost: 5}, nil, nil, out)
 	waitFor(t, s, "cost 1", &strategy.Request{Cost: 1}, nil, nil, out)
@@ -126,7 +132,7 @@ func TestQueueServesLeastCostFirst(t *testing.T) {
 func TestQueueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
 	cfg := long(registry.QueueCost)
 	s, clock := queued(t, 1, 1, cfg)
-	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 3)
 	waitFor(t, s, "costly", &strategy.Request{Cost: 100}, nil, nil, out)
 	clock.add(cfg.Timeout.D()/2 - time.Millisecond)
@@ -153,11 +159,11 @@ func TestQueueFullIsOverloaded(t *testing.T) {
 	cfg := long(registry.QueueFIFO)
 	cfg.Limit = 1
 	s, _ := queued(t, 2, 1, cfg)
-	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
-	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 1)
 	waitFor(t, s, "waiting", &strategy.Request{}, nil, nil, out)
-	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	var qe *QueueError
 	if !errors.As(err, &qe) || !qe.Full || qe.Limit != 1 || !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("err %v, want a full-queue QueueError that is ErrOverloaded", err)
@@ -177,9 +183,9 @@ func TestQueueFullIsOverloaded(t *testing.T) {
 func TestQueueTimeoutAndCancel(t *testing.T) {
 	cfg := registry.Queue{Limit: 5, Timeout: protocol.Duration(20 * time.Millisecond), Order: registry.QueueFIFO}
 	s, _ := queued(t, 1, 1, cfg)
-	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	start := time.Now()
-	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	var qe *QueueError
 	if !errors.As(err, &qe) || qe.Full || qe.Canceled || !errors.Is(err, ErrOverloaded) {
 		t.Fatalf("err %v, want a timed-out QueueError", err)
@@ -208,7 +214,7 @@ func TestQueueTimeoutAndCancel(t *testing.T) {
 
 func TestQueueDisabledAnswersTheWaitingCalls(t *testing.T) {
 	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
-	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 2)
 	waitFor(t, s, "one", &strategy.Request{}, nil, nil, out)
 	waitFor(t, s, "two", &strategy.Request{}, nil, nil, out)
@@ -228,8 +234,8 @@ func TestQueueDisabledAnswersTheWaitingCalls(t *testing.T) {
 // later call take the room.
 func TestQueueExcludedMemberGoesToAnotherCall(t *testing.T) {
 	s, _ := queued(t, 2, 1, long(registry.QueueFIFO))
-	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
-	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, nil)
+	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 2)
 	waitFor(t, s, "avoids a", &strategy.Request{}, []*Member{a}, nil, out)
 	waitFor(t, s, "any", &strategy.Request{}, nil, nil, out)
@@ -256,7 +262,7 @@ func TestQueueUnderContention(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range calls {
-				m, err := s.AcquireWait(&strategy.Request{Cost: float64((c + i) % 7)}, nil, uint32(i), nil)
+				m, err := s.AcquireWait(&strategy.Request{Cost: float64((c + i) % 7)}, nil, uint32(i), Client{})
 				if err != nil {
 					errs <- err
 					return
@@ -284,5 +290,25 @@ func TestQueueUnderContention(t *testing.T) {
 	}
 	if st := s.Queue.Stats(); st.Waiting != 0 || st.TimedOut != 0 || st.Full != 0 {
 		t.Fatalf("stats %+v: want none waiting, timed out or refused", st)
+	}
+}
+
+// A waiting call whose client reports itself gone (polled) stops waiting
+// and takes no member.
+func TestQueueClientGone(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	var gone atomic.Bool
+	out := make(chan result, 1)
+	waitForClient(t, s, "gone", &strategy.Request{}, nil, Client{Gone: gone.Load}, out)
+	gone.Store(true)
+	r := <-out
+	var qe *QueueError
+	if !errors.As(r.err, &qe) || !qe.Canceled || r.m != nil {
+		t.Fatalf("got %v, %v; want a canceled QueueError", r.m, r.err)
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d, want 0", got)
 	}
 }

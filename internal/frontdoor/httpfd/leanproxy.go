@@ -63,7 +63,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	*req = strategy.Request{}
 	c.requestFacts(b, snap.Key, req)
 	x.path = req.Path
-	m, err := s.acquire(snap, req, nil, nil)
+	m, err := s.acquire(snap, req, nil, c.waiting())
 	if err != nil {
 		return x.answer(err)
 	}
@@ -98,7 +98,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 				if attempt >= maxAttempts {
 					return x.answer(&dialFailedError{pick: frontdoor.ErrNoReplica, tried: ids(c.tried), last: err})
 				}
-				next, perr := s.acquire(snap, req, c.tried, nil)
+				next, perr := s.acquire(snap, req, c.tried, c.waiting())
 				if perr != nil {
 					return x.answer(&dialFailedError{pick: perr, tried: ids(c.tried), last: err})
 				}
@@ -453,12 +453,25 @@ func (c *conn) waitUpstream(uc *memberConn, err error) error {
 	if !c.deadline.IsZero() && !now.Before(c.deadline) {
 		return errCallTimeout
 	}
-	if c.state.Load() == connClosed || c.s.closed.Load() || c.raw.peek() == peekClosed {
+	if c.clientGone() {
 		return errClientGone
 	}
 	uc.rdl = c.checkDeadline(now)
 	_ = uc.nc.SetReadDeadline(uc.rdl)
 	return nil
+}
+
+// waiting is how a call of c waiting in the group's queue learns that its
+// client went away: the lean path has no reader goroutine, so the wait
+// peeks at the connection, as a wait for the member's answer does.
+func (c *conn) waiting() frontdoor.Client {
+	return frontdoor.Client{Gone: c.clientGone}
+}
+
+// clientGone reports whether the client closed its connection (or the
+// server is closing it).
+func (c *conn) clientGone() bool {
+	return c.state.Load() == connClosed || c.s.closed.Load() || c.raw.peek() == peekClosed
 }
 
 // checkDeadline is when a wait for the member that starts at now next

@@ -73,7 +73,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 	c.req.Client = r.Header.Get(protocol.HeaderClient)
 	c.req.Key = requestKey(snap.Key, r)
 	requestFacts(r, &c.req)
-	m, err := s.acquire(snap, &c.req, nil, r.Context().Done())
+	m, err := s.acquire(snap, &c.req, nil, frontdoor.Client{Done: r.Context().Done()})
 	if err != nil {
 		if r.Context().Err() != nil {
 			// The client went away while the call waited in the queue.
@@ -199,9 +199,9 @@ const statusClientClosed = 499
 
 // acquire is snap.AcquireWait with the server's rotating spill: when every
 // member is full it waits in the group's queue, if it has one, until a
-// member has room, the queue's timeout, or cancel (nil: none) is closed.
-func (s *Server) acquire(snap *frontdoor.Snapshot, req *strategy.Request, exclude []*frontdoor.Member, cancel <-chan struct{}) (*frontdoor.Member, error) {
-	return snap.AcquireWait(req, exclude, s.spill.Add(1), cancel)
+// member has room, the queue's timeout, or client goes away.
+func (s *Server) acquire(snap *frontdoor.Snapshot, req *strategy.Request, exclude []*frontdoor.Member, client frontdoor.Client) (*frontdoor.Member, error) {
+	return snap.AcquireWait(req, exclude, s.spill.Add(1), client)
 }
 
 // release uncounts the call from its member.

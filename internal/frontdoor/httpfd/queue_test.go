@@ -3,6 +3,7 @@ package httpfd
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,6 +156,53 @@ func TestProxyQueueTimeoutAndFull(t *testing.T) {
 	}
 	if st := g.queue.Stats(); st.TimedOut != 1 || st.Full != 1 || st.Served != 1 {
 		t.Fatalf("queue stats %+v, want 1 timed out, 1 full, 1 served", st)
+	}
+	checkIdle(t, g)
+}
+
+// A client that hangs up while its call waits in the queue (lean path,
+// no reader goroutine) leaves the queue, and its call never reaches the
+// replica.
+func TestProxyQueueClientHangsUp(t *testing.T) {
+	t.Parallel()
+	gt := newGate()
+	r1 := startReplica(t, "r1", "", gt.handler)
+	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1,
+		queue: registry.Queue{Limit: 4, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO}})
+	fd := startFrontDoor(t, g, Options{})
+	c := h1Client(t)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := c.Get(fd.url + "/held"); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}()
+	recv(t, gt.entered, "the held call")
+
+	nc, err := net.Dial("tcp", strings.TrimPrefix(fd.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(nc, "GET /abandoned HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued(t, g, 1)
+	nc.Close()
+	deadline := time.Now().Add(waitBound)
+	for g.queue.Stats().TimedOut != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("queue stats %+v: the abandoned call did not leave", g.queue.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	gt.pass <- struct{}{}
+	recv(t, done, "the held call's answer")
+	select {
+	case p := <-gt.entered:
+		t.Fatalf("the replica got %s after its client hung up", p)
+	default:
 	}
 	checkIdle(t, g)
 }

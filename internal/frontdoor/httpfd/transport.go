@@ -99,7 +99,7 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 		if attempt >= maxAttempts {
 			return nil, &dialFailedError{pick: frontdoor.ErrNoReplica, tried: ids(c.tried), last: err}
 		}
-		next, perr := u.s.acquire(c.snap, &c.req, c.tried, ctx.Done())
+		next, perr := u.s.acquire(c.snap, &c.req, c.tried, frontdoor.Client{Done: ctx.Done()})
 		if perr != nil {
 			return nil, &dialFailedError{pick: perr, tried: ids(c.tried), last: err}
 		}
