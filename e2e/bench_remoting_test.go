@@ -23,7 +23,7 @@ func TestBenchRemotingSmoke(t *testing.T) {
 	}
 	t.Parallel()
 	res, _ := runBench(t, "remoting", "remoting.csv", "remoting-latency-2.png", "remoting-reduction.png")
-	strategies := []string{"ett", "least-loaded", "least-connections", "round-robin", "random"}
+	strategies := []string{"ett", "ett+queue", "least-loaded", "least-connections", "round-robin", "random"}
 	seen := map[float64][]string{}
 	for _, row := range res.Rows {
 		what := func() string { return "row " + row["strategy"].(string) }
@@ -40,6 +40,12 @@ func TestBenchRemotingSmoke(t *testing.T) {
 			if v, ok := row[k].(float64); !ok || !(v > 0) || math.IsInf(v, 0) {
 				t.Errorf("%s at %v: %s = %v, want a positive number", what(), u, k, row[k])
 			}
+		}
+		// ett+queue runs with max_inflight 2 and the queue; the others
+		// with neither.
+		slots, _ := row["queue_slots"].(float64)
+		if want := map[bool]float64{true: 2, false: 0}[row["strategy"] == "ett+queue"]; slots != want {
+			t.Errorf("%s at %v: queue_slots %v, want %v", what(), u, row["queue_slots"], want)
 		}
 		red, ok := row["reduction_vs_random"].(float64)
 		switch {
