@@ -257,3 +257,70 @@ func TestETTReportedInflightIsNoFloor(t *testing.T) {
 	rs[0].Live.Inflight.Store(0)
 	check("same report, balancer's call done", 4)
 }
+
+// TestETTBackgroundIsTheLeastOfRecentReports: with the queue term, a
+// replica's background CPU is the least of its last background_reports
+// reports' (cpu less what the calls explain), so one noisy window does
+// not push calls away from it, while other work that lasts does.
+func TestETTBackgroundIsTheLeastOfRecentReports(t *testing.T) {
+	t.Parallel()
+	env, _ := seededEnv(1)
+	s := mustBuild(t, strategy.ETTName, map[string]any{"background_reports": 3}, env)
+	obs, ok := s.(strategy.ReportObserver)
+	if !ok {
+		t.Fatal("ett does not observe reports")
+	}
+	rs := replicaSet(1, 1)
+	report := func(i int, cpu, rps, latencyMS float64) {
+		m := strategy.NoMetrics
+		m.CPU, m.RPS, m.LatencyMS = cpu, rps, latencyMS
+		rs[i].Reported, rs[i].Metrics = true, m
+		obs.ObserveReport(rs[i].ID, m)
+	}
+	req := &strategy.Request{Cost: 1}
+	estimate := func(i int) float64 { return strategy.ETTEstimate(s.Picker(rs), req, i) }
+
+	// r0: calls explain its cpu (L = 20/s × 20 ms = 0.4 ≥ 0.3) twice,
+	// then a noisy window: cpu 0.7 with L 0.2 (b 0.5 alone).
+	report(0, 0.3, 20, 20)
+	report(0, 0.3, 20, 20)
+	report(0, 0.7, 10, 20)
+	// r1: a hog takes half its CPU in every window, calls or not.
+	for range 3 {
+		report(1, 0.6, 5, 20) // L 0.1: b 0.5
+	}
+	if got := estimate(0); math.Abs(got-1) > 1e-12 {
+		t.Errorf("r0 after one noisy window: ETT %v, want 1 (no background)", got)
+	}
+	if got := estimate(1); math.Abs(got-2) > 1e-12 {
+		t.Errorf("r1 with a lasting hog: ETT %v, want 2 (background 0.5)", got)
+	}
+	// Three noisy windows in a row are other work.
+	report(0, 0.7, 10, 20)
+	report(0, 0.7, 10, 20)
+	if got := estimate(0); math.Abs(got-2) > 1e-12 {
+		t.Errorf("r0 after three windows at b 0.5: ETT %v, want 2", got)
+	}
+	// The hog stops: one clean window is enough.
+	report(1, 0.1, 5, 20)
+	if got := estimate(1); math.Abs(got-1) > 1e-12 {
+		t.Errorf("r1 after its hog stopped: ETT %v, want 1", got)
+	}
+
+	// background_reports 1 is the last report alone; a replica ett has
+	// seen no report of uses its snapshot's.
+	one := mustBuild(t, strategy.ETTName, map[string]any{"background_reports": 1}, env)
+	one.(strategy.ReportObserver).ObserveReport(rs[0].ID, rs[0].Metrics)
+	fresh := replicaSet(1, 1)
+	for i := range fresh {
+		fresh[i].Reported = true
+		fresh[i].Metrics = strategy.NoMetrics
+		fresh[i].Metrics.CPU, fresh[i].Metrics.RPS, fresh[i].Metrics.LatencyMS = 0.7, 10, 20
+	}
+	p := one.Picker(fresh)
+	for i := range fresh {
+		if got := strategy.ETTEstimate(p, req, i); math.Abs(got-2) > 1e-12 {
+			t.Errorf("background_reports 1, r%d: ETT %v, want 2", i, got)
+		}
+	}
+}
