@@ -153,15 +153,6 @@ const ettMaxValue = 1e18
 // default), a window's noise in few. ett learns each report through
 // ObserveReport; a replica it has seen no report of uses its last one.
 //
-// And b_s is biased upwards alike on every replica: work the calls cause
-// outside their measured time (the Go runtime's garbage collector, which
-// runs while no call does, parsing and writing) is CPU their rps·latency
-// does not explain. fulcrum's prime replicas of 0.125 cores showed b_s of
-// 0.1 to 0.45 with nothing else running. So the CPU term uses each
-// replica's b_s less the least one in the group: other work is what a
-// replica carries beyond the least burdened one (a CPU hog in one replica
-// stands out; a share common to all does not reorder them).
-//
 // inflight_s is Replica.Inflight: the balancer's own calls in flight now
 // plus the reported ones beyond them when the report arrived (calls
 // reaching the replica without this balancer). The bandwidth load is the reported one
@@ -350,21 +341,6 @@ func (s *ett) Picker(replicas []*Replica) Picker {
 		}
 	}
 	s.mu.Unlock()
-	if s.cfg.Inflight > 0 {
-		// Other work is what a replica carries beyond the least burdened
-		// one: a share every replica shows is the calls' own (see ett).
-		floor := math.Inf(1)
-		for _, b := range cpu {
-			if !math.IsNaN(b) {
-				floor = min(floor, b)
-			}
-		}
-		for i, b := range cpu {
-			if !math.IsNaN(b) {
-				cpu[i] = b - floor
-			}
-		}
-	}
 	cpuMean := meanOf(cpu)
 	bwMean := reportedMean(replicas, func(m *Metrics) float64 { return m.BW })
 	p := &ettPicker{
