@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
-	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -45,9 +44,6 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 		inflight = math.NaN()
 	}
 	m.live.NoteReport(inflight)
-	if o, ok := g.strat.(strategy.ReportObserver); ok {
-		o.ObserveReport(m.rec.ID, metricsOf(r.Metrics))
-	}
 	adv = g.bindingAdvisoryLocked(adv)
 	m.reported = true
 	adv.ReportInterval = g.spec.ReportInterval

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -54,11 +53,6 @@ type ETTConfig struct {
 	// replica's estimate stays finite (1/(1−MaxLoad) times its idle one).
 	// Default 0.99, range [0,0.999].
 	MaxLoad float64 `json:"max_load"`
-	// BackgroundReports is how many of a replica's latest reports its
-	// background CPU b_s is the least of (Inflight > 0; see ett): other
-	// work that lasts shows in every report, a window's noise does not.
-	// 1 takes the last report's alone. Default 4, range [1,100].
-	BackgroundReports int `json:"background_reports"`
 }
 
 // ETTCapacity is one replica's P_s (CPU) and W_s (BW).
@@ -82,8 +76,6 @@ func defaultETTConfig() ETTConfig {
 		Paths:       map[string]ETTCost{},
 		Inflight:    1,
 		MaxLoad:     0.99,
-
-		BackgroundReports: 4,
 	}
 }
 
@@ -141,18 +133,6 @@ const ettMaxValue = 1e18
 // queue, weighted by P_s); a replica whose cpu exceeds what its calls can
 // explain is slowed by the excess.
 //
-// One report's b_s is noisy, and never below 0: a window's cpu and its
-// calls' rps·latency are measured over slightly different work (a call
-// that spans the window's end spent CPU in it but is counted in the
-// next), and the fewer calls a window holds the larger the gap. With 8
-// replicas of 0.125 cores at half load (about nine calls per replica per
-// 250 ms report) that noise made ett's mean response time half again
-// least-connections' (docs/results/2026-11-26-remoting-queue). So b_s is
-// the least of the last BackgroundReports reports' values: work other
-// than calls that lasts shows in all of them (a second's worth by
-// default), a window's noise in few. ett learns each report through
-// ObserveReport; a replica it has seen no report of uses its last one.
-//
 // inflight_s is Replica.Inflight: the balancer's own calls in flight now
 // plus the reported ones beyond them when the report arrived (calls
 // reaching the replica without this balancer). The bandwidth load is the reported one
@@ -170,43 +150,6 @@ type ett struct {
 	capacities map[string]ETTCapacity
 	// paths are the priced path prefixes, longest first.
 	paths []ettPath
-
-	mu sync.Mutex
-	// background holds each replica's latest per-report b_s values
-	// (ObserveReport), oldest first, at most BackgroundReports.
-	background map[string][]float64
-}
-
-// ObserveReport implements ReportObserver: it keeps the report's
-// background CPU (cpuLoad) among the replica's latest.
-func (s *ett) ObserveReport(id string, m Metrics) {
-	if s.cfg.Inflight == 0 {
-		return
-	}
-	b := s.cpuLoad(&m)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h := s.background[id]
-	if len(h) == s.cfg.BackgroundReports {
-		h = append(h[:0], h[1:]...)
-	}
-	s.background[id] = append(h, b)
-}
-
-// backgroundOf is b_s of r: the least of its latest reports' values
-// (NaN ones skipped), or its last report's when ett has seen none.
-// Caller holds s.mu.
-func (s *ett) backgroundOfLocked(r *Replica) float64 {
-	least := math.NaN()
-	for _, b := range s.background[r.ID] {
-		if !math.IsNaN(b) && !(b >= least) {
-			least = b
-		}
-	}
-	if math.IsNaN(least) {
-		return s.cpuLoad(&r.Metrics)
-	}
-	return least
 }
 
 type ettPath struct {
@@ -231,7 +174,7 @@ func buildETT(params map[string]any, env Env) (Strategy, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &ett{cfg: cfg, capacities: make(map[string]ETTCapacity, len(cfg.Capacities)), background: map[string][]float64{}}
+	s := &ett{cfg: cfg, capacities: make(map[string]ETTCapacity, len(cfg.Capacities))}
 	for k, c := range cfg.Capacities {
 		s.capacities[strings.TrimSuffix(k, "/")] = c
 	}
@@ -287,9 +230,6 @@ func (c *ETTConfig) validate() error {
 	if err := floatParamIn(s, "inflight", c.Inflight, 0, 100); err != nil {
 		return err
 	}
-	if err := intParamIn(s, "background_reports", c.BackgroundReports, 1, 100); err != nil {
-		return err
-	}
 	return floatParamIn(s, "max_load", c.MaxLoad, 0, 0.999)
 }
 
@@ -319,28 +259,12 @@ func (s *ett) Picker(replicas []*Replica) Picker {
 	// cpu is each replica's load in the CPU term: the reported cpu, or
 	// with the queue term its background part b_s (NaN: not reported).
 	cpu := make([]float64, len(replicas))
-	s.mu.Lock()
-	if len(s.background) > 2*len(replicas)+16 {
-		// Replicas that left: keep the present ones' history only.
-		kept := make(map[string][]float64, len(replicas))
-		for _, r := range replicas {
-			if h, ok := s.background[r.ID]; ok {
-				kept[r.ID] = h
-			}
-		}
-		s.background = kept
-	}
 	for i, r := range replicas {
 		cpu[i] = math.NaN()
-		switch {
-		case !r.Reported:
-		case s.cfg.Inflight == 0:
+		if r.Reported {
 			cpu[i] = s.cpuLoad(&r.Metrics)
-		default:
-			cpu[i] = s.backgroundOfLocked(r)
 		}
 	}
-	s.mu.Unlock()
 	cpuMean := meanOf(cpu)
 	bwMean := reportedMean(replicas, func(m *Metrics) float64 { return m.BW })
 	p := &ettPicker{

@@ -199,14 +199,6 @@ type Observer interface {
 	Observe(r *Replica, latency time.Duration, failed bool)
 }
 
-// ReportObserver is implemented by strategies that keep state across a
-// replica's load reports (ett's background CPU): the balancer calls
-// ObserveReport with every report it accepts, in arrival order per
-// replica, before the snapshot that carries the report is built.
-type ReportObserver interface {
-	ObserveReport(id string, m Metrics)
-}
-
 // Env carries the seams a strategy is built with: time and randomness.
 type Env struct {
 	// Now returns the current time; time.Now when nil.
