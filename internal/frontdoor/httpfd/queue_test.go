@@ -28,6 +28,34 @@ func (g *gate) handler(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "done "+r.URL.Path)
 }
 
+// queueFrontDoor starts a front door for a group of one gated replica
+// with max_inflight 1 and queue q.
+func queueFrontDoor(t *testing.T, q registry.Queue) (*gate, *testGroup, *frontDoor) {
+	t.Helper()
+	gt := newGate()
+	r1 := startReplica(t, "r1", "", gt.handler)
+	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1, queue: q})
+	return gt, g, startFrontDoor(t, g, Options{})
+}
+
+// holdReplica sends /held through c and waits until the replica runs it;
+// the returned channel is closed when its answer is read.
+func holdReplica(t *testing.T, c *http.Client, fd *frontDoor, gt *gate) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := c.Get(fd.url + "/held"); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}()
+	if p := recv(t, gt.entered, "the held call"); p != "/held" {
+		t.Fatalf("first call at the replica is %s", p)
+	}
+	return done
+}
+
 // waitQueued waits until the group's queue holds n calls.
 func waitQueued(t *testing.T, g *testGroup, n int) {
 	t.Helper()
@@ -48,11 +76,7 @@ func TestProxyQueueServesWaitingCallsByCost(t *testing.T) {
 	for _, proto := range []string{"http1", "h2c"} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
-			gt := newGate()
-			r1 := startReplica(t, "r1", "", gt.handler)
-			g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1,
-				queue: registry.Queue{Limit: 8, Timeout: protocol.Duration(waitBound), Order: registry.QueueCost}})
-			fd := startFrontDoor(t, g, Options{})
+			gt, g, fd := queueFrontDoor(t, registry.Queue{Limit: 8, Timeout: protocol.Duration(waitBound), Order: registry.QueueCost})
 			c := h1Client(t)
 			if proto == "h2c" {
 				c = h2cClient(t)
@@ -102,22 +126,9 @@ func TestProxyQueueServesWaitingCallsByCost(t *testing.T) {
 // overloaded saying why.
 func TestProxyQueueTimeoutAndFull(t *testing.T) {
 	t.Parallel()
-	gt := newGate()
-	r1 := startReplica(t, "r1", "", gt.handler)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1,
-		queue: registry.Queue{Limit: 1, Timeout: protocol.Duration(30 * time.Millisecond), Order: registry.QueueFIFO}})
-	fd := startFrontDoor(t, g, Options{})
+	gt, g, fd := queueFrontDoor(t, registry.Queue{Limit: 1, Timeout: protocol.Duration(30 * time.Millisecond), Order: registry.QueueFIFO})
 	c := h1Client(t)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		res, err := c.Get(fd.url + "/held")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-		}
-	}()
-	recv(t, gt.entered, "the held call")
+	done := holdReplica(t, c, fd, gt)
 
 	res, b := do(t, c, "GET", fd.url+"/late", "")
 	if res.StatusCode != http.StatusServiceUnavailable {
@@ -127,8 +138,7 @@ func TestProxyQueueTimeoutAndFull(t *testing.T) {
 		t.Fatalf("after the queue timeout: %+v, want overloaded naming queue.timeout", e)
 	}
 
-	g.publish(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1,
-		queue: registry.Queue{Limit: 1, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO}})
+	g.queue.Configure(registry.Queue{Limit: 1, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO})
 	waiting := make(chan int, 1)
 	go func() {
 		res, err := c.Get(fd.url + "/waiting")
@@ -165,21 +175,9 @@ func TestProxyQueueTimeoutAndFull(t *testing.T) {
 // replica.
 func TestProxyQueueClientHangsUp(t *testing.T) {
 	t.Parallel()
-	gt := newGate()
-	r1 := startReplica(t, "r1", "", gt.handler)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1,
-		queue: registry.Queue{Limit: 4, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO}})
-	fd := startFrontDoor(t, g, Options{})
+	gt, g, fd := queueFrontDoor(t, registry.Queue{Limit: 4, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO})
 	c := h1Client(t)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if res, err := c.Get(fd.url + "/held"); err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-		}
-	}()
-	recv(t, gt.entered, "the held call")
+	done := holdReplica(t, c, fd, gt)
 
 	nc, err := net.Dial("tcp", strings.TrimPrefix(fd.url, "http://"))
 	if err != nil {
