@@ -45,7 +45,7 @@ type collector struct {
 	groupInfo, groupReplicas, groupAdvisories, groupReported                  *prometheus.Desc
 	groupLoad, groupEffective, groupShed, groupInflight, groupMaxAge          *prometheus.Desc
 	groupBindings, groupRebinds, groupProxied, groupRedirected, groupFailures *prometheus.Desc
-	groupAlerts                                                               *prometheus.Desc
+	groupAlerts, groupQueueWaiting, groupQueueCalls                           *prometheus.Desc
 
 	repInfo, repState, repWeight, repReported, repLoad, repEffective, repAge *prometheus.Desc
 	repAdvisory, repEpoch, repShed, repInflight                              *prometheus.Desc
@@ -61,21 +61,24 @@ func newCollector(b *balancer.Balancer, version string) *collector {
 		buildInfo: d("fulcrum_build_info", "fulcrum's version; always 1.", []string{"version"}, nil),
 		ready:     d("fulcrum_ready", "1 when every group's front door is serving (as /readyz).", nil, nil),
 
-		groupInfo:       d("fulcrum_group_info", "A group's settings; always 1.", []string{"group", "protocol", "binding", "strategy", "source"}, nil),
-		groupReplicas:   d("fulcrum_group_replicas", "Replicas of the group in each state.", []string{"group", "state"}, nil),
-		groupAdvisories: d("fulcrum_group_advisories", "Replicas of the group holding each advisory level.", []string{"group", "advisory"}, nil),
-		groupReported:   d("fulcrum_group_reported_replicas", "Replicas of the group with a fresh load report.", g, nil),
-		groupLoad:       d("fulcrum_group_load", "Sum of the last reported loads of the group's reported replicas.", g, nil),
-		groupEffective:  d("fulcrum_group_effective_load", "Sum of the effective (dampened) loads of the group's reported replicas.", g, nil),
-		groupShed:       d("fulcrum_group_shed", "Sum of the load the group's replicas are advised to shed.", g, nil),
-		groupInflight:   d("fulcrum_group_inflight", "Calls the front door has in flight to the group's replicas.", g, nil),
-		groupMaxAge:     d("fulcrum_group_report_age_max_seconds", "Age of the oldest last report among the group's reported replicas.", g, nil),
-		groupBindings:   d("fulcrum_group_bindings_total", "Clients bound by the front door, summed over the group's current replicas.", g, nil),
-		groupRebinds:    d("fulcrum_group_rebinds_total", "Bindings that moved a client, summed over the group's current replicas.", g, nil),
-		groupProxied:    d("fulcrum_group_proxied_total", "Calls proxied by the front door, summed over the group's current replicas.", g, nil),
-		groupRedirected: d("fulcrum_group_redirected_total", "Front door redirects, summed over the group's current replicas.", g, nil),
-		groupFailures:   d("fulcrum_group_failures_total", "Failed calls, summed over the group's current replicas.", g, nil),
-		groupAlerts:     d("fulcrum_group_strategy_alerts_total", "Alerts the group's strategy raised (albl: no replica up for three periods).", g, nil),
+		groupInfo:         d("fulcrum_group_info", "A group's settings; always 1.", []string{"group", "protocol", "binding", "strategy", "source"}, nil),
+		groupReplicas:     d("fulcrum_group_replicas", "Replicas of the group in each state.", []string{"group", "state"}, nil),
+		groupAdvisories:   d("fulcrum_group_advisories", "Replicas of the group holding each advisory level.", []string{"group", "advisory"}, nil),
+		groupReported:     d("fulcrum_group_reported_replicas", "Replicas of the group with a fresh load report.", g, nil),
+		groupLoad:         d("fulcrum_group_load", "Sum of the last reported loads of the group's reported replicas.", g, nil),
+		groupEffective:    d("fulcrum_group_effective_load", "Sum of the effective (dampened) loads of the group's reported replicas.", g, nil),
+		groupShed:         d("fulcrum_group_shed", "Sum of the load the group's replicas are advised to shed.", g, nil),
+		groupInflight:     d("fulcrum_group_inflight", "Calls the front door has in flight to the group's replicas.", g, nil),
+		groupMaxAge:       d("fulcrum_group_report_age_max_seconds", "Age of the oldest last report among the group's reported replicas.", g, nil),
+		groupBindings:     d("fulcrum_group_bindings_total", "Clients bound by the front door, summed over the group's current replicas.", g, nil),
+		groupRebinds:      d("fulcrum_group_rebinds_total", "Bindings that moved a client, summed over the group's current replicas.", g, nil),
+		groupProxied:      d("fulcrum_group_proxied_total", "Calls proxied by the front door, summed over the group's current replicas.", g, nil),
+		groupRedirected:   d("fulcrum_group_redirected_total", "Front door redirects, summed over the group's current replicas.", g, nil),
+		groupFailures:     d("fulcrum_group_failures_total", "Failed calls, summed over the group's current replicas.", g, nil),
+		groupAlerts:       d("fulcrum_group_strategy_alerts_total", "Alerts the group's strategy raised (albl: no replica up for three periods).", g, nil),
+		groupQueueWaiting: d("fulcrum_group_queue_waiting", "Calls waiting in the group's front door queue (groups with a queue).", g, nil),
+		groupQueueCalls: d("fulcrum_group_queue_calls_total", "Calls that met the group's full replicas and a queue, by outcome: served (got a replica after waiting), full (refused: the queue held its limit), timed_out (waited out queue.timeout or lost their client).",
+			[]string{"group", "outcome"}, nil),
 
 		repInfo:       d("fulcrum_replica_info", "A replica's address and monitor mode; always 1.", []string{"group", "replica", "address", "monitor", "static"}, nil),
 		repState:      d("fulcrum_replica_state", "1 for the replica's current state, 0 for the others.", []string{"group", "replica", "state"}, nil),
@@ -103,7 +106,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.groupInfo, c.groupReplicas, c.groupAdvisories, c.groupReported,
 		c.groupLoad, c.groupEffective, c.groupShed, c.groupInflight, c.groupMaxAge,
 		c.groupBindings, c.groupRebinds, c.groupProxied, c.groupRedirected, c.groupFailures,
-		c.groupAlerts,
+		c.groupAlerts, c.groupQueueWaiting, c.groupQueueCalls,
 		c.repInfo, c.repState, c.repWeight, c.repReported, c.repLoad, c.repEffective, c.repAge,
 		c.repAdvisory, c.repEpoch, c.repShed, c.repInflight,
 		c.repBindings, c.repRebinds, c.repProxied, c.repRedirected, c.repFailures,
@@ -197,6 +200,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.groupRedirected, sum.Redirected, name)
 		counter(c.groupFailures, sum.Failures, name)
 		counter(c.groupAlerts, gs.StrategyAlerts, name)
+		if q := gs.QueueStats; q != nil {
+			gauge(c.groupQueueWaiting, float64(q.Waiting), name)
+			counter(c.groupQueueCalls, q.Served, name, "served")
+			counter(c.groupQueueCalls, q.Full, name, "full")
+			counter(c.groupQueueCalls, q.TimedOut, name, "timed_out")
+		}
 	}
 }
 

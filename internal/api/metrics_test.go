@@ -128,3 +128,33 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("Go collector missing")
 	}
 }
+
+// TestQueueMetrics: a group with a queue exports its waiting calls and
+// outcome counters; a group without one exports neither.
+func TestQueueMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{}, balancer.Options{})
+	e.mustGroup("q", map[string]any{"binding": "per-request", "max_inflight": 1, "queue": map[string]any{"limit": 4}})
+	e.mustGroup("plain", map[string]any{"binding": "per-request"})
+	a := e.call("GET", "/metrics", "", nil)
+	want(t, a, http.StatusOK)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(a.body))
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	if v, ok := sample(families, "fulcrum_group_queue_waiting", "group", "q"); !ok || v != 0 {
+		t.Errorf("fulcrum_group_queue_waiting{group=q} = %v (present %v), want 0", v, ok)
+	}
+	for _, outcome := range []string{"served", "full", "timed_out"} {
+		if v, ok := sample(families, "fulcrum_group_queue_calls_total", "group", "q", "outcome", outcome); !ok || v != 0 {
+			t.Errorf("fulcrum_group_queue_calls_total{group=q,outcome=%s} = %v (present %v), want 0", outcome, v, ok)
+		}
+	}
+	if families["fulcrum_group_queue_calls_total"].GetType() != dto.MetricType_COUNTER {
+		t.Errorf("queue calls is not a counter")
+	}
+	if _, ok := sample(families, "fulcrum_group_queue_waiting", "group", "plain"); ok {
+		t.Errorf("a group without a queue exports fulcrum_group_queue_waiting")
+	}
+}
