@@ -146,7 +146,8 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 	}
 	inflight := float64(m.inflight.Load())
 	concurrency := float64(dLat) / float64(elapsed)
-	cpu, cpuOK := m.cpu.sample(now)
+	cs := m.cpu.sample(now)
+	cpu := cs.share
 	m.rates = m.clients.window(secs)
 
 	metrics := map[string]float64{
@@ -154,8 +155,11 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 		protocol.MetricRPS:       rps,
 		protocol.MetricLatencyMS: m.latency,
 	}
-	if cpuOK {
+	if cs.ok {
 		metrics[protocol.MetricCPU] = cpu
+	}
+	if cs.otherOK {
+		metrics[protocol.MetricCPUOther] = cs.other
 	}
 	var load float64
 	switch {

@@ -89,6 +89,10 @@ const (
 	MetricUtilization = "utilization"
 	MetricEPS         = "eps"
 	MetricBW          = "bw"
+	// MetricCPUOther is the share (0–1) of the replica's CPU capacity that
+	// work other than the replica's server process took: the rest of its
+	// cgroup, or of the host where no quota binds it.
+	MetricCPUOther = "cpu_other"
 )
 
 // ClientRate is one bound client and its call rate (calls/s) over the last

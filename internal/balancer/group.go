@@ -234,6 +234,7 @@ func metricsOf(m map[string]float64) strategy.Metrics {
 	get(protocol.MetricUtilization, &out.Utilization)
 	get(protocol.MetricEPS, &out.EPS)
 	get(protocol.MetricBW, &out.BW)
+	get(protocol.MetricCPUOther, &out.CPUOther)
 	return out
 }
 

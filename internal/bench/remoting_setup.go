@@ -75,17 +75,17 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 	cl.procs = append(cl.procs, cl.bal.Proc)
 	for i, r := range reps {
 		listen := net.JoinHostPort(r.Addr().String(), remotingReplicaPort)
-		// --cpus: the replica's quota is the denominator of its cpu
-		// metric; inside "ip netns exec" it cannot read its cgroup.
+		// The replica's monitor reads its quota (the denominator of its
+		// cpu metric) and its cgroup's CPU time (cpu_other) itself: the
+		// testbed leaves /sys/fs/cgroup visible.
 		args := []string{"backend", "prime", "--listen", listen,
-			"--register", cl.bal.Admin, "--group", remotingGroup, "--load", "cpu",
-			"--cpus", strconv.FormatFloat(r.CPU(), 'g', -1, 64)}
+			"--register", cl.bal.Admin, "--group", remotingGroup, "--load", "cpu"}
 		lines := make(chan string, 1)
 		// As many Ps as the replica has cores: with the machine's two, the
 		// Go runtime (its garbage collector above all) would spend a small
 		// quota twice as fast and stall the replica for the rest of each
-		// period. (The runtime cannot see the cgroup's limit itself: ip
-		// netns exec hides /sys/fs/cgroup.)
+		// period. (The runtime's own default from the cgroup's limit
+		// keeps at least two.)
 		procs := max(1, int(math.Ceil(r.CPU())))
 		wrap := func(cmd *exec.Cmd) error {
 			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))

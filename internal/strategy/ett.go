@@ -117,8 +117,12 @@ const ettMaxValue = 1e18
 // TestETTSharesLikeJoinShortestQueue that made ett slower than random.
 // What the report adds is the CPU
 // taken by work other than calls (another process in the replica's
-// cgroup, a CPU hog): b_s is the reported cpu less the most the reported
-// calls can account for, clamped to [0, MaxLoad]. With L_s = rps·latency
+// cgroup, a CPU hog): b_s. Where the report measures it (cpu_other,
+// which fulcrum's monitor library reports as its cgroup's or host's CPU
+// time less its own process's), b_s is that, clamped to [0, MaxLoad].
+// Otherwise (an agent reading a whole cgroup's cpu, a monitor that
+// cannot see its cgroup) b_s is inferred: the reported cpu less the most
+// the reported calls can account for, clamped to [0, MaxLoad]. With L_s = rps·latency
 // the mean calls in progress over the report window (Little's law), the
 // calls kept the replica busy at most min(1, L_s) of the window (it is
 // busy only while a call is in progress, and the share of time with one
@@ -132,6 +136,13 @@ const ettMaxValue = 1e18
 // running only calls thus compare by 1 + inflight (join the shortest
 // queue, weighted by P_s); a replica whose cpu exceeds what its calls can
 // explain is slowed by the excess.
+//
+// The inference errs on replicas with a small CPU quota: a call shorter
+// than what is left of the quota's period runs at full core speed, so it
+// is in progress for less time than the quota it uses, and cpu exceeds
+// min(1, L) with nothing else running (0.1–0.45 on 0.125-core replicas,
+// docs/results/2026-11-26-remoting-queue/ett-8-replicas). A measured
+// cpu_other has no such error, hence its precedence.
 //
 // inflight_s is Replica.Inflight: the balancer's own calls in flight now
 // plus the reported ones beyond them when the report arrived (calls
@@ -291,11 +302,14 @@ func (s *ett) Picker(replicas []*Replica) Picker {
 }
 
 // cpuLoad is the load of a report that enters the CPU term: cpu_s for the
-// paper's formula (Inflight 0) or when the report lacks rps or latency,
-// else b_s = cpu_s − min(1, L) with L = rps·latency (see ett). NaN when
-// cpu is not reported.
+// paper's formula (Inflight 0); else the reported cpu_other; else, when
+// the report has rps and latency, b_s = cpu_s − min(1, L) with L =
+// rps·latency, otherwise cpu_s (see ett). NaN when none is reported.
 func (s *ett) cpuLoad(m *Metrics) float64 {
 	cpu := m.CPU
+	if s.cfg.Inflight > 0 && !math.IsNaN(m.CPUOther) {
+		return m.CPUOther
+	}
 	if math.IsNaN(cpu) || s.cfg.Inflight == 0 || math.IsNaN(m.RPS) || math.IsNaN(m.LatencyMS) {
 		return cpu
 	}

@@ -257,3 +257,49 @@ func TestETTReportedInflightIsNoFloor(t *testing.T) {
 	rs[0].Live.Inflight.Store(0)
 	check("same report, balancer's call done", 4)
 }
+
+// TestETTMeasuredOtherWork: a reported cpu_other is b_s as it is; only
+// without it is b_s inferred from cpu less what the calls explain. The
+// paper's formula (inflight 0) keeps the reported cpu.
+func TestETTMeasuredOtherWork(t *testing.T) {
+	t.Parallel()
+	env, _ := seededEnv(1)
+	req := &strategy.Request{Cost: 0.001}
+	// Both replicas report cpu 0.6 with their calls explaining only 0.2
+	// of it (10 calls/s of 20 ms): on a small CPU quota that is what the
+	// calls alone look like.
+	rs := replicaSet(1, 1)
+	for _, r := range rs {
+		r.Reported = true
+		r.Metrics = strategy.NoMetrics
+		r.Metrics.CPU, r.Metrics.RPS, r.Metrics.LatencyMS = 0.6, 10, 20
+	}
+	estimates := func(params map[string]any) [2]float64 {
+		p := mustBuild(t, strategy.ETTName, params, env).Picker(rs)
+		return [2]float64{strategy.ETTEstimate(p, req, 0), strategy.ETTEstimate(p, req, 1)}
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-12*want }
+
+	if got := estimates(nil); !near(got[0], 0.001/0.6) || !near(got[1], 0.001/0.6) {
+		t.Errorf("inferred: estimates %v, want 0.001/(1−0.4) each", got)
+	}
+	rs[0].Metrics.CPUOther, rs[1].Metrics.CPUOther = 0, 0.5
+	if got := estimates(nil); !near(got[0], 0.001) || !near(got[1], 0.002) {
+		t.Errorf("measured 0 and 0.5: estimates %v, want 0.001 and 0.002", got)
+	}
+	if got := estimates(map[string]any{"inflight": 0}); !near(got[0], 0.001/0.4) || !near(got[1], 0.001/0.4) {
+		t.Errorf("paper's formula: estimates %v, want 0.001/(1−cpu) each", got)
+	}
+	rs[1].Metrics.CPUOther = 2 // out of range: capped at max_load
+	if got := estimates(nil); !near(got[1], 0.001/0.01) {
+		t.Errorf("cpu_other 2: estimate %v, want 0.001/(1−0.99)", got[1])
+	}
+	// Replicas pick by the measured figure: the one without other work.
+	rs[1].Metrics.CPUOther = 0.5
+	p := mustBuild(t, strategy.ETTName, nil, env).Picker(rs)
+	for range 4 {
+		if got, err := p.Pick(req); err != nil || got != rs[0] {
+			t.Fatalf("Pick = %v, %v; want the replica without other work", got, err)
+		}
+	}
+}

@@ -52,10 +52,16 @@ type Metrics struct {
 	Utilization float64
 	EPS         float64
 	BW          float64
+	// CPUOther is the share of the replica's CPU that work other than its
+	// server took (protocol.MetricCPUOther).
+	CPUOther float64
 }
 
 // NoMetrics is a Metrics with every field unreported.
-var NoMetrics = Metrics{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+var NoMetrics = Metrics{
+	Inflight: math.NaN(), RPS: math.NaN(), LatencyMS: math.NaN(), CPU: math.NaN(),
+	Utilization: math.NaN(), EPS: math.NaN(), BW: math.NaN(), CPUOther: math.NaN(),
+}
 
 // Inflight is the replica's calls in flight now: the ones the balancer
 // itself has in flight to it (per-request proxying) plus, while its report

@@ -20,17 +20,18 @@ const commandTimeout = 20 * time.Second
 
 // tools are the executables the testbed runs.
 type tools struct {
-	ip, tc, sh string
+	ip, tc, sh, nsenter string
 }
 
-// findTools locates ip and tc (iproute2), in PATH or in /usr/sbin and
-// /sbin (outside a normal user's PATH on Debian), and /bin/sh.
+// findTools locates ip and tc (iproute2) and nsenter (util-linux), in PATH
+// or in /usr/sbin and /sbin (outside a normal user's PATH on Debian), and
+// /bin/sh.
 func findTools() (tools, error) {
 	var t tools
 	for _, x := range []struct {
-		name string
-		dst  *string
-	}{{"ip", &t.ip}, {"tc", &t.tc}, {"sh", &t.sh}} {
+		name, pkg string
+		dst       *string
+	}{{"ip", "iproute2", &t.ip}, {"tc", "iproute2", &t.tc}, {"sh", "dash", &t.sh}, {"nsenter", "util-linux", &t.nsenter}} {
 		p, err := exec.LookPath(x.name)
 		if err != nil {
 			for _, dir := range []string{"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"} {
@@ -41,7 +42,7 @@ func findTools() (tools, error) {
 			}
 		}
 		if err != nil {
-			return tools{}, fmt.Errorf("testbed: %s not found: install iproute2 (apt-get install iproute2)", x.name)
+			return tools{}, fmt.Errorf("testbed: %s not found: install %s (apt-get install %s)", x.name, x.pkg, x.pkg)
 		}
 		*x.dst = p
 	}

@@ -28,7 +28,8 @@ type Replica struct {
 }
 
 // Name is the replica's network namespace (and cgroup) name,
-// fb<pid>r<n>; "ip netns exec <Name>" runs a command in it.
+// fb<pid>r<n>; "nsenter --net=/run/netns/<Name>" (or "ip netns exec
+// <Name>") runs a command in it.
 func (r *Replica) Name() string { return r.name }
 
 // Addr is the replica's address, which the root namespace (balancers,
@@ -60,9 +61,9 @@ func (r *Replica) Link() *Link {
 const joinScript = `echo $$ > "$1" && { [ -z "$2" ] || echo $$ > "$2"; } && shift 2 && exec "$@"`
 
 // Wrap rewrites cmd, not yet started, so that starting it runs its
-// program in the replica's network namespace (ip netns exec) and cgroup.
-// The process keeps its pid through the wrapping (sh and ip exec, they
-// do not fork), so cmd.Process is the program's process. cmd's other
+// program in the replica's network namespace (nsenter --net) and cgroup.
+// The process keeps its pid through the wrapping (sh and nsenter exec,
+// they do not fork), so cmd.Process is the program's process. cmd's other
 // fields (Env, Dir, Stdout, SysProcAttr, ...) are kept.
 //
 // Use Wrap when something else starts the process (a bench's process
@@ -70,9 +71,11 @@ const joinScript = `echo $$ > "$1" && { [ -z "$2" ] || echo $$ > "$2"; } && shif
 // Whoever starts a wrapped command, Close kills whatever runs in the
 // replica's cgroup and namespace.
 //
-// The program sees the namespace's own /sys (ip netns exec remounts it),
-// so cgroup file systems mounted under /sys/fs/cgroup are not visible
-// to it.
+// The program shares the root namespace's mounts (nsenter enters only the
+// network namespace; ip netns exec would remount /sys and hide
+// /sys/fs/cgroup), so it can read its own cgroup: its quota, and its
+// CPU usage beside its own process's. /sys/class/net shows the root
+// namespace's links, not the replica's.
 func (r *Replica) Wrap(cmd *exec.Cmd) error {
 	if cmd.Process != nil {
 		return errors.New("testbed: Wrap: the command has already started")
@@ -88,7 +91,7 @@ func (r *Replica) Wrap(cmd *exec.Cmd) error {
 	if len(files) > 1 {
 		second = files[1]
 	}
-	args := []string{"sh", "-c", joinScript, "sh", files[0], second, r.tb.tools.ip, "netns", "exec", r.name, cmd.Path}
+	args := []string{"sh", "-c", joinScript, "sh", files[0], second, r.tb.tools.nsenter, "--net=" + netnsPath(r.name), "--", cmd.Path}
 	if len(cmd.Args) > 1 {
 		args = append(args, cmd.Args[1:]...)
 	}

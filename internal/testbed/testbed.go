@@ -253,9 +253,12 @@ func linkExists(name string) bool {
 	return err == nil
 }
 
+// netnsPath is where ip netns keeps a named namespace's handle.
+func netnsPath(name string) string { return "/run/netns/" + name }
+
 // netnsExists reports whether ip netns knows a namespace name.
 func netnsExists(name string) bool {
-	_, err := os.Stat("/run/netns/" + name)
+	_, err := os.Stat(netnsPath(name))
 	return err == nil
 }
 

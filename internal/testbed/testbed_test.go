@@ -15,11 +15,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/cgroupcpu"
 )
 
 // helperEnv makes the test binary a helper process: "serve ADDR" serves
 // HTTP on ADDR (/ns: its network namespace; /cgroup: its cgroups;
-// /blob/N: N bytes).
+// /quota: the CPU quota it finds for itself and whether it can read the
+// usage of the cgroup that sets it; /blob/N: N bytes).
 const helperEnv = "FULCRUM_TESTBED_HELPER"
 
 func TestMain(m *testing.M) {
@@ -39,6 +42,11 @@ func serve(addr string) {
 	mux.HandleFunc("GET /cgroup", func(w http.ResponseWriter, _ *http.Request) {
 		b, _ := os.ReadFile("/proc/self/cgroup")
 		w.Write(b)
+	})
+	mux.HandleFunc("GET /quota", func(w http.ResponseWriter, _ *http.Request) {
+		cores, acct, ok := cgroupcpu.FindSelf().Limit()
+		_, err := cgroupcpu.Usage(acct)
+		fmt.Fprintf(w, "%g %v %v", cores, ok, err == nil)
 	})
 	mux.HandleFunc("GET /blob/{n}", func(w http.ResponseWriter, r *http.Request) {
 		n, err := strconv.Atoi(r.PathValue("n"))
@@ -139,7 +147,7 @@ func TestReplicaReachableInItsNamespaceAndCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := tb.AddReplica(ReplicaSpec{CPU: 0.5})
+	r2, err := tb.AddReplica(ReplicaSpec{CPU: 0.25})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +170,15 @@ func TestReplicaReachableInItsNamespaceAndCgroup(t *testing.T) {
 			t.Errorf("replica %s's server runs in network namespace %s, not one of its own", r.Name(), ns)
 		}
 		seen[ns] = true
+		// The program sees its cgroups (nsenter leaves /sys/fs/cgroup
+		// visible): its quota, and the usage of the cgroup that sets it.
+		quota, err := get(ctx, base+"/quota")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("%g true true", r.CPU()); quota != want {
+			t.Errorf("replica %s's server finds its quota and accounting as %q, want %q", r.Name(), quota, want)
+		}
 		cg, err := get(ctx, base+"/cgroup")
 		cancel()
 		if err != nil {

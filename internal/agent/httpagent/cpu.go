@@ -144,29 +144,7 @@ type CgroupCPU struct {
 func (c CgroupCPU) String() string { return "cgroup " + filepath.Dir(c.File) }
 
 // Usage reads the cgroup's CPU time.
-func (c CgroupCPU) Usage() (time.Duration, error) {
-	b, err := os.ReadFile(c.File)
-	if err != nil {
-		return 0, err
-	}
-	if filepath.Base(c.File) == "cpu.stat" {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-				us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				if err != nil {
-					return 0, fmt.Errorf("%s: usage_usec %q", c.File, v)
-				}
-				return time.Duration(us) * time.Microsecond, nil
-			}
-		}
-		return 0, fmt.Errorf("%s: no usage_usec line", c.File)
-	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %q is not a count of nanoseconds", c.File, strings.TrimSpace(string(b)))
-	}
-	return time.Duration(ns), nil
-}
+func (c CgroupCPU) Usage() (time.Duration, error) { return cgroupcpu.UsageFile(c.File) }
 
 // cgroupRoot is where the cgroup file systems are mounted.
 const cgroupRoot = "/sys/fs/cgroup"
