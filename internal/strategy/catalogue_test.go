@@ -215,6 +215,7 @@ func TestParamErrorsNameStrategyFieldValueAndRange(t *testing.T) {
 		{"ett path not a path", strategy.ETTName, map[string]any{"paths": map[string]any{"count": map[string]any{"cpu": 1}}}, "paths", ""},
 		{"ett inflight too large", strategy.ETTName, map[string]any{"inflight": 101}, "inflight", ""},
 		{"ett max load of 1", strategy.ETTName, map[string]any{"max_load": 1}, "max_load", "ett: max_load 1, must be in [0,0.999]"},
+		{"ett tolerance below 1", strategy.ETTName, map[string]any{"tolerance": 0.9}, "tolerance", "ett: tolerance 0.9, must be in [1,10]"},
 		{"orca negative penalty", strategy.WeightedRoundRobinORCAName, map[string]any{"error_utilization_penalty": -1}, "error_utilization_penalty", ""},
 		{"orca update period below A58's floor", strategy.WeightedRoundRobinORCAName, map[string]any{"weight_update_period": "50ms"}, "weight_update_period",
 			"weighted-round-robin-orca: weight_update_period 50ms, must be in [100ms,1h0m0s]"},

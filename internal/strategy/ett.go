@@ -53,6 +53,11 @@ type ETTConfig struct {
 	// replica's estimate stays finite (1/(1−MaxLoad) times its idle one).
 	// Default 0.99, range [0,0.999].
 	MaxLoad float64 `json:"max_load"`
+	// Tolerance: estimates within this factor of the least count as
+	// equal, and the pick rotates among them, so that a few thousandths
+	// of reported load do not send every call to the same replica.
+	// Default 1.05, range [1,10].
+	Tolerance float64 `json:"tolerance"`
 }
 
 // ETTCapacity is one replica's P_s (CPU) and W_s (BW).
@@ -76,6 +81,7 @@ func defaultETTConfig() ETTConfig {
 		Paths:       map[string]ETTCost{},
 		Inflight:    1,
 		MaxLoad:     0.99,
+		Tolerance:   1.05,
 	}
 }
 
@@ -151,8 +157,13 @@ const ettMaxValue = 1e18
 //
 // The call's cost comes from the Fulcrum-Cost header (Request.Cost and
 // Request.Size, set by the front door), else from Paths by the request
-// path, else from CPUCost and DataCost. Ties go to the first minimum in an
-// order that rotates with every pick. The picker precomputes 1/(P_s·(1−cpu_s))
+// path, else from CPUCost and DataCost. Estimates within Tolerance of the
+// least count as ties, and ties go to the first in an order that rotates
+// with every pick. Without the tolerance a replica whose report shows a
+// few thousandths less load than the others' takes every call that finds
+// several replicas idle; on a replica with a small CPU quota the calls
+// then queue for its next quota period while the others stand idle
+// (docs/results/2026-11-26-ett-cpu-other). The picker precomputes 1/(P_s·(1−cpu_s))
 // and 1/(W_s·(1−bw_s)) per replica; Pick is a scan without locks or
 // allocations.
 type ett struct {
@@ -241,7 +252,10 @@ func (c *ETTConfig) validate() error {
 	if err := floatParamIn(s, "inflight", c.Inflight, 0, 100); err != nil {
 		return err
 	}
-	return floatParamIn(s, "max_load", c.MaxLoad, 0, 0.999)
+	if err := floatParamIn(s, "max_load", c.MaxLoad, 0, 0.999); err != nil {
+		return err
+	}
+	return floatParamIn(s, "tolerance", c.Tolerance, 1, 10)
 }
 
 func (*ett) Name() string { return ETTName }
@@ -410,19 +424,31 @@ func (p *ettPicker) Pick(r *Request) (*Replica, error) {
 	q := p.s.cfg.Inflight
 	n := len(p.replicas)
 	start := int((p.next.Add(1) - 1) % uint64(n))
-	best, bestETT := -1, math.Inf(1)
-	for k := range n {
-		i := (start + k) % n
+	estimate := func(i int) float64 {
 		e := cpu*p.cpuTerm[i] + data*p.bwTerm[i]
 		if q > 0 {
 			e *= 1 + q*p.inflight(i)
 		}
+		return e
+	}
+	least := math.Inf(1)
+	for i := range n {
+		least = min(least, estimate(i))
+	}
+	// The first in rotated order within the tolerance of the least. The
+	// calls in flight may have moved since the first scan: failing all,
+	// the first replica of least estimate now.
+	limit := least * p.s.cfg.Tolerance
+	best, bestETT := start, math.Inf(1)
+	for k := range n {
+		i := (start + k) % n
+		e := estimate(i)
+		if e <= limit {
+			return p.replicas[i], nil
+		}
 		if e < bestETT {
 			best, bestETT = i, e
 		}
-	}
-	if best < 0 { // every estimate NaN: cannot happen with validated params
-		best = start
 	}
 	return p.replicas[best], nil
 }

@@ -303,3 +303,42 @@ func TestETTMeasuredOtherWork(t *testing.T) {
 		}
 	}
 }
+
+// TestETTToleranceRotatesNearTies: replicas whose estimates differ by less
+// than the tolerance share the calls in turn; beyond it the least wins.
+// With tolerance 1 the least wins however small the difference.
+func TestETTToleranceRotatesNearTies(t *testing.T) {
+	t.Parallel()
+	env, _ := seededEnv(1)
+	rs := replicaSet(1, 1, 1)
+	for i, other := range []float64{0.004, 0, 0.01} {
+		rs[i].Reported = true
+		rs[i].Metrics = strategy.NoMetrics
+		rs[i].Metrics.CPUOther = other
+	}
+	picks := func(params map[string]any) map[*strategy.Replica]int {
+		p := mustBuild(t, strategy.ETTName, params, env).Picker(rs)
+		got := map[*strategy.Replica]int{}
+		for range 300 {
+			r, err := p.Pick(&strategy.Request{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[r]++
+		}
+		return got
+	}
+	if got := picks(nil); got[rs[0]] != 100 || got[rs[1]] != 100 || got[rs[2]] != 100 {
+		t.Errorf("cpu_other 0.004, 0 and 0.01 with tolerance 1.05: picks %d, %d, %d; want 100 each", got[rs[0]], got[rs[1]], got[rs[2]])
+	}
+	if got := picks(map[string]any{"tolerance": 1}); got[rs[1]] != 300 {
+		t.Errorf("tolerance 1: the least loaded got %d of 300 picks", got[rs[1]])
+	}
+	// A call in flight doubles an estimate: far beyond the tolerance.
+	// (The scan starts in turn at each replica and takes the first
+	// within the tolerance: a start at the busy one goes on to the next.)
+	rs[1].Live.Inflight.Store(1)
+	if got := picks(nil); got[rs[1]] != 0 || got[rs[0]] != 100 || got[rs[2]] != 200 {
+		t.Errorf("one call in flight at the least loaded: picks %d, %d, %d; want 100, 0, 200", got[rs[0]], got[rs[1]], got[rs[2]])
+	}
+}
