@@ -69,7 +69,9 @@ type replicaStatus struct {
 	Load        *float64 `json:"load"`
 	ReportAgeMS *int64   `json:"report_age_ms"`
 	Inflight    int64    `json:"inflight"`
-	Counters    struct {
+	// Metrics are the standard metrics of the replica's last report.
+	Metrics  map[string]float64 `json:"metrics"`
+	Counters struct {
 		Bindings   uint64 `json:"bindings"`
 		Rebinds    uint64 `json:"rebinds"`
 		Proxied    uint64 `json:"proxied"`

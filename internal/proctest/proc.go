@@ -41,6 +41,10 @@ type Proc struct {
 type Options struct {
 	Env   []string // added to the test's environment
 	Stdin bool     // give the process a stdin pipe (Proc.Stdin)
+	// Wrap, when set, rewrites the command before it starts (a testbed
+	// replica's Wrap, to run it in the replica's namespace and cgroup).
+	// It must keep the program's pid (exec, not fork).
+	Wrap func(*exec.Cmd) error
 }
 
 // Start starts path with args as a process named name (for messages) in a
@@ -96,6 +100,11 @@ func Start(t testing.TB, name string, opts Options, path string, args ...string)
 	// Its own group, so that its children can be found and killed too;
 	// SIGKILL if this test process dies first.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if opts.Wrap != nil {
+		if err := opts.Wrap(p.cmd); err != nil {
+			t.Fatalf("starting %s: %v", name, err)
+		}
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s (%s %s): %v", name, path, strings.Join(args, " "), err)
 	}
