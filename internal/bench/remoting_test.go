@@ -72,7 +72,7 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 	}
 
 	rep := NewReport("x")
-	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10}, 2)
+	judgeRemoting(rep, rows, nil, remotingModel{calls: 20_000, samples: 10}, 2)
 	var got []string
 	for _, tg := range rep.Targets() {
 		got = append(got, string(tg.Status))
@@ -86,7 +86,7 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 	queued := append(slices.Clone(rows[:2]), RemotingRow{Replicas: 2, Utilization: 0.9, Strategy: "ett+queue", LatencyMeanMS: 5.5, Calls: 10})
 	fillReductions(queued)
 	rep = NewReport("x")
-	judgeRemoting(rep, queued, remotingModel{calls: 20_000, samples: 10}, 2)
+	judgeRemoting(rep, queued, nil, remotingModel{calls: 20_000, samples: 10}, 2)
 	tg := rep.Targets()[0]
 	if tg.Status != Missed || !strings.Contains(tg.Name, "ett+queue's reduction") || !strings.Contains(tg.Detail, "45.0% (mean 5.50 ms); ett without the queue 60.0%") {
 		t.Errorf("judged with the queue: %+v", tg)
@@ -366,7 +366,7 @@ func TestJudgeRemotingFlaggedSample(t *testing.T) {
 	}
 	fillReductions(rows)
 	rep := NewReport("x")
-	judgeRemoting(rep, rows, remotingModel{calls: 20_000, samples: 10}, 2)
+	judgeRemoting(rep, rows, nil, remotingModel{calls: 20_000, samples: 10}, 2)
 	tg := rep.Targets()
 	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
 		t.Fatalf("targets %+v, want met (2 replicas) and not measured (4, flagged)", tg)
@@ -429,6 +429,42 @@ func TestRemotingReferences(t *testing.T) {
 	}
 	if got := remotingReferences(4, 1.02, 2000, 2, model, 2); !strings.Contains(got, "no model reference at random's measured load of 102% (it is not below 100%)") {
 		t.Errorf("saturated: %q", got)
+	}
+}
+
+// TestRemotingImpliedReferences: random's mean five times the lone
+// call's implies a load of 80%, and the model's figures there are below
+// those at 90%; without a usable pair of times there is no reference.
+func TestRemotingImpliedReferences(t *testing.T) {
+	t.Parallel()
+	model := remotingModel{calls: 20_000, samples: 10}
+	got := remotingImpliedReferences(4, 5, 25, model, 2)
+	re := regexp.MustCompile(`^at the load random's mean implies \(1 − lone call 5\.00 ms ÷ random's 25\.00 ms = 80%\): shortest queue ([0-9.]+)%, front door queue ([0-9.]+)%$`)
+	m := re.FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("implied references %q", got)
+	}
+	jsq, _ := strconv.ParseFloat(m[1], 64)
+	held, _ := strconv.ParseFloat(m[2], 64)
+	at90 := remotingReferences(4, 0.9, 0, 0, model, 2)
+	if !(jsq > 40 && jsq < held && held < 76) {
+		t.Errorf("at 80%%: shortest queue %v%%, front door queue %v%%; want 40 < shortest < queue < 76 (the queue's figure at 90%%: %s)", jsq, held, at90)
+	}
+	for _, tc := range [][2]float64{{0, 25}, {5, 5}, {5, 4}, {5, math.Inf(1)}, {math.NaN(), 25}} {
+		if got := remotingImpliedReferences(4, tc[0], tc[1], model, 2); got != "" {
+			t.Errorf("lone call %v ms, random %v ms: %q, want none", tc[0], tc[1], got)
+		}
+	}
+	// judgeRemoting puts it beside the target.
+	rows := []RemotingRow{
+		{Replicas: 4, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 25, Calls: 10, MeasuredUtilization: 0.9},
+		{Replicas: 4, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 10, Calls: 10, MeasuredUtilization: 0.9},
+	}
+	fillReductions(rows)
+	rep := NewReport("x")
+	judgeRemoting(rep, rows, []RemotingGroupSettings{{Replicas: 4, ServiceTimeMS: 5}}, model, 2)
+	if d := rep.Targets()[1].Detail; !strings.Contains(d, "at the load random's mean implies (1 − lone call 5.00 ms ÷ random's 25.00 ms = 80%)") {
+		t.Errorf("4-replica target detail %q", d)
 	}
 }
 

@@ -6,7 +6,11 @@
 // against random has a reference beside the paper's figure. The held
 // policies model a front door with a queue: each server takes at most
 // Config.Slots calls (max_inflight) and the dispatcher holds the rest,
-// in arrival order or smallest first (queue order cost).
+// in arrival order or smallest first (queue order cost). Config.Quota
+// replaces the constant-speed servers by servers held to a share of a
+// core by a CFS bandwidth quota, as the testbed's replicas are: a whole
+// core's speed until the period's budget is spent, then nothing until the
+// next period.
 //
 // The simulation is pure and deterministic: the same Config gives the
 // same figure on every machine. Every policy sees the same arrivals and

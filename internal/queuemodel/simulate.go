@@ -90,6 +90,27 @@ type Config struct {
 	// Slots is the calls a server takes at once under the held policies
 	// (max_inflight), in [1, 1024]; 0 takes 1. Other policies ignore it.
 	Slots int
+	// Quota, when its Period is above 0, makes every server a CPU-quota
+	// server instead of one of constant speed. Zero: processor sharing at
+	// speed 1, the paper's model.
+	Quota Quota
+}
+
+// Quota models a server held to a share of a core by a CFS bandwidth
+// quota, as the testbed's replicas are (cgroup cpu.cfs_quota_us over
+// cpu.cfs_period_us, one Go P): the server is a whole core, speed 1/Cores,
+// shared among its calls, but each period it may only work Period units
+// (its long-run capacity, 1 unit per unit of time, as the constant-speed
+// server's); once spent it stops until the next period, and what is not
+// spent is lost. Every server's periods start at a phase of its own,
+// drawn once. Times are in units of the mean call's service time at the
+// average speed (its CPU time over Cores).
+type Quota struct {
+	// Cores is the server's share of a core, in (0, 1].
+	Cores float64
+	// Period is the CFS period in units of the mean service time, in
+	// (0, 1e6]; 0 disables the quota.
+	Period float64
 }
 
 // DefaultCalls is Config.Calls when 0: enough for the mean response time
@@ -111,6 +132,14 @@ func (c Config) validate() error {
 	}
 	if c.Slots < 0 || c.Slots > 1024 {
 		return fmt.Errorf("queuemodel: slots %d, must be in [0, 1024] (0: 1)", c.Slots)
+	}
+	if q := c.Quota; q.Period != 0 || q.Cores != 0 {
+		if !(q.Period > 0 && q.Period <= 1e6) {
+			return fmt.Errorf("queuemodel: quota period %v, must be in (0, 1e6]", q.Period)
+		}
+		if !(q.Cores > 0 && q.Cores <= 1) {
+			return fmt.Errorf("queuemodel: quota cores %v, must be in (0, 1]", q.Cores)
+		}
 	}
 	return nil
 }
@@ -142,6 +171,7 @@ func simulate(cfg Config, p Policy) float64 {
 			calls++
 		}
 		clear(s.servers)
+		s.startPeriods()
 		s.held.calls = s.held.calls[:0]
 		rs, rn := s.run(0, calls)
 		sum += rs
@@ -188,11 +218,15 @@ func Reduction(cfg Config, p Policy) (float64, error) {
 
 // server is one processor-sharing server. Its virtual time v is the
 // service each call in progress has received since the server was
-// created (it grows at 1/k with k calls in progress); a call of size x
-// arriving at virtual time v finishes when v reaches v+x, its tag.
+// created (it grows at speed/k with k calls in progress); a call of size
+// x arriving at virtual time v finishes when v reaches v+x, its tag.
+// Under a quota, budget is the work it may still do in this period and
+// refill the time the next period starts.
 type server struct {
-	v     float64
-	calls callHeap
+	v      float64
+	calls  callHeap
+	budget float64
+	refill float64
 }
 
 // call is a call in progress: its tag and its arrival time (negative
@@ -223,6 +257,11 @@ type sim struct {
 	// work draws the arrivals and sizes, pick the dispatch choices: two
 	// streams, so every policy sees the same workload.
 	work, pick *rand.Rand
+	// quota is whether the servers run under Config.Quota, fast their
+	// speed while they have budget.
+	quota bool
+	fast  float64
+	phase *rand.Rand
 }
 
 func newSim(cfg Config, p Policy) *sim {
@@ -234,7 +273,77 @@ func newSim(cfg Config, p Policy) *sim {
 		pick:    rand.New(rand.NewPCG(cfg.Seed, 0xbf58476d1ce4e5b9)),
 	}
 	s.held.leastCost = p == HeldLeastCost
+	if q := cfg.Quota; q.Period > 0 {
+		s.quota, s.fast = true, 1/q.Cores
+		// The phases come from a stream of their own: the same for
+		// every policy, and the workload's streams untouched.
+		s.phase = rand.New(rand.NewPCG(cfg.Seed, 0x94d049bb133111eb))
+		s.startPeriods()
+	}
 	return s
+}
+
+// startPeriods gives every server a full budget and the first end of its
+// period at a phase of its own, for a run starting at time 0.
+func (s *sim) startPeriods() {
+	if !s.quota {
+		return
+	}
+	p := s.cfg.Quota.Period
+	for i := range s.servers {
+		s.servers[i].budget = p
+		s.servers[i].refill = (1 - s.phase.Float64()) * p // in (0, p]
+	}
+}
+
+// speed is the rate at which server sv works now: 1, or under a quota
+// its core's speed while it has budget and 0 once spent.
+func (s *sim) speed(sv *server) float64 {
+	if !s.quota {
+		return 1
+	}
+	if sv.budget > 0 {
+		return s.fast
+	}
+	return 0
+}
+
+// nextQuotaEvent is the earliest time from now at which a server's
+// budget runs out or its next period starts (infinity without a quota),
+// and the server whose budget runs out then (-1: a period starts).
+func (s *sim) nextQuotaEvent(now float64) (at float64, spent int) {
+	at, spent = math.Inf(1), -1
+	if !s.quota {
+		return at, spent
+	}
+	for i := range s.servers {
+		sv := &s.servers[i]
+		if sv.refill < at {
+			at, spent = sv.refill, -1
+		}
+		if len(sv.calls) > 0 && sv.budget > 0 {
+			if t := now + sv.budget/s.fast; t < at {
+				at, spent = t, i
+			}
+		}
+	}
+	return at, spent
+}
+
+// refillQuotas starts a new period, with a full budget, on every server
+// whose period ends by now.
+func (s *sim) refillQuotas(now float64) {
+	if !s.quota {
+		return
+	}
+	p := s.cfg.Quota.Period
+	for i := range s.servers {
+		sv := &s.servers[i]
+		if sv.refill <= now {
+			sv.budget = p
+			sv.refill += p * math.Floor((now-sv.refill)/p+1)
+		}
+	}
 }
 
 // run sends warm calls that are not measured and then measured ones from
@@ -253,8 +362,10 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 		for i := range s.servers {
 			sv := &s.servers[i]
 			if k := len(sv.calls); k > 0 {
-				if t := now + (sv.calls[0].tag-sv.v)*float64(k); t < at {
-					done, at = i, t
+				if v := s.speed(sv); v > 0 {
+					if t := now + (sv.calls[0].tag-sv.v)*float64(k)/v; t < at {
+						done, at = i, t
+					}
 				}
 			}
 		}
@@ -262,8 +373,22 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 			nextArrival = math.Inf(1)
 		}
 		next := min(at, nextArrival)
+		if q, spent := s.nextQuotaEvent(now); q < next {
+			// A budget runs out or a period starts first. The spent
+			// budget is set to 0 outright: what advance leaves of it
+			// is rounding, and at a large now a sliver of it would
+			// make an event that no step of time can reach.
+			s.advance(q - now)
+			now = q
+			if spent >= 0 {
+				s.servers[spent].budget = 0
+			}
+			s.refillQuotas(now)
+			continue
+		}
 		s.advance(next - now)
 		now = next
+		s.refillQuotas(now)
 		if done >= 0 && at <= nextArrival {
 			sv := &s.servers[done]
 			c := heap.Pop(&sv.calls).(call)
@@ -297,11 +422,22 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 	return sum, finished
 }
 
-// advance moves every server's virtual time dt of real time on.
+// advance moves every server's virtual time dt of real time on, and
+// under a quota spends the budget of every server at work.
 func (s *sim) advance(dt float64) {
 	for i := range s.servers {
-		if k := len(s.servers[i].calls); k > 0 {
-			s.servers[i].v += dt / float64(k)
+		sv := &s.servers[i]
+		k := len(sv.calls)
+		if k == 0 {
+			continue
+		}
+		if !s.quota {
+			sv.v += dt / float64(k)
+			continue
+		}
+		if sv.budget > 0 {
+			sv.v += dt * s.fast / float64(k)
+			sv.budget = max(sv.budget-dt*s.fast, 0)
 		}
 	}
 }

@@ -24,6 +24,8 @@ func TestConfigErrors(t *testing.T) {
 		{"NaN load", Config{Servers: 2, Utilization: math.NaN()}, Random, "utilization NaN"},
 		{"negative calls", Config{Servers: 2, Utilization: 0.5, Calls: -1}, Random, "calls -1, must be in [0, 1e8]"},
 		{"unknown policy", Config{Servers: 2, Utilization: 0.5, Calls: 10}, Policy(7), "unknown policy 7"},
+		{"quota without a period", Config{Servers: 2, Utilization: 0.5, Quota: Quota{Cores: 0.5}}, Random, "quota period 0, must be in (0, 1e6]"},
+		{"quota above a core", Config{Servers: 2, Utilization: 0.5, Quota: Quota{Cores: 2, Period: 1}}, Random, "quota cores 2, must be in (0, 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -247,5 +249,53 @@ func TestSlotsOutOfRange(t *testing.T) {
 	_, err := MeanResponse(Config{Servers: 2, Utilization: 0.5, Calls: 10, Slots: 2000}, HeldFIFO)
 	if err == nil || !strings.Contains(err.Error(), "slots 2000, must be in [0, 1024]") {
 		t.Fatalf("err %v, want the slots range", err)
+	}
+}
+
+// A quota of a whole core never throttles: the server runs at speed 1
+// all the time, as the constant-speed one does, and only the extra events
+// at period ends (rounding) can tell them apart.
+func TestQuotaOfAWholeCoreIsProcessorSharing(t *testing.T) {
+	t.Parallel()
+	for _, p := range []Policy{Random, ShortestQueue, HeldLeastCost} {
+		cfg := Config{Servers: 3, Utilization: 0.8, Calls: 20_000, Seed: 3, Slots: 2}
+		ps, err := MeanResponse(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Quota = Quota{Cores: 1, Period: 0.3}
+		q, err := MeanResponse(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(q/ps-1) > 1e-9 {
+			t.Errorf("%v: a whole-core quota gives %v, processor sharing %v", p, q, ps)
+		}
+	}
+}
+
+// The shorter the period, the closer a quota server comes to a constant
+// speed one: with a period of a hundredth of a mean call, random's mean
+// at ρ 0.5 is processor sharing's exact 1/(1 − ρ) within a few percent.
+// A long period makes lone calls fast (a call shorter than its budget
+// runs at the core's full speed): at low load the mean drops well below
+// the constant-speed 1/(1 − ρ).
+func TestQuotaPeriod(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Servers: 2, Utilization: 0.5, Calls: 200_000, Seed: 1, Quota: Quota{Cores: 0.25, Period: 0.01}}
+	got, err := MeanResponse(cfg, Random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got/2-1) > 0.04 {
+		t.Errorf("period 0.01: random's E[T]/E[S] = %.4f, want 2 ± 4%%", got)
+	}
+	cfg.Utilization, cfg.Quota.Period = 0.05, 4
+	got, err = MeanResponse(cfg, Random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := 1 / (1 - cfg.Utilization); got > 0.6*ps {
+		t.Errorf("period 4 at ρ 0.05: random's E[T]/E[S] = %.4f, want well below processor sharing's %.4f", got, ps)
 	}
 }
