@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"os"
 	"slices"
 	"testing"
-
-	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
 // TestBenchALBLSmoke runs "fulcrum bench albl --smoke": every scenario on
@@ -15,12 +12,7 @@ import (
 // hogged), every strategy, one rate each; every row has its figures and
 // every call of the unshaped scenarios is answered.
 func TestBenchALBLSmoke(t *testing.T) {
-	if err := testbed.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the testbed is required (CI=true): %v", err)
-		}
-		t.Skipf("no testbed here: %v", err)
-	}
+	needTestbed(t)
 	needTool(t, "nginx")
 	needTool(t, "nsenter")
 	var files []string

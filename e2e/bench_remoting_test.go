@@ -4,23 +4,15 @@ package e2e
 
 import (
 	"math"
-	"os"
 	"slices"
 	"testing"
-
-	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
 // TestBenchRemotingSmoke runs "fulcrum bench remoting --smoke": two
 // replicas on the testbed, every strategy at two utilisations; every call
 // is answered and every row has its figures and its reduction.
 func TestBenchRemotingSmoke(t *testing.T) {
-	if err := testbed.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the testbed is required (CI=true): %v", err)
-		}
-		t.Skipf("no testbed here: %v", err)
-	}
+	needTestbed(t)
 	t.Parallel()
 	res, _ := runBench(t, "remoting", "remoting.csv", "remoting-latency-2.png", "remoting-reduction.png")
 	strategies := []string{"ett", "ett+queue", "least-loaded", "least-connections", "round-robin", "random"}

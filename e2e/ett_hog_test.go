@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
@@ -21,12 +20,7 @@ import (
 // and reports it as cpu_other; ett, per-request, sends the calls to the
 // second replica. Real processes, cgroups and namespaces throughout.
 func TestETTAvoidsAReplicaSharingItsCPUWithAHog(t *testing.T) {
-	if err := testbed.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the testbed is required (CI=true): %v", err)
-		}
-		t.Skipf("no testbed here: %v", err)
-	}
+	needTestbed(t)
 	t.Parallel()
 	tb, err := testbed.New(testbed.Options{CPUPeriod: 4 * time.Millisecond})
 	if err != nil {

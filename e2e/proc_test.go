@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
+	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
 // startProc starts the fulcrum binary with args (see proctest.Start for
@@ -30,6 +31,18 @@ func run(ctx context.Context, t *testing.T, name string, args ...string) (code i
 	p := startProc(t, name, args...)
 	code = p.Exit(ctx, t)
 	return code, p.Stdout.String(), p.Stderr.String()
+}
+
+// needTestbed fails the test when the testbed (root, ip, tc, nsenter,
+// cgroups) cannot run here and CI=true, and skips it otherwise.
+func needTestbed(t *testing.T) {
+	t.Helper()
+	if err := testbed.Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the testbed is required (CI=true): %v", err)
+		}
+		t.Skipf("no testbed here: %v", err)
+	}
 }
 
 // needTool returns the path of an external tool. A missing tool fails the
