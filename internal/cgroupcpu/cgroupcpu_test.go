@@ -64,46 +64,32 @@ const mountinfoV2 = `22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw
 30 22 0:27 /kubepods/pod1 /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate
 `
 
+// selfDirs finds the quota's hierarchy (v1 cpu, else v2) and the
+// accounting one (v1 cpuacct, alone or mounted with cpu, else v2).
 func TestSelfDirs(t *testing.T) {
+	const joint = `32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct` + "\n"
 	for _, tc := range []struct {
-		name              string
+		name, controller  string
 		cgroup, mountinfo string
 		want              []string
 	}{
-		{"v1 cpu controller", "9:name=systemd:/\n4:cpu:/fulcrum-1/r1\n3:cpuacct:/fulcrum-1/r1\n0::/\n", mountinfoV1,
+		{"v1 cpu controller", "cpu", "9:name=systemd:/\n4:cpu:/fulcrum-1/r1\n3:cpuacct:/fulcrum-1/r1\n0::/\n", mountinfoV1,
 			[]string{"/sys/fs/cgroup/cpu/fulcrum-1/r1", "/sys/fs/cgroup/cpu/fulcrum-1", "/sys/fs/cgroup/cpu"}},
-		{"v1 joint cpu,cpuacct", "4:cpu,cpuacct:/a\n", `32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct` + "\n",
-			[]string{"/sys/fs/cgroup/cpu,cpuacct/a", "/sys/fs/cgroup/cpu,cpuacct"}},
-		{"v2 mounted below the hierarchy's root", "0::/kubepods/pod1/ctr\n", mountinfoV2,
-			[]string{"/sys/fs/cgroup/ctr", "/sys/fs/cgroup"}},
-		{"v2 at the root", "0::/\n", mountinfoV2, nil}, // "/" is above the mounted part
-		{"no cgroup mount (ip netns exec)", "4:cpu:/x\n0::/x\n", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", nil},
-		{"escaped mount point", "0::/a b\n", `30 22 0:27 / /sys/fs/cg\040x rw - cgroup2 cgroup2 rw` + "\n",
-			[]string{"/sys/fs/cg x/a b", "/sys/fs/cg x"}},
-		{"garbage", "nonsense\n", "also nonsense\n", nil},
-	} {
-		if got := selfDirs([]byte(tc.cgroup), []byte(tc.mountinfo), "cpu"); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: selfDirs = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-}
-
-// The accounting hierarchy is found like the quota's: v1's cpuacct (alone
-// or mounted with cpu), else v2's.
-func TestSelfAcctDirs(t *testing.T) {
-	for _, tc := range []struct {
-		name              string
-		cgroup, mountinfo string
-		want              []string
-	}{
-		{"v1 separate cpuacct", "4:cpu:/fulcrum-1/r1\n3:cpuacct:/fulcrum-1/r1\n0::/\n", mountinfoV1,
+		{"v1 separate cpuacct", "cpuacct", "4:cpu:/fulcrum-1/r1\n3:cpuacct:/fulcrum-1/r1\n0::/\n", mountinfoV1,
 			[]string{"/sys/fs/cgroup/cpuacct/fulcrum-1/r1", "/sys/fs/cgroup/cpuacct/fulcrum-1", "/sys/fs/cgroup/cpuacct"}},
-		{"v1 joint cpu,cpuacct", "4:cpu,cpuacct:/a\n", `32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct` + "\n",
-			[]string{"/sys/fs/cgroup/cpu,cpuacct/a", "/sys/fs/cgroup/cpu,cpuacct"}},
-		{"v2", "0::/kubepods/pod1/ctr\n", mountinfoV2, []string{"/sys/fs/cgroup/ctr", "/sys/fs/cgroup"}},
+		{"v1 joint cpu,cpuacct", "cpu", "4:cpu,cpuacct:/a\n", joint, []string{"/sys/fs/cgroup/cpu,cpuacct/a", "/sys/fs/cgroup/cpu,cpuacct"}},
+		{"v1 joint cpu,cpuacct, accounting", "cpuacct", "4:cpu,cpuacct:/a\n", joint, []string{"/sys/fs/cgroup/cpu,cpuacct/a", "/sys/fs/cgroup/cpu,cpuacct"}},
+		{"v2 mounted below the hierarchy's root", "cpu", "0::/kubepods/pod1/ctr\n", mountinfoV2,
+			[]string{"/sys/fs/cgroup/ctr", "/sys/fs/cgroup"}},
+		{"v2, accounting", "cpuacct", "0::/kubepods/pod1/ctr\n", mountinfoV2, []string{"/sys/fs/cgroup/ctr", "/sys/fs/cgroup"}},
+		{"v2 at the root", "cpu", "0::/\n", mountinfoV2, nil}, // "/" is above the mounted part
+		{"no cgroup mount (ip netns exec)", "cpu", "4:cpu:/x\n0::/x\n", "22 1 8:1 / / rw - ext4 /dev/sda1 rw\n", nil},
+		{"escaped mount point", "cpu", "0::/a b\n", `30 22 0:27 / /sys/fs/cg\040x rw - cgroup2 cgroup2 rw` + "\n",
+			[]string{"/sys/fs/cg x/a b", "/sys/fs/cg x"}},
+		{"garbage", "cpu", "nonsense\n", "also nonsense\n", nil},
 	} {
-		if got := selfDirs([]byte(tc.cgroup), []byte(tc.mountinfo), "cpuacct"); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: selfDirs(cpuacct) = %q, want %q", tc.name, got, tc.want)
+		if got := selfDirs([]byte(tc.cgroup), []byte(tc.mountinfo), tc.controller); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: selfDirs(%s) = %q, want %q", tc.name, tc.controller, got, tc.want)
 		}
 	}
 }
