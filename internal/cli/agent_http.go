@@ -40,7 +40,7 @@ var agentLoads = map[string]monitor.LoadSource{
 func newAgentHTTPCmd() *cobra.Command {
 	var f agentHTTPFlags
 	cmd := &cobra.Command{
-		Use:   "http --target URL --register ADMIN_URL --group NAME [--stub-status URL] [--pid PID... | --cgroup NAME]",
+		Use:   "http --target URL --register ADMIN_URL --group NAME [--stub-status URL] [--pid PID...] [--cgroup NAME]",
 		Short: "Side-car monitor for an unmodified HTTP replica (NGINX and the like)",
 		Long: `Run beside an HTTP replica that has no fulcrum monitor built in, e.g. NGINX
 serving static objects. The agent waits until --target answers, registers
@@ -57,7 +57,10 @@ What it reads:
   --cgroup NAME       CPU time of a cgroup (path below /sys/fs/cgroup, or an
                       absolute directory); its quota is the capacity
 cpu (and utilization, which weighted-round-robin-orca reads) is the share of
---cpus cores used (default: the cgroup's quota, else every core).
+--cpus cores used (default: the cgroup's quota, else every core): of the
+processes with --pid, else of the cgroup. With both, the cgroup's CPU time
+beyond the processes' is reported as cpu_other (other work under the
+replica's quota, which ett takes out of the replica's capacity).
 
 --load picks what is reported as the load: rate (requests/s), connections
 (requests in progress) or cpu (share 0–1). Default rate with --stub-status,
@@ -123,9 +126,6 @@ func (f *agentHTTPFlags) check() error {
 		if err := absoluteHTTP(f.stubStatus); err != nil {
 			return fmt.Errorf("--stub-status %q: %v", f.stubStatus, err)
 		}
-	}
-	if len(f.pids) > 0 && f.cgroup != "" {
-		return errors.New("--pid and --cgroup are exclusive: give one source of CPU time")
 	}
 	for _, p := range f.pids {
 		if p <= 0 {
@@ -196,10 +196,7 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := httpagent.Config{StubStatus: f.stubStatus, Cores: f.cpus, Sample: f.sample, Logger: log}
-	switch {
-	case len(f.pids) > 0:
-		cfg.CPU = httpagent.ProcCPU{Pids: f.pids}
-	case f.cgroup != "":
+	if f.cgroup != "" {
 		src, cores, err := httpagent.ResolveCgroup("", f.cgroup)
 		if err != nil {
 			return exitCode(2, fmt.Errorf("--cgroup: %w", err))
@@ -208,6 +205,14 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		if cfg.Cores == 0 {
 			cfg.Cores = cores
 		}
+	}
+	if len(f.pids) > 0 {
+		// The processes are the replica; a cgroup beside them is the
+		// pool they share its quota in.
+		if cfg.CPU != nil {
+			cfg.Pool = cfg.CPU
+		}
+		cfg.CPU = httpagent.ProcCPU{Pids: f.pids}
 	}
 	agent, err := httpagent.New(cfg)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/cgroupcpu"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -28,7 +29,7 @@ func TestAgentHTTPRejectsBadFlags(t *testing.T) {
 		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g"}, "--load cpu needs --pid or --cgroup"},
 		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g", "--load", "rate", "--pid", "1"}, "--load rate needs --stub-status"},
 		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g", "--load", "memory", "--pid", "1"}, `--load "memory": must be rate, connections or cpu`},
-		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g", "--pid", "1", "--cgroup", "x"}, "exclusive"},
+		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g", "--pid", "1", "--cgroup", "no-such-cgroup-here"}, `--cgroup: cgroup "no-such-cgroup-here"`},
 		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g", "--pid", "-3"}, "--pid -3: must be a process id"},
 		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g", "--pid", "1", "--mode", "pull"}, "--mode pull needs --listen"},
 		{[]string{"--target", "http://r", "--register", "http://a", "--group", "g", "--pid", "1", "--mode", "poll"}, `--mode "poll": must be push or pull`},
@@ -57,7 +58,9 @@ func TestAgentHTTPHelp(t *testing.T) {
 // in pull mode beside a replica that has no monitor (an HTTP server of
 // this test, whose CPU is this process's) against a real balancer: the
 // replica is registered with the given address, the balancer pulls the
-// agent's reports, and the agent deregisters when it stops.
+// agent's reports, and the agent deregisters when it stops. Where this
+// process's cgroup is visible it is given too (--cgroup beside --pid),
+// and the reports carry cpu_other.
 func TestAgentHTTPRegistersReportsAndDeregisters(t *testing.T) {
 	t.Parallel()
 	admin, b := ctlServer(t, "")
@@ -71,8 +74,16 @@ func TestAgentHTTPRegistersReportsAndDeregisters(t *testing.T) {
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
-	root.SetArgs([]string{"agent", "http", "--target", replica.URL, "--register", admin, "--group", "web",
-		"--pid", strconv.Itoa(os.Getpid()), "--mode", "pull", "--listen", "127.0.0.1:0", "--sample", "20ms"})
+	args := []string{"agent", "http", "--target", replica.URL, "--register", admin, "--group", "web",
+		"--pid", strconv.Itoa(os.Getpid()), "--mode", "pull", "--listen", "127.0.0.1:0", "--sample", "20ms"}
+	want := []string{protocol.MetricCPU}
+	if acct := cgroupcpu.FindSelf().Acct; len(acct) > 0 {
+		args = append(args, "--cgroup", acct[0])
+		want = append(want, protocol.MetricCPUOther)
+	} else if os.Getenv("CI") == "true" {
+		t.Fatal("this process's cgroup is not visible (CI=true): --cgroup beside --pid goes untested")
+	}
+	root.SetArgs(args)
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
@@ -89,7 +100,7 @@ func TestAgentHTTPRegistersReportsAndDeregisters(t *testing.T) {
 			if r.Address != replica.URL {
 				t.Fatalf("address %s, want %s", r.Address, replica.URL)
 			}
-			if _, ok := r.Metrics[protocol.MetricCPU]; ok {
+			if hasAll(r.Metrics, want) {
 				break
 			}
 		}
@@ -99,7 +110,7 @@ func TestAgentHTTPRegistersReportsAndDeregisters(t *testing.T) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no pulled report with cpu within 15s: %+v", st.Replicas)
+			t.Fatalf("no pulled report with %v within 15s: %+v", want, st.Replicas)
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
 	}
@@ -119,4 +130,14 @@ func TestAgentHTTPRegistersReportsAndDeregisters(t *testing.T) {
 	if len(st.Replicas) == 1 && st.Replicas[0].State != "draining" {
 		t.Errorf("replica %s after the agent stopped, want draining or gone", st.Replicas[0].State)
 	}
+}
+
+// hasAll reports whether metrics holds every key.
+func hasAll(metrics map[string]float64, keys []string) bool {
+	for _, k := range keys {
+		if _, ok := metrics[k]; !ok {
+			return false
+		}
+	}
+	return true
 }

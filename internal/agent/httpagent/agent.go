@@ -39,6 +39,11 @@ type Config struct {
 	// CPU reads the replica's CPU time; nil: no cpu and utilization
 	// metrics.
 	CPU CPUSource
+	// Pool, with CPU, reads the CPU time of everything that shares the
+	// replica's cores, the replica included (its cgroup): the agent then
+	// reports cpu_other, Pool's time beyond CPU's as a share of Cores.
+	// Nil: no cpu_other.
+	Pool CPUSource
 	// Cores is the CPU capacity the cpu metric is a share of; default the
 	// machine's cores.
 	Cores float64
@@ -76,6 +81,7 @@ type Agent struct {
 	ring    []snapshot // recent readings, oldest first; guarded by mu
 	stubErr bool       // the last stub_status read failed (logged once); guarded by mu
 	cpuErr  bool       // likewise for the CPU time; guarded by mu
+	poolErr bool       // likewise for the pool's; guarded by mu
 }
 
 // snapshot is the agent's cumulative view at a reading.
@@ -90,9 +96,12 @@ type snapshot struct {
 	sumInprog float64
 	readings  int64
 	// cpuAt is the time of the last CPU reading (zero: none), cpu the
-	// CPU time then.
-	cpuAt time.Time
-	cpu   time.Duration
+	// CPU time then, and pool the pool's CPU time then (poolOK: it was
+	// read at cpuAt).
+	cpuAt  time.Time
+	cpu    time.Duration
+	pool   time.Duration
+	poolOK bool
 }
 
 // New checks cfg and returns an agent. It reads nothing until Sample or
@@ -100,6 +109,9 @@ type snapshot struct {
 func New(cfg Config) (*Agent, error) {
 	if cfg.StubStatus == "" && cfg.CPU == nil {
 		return nil, errors.New("httpagent: nothing to measure: give a stub_status URL, processes or a cgroup")
+	}
+	if cfg.Pool != nil && cfg.CPU == nil {
+		return nil, errors.New("httpagent: a pool of CPU (the replica's cgroup) needs the replica's own CPU source (its processes) to tell other work from it")
 	}
 	if cfg.StubStatus != "" {
 		u, err := url.Parse(cfg.StubStatus)
@@ -230,9 +242,24 @@ func (a *Agent) fetchStub(ctx context.Context) (StubStatus, error) {
 
 func (a *Agent) readCPU() error {
 	used, err := a.cfg.CPU.Usage()
+	var pool time.Duration
+	var poolErr error
+	if a.cfg.Pool != nil {
+		pool, poolErr = a.cfg.Pool.Usage()
+	}
 	now := a.cfg.Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.cfg.Pool != nil {
+		switch {
+		case poolErr != nil && !a.poolErr:
+			a.poolErr = true
+			a.log.Warn("reading the pool's CPU time failed; cpu_other is left out until it answers", "source", a.cfg.Pool.String(), "err", poolErr)
+		case poolErr == nil && a.poolErr:
+			a.poolErr = false
+			a.log.Info("the pool's CPU time is readable again", "source", a.cfg.Pool.String())
+		}
+	}
 	if err != nil {
 		if !a.cpuErr {
 			a.cpuErr = true
@@ -246,6 +273,7 @@ func (a *Agent) readCPU() error {
 	}
 	s := a.latest
 	s.cpuAt, s.cpu = now, used
+	s.pool, s.poolOK = pool, a.cfg.Pool != nil && poolErr == nil
 	a.pushLocked(s)
 	return nil
 }
@@ -281,8 +309,9 @@ func (a *Agent) Metrics(time.Time) map[string]float64 {
 // the agent's own left out), inflight (requests in progress at the end),
 // latency_ms (Little's law: the mean requests in progress over the
 // window's readings divided by the request rate), cpu and utilization
-// (the CPU time used as a share of cores). A metric whose sources were
-// not read in the window is left out.
+// (the CPU time used as a share of cores) and cpu_other (the pool's CPU
+// time beyond the replica's, as a share of cores). A metric whose sources
+// were not read in the window is left out.
 func windowMetrics(from, to snapshot, cores float64) map[string]float64 {
 	m := map[string]float64{}
 	if dt := to.stubAt.Sub(from.stubAt).Seconds(); !from.stubAt.IsZero() && dt > 0 {
@@ -300,6 +329,10 @@ func windowMetrics(from, to snapshot, cores float64) map[string]float64 {
 		share := min(max((to.cpu-from.cpu).Seconds()/dt/cores, 0), 1)
 		m[protocol.MetricCPU] = share
 		m[protocol.MetricUtilization] = share
+		if from.poolOK && to.poolOK {
+			other := ((to.pool - from.pool) - (to.cpu - from.cpu)).Seconds()
+			m[protocol.MetricCPUOther] = min(max(other/dt/cores, 0), 1)
+		}
 	}
 	return m
 }

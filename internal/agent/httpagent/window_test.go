@@ -64,3 +64,27 @@ func TestWindowMetricsLeavesOutWhatWasNotRead(t *testing.T) {
 		t.Errorf("cpu %v, want capped at 1", m[protocol.MetricCPU])
 	}
 }
+
+// With a pool read at both ends, cpu_other is the pool's CPU time beyond
+// the replica's, as a share of the cores; a pool unread at either end
+// leaves it out.
+func TestWindowMetricsOtherWork(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	from := snapshot{cpuAt: t0, cpu: time.Second, pool: 5 * time.Second, poolOK: true}
+	// One second on half a core: the replica used 0.1 s, the pool 0.35 s.
+	to := snapshot{cpuAt: t0.Add(time.Second), cpu: 1100 * time.Millisecond, pool: 5350 * time.Millisecond, poolOK: true}
+	m := windowMetrics(from, to, 0.5)
+	if math.Abs(m[protocol.MetricCPU]-0.2) > 1e-9 || math.Abs(m[protocol.MetricCPUOther]-0.5) > 1e-9 {
+		t.Errorf("metrics %v, want cpu 0.2 and cpu_other 0.5", m)
+	}
+	to.poolOK = false
+	if _, ok := windowMetrics(from, to, 0.5)[protocol.MetricCPUOther]; ok {
+		t.Error("cpu_other reported without the pool read at the window's end")
+	}
+	// A pool below the replica (a process tree's clock against a
+	// cgroup's accounting, read a moment apart) is no other work.
+	to.poolOK, to.pool = true, 5050*time.Millisecond
+	if got := windowMetrics(from, to, 0.5)[protocol.MetricCPUOther]; got != 0 {
+		t.Errorf("pool below the replica: cpu_other %v, want 0", got)
+	}
+}
