@@ -22,45 +22,7 @@ import (
 func TestETTAvoidsAReplicaSharingItsCPUWithAHog(t *testing.T) {
 	needTestbed(t)
 	t.Parallel()
-	tb, err := testbed.New(testbed.Options{CPUPeriod: 4 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := tb.Close(); err != nil {
-			t.Errorf("closing the testbed: %v", err)
-		}
-	})
-	var reps [2]*testbed.Replica
-	for i := range reps {
-		if reps[i], err = tb.AddReplica(testbed.ReplicaSpec{CPU: 0.25}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hog, err := reps[0].StartHog()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(hog.Stop)
-
-	// The admin API on the gateway, which the replicas reach.
-	ln, err := net.Listen("tcp", net.JoinHostPort(reps[0].Gateway().String(), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := ln.Addr().String()
-	ln.Close()
-	cfg := writeConfig(t, `admin: %s
-data_dir: %q
-groups:
-  - name: hog
-    front_door: 127.0.0.1:0
-    binding: per-request
-    strategy: ett
-    report_interval: 250ms
-    health: {path: /healthz, interval: 1s, timeout: 500ms}
-`, admin, t.TempDir())
-	bal := startServe(t, "--config", cfg, "--insecure")
+	reps, bal := startHogCluster(t, testbed.Options{CPUPeriod: 4 * time.Millisecond}, 0.25, "hog")
 	for i, r := range reps {
 		p := proctest.Start(t, fmt.Sprintf("replica %d", i+1), proctest.Options{Env: []string{"GOMAXPROCS=1"}, Wrap: r.Wrap}, fulcrumBin,
 			"backend", "prime", "--listen", net.JoinHostPort(r.Addr().String(), "8080"),
@@ -76,6 +38,7 @@ groups:
 	// The hog's CPU shows as the first replica's cpu_other, and nothing
 	// else's as the second's.
 	proctest.Poll(ctx, t, "cpu_other above 0.3 on the hogged replica and below 0.1 on the other", func() (bool, string) {
+		var err error
 		g, err = getGroup(ctx, hc, bal.admin, "hog")
 		if err != nil {
 			return false, err.Error()
@@ -114,4 +77,50 @@ groups:
 	if served[quiet.ID] < calls*9/10 {
 		t.Errorf("the replica without a hog served %d of %d calls (the hogged one %d), want at least 90%%", served[quiet.ID], calls, served[hogged.ID])
 	}
+}
+
+// startHogCluster makes a testbed of two replicas of cpu cores each, a
+// CPU hog in the first one's cgroup, and a balancer whose admin API
+// listens on the first replica's gateway (which both replicas reach),
+// with one per-request ett group named group.
+func startHogCluster(t *testing.T, opts testbed.Options, cpu float64, group string) ([2]*testbed.Replica, *balancerProc) {
+	t.Helper()
+	tb, err := testbed.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Close(); err != nil {
+			t.Errorf("closing the testbed: %v", err)
+		}
+	})
+	var reps [2]*testbed.Replica
+	for i := range reps {
+		if reps[i], err = tb.AddReplica(testbed.ReplicaSpec{CPU: cpu}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hog, err := reps[0].StartHog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hog.Stop)
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(reps[0].Gateway().String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := ln.Addr().String()
+	ln.Close()
+	cfg := writeConfig(t, `admin: %s
+data_dir: %q
+groups:
+  - name: %s
+    front_door: 127.0.0.1:0
+    binding: per-request
+    strategy: ett
+    report_interval: 250ms
+    health: {path: /healthz, interval: 1s, timeout: 500ms}
+`, admin, t.TempDir(), group)
+	return reps, startServe(t, "--config", cfg, "--insecure")
 }

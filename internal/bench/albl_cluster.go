@@ -109,8 +109,8 @@ func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float6
 		return c, err
 	}
 	c.door = c.bal.FrontDoor(alblGroup)
-	for i, r := range c.replicas {
-		p, err := env.startALBLAgent(ctx, nsenter, r, c.nginx[i], c.bal.Admin, load)
+	for _, r := range c.replicas {
+		p, err := env.startALBLAgent(ctx, nsenter, r, c.bal.Admin, load)
 		if err != nil {
 			return c, err
 		}
@@ -232,10 +232,10 @@ http {
 // NGINX's cgroup (the hog's included), reports load (cpu, connections or
 // rate) to the balancer's admin API at r's gateway, and answers load
 // probes.
-func (e *Env) startALBLAgent(ctx context.Context, nsenter string, r *testbed.Replica, nginx *Proc, admin, load string) (*Proc, error) {
-	cg, err := procCgroup(nginx.Pid())
-	if err != nil {
-		return nil, err
+func (e *Env) startALBLAgent(ctx context.Context, nsenter string, r *testbed.Replica, admin, load string) (*Proc, error) {
+	cg := r.AcctDir()
+	if cg == "" {
+		return nil, fmt.Errorf("bench: albl: replica %s has no CPU accounting (cgroup v1 without the cpuacct controller)", r.Name())
 	}
 	_, port, _ := strings.Cut(strings.TrimPrefix(admin, "http://"), ":")
 	local := "http://127.0.0.1:" + strconv.Itoa(alblPort)
@@ -256,35 +256,6 @@ func (e *Env) startALBLAgent(ctx context.Context, nsenter string, r *testbed.Rep
 		return nil, err
 	}
 	return p, nil
-}
-
-// procCgroup is the cgroup of process pid that holds its CPU accounting:
-// the cpuacct hierarchy's path (cgroup v1) or the unified one (v2),
-// relative to the hierarchy's mount.
-func procCgroup(pid int) (string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return "", err
-	}
-	unified := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
-		for _, c := range strings.Split(f[1], ",") {
-			if c == "cpuacct" {
-				return strings.TrimPrefix(f[2], "/"), nil
-			}
-		}
-		if f[0] == "0" && f[1] == "" {
-			unified = strings.TrimPrefix(f[2], "/")
-		}
-	}
-	if unified == "" {
-		return "", fmt.Errorf("bench: process %d has no cpuacct or unified cgroup in /proc/%d/cgroup", pid, pid)
-	}
-	return unified, nil
 }
 
 // startALBLBalancer starts "fulcrum serve" and makes the albl group

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/cgroupcpu"
 )
 
 // cgroupParent is the directory, under the cpu controller's hierarchy,
@@ -207,38 +209,31 @@ func writeFile(path, value string) error {
 	return nil
 }
 
+// usageDir is the cgroup's directory that accounts its CPU time: the
+// cpuacct hierarchy's on cgroup v1 (cpuacct.usage), the one directory on
+// v2 (cpu.stat); "" on a v1 machine without cpuacct.
+func (c cgroup) usageDir() string {
+	switch {
+	case c.fs.v2:
+		return c.cpuDir()
+	case c.fs.acct == "":
+		return ""
+	}
+	return filepath.Join(c.fs.acct, cgroupParent, c.name)
+}
+
 // usage is the CPU time the cgroup's processes have used since it was
 // made.
 func (c cgroup) usage() (time.Duration, error) {
-	if c.fs.v2 {
-		b, err := os.ReadFile(filepath.Join(c.cpuDir(), "cpu.stat"))
-		if err != nil {
-			return 0, fmt.Errorf("testbed: cpu usage: %w", err)
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-				us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				if err != nil {
-					return 0, fmt.Errorf("testbed: cpu usage: cpu.stat usage_usec %q: %w", v, err)
-				}
-				return time.Duration(us) * time.Microsecond, nil
-			}
-		}
-		return 0, errors.New("testbed: cpu usage: no usage_usec in cpu.stat")
-	}
-	if c.fs.acct == "" {
+	dir := c.usageDir()
+	if dir == "" {
 		return 0, errors.New("testbed: cpu usage: the cgroup v1 cpuacct controller is not mounted")
 	}
-	dir := filepath.Join(c.fs.acct, cgroupParent, c.name)
-	b, err := os.ReadFile(filepath.Join(dir, "cpuacct.usage"))
+	u, err := cgroupcpu.Usage(dir)
 	if err != nil {
 		return 0, fmt.Errorf("testbed: cpu usage: %w", err)
 	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("testbed: cpu usage: cpuacct.usage %q: %w", b, err)
-	}
-	return time.Duration(ns), nil
+	return u, nil
 }
 
 // throttled is how often the cgroup's quota ran out (periods in which

@@ -159,6 +159,12 @@ func (r *Replica) stopProcs() {
 	}
 }
 
+// AcctDir is the directory of the replica's cgroup that accounts its CPU
+// time (cpuacct.usage on cgroup v1, cpu.stat on v2), as `fulcrum agent
+// http --cgroup` and cgroupcpu.Usage take it; "" on a cgroup v1 machine
+// without the cpuacct controller.
+func (r *Replica) AcctDir() string { return r.cg.usageDir() }
+
 // Pids lists the processes in the replica's cgroup.
 func (r *Replica) Pids() []int { return r.cg.pids() }
 
