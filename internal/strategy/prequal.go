@@ -111,7 +111,8 @@ const prequalHistory = 64
 // RIF is above the QRIF quantile of the last 64 probes' RIFs
 // (interpolated between order statistics); among cold
 // probes the one of lowest latency wins (then lowest RIF); when all are
-// hot, the one of lowest RIF. The probe's use count goes up by one; at
+// hot, the one of lowest RIF; equal probes are drawn uniformly. The
+// probe's use count goes up by one; at
 // MaxReuse it leaves the pool. A probe's RIF counts as the calls in flight
 // the replica had when probed or, when more, those the balancer knows of
 // now (Replica.Inflight: its own proxied calls, or the reported metric):
@@ -400,8 +401,6 @@ type prequalPicker struct {
 	s        *prequal
 	replicas []*Replica
 	index    map[string]int // replica id → position in replicas
-	// next rotates where the scan of the pool starts, for fair ties.
-	next atomic.Uint64
 }
 
 func (p *prequalPicker) Pick(*Request) (*Replica, error) {
@@ -409,14 +408,16 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 	s.picks.Add(1)
 	now := s.env.Now().UnixNano()
 	hot := math.Float64frombits(s.threshold.Load())
-	n := len(s.slots)
-	start := int((p.next.Add(1) - 1) % uint64(n))
 	var cold, warm *prequalProbe // best cold, best hot
 	coldSlot, warmSlot := -1, -1
 	coldAt, warmAt := -1, -1
 	var coldLat, coldRIF, warmRIF float64
-	for k := range n {
-		i := (start + k) % n
+	// Equal probes are a uniform draw (reservoir sampling: the k-th equal
+	// one replaces the pick with probability 1/k). Coarse estimates tie
+	// often: an agent reading NGINX's counters answers latency 0 for an
+	// idle replica, and the first in any fixed order would take all.
+	coldTies, warmTies := 0, 0
+	for i := range s.slots {
 		e := s.slots[i].Load()
 		if e == nil || !s.usable(e, now) {
 			continue
@@ -427,14 +428,30 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 		}
 		rif := max(e.rif, p.replicas[at].Inflight())
 		if rif > hot {
-			if warm == nil || rif < warmRIF {
-				warm, warmSlot, warmAt, warmRIF = e, i, at, rif
+			switch {
+			case warm == nil || rif < warmRIF:
+				warmTies = 1
+			case rif == warmRIF:
+				if warmTies++; s.env.Rand.IntN(warmTies) != 0 {
+					continue
+				}
+			default:
+				continue
 			}
+			warm, warmSlot, warmAt, warmRIF = e, i, at, rif
 			continue
 		}
-		if cold == nil || e.latency < coldLat || (e.latency == coldLat && rif < coldRIF) {
-			cold, coldSlot, coldAt, coldLat, coldRIF = e, i, at, e.latency, rif
+		switch {
+		case cold == nil || e.latency < coldLat || (e.latency == coldLat && rif < coldRIF):
+			coldTies = 1
+		case e.latency == coldLat && rif == coldRIF:
+			if coldTies++; s.env.Rand.IntN(coldTies) != 0 {
+				continue
+			}
+		default:
+			continue
 		}
+		cold, coldSlot, coldAt, coldLat, coldRIF = e, i, at, e.latency, rif
 	}
 	e, slot, at := cold, coldSlot, coldAt
 	if e == nil {

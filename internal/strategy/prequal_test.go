@@ -135,3 +135,56 @@ func TestPrequalProbedConcurrentWithPicks(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPrequalDrawsTiesUniformly: replicas whose probes are equal (an
+// agent answers latency 0 for every idle replica) share the picks,
+// whatever their places in the pool. The scan once started from a
+// rotating slot, which gave a replica the ties in proportion to the gap of
+// slots before it: with two probes in slots 0 and 1, 15 of 16 to the first.
+func TestPrequalDrawsTiesUniformly(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		rif     float64
+		params  map[string]any
+		replica int
+	}{
+		{"cold, latency and rif equal", 0, nil, 2},
+		{"cold, three replicas", 0, nil, 3},
+		{"all hot, rif equal", 5, map[string]any{"q_rif": 0}, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env, clock := seededEnv(7)
+			s := mustBuild(t, strategy.PrequalName, tt.params, env)
+			weights := make([]float64, tt.replica)
+			for i := range weights {
+				weights[i] = 1
+			}
+			rs := replicaSet(weights...)
+			picker := s.Picker(rs)
+			picks := map[string]int{}
+			const rounds = 300
+			for range rounds {
+				for _, r := range rs {
+					load(s.(strategy.Prober), r.ID, tt.rif, 0, clock.Now())
+				}
+				for range 4 {
+					r, err := picker.Pick(&strategy.Request{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					picks[r.ID]++
+				}
+				clock.Advance(10 * time.Millisecond)
+			}
+			fair := rounds * 4 / tt.replica
+			for _, r := range rs {
+				if n := picks[r.ID]; n < fair*8/10 || n > fair*12/10 {
+					t.Errorf("picks %v: want each replica within 20%% of %d", picks, fair)
+					break
+				}
+			}
+		})
+	}
+}
