@@ -414,8 +414,8 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 	var coldLat, coldRIF, warmRIF float64
 	// Equal probes are a uniform draw (reservoir sampling: the k-th equal
 	// one replaces the pick with probability 1/k). Coarse estimates tie
-	// often: an agent reading NGINX's counters answers latency 0 for an
-	// idle replica, and the first in any fixed order would take all.
+	// often (a monitor that has measured nothing yet answers latency 0),
+	// and the first in any fixed order would take all.
 	coldTies, warmTies := 0, 0
 	for i := range s.slots {
 		e := s.slots[i].Load()

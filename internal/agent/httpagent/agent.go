@@ -92,9 +92,12 @@ type snapshot struct {
 	requests int64
 	// inprog is the requests in progress at stubAt, the agent's excluded.
 	inprog int64
-	// sumInprog and readings add up inprog over every reading.
+	// sumInprog and readings add up inprog over every reading, and
+	// sumRTT the time each stub_status read took, from sending the
+	// request to reading the whole page.
 	sumInprog float64
 	readings  int64
+	sumRTT    time.Duration
 	// cpuAt is the time of the last CPU reading (zero: none), cpu the
 	// CPU time then, and pool the pool's CPU time then (poolOK: it was
 	// read at cpuAt).
@@ -190,6 +193,7 @@ func (a *Agent) Ready(ctx context.Context) error {
 func (a *Agent) readStub(ctx context.Context, logged bool) error {
 	a.ownStarted.Add(1)
 	a.ownInflight.Add(1)
+	sent := a.cfg.Now()
 	st, err := a.fetchStub(ctx)
 	own, ownInflight := a.ownStarted.Load(), a.ownInflight.Load()
 	a.ownInflight.Add(-1)
@@ -215,6 +219,7 @@ func (a *Agent) readStub(ctx context.Context, logged bool) error {
 	s.requests = st.Requests - own
 	s.inprog = max(st.InProgress()-ownInflight, 0)
 	s.sumInprog += float64(s.inprog)
+	s.sumRTT += max(now.Sub(sent), 0)
 	s.readings++
 	a.pushLocked(s)
 	return nil
@@ -307,21 +312,37 @@ func (a *Agent) Metrics(time.Time) map[string]float64 {
 
 // windowMetrics are the metrics between two snapshots: rps (requests/s,
 // the agent's own left out), inflight (requests in progress at the end),
-// latency_ms (Little's law: the mean requests in progress over the
-// window's readings divided by the request rate), cpu and utilization
-// (the CPU time used as a share of cores) and cpu_other (the pool's CPU
-// time beyond the replica's, as a share of cores). A metric whose sources
-// were not read in the window is left out.
+// latency_ms, cpu and utilization (the CPU time used as a share of cores)
+// and cpu_other (the pool's CPU time beyond the replica's, as a share of
+// cores). A metric whose sources were not read in the window is left out.
+//
+// latency_ms is the larger of two estimates of the time a request spends
+// in NGINX. Little's law gives the clients' requests' mean: the mean
+// requests in progress over the window's readings divided by the request
+// rate. But the readings are snapshots 100 ms apart, and a replica that
+// answers a small file in a fraction of a millisecond is seen with a
+// request in progress in almost none of them, so at low rates the law
+// reads 0 on every replica, a slow one too. The other estimate is the
+// mean time the window's stub_status reads took: a request NGINX answers
+// from memory, so about the least any request took, and what a CPU hog
+// beside NGINX or a backlog of work slows down. It stands alone in a
+// window without client requests, where the law has nothing to divide.
 func windowMetrics(from, to snapshot, cores float64) map[string]float64 {
 	m := map[string]float64{}
 	if dt := to.stubAt.Sub(from.stubAt).Seconds(); !from.stubAt.IsZero() && dt > 0 {
 		m[protocol.MetricInflight] = float64(to.inprog)
+		n := to.readings - from.readings
+		if n > 0 {
+			if rtt := (to.sumRTT - from.sumRTT).Seconds() / float64(n) * 1000; rtt > 0 {
+				m[protocol.MetricLatencyMS] = rtt
+			}
+		}
 		if dreq := to.requests - from.requests; dreq >= 0 {
 			rps := float64(dreq) / dt
 			m[protocol.MetricRPS] = rps
-			if n := to.readings - from.readings; n > 0 && rps > 0 {
+			if n > 0 && rps > 0 {
 				meanInprog := (to.sumInprog - from.sumInprog) / float64(n)
-				m[protocol.MetricLatencyMS] = meanInprog / rps * 1000
+				m[protocol.MetricLatencyMS] = max(meanInprog/rps*1000, m[protocol.MetricLatencyMS])
 			}
 		}
 	}
@@ -339,7 +360,8 @@ func windowMetrics(from, to snapshot, cores float64) map[string]float64 {
 
 // LoadProbe answers a load probe: the requests in progress now (a fresh
 // stub_status reading, or the latest one when that fails) and the
-// latency estimate over the last second of readings. Without stub_status
+// latency estimate over the last second of readings (windowMetrics'
+// latency_ms, the fresh reading's own time included). Without stub_status
 // it answers zero requests and the CPU-blind estimate 0.
 func (a *Agent) LoadProbe(ctx context.Context) protocol.LoadProbe {
 	if a.cfg.StubStatus != "" {

@@ -3,8 +3,10 @@ package httpagent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -299,4 +301,76 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 		rps, ok := r.Metrics[protocol.MetricRPS]
 		return ok && rps == 0 && r.Metrics[protocol.MetricInflight] == 0
 	})
+}
+
+// stepClock is an injected clock that moves only when told.
+type stepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestLoadProbeTimesStubStatus: a stub_status page (a real socket) that
+// takes 3 ms by the agent's clock to answer, on a replica whose requests
+// no reading catches in progress. Little's law reads 0 there; the
+// latency estimate is the reads' 3 ms, idle or serving 200 requests/s.
+func TestLoadProbeTimesStubStatus(t *testing.T) {
+	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var requests, perRead atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		clock.Advance(3 * time.Millisecond)
+		n := requests.Add(1 + perRead.Load()) // this read, and the clients' since the last
+		// Writing 1: this read itself, which the agent leaves out.
+		fmt.Fprintf(w, "Active connections: 1 \nserver accepts handled requests\n 1 1 %d \nReading: 0 Writing: 1 Waiting: 0 \n", n)
+	}))
+	defer srv.Close()
+	agent, err := httpagent.New(httpagent.Config{StubStatus: srv.URL, Now: clock.Now, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	read := func(n int) {
+		for range n {
+			if !agent.Sample(ctx) {
+				t.Fatal("stub_status read failed")
+			}
+			clock.Advance(97 * time.Millisecond)
+		}
+	}
+	check := func(what string, lp protocol.LoadProbe, m map[string]float64) {
+		t.Helper()
+		if math.Abs(lp.LatencyMS-3) > 1e-9 || lp.RIF != 0 {
+			t.Errorf("%s: probe %+v, want rif 0 and latency_ms 3", what, lp)
+		}
+		if got, ok := m[protocol.MetricLatencyMS]; !ok || math.Abs(got-3) > 1e-9 {
+			t.Errorf("%s: report %v, want latency_ms 3", what, m)
+		}
+	}
+	read(5)
+	agent.Metrics(clock.Now()) // opens the next report window
+	read(5)
+	check("idle", agent.LoadProbe(ctx), agent.Metrics(clock.Now()))
+	if m := agent.Metrics(clock.Now()); len(m) != 0 {
+		t.Errorf("a report window without a reading: %v, want nothing", m)
+	}
+
+	perRead.Store(20) // 20 requests per 100 ms, none caught in progress
+	read(15)
+	lp := agent.LoadProbe(ctx)
+	m := agent.Metrics(clock.Now())
+	if rps := m[protocol.MetricRPS]; rps < 150 || rps > 250 {
+		t.Errorf("rps %v, want about 200", rps)
+	}
+	check("200 requests/s", lp, m)
 }

@@ -88,3 +88,35 @@ func TestWindowMetricsOtherWork(t *testing.T) {
 		t.Errorf("pool below the replica: cpu_other %v, want 0", got)
 	}
 }
+
+// latency_ms is the larger of Little's law and the mean time the window's
+// stub_status reads took; in a window without client requests the reads'
+// time stands alone, and without either nothing is reported.
+func TestWindowMetricsLatency(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	from := snapshot{stubAt: t0, requests: 1000, sumInprog: 50, readings: 10, sumRTT: 40 * time.Millisecond}
+	cases := []struct {
+		name string
+		to   snapshot
+		want float64 // ms; 0: left out
+	}{
+		// 200 requests/s, 4 in progress on average: 20 ms by the law;
+		// the reads took 1 ms each.
+		{"law above the reads", snapshot{requests: 1200, sumInprog: 90, readings: 20, sumRTT: 50 * time.Millisecond}, 20},
+		// 200 requests/s that no reading caught in progress: the law
+		// says 0, the reads took 3 ms each.
+		{"reads above the law", snapshot{requests: 1200, sumInprog: 50, readings: 20, sumRTT: 70 * time.Millisecond}, 3},
+		{"no client request", snapshot{requests: 1000, sumInprog: 50, readings: 12, sumRTT: 45 * time.Millisecond}, 2.5},
+		{"no reading in the window", snapshot{requests: 1200, sumInprog: 50, readings: 10, sumRTT: 40 * time.Millisecond}, 0},
+	}
+	for _, tc := range cases {
+		tc.to.stubAt = t0.Add(time.Second)
+		got, ok := windowMetrics(from, tc.to, 1)[protocol.MetricLatencyMS]
+		switch {
+		case tc.want == 0 && ok:
+			t.Errorf("%s: latency_ms %v, want it left out", tc.name, got)
+		case tc.want != 0 && (!ok || math.Abs(got-tc.want) > 1e-9):
+			t.Errorf("%s: latency_ms %v (reported %v), want %v", tc.name, got, ok, tc.want)
+		}
+	}
+}
