@@ -42,8 +42,12 @@ var defaultPeakEWMAConfig = PeakEWMAConfig{
 // since the previous observation. Between observations the cost decays
 // toward zero the same way, so a replica that has gone quiet is tried
 // again (Finagle's PeakEwma balancer and Linkerd's tower PeakEwma).
-// Inflight is Replica.Inflight. A replica never observed costs its
-// reported latency_ms, or DefaultRTT.
+// Inflight is Replica.Inflight. A replica never observed starts at its
+// reported latency_ms, or DefaultRTT, when a pick first weighs it, and
+// that cost decays from then on like an observed one (tower starts every
+// endpoint at its default RTT the same way): otherwise a replica no call
+// has reached yet would keep DefaultRTT for good and, at low load, lose
+// every draw to replicas observed below it.
 //
 // The cost and its time stamp live in Live (shared by every snapshot of
 // the replica) and are updated without locks by Observe.
@@ -120,16 +124,32 @@ func (s *peakEWMA) decayWeight(dt int64) float64 {
 	return math.Exp(-float64(dt) / float64(s.cfg.Decay))
 }
 
-// cost is r's current cost in nanoseconds at time now (unix ns).
+// cost is r's current cost in nanoseconds at time now (unix ns). The
+// first call for a replica never observed starts its cost (seed).
 func (s *peakEWMA) cost(r *Replica, now int64) float64 {
-	stamp := r.Live.stamp.Load()
+	l := r.Live
+	stamp := l.stamp.Load()
 	if stamp == 0 {
-		if ms := r.Metrics.LatencyMS; ms > 0 && !math.IsInf(ms, 1) {
-			return ms * float64(time.Millisecond)
+		seed := s.seed(r)
+		// Set the cost before its time stamp, and only where neither an
+		// observation nor another pick has set it meanwhile.
+		if l.ewma.CompareAndSwap(0, math.Float64bits(seed)) && l.stamp.CompareAndSwap(0, now) {
+			return seed
 		}
-		return float64(s.cfg.DefaultRTT)
+		if stamp = l.stamp.Load(); stamp == 0 {
+			return seed
+		}
 	}
-	return math.Float64frombits(r.Live.ewma.Load()) * s.decayWeight(now-stamp)
+	return math.Float64frombits(l.ewma.Load()) * s.decayWeight(now-stamp)
+}
+
+// seed is the starting cost of a replica never observed: its reported
+// latency_ms, else DefaultRTT.
+func (s *peakEWMA) seed(r *Replica) float64 {
+	if ms := r.Metrics.LatencyMS; ms > 0 && !math.IsInf(ms, 1) {
+		return ms * float64(time.Millisecond)
+	}
+	return float64(s.cfg.DefaultRTT)
 }
 
 // load is cost · (inflight + 1).

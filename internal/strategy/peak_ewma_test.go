@@ -86,6 +86,18 @@ func TestPeakEWMAScenarios(t *testing.T) {
 			},
 		},
 		{
+			// r1, never reached by a call and reporting no latency,
+			// starts at default_rtt when first weighed and decays like an
+			// observed cost: 5ms·e^−1.5 = 1.1ms after 15s, 5ms·e^−1.7 =
+			// 0.9ms after 17s, against r0's steady 1ms.
+			name: "an unobserved replica's default decays",
+			steps: []peakEWMAStep{
+				{observe: []peakEWMAObservation{obs(0, ms)}, want: "r0"},
+				{advance: 15 * time.Second, observe: []peakEWMAObservation{obs(0, ms)}, want: "r0"},
+				{advance: 2 * time.Second, observe: []peakEWMAObservation{obs(0, ms)}, want: "r1"},
+			},
+		},
+		{
 			name: "a failed call counts as at least failure_rtt",
 			steps: []peakEWMAStep{
 				{observe: []peakEWMAObservation{obs(0, 10*ms), obs(1, 20*ms)}, want: "r0"},
