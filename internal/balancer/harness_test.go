@@ -18,6 +18,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -83,28 +84,9 @@ func fulcrumGoroutines() []string {
 // quiet is the logger of every balancer, monitor and API in these tests.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// fakeClock is a clock the test moves by hand. Safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d and returns the new time.
-func (c *fakeClock) Advance(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	return c.t
+// newFakeClock is the clock of a test's balancer, moved by hand.
+func newFakeClock() *clocktest.Manual {
+	return clocktest.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // envOptions configure an env.
@@ -112,7 +94,7 @@ type envOptions struct {
 	// dir is the data directory; a fresh t.TempDir() when empty.
 	dir string
 	// clock, when not nil, is the balancer's clock.
-	clock *fakeClock
+	clock *clocktest.Manual
 	// admin serves the real admin API over the balancer on a loopback
 	// socket (and sets Options.AdminURL to it).
 	admin bool
@@ -132,7 +114,7 @@ type env struct {
 	dir   string
 	st    store.Store
 	b     *balancer.Balancer
-	clock *fakeClock
+	clock *clocktest.Manual
 	// adminURL is the admin API's base URL ("" without opts.admin).
 	adminURL string
 	srv      *httptest.Server

@@ -7,35 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// fakeClock is the queue's ordering clock, moved by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// queued returns a snapshot like snapshot(n, limit) with a queue of cfg.
-func queued(t *testing.T, n, limit int, cfg registry.Queue) (*Snapshot, *fakeClock) {
+func queued(t *testing.T, n, limit int, cfg registry.Queue) (*Snapshot, *clocktest.Manual) {
 	t.Helper()
 	s := snapshot(n, limit)
-	clock := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	q := NewQueue(func() *Snapshot { return s }, clock.now)
+	clock := clocktest.New(time.Unix(1_700_000_000, 0))
+	q := NewQueue(func() *Snapshot { return s }, clock.Now)
 	q.Configure(cfg)
 	s.Queue = q
 	for _, m := range s.Eligible {
@@ -135,7 +117,7 @@ func TestQueueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
 	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 3)
 	waitFor(t, s, "costly", &strategy.Request{Cost: 100}, nil, nil, out)
-	clock.add(cfg.Timeout.D()/2 - time.Millisecond)
+	clock.Advance(cfg.Timeout.D()/2 - time.Millisecond)
 	waitFor(t, s, "cheap", &strategy.Request{Cost: 1}, nil, nil, out)
 	held.Release()
 	if r := <-out; r.name != "cheap" {
@@ -144,7 +126,7 @@ func TestQueueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
 		held = r.m
 	}
 	waitFor(t, s, "cheap again", &strategy.Request{Cost: 1}, nil, nil, out)
-	clock.add(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	held.Release()
 	if r := <-out; r.name != "costly" {
 		t.Fatalf("at half the timeout got %s, want costly", r.name)

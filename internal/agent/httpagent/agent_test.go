@@ -18,6 +18,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/agent/httpagent"
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/monitor"
@@ -303,30 +304,12 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 	})
 }
 
-// stepClock is an injected clock that moves only when told.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // TestLoadProbeTimesStubStatus: a stub_status page (a real socket) that
 // takes 3 ms by the agent's clock to answer, on a replica whose requests
 // no reading catches in progress. Little's law reads 0 there; the
 // latency estimate is the reads' 3 ms, idle or serving 200 requests/s.
 func TestLoadProbeTimesStubStatus(t *testing.T) {
-	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := clocktest.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var requests, perRead atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		clock.Advance(3 * time.Millisecond)
