@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/agent/httpagent"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // nginxBin is Debian's NGINX (scripts/test.sh installs it).
@@ -145,5 +148,57 @@ func waitOK(url string, exited <-chan struct{}, d time.Duration) error {
 			return err
 		case <-tick.C:
 		}
+	}
+}
+
+// TestAgentTimesAStalledNGINX stops a real NGINX (SIGSTOP to its process
+// group) for 300 ms while the agent reads its stub_status. The read cannot
+// finish before NGINX runs again, and with no client request in the
+// window the agent's latency estimate is its reads' mean time: a load
+// probe right after averages the stalled read and its own, so it answers
+// at least about 150 ms, where an NGINX at rest answers in well under a
+// millisecond.
+func TestAgentTimesAStalledNGINX(t *testing.T) {
+	n := startNGINX(t, "")
+	agent, err := httpagent.New(httpagent.Config{StubStatus: n.url + "/nginx_status", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := agent.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lp := agent.LoadProbe(ctx); lp.LatencyMS <= 0 || lp.LatencyMS >= 100 {
+		t.Fatalf("NGINX at rest: probe %+v, want a latency in (0, 100) ms", lp)
+	}
+	if err := syscall.Kill(-n.pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(-n.pid, syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	done := make(chan bool, 1)
+	go func() { done <- agent.Sample(ctx) }()
+	time.Sleep(300 * time.Millisecond) // how long NGINX stays stopped: the stimulus
+	select {
+	case ok := <-done:
+		t.Fatalf("a stub_status read finished (ok %v) while NGINX was stopped", ok)
+	default:
+	}
+	resume()
+	if !<-done {
+		t.Fatal("the stalled stub_status read failed")
+	}
+	lp := agent.LoadProbe(ctx)
+	if lp.LatencyMS < 100 {
+		t.Errorf("after a 300 ms stall: probe %+v, want a latency of at least 100 ms", lp)
+	}
+	if m := agent.Metrics(time.Now()); m[protocol.MetricLatencyMS] < 50 || m[protocol.MetricRPS] != 0 {
+		t.Errorf("report after the stall: %v, want rps 0 and latency_ms of at least 50 (one stalled read of three)", m)
 	}
 }
