@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
@@ -61,17 +61,10 @@ func mustBuild(tb testing.TB, name string, params map[string]any, env strategy.E
 }
 
 // seededEnv is an Env with a seeded Rand and a manual clock.
-func seededEnv(seed uint64) (strategy.Env, *manualClock) {
-	c := &manualClock{}
-	c.ns.Store(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+func seededEnv(seed uint64) (strategy.Env, *clocktest.Manual) {
+	c := clocktest.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	return strategy.Env{Now: c.Now, Rand: strategy.NewRand(seed)}, c
 }
-
-// manualClock is a clock that moves only when told to.
-type manualClock struct{ ns atomic.Int64 }
-
-func (c *manualClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *manualClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // scriptRand answers IntN with its script in turn (mod n), cycling, and
 // Float64 with 0.5.

@@ -63,6 +63,16 @@ type PrequalConfig struct {
 	// lower it there (0.5 for three) for RIF to count. Default 0.84 (the
 	// paper's), range [0,1].
 	QRIF float64 `json:"q_rif"`
+	// Tolerance is how far apart cold probes' latencies may be and still
+	// count as equal: those within this factor of the least are ties, and
+	// the lowest RIF among them wins, then a uniform draw. 1 is the
+	// paper's strict order, which turns a few percent of noise between
+	// equal replicas into one replica taking nearly every call at light
+	// load (docs/results/2026-11-26-prequal-tolerance: 83–93% of the calls
+	// to one of two equal NGINX replicas at 20 calls/s; 1.1 spread them
+	// 41–57% and still kept a CPU-hogged replica at 0–9%, where 1.25 let
+	// 2–32% through). Default 1.1, range [1,10].
+	Tolerance float64 `json:"tolerance"`
 }
 
 var defaultPrequalConfig = PrequalConfig{
@@ -74,6 +84,7 @@ var defaultPrequalConfig = PrequalConfig{
 	MaxAge:         protocol.Duration(time.Second),
 	MaxReuse:       16,
 	QRIF:           0.84,
+	Tolerance:      1.1,
 }
 
 // prequalMaxPool bounds PoolSize.
@@ -110,7 +121,8 @@ const prequalHistory = 64
 // (the hot-cold lexicographic rule): a probe is hot when its
 // RIF is above the QRIF quantile of the last 64 probes' RIFs
 // (interpolated between order statistics); among cold
-// probes the one of lowest latency wins (then lowest RIF); when all are
+// probes the one of lowest latency wins (then lowest RIF), latencies
+// within Tolerance of the least counting as equal; when all are
 // hot, the one of lowest RIF; equal probes are drawn uniformly. The
 // probe's use count goes up by one; at
 // MaxReuse it leaves the pool. A probe's RIF counts as the calls in flight
@@ -183,6 +195,7 @@ func buildPrequal(params map[string]any, env Env) (Strategy, error) {
 		durationParamIn(s, "max_age", cfg.MaxAge, time.Millisecond, time.Minute),
 		intParamIn(s, "max_reuse", cfg.MaxReuse, 1, 1000),
 		floatParamIn(s, "q_rif", cfg.QRIF, 0, 1),
+		floatParamIn(s, "tolerance", cfg.Tolerance, 1, 10),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -408,54 +421,72 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 	s.picks.Add(1)
 	now := s.env.Now().UnixNano()
 	hot := math.Float64frombits(s.threshold.Load())
-	var cold, warm *prequalProbe // best cold, best hot
-	coldSlot, warmSlot := -1, -1
-	coldAt, warmAt := -1, -1
-	var coldLat, coldRIF, warmRIF float64
+	// The first pass finds the least cold latency and the best hot probe;
+	// the second draws among the cold probes within the tolerance of that
+	// latency. The slots may change between the passes (Probed, a used-up
+	// probe leaving): the first pass's best cold probe stands in when the
+	// second finds none.
+	var warm, first *prequalProbe
+	warmSlot, warmAt, firstSlot, firstAt := -1, -1, -1, -1
+	var warmRIF float64
+	minLat := math.Inf(1)
 	// Equal probes are a uniform draw (reservoir sampling: the k-th equal
 	// one replaces the pick with probability 1/k). Coarse estimates tie
 	// often (a monitor that has measured nothing yet answers latency 0),
 	// and the first in any fixed order would take all.
-	coldTies, warmTies := 0, 0
+	warmTies := 0
 	for i := range s.slots {
-		e := s.slots[i].Load()
-		if e == nil || !s.usable(e, now) {
+		e, at, rif := p.candidate(i, now)
+		if e == nil {
 			continue
 		}
-		at, ok := p.index[e.id]
-		if !ok {
-			continue
-		}
-		rif := max(e.rif, p.replicas[at].Inflight())
-		if rif > hot {
-			switch {
-			case warm == nil || rif < warmRIF:
-				warmTies = 1
-			case rif == warmRIF:
-				if warmTies++; s.env.Rand.IntN(warmTies) != 0 {
-					continue
-				}
-			default:
-				continue
+		if rif <= hot {
+			if e.latency < minLat {
+				minLat, first, firstSlot, firstAt = e.latency, e, i, at
 			}
-			warm, warmSlot, warmAt, warmRIF = e, i, at, rif
 			continue
 		}
 		switch {
-		case cold == nil || e.latency < coldLat || (e.latency == coldLat && rif < coldRIF):
-			coldTies = 1
-		case e.latency == coldLat && rif == coldRIF:
-			if coldTies++; s.env.Rand.IntN(coldTies) != 0 {
+		case warm == nil || rif < warmRIF:
+			warmTies = 1
+		case rif == warmRIF:
+			if warmTies++; s.env.Rand.IntN(warmTies) != 0 {
 				continue
 			}
 		default:
 			continue
 		}
-		cold, coldSlot, coldAt, coldLat, coldRIF = e, i, at, e.latency, rif
+		warm, warmSlot, warmAt, warmRIF = e, i, at, rif
 	}
-	e, slot, at := cold, coldSlot, coldAt
-	if e == nil {
-		e, slot, at = warm, warmSlot, warmAt
+	e, slot, at := warm, warmSlot, warmAt
+	if first != nil {
+		e, slot, at = first, firstSlot, firstAt
+		limit := minLat * s.cfg.Tolerance
+		var cold *prequalProbe
+		var coldRIF float64
+		coldTies := 0
+		for i := range s.slots {
+			c, cAt, rif := p.candidate(i, now)
+			if c == nil || rif > hot || c.latency > limit {
+				continue
+			}
+			switch {
+			case cold == nil || rif < coldRIF:
+				coldTies = 1
+			case rif == coldRIF:
+				if coldTies++; s.env.Rand.IntN(coldTies) != 0 {
+					continue
+				}
+			default:
+				continue
+			}
+			cold, coldRIF, slot, at = c, rif, i, cAt
+		}
+		if cold != nil {
+			e = cold
+		} else {
+			slot, at = firstSlot, firstAt
+		}
 	}
 	if e == nil {
 		return p.fallback(), nil
@@ -464,6 +495,20 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 		s.slots[slot].CompareAndSwap(e, nil)
 	}
 	return p.replicas[at], nil
+}
+
+// candidate is slot i's probe when it can route a pick, with its
+// replica's position and the RIF it counts with; a nil probe otherwise.
+func (p *prequalPicker) candidate(i int, now int64) (*prequalProbe, int, float64) {
+	e := p.s.slots[i].Load()
+	if e == nil || !p.s.usable(e, now) {
+		return nil, -1, 0
+	}
+	at, ok := p.index[e.id]
+	if !ok {
+		return nil, -1, 0
+	}
+	return e, at, max(e.rif, p.replicas[at].Inflight())
 }
 
 // fallback is the better of two random replicas by calls in flight, among

@@ -188,3 +188,53 @@ func TestPrequalDrawsTiesUniformly(t *testing.T) {
 		})
 	}
 }
+
+// TestPrequalTolerance: cold probes whose latencies lie within the
+// tolerance of the least are ties, decided by RIF and then by a draw;
+// outside it the lower latency still takes every pick.
+func TestPrequalTolerance(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name      string
+		tolerance float64
+		latency   [2]float64
+		rif       [2]float64
+		want      func(r0, r1 int) bool
+		wantText  string
+	}{
+		{"strict, as the paper", 1, [2]float64{1, 1.05}, [2]float64{0, 0},
+			func(r0, r1 int) bool { return r1 == 0 }, "every pick to r0"},
+		{"within the tolerance", 1.1, [2]float64{1, 1.05}, [2]float64{0, 0},
+			func(r0, r1 int) bool { return r0 > 500 && r1 > 500 }, "both over 500 of 1200"},
+		{"outside the tolerance", 1.1, [2]float64{1, 1.2}, [2]float64{0, 0},
+			func(r0, r1 int) bool { return r1 == 0 }, "every pick to r0"},
+		{"within, then the lower RIF", 1.1, [2]float64{1, 1.05}, [2]float64{2, 1},
+			func(r0, r1 int) bool { return r0 == 0 }, "every pick to r1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env, clock := seededEnv(3)
+			// q_rif 1: no probe is hot, so latency decides first.
+			s := mustBuild(t, strategy.PrequalName, map[string]any{"tolerance": tt.tolerance, "q_rif": 1}, env)
+			rs := replicaSet(1, 1)
+			picker := s.Picker(rs)
+			picks := map[string]int{}
+			for range 300 {
+				for i, r := range rs {
+					load(s.(strategy.Prober), r.ID, tt.rif[i], tt.latency[i], clock.Now())
+				}
+				for range 4 {
+					r, err := picker.Pick(&strategy.Request{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					picks[r.ID]++
+				}
+				clock.Advance(10 * time.Millisecond)
+			}
+			if !tt.want(picks["r0"], picks["r1"]) {
+				t.Errorf("picks %v: want %s", picks, tt.wantText)
+			}
+		})
+	}
+}

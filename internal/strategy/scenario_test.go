@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/scripttest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
@@ -42,7 +43,7 @@ func TestScenarios(t *testing.T) {
 // world is one scenario's state.
 type world struct {
 	env      strategy.Env
-	clock    *manualClock
+	clock    *clocktest.Manual
 	start    time.Time
 	s        strategy.Strategy
 	replicas []*strategy.Replica
