@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
@@ -162,22 +163,8 @@ func TestPrequalDrawsTiesUniformly(t *testing.T) {
 				weights[i] = 1
 			}
 			rs := replicaSet(weights...)
-			picker := s.Picker(rs)
-			picks := map[string]int{}
 			const rounds = 300
-			for range rounds {
-				for _, r := range rs {
-					load(s.(strategy.Prober), r.ID, tt.rif, 0, clock.Now())
-				}
-				for range 4 {
-					r, err := picker.Pick(&strategy.Request{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					picks[r.ID]++
-				}
-				clock.Advance(10 * time.Millisecond)
-			}
+			picks := probeAndPick(t, s, rs, clock, rounds, func(int) (float64, float64) { return tt.rif, 0 })
 			fair := rounds * 4 / tt.replica
 			for _, r := range rs {
 				if n := picks[r.ID]; n < fair*8/10 || n > fair*12/10 {
@@ -216,25 +203,34 @@ func TestPrequalTolerance(t *testing.T) {
 			env, clock := seededEnv(3)
 			// q_rif 1: no probe is hot, so latency decides first.
 			s := mustBuild(t, strategy.PrequalName, map[string]any{"tolerance": tt.tolerance, "q_rif": 1}, env)
-			rs := replicaSet(1, 1)
-			picker := s.Picker(rs)
-			picks := map[string]int{}
-			for range 300 {
-				for i, r := range rs {
-					load(s.(strategy.Prober), r.ID, tt.rif[i], tt.latency[i], clock.Now())
-				}
-				for range 4 {
-					r, err := picker.Pick(&strategy.Request{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					picks[r.ID]++
-				}
-				clock.Advance(10 * time.Millisecond)
-			}
+			picks := probeAndPick(t, s, replicaSet(1, 1), clock, 300, func(i int) (float64, float64) { return tt.rif[i], tt.latency[i] })
 			if !tt.want(picks["r0"], picks["r1"]) {
 				t.Errorf("picks %v: want %s", picks, tt.wantText)
 			}
 		})
 	}
+}
+
+// probeAndPick runs rounds of 10 ms: every replica's probe answers
+// answer(its index) (RIF, latency), then four picks. It returns the picks
+// per replica id.
+func probeAndPick(t *testing.T, s strategy.Strategy, rs []*strategy.Replica, clock *clocktest.Manual, rounds int, answer func(int) (rif, latency float64)) map[string]int {
+	t.Helper()
+	picker := s.Picker(rs)
+	picks := map[string]int{}
+	for range rounds {
+		for i, r := range rs {
+			rif, latency := answer(i)
+			load(s.(strategy.Prober), r.ID, rif, latency, clock.Now())
+		}
+		for range 4 {
+			r, err := picker.Pick(&strategy.Request{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			picks[r.ID]++
+		}
+		clock.Advance(10 * time.Millisecond)
+	}
+	return picks
 }
