@@ -94,7 +94,7 @@ func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float6
 			return c, err
 		}
 		c.replicas = append(c.replicas, r)
-		p, err := env.startALBLNGINX(ctx, r, i+1)
+		p, err := env.startReplicaNGINX(ctx, r, i+1, nginxExtra{})
 		if err != nil {
 			return c, err
 		}
@@ -110,7 +110,9 @@ func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float6
 	}
 	c.door = c.bal.FrontDoor(alblGroup)
 	for _, r := range c.replicas {
-		p, err := env.startALBLAgent(ctx, nsenter, r, c.bal.Admin, load)
+		_, port, _ := strings.Cut(strings.TrimPrefix(c.bal.Admin, "http://"), ":")
+		admin := "http://" + r.Gateway().String() + ":" + port
+		p, err := env.startReplicaAgent(ctx, nsenter, r, admin, alblGroup, load, nil)
 		if err != nil {
 			return c, err
 		}
@@ -126,11 +128,15 @@ func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float6
 // 0.5 Mbit/s, a queue of 10 ms, a 2 KB burst, on what replica 1 sends.
 var alblShapedLink = testbed.Link{Rate: "500kbit", Burst: "2kb", Latency: 10 * time.Millisecond}
 
-// startALBLNGINX starts NGINX in replica r (namespace and cgroup),
+// nginxExtra is configuration a replica's NGINX adds to alblNGINXConfig's:
+// Main at the top level (load_module), Server in its server block.
+type nginxExtra struct{ Main, Server string }
+
+// startReplicaNGINX starts NGINX in replica r (namespace and cgroup),
 // serving the objects, /healthz, stub_status (to the namespace's loopback
-// only) and passing /fulcrum/probe to the agent. Every answer carries
-// X-Replica: <index>.
-func (e *Env) startALBLNGINX(ctx context.Context, r *testbed.Replica, index int) (*Proc, error) {
+// only), passing /fulcrum/probe to the agent, and whatever extra adds.
+// Every answer carries X-Replica: <index>.
+func (e *Env) startReplicaNGINX(ctx context.Context, r *testbed.Replica, index int, extra nginxExtra) (*Proc, error) {
 	prefix, err := e.scratchDir("nginx-" + r.Name())
 	if err != nil {
 		return nil, err
@@ -151,7 +157,7 @@ func (e *Env) startALBLNGINX(ctx context.Context, r *testbed.Replica, index int)
 		return nil, err
 	}
 	errLog := filepath.Join(logs, name+"-error.log")
-	cfg := alblNGINXConfig(prefix, errLog, www, index)
+	cfg := alblNGINXConfig(prefix, errLog, www, index, extra)
 	cfgPath := filepath.Join(logs, name+".conf")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -168,7 +174,7 @@ func (e *Env) startALBLNGINX(ctx context.Context, r *testbed.Replica, index int)
 		p.Stop(0)
 		return nil, err
 	}
-	e.Logf("albl: replica %d (%s, %s, %.2f cores%s): NGINX pid %d", index, r.Name(), alblReplicaURL(r), r.CPU(), linkNote(r), p.Pid())
+	e.Logf("replica %d (%s, %s, %.2f cores%s): NGINX pid %d", index, r.Name(), alblReplicaURL(r), r.CPU(), linkNote(r), p.Pid())
 	return p, nil
 }
 
@@ -187,9 +193,9 @@ func alblReplicaURL(r *testbed.Replica) string {
 // alblNGINXConfig is a replica's NGINX: one process (so that the
 // testbed's cgroup holds all of it and the parent-death signal reaches
 // it), static files with sendfile and an open-file cache (seed 003
-// turned Apache's caching on), no access log.
-func alblNGINXConfig(prefix, errLog, www string, index int) string {
-	return fmt.Sprintf(`daemon off;
+// turned Apache's caching on), no access log; and extra.
+func alblNGINXConfig(prefix, errLog, www string, index int, extra nginxExtra) string {
+	return fmt.Sprintf(`%[8]sdaemon off;
 master_process off;
 worker_processes 1;
 pid %[1]s/nginx.pid;
@@ -220,31 +226,34 @@ http {
         location = /healthz { return 200 "ok\n"; }
         location = /nginx_status { stub_status; allow 127.0.0.1; deny all; }
         location = /fulcrum/probe { proxy_pass http://127.0.0.1:%[7]d; }
-    }
+%[9]s    }
 }
-`, prefix, errLog, www, alblPort, index, alblServedHeader, alblAgentPort)
+`, prefix, errLog, www, alblPort, index, alblServedHeader, alblAgentPort, extra.Main, extra.Server)
 }
 
-// startALBLAgent starts "fulcrum agent http" in r's network namespace
+// startReplicaAgent starts "fulcrum agent http" in r's network namespace
 // (nsenter, which leaves /sys alone so the cgroup stays readable; the
 // agent is not in r's cgroup: its CPU is the monitoring's, not the
 // replica's). It reads NGINX on the namespace's loopback and the CPU of
-// NGINX's cgroup (the hog's included), reports load (cpu, connections or
-// rate) to the balancer's admin API at r's gateway, and answers load
-// probes.
-func (e *Env) startALBLAgent(ctx context.Context, nsenter string, r *testbed.Replica, admin, load string) (*Proc, error) {
+// NGINX's cgroup (the hog's included) or, with pids, of those processes
+// (the rest of the cgroup as cpu_other), registers the replica in group
+// with the balancer's admin API at admin, reports load (cpu, connections
+// or rate) there, and answers load probes.
+func (e *Env) startReplicaAgent(ctx context.Context, nsenter string, r *testbed.Replica, admin, group, load string, pids []int) (*Proc, error) {
 	cg := r.AcctDir()
 	if cg == "" {
 		return nil, fmt.Errorf("bench: albl: replica %s has no CPU accounting (cgroup v1 without the cpuacct controller)", r.Name())
 	}
-	_, port, _ := strings.Cut(strings.TrimPrefix(admin, "http://"), ":")
 	local := "http://127.0.0.1:" + strconv.Itoa(alblPort)
 	args := []string{"--net=/run/netns/" + r.Name(), "--", e.Binary, "agent", "http",
 		"--target", local, "--address", alblReplicaURL(r),
-		"--register", "http://" + r.Gateway().String() + ":" + port, "--group", alblGroup,
+		"--register", admin, "--group", group,
 		"--stub-status", local + "/nginx_status", "--cgroup", cg,
 		"--cpus", strconv.FormatFloat(r.CPU(), 'f', -1, 64), "--load", load,
 		"--listen", "127.0.0.1:" + strconv.Itoa(alblAgentPort),
+	}
+	for _, pid := range pids {
+		args = append(args, "--pid", strconv.Itoa(pid))
 	}
 	lines := make(chan string, 1)
 	p, err := e.start(procSpec{name: e.uniqueName("agent-" + r.Name()), path: nsenter, args: args, firstLine: lines})

@@ -143,13 +143,16 @@ type Remoting struct {
 	// ReportInterval is the replicas' load report period (default
 	// 250ms).
 	ReportInterval time.Duration
+	// Replica is the replicas' program: RemotingReplicaGo (default) or
+	// RemotingReplicaNGINX.
+	Replica string
 }
 
 func newRemoting() *Remoting {
 	return &Remoting{
 		Strategies: slices.Clone(defaultRemotingStrategies), XMean: defaultRemotingXMean,
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
-		QueueSlots: defaultRemotingQueueSlots,
+		QueueSlots: defaultRemotingQueueSlots, Replica: RemotingReplicaGo,
 	}
 }
 
@@ -176,6 +179,7 @@ func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&x.XMean, "x-mean", x.XMean, "mean X of /count/{X} (the paper's 30000 takes ~0.07 ms on today's CPUs)")
 	fs.Float64Var(&x.CPU, "cpu", x.CPU, "the group's CPU capacity in cores, split equally among the replicas")
 	fs.DurationVar(&x.ReportInterval, "report-interval", x.ReportInterval, "the replicas' load report period")
+	fs.StringVar(&x.Replica, "replica", x.Replica, "the replicas' program: go (fulcrum backend prime, with the monitor library) or nginx (NGINX counting primes in its Lua module, with fulcrum agent http beside it; needs the Debian package libnginx-mod-http-lua)")
 }
 
 // remotingSizes are the settings after defaults for size.
@@ -266,6 +270,9 @@ func (x *Remoting) Check(size Size) error {
 	}
 	if x.ReportInterval < 10*time.Millisecond || x.ReportInterval > 10*time.Second {
 		return &protocol.FieldError{Field: "--report-interval", Value: x.ReportInterval.String(), Allowed: "must be in [10ms, 10s]"}
+	}
+	if x.Replica != RemotingReplicaGo && x.Replica != RemotingReplicaNGINX {
+		return &protocol.FieldError{Field: "--replica", Value: x.Replica, Allowed: RemotingReplicaGo + " or " + RemotingReplicaNGINX}
 	}
 	return nil
 }
@@ -416,8 +423,8 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 		return nil, err
 	}
 	s := x.sizes(env.Size)
-	env.Logf("remoting: replicas %v, utilisations %v, strategies %v, %d calls per client per sample, X mean %g, group CPU %g cores",
-		s.replicas, s.utils, x.Strategies, s.calls, x.XMean, x.CPU)
+	env.Logf("remoting: replicas %v (%s), utilisations %v, strategies %v, %d calls per client per sample, X mean %g, group CPU %g cores",
+		s.replicas, x.Replica, s.utils, x.Strategies, s.calls, x.XMean, x.CPU)
 	var rows []RemotingRow
 	var groups []RemotingGroupSettings
 	for _, n := range s.replicas {
@@ -438,7 +445,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 		Extra: map[string]any{"groups": groups, "settings": map[string]any{
 			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds,
 			"report_interval_ms": x.ReportInterval.Milliseconds(), "binding": "per-request",
-			"queue_slots": x.QueueSlots, "queue_order": "cost",
+			"queue_slots": x.QueueSlots, "queue_order": "cost", "replica": x.Replica,
 		}},
 		Report: x.report(rows, groups, s),
 	}, nil

@@ -293,14 +293,14 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 	rep := NewReport("fulcrum bench remoting")
 	judgeRemoting(rep, rows, groups, s.model, x.QueueSlots)
 	rep.Heading("Set-up")
-	rep.Para("Seed 004 §V on the testbed (docs/testbed.md): N replicas of `fulcrum backend prime`, each in its own network namespace "+
+	rep.Para("Seed 004 §V on the testbed (docs/testbed.md): N replicas of %s, each in its own network namespace "+
 		"with an equal share of %g CPU cores (cgroup quota; the period is the shortest with a 1 ms quota, see groups), registered with one `fulcrum serve` whose group binds "+
 		"per-request; the replicas report their CPU load every %s. The strategy is switched between samples (PATCH, no restart), "+
 		"their order in each round following a Williams design (each strategy in each position, and right after each other one, equally often). Every client calls `GET /count/{X}` (getPrimeCount: the primes below X, "+
 		"a sieve) with X = ⌊−ln(U)·%g⌋ and exponential gaps between its calls, open loop, %d calls per client per sample; every strategy "+
 		"gets the same X–gap samples (the paper reused its samples for every mechanism), split into %d rounds in which the strategies take "+
 		"turns (the table gives the lowest, highest and median per-round reduction beside the whole sample's). Latencies count from each call's intended send time.",
-		x.CPU, x.ReportInterval, x.XMean, s.calls, s.rounds)
+		remotingReplicaText(x.Replica), x.CPU, x.ReportInterval, x.XMean, s.calls, s.rounds)
 	rep.Para("The paper's X mean is 30,000; on this machine that sieve takes about 0.07 ms, and the balancer's own per-call work would "+
 		"dominate. X is scaled by ten (the distribution's shape kept), which restores the paper's millisecond calls (a 2 GHz Pentium 4 "+
 		"running .NET). The paper's gaps (0.5–6 s) would leave the replicas idle, so the clients' mean gap is set so that the offered load is the "+
@@ -383,4 +383,12 @@ func remotingExcessText(rows []RemotingRow, n int) string {
 		return head + "none."
 	}
 	return head + strings.Join(hits, "; ") + "."
+}
+
+// remotingReplicaText names the replicas' program in the report.
+func remotingReplicaText(replica string) string {
+	if replica == RemotingReplicaNGINX {
+		return "NGINX (one process, the sieve in its Lua module, LuaJIT) with `fulcrum agent http` beside it reporting NGINX's CPU (`--pid`) and its cgroup's other work"
+	}
+	return "`fulcrum backend prime` (Go, with the monitor library)"
 }

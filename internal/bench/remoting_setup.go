@@ -73,7 +73,26 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 		return err
 	}
 	cl.procs = append(cl.procs, cl.bal.Proc)
-	for i, r := range reps {
+	if x.Replica == RemotingReplicaNGINX {
+		err = cl.startNGINXReplicas(ctx, env, cl.bal.Admin)
+	} else {
+		err = cl.startGoReplicas(ctx, env)
+	}
+	if err != nil {
+		return err
+	}
+	if err := cl.bal.WaitReady(ctx, remotingGroup, n, true); err != nil {
+		return err
+	}
+	cl.frontDoor = cl.bal.FrontDoor(remotingGroup)
+	return nil
+}
+
+// startGoReplicas starts "fulcrum backend prime" in each replica; each
+// registers itself with the balancer and reports its CPU load.
+func (cl *remotingCluster) startGoReplicas(ctx context.Context, env *Env) error {
+	n := len(cl.reps)
+	for i, r := range cl.reps {
 		listen := net.JoinHostPort(r.Addr().String(), remotingReplicaPort)
 		// The replica's monitor reads its quota (the denominator of its
 		// cpu metric) and its cgroup's CPU time (cpu_other) itself: the
@@ -106,10 +125,6 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 		env.Logf("replica %s: %s in %s (%.3g cores, GOMAXPROCS %d), pid %d", p.Name, url, r.Name(), r.CPU(), procs, p.Pid())
 		cl.bases = append(cl.bases, url)
 	}
-	if err := cl.bal.WaitReady(ctx, remotingGroup, n, true); err != nil {
-		return err
-	}
-	cl.frontDoor = cl.bal.FrontDoor(remotingGroup)
 	return nil
 }
 
