@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"testing"
@@ -15,6 +16,33 @@ func TestBenchRemotingSmoke(t *testing.T) {
 	needTestbed(t)
 	t.Parallel()
 	res, _ := runBench(t, "remoting", "remoting.csv", "remoting-latency-2.png", "remoting-reduction.png")
+	checkRemotingSmoke(t, res)
+}
+
+// TestBenchRemotingNGINXSmoke is the same with NGINX replicas counting
+// primes in Lua, their agents reporting. The bench checks every
+// replica's counts against the Go sieve before it measures, so a wrong
+// answer fails the run.
+func TestBenchRemotingNGINXSmoke(t *testing.T) {
+	needTestbed(t)
+	t.Parallel()
+	raw, _ := benchSmoke(t, "fulcrum bench remoting --replica nginx", "remoting", []string{"--replica", "nginx"})
+	var res benchResults
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	var top struct {
+		Settings map[string]any `json:"settings"`
+	}
+	if err := json.Unmarshal(raw, &top); err != nil || top.Settings["replica"] != "nginx" {
+		t.Errorf("results.json settings = %v (%v), want replica nginx", top.Settings, err)
+	}
+	checkRemotingSmoke(t, res)
+}
+
+// checkRemotingSmoke checks a --smoke run's rows.
+func checkRemotingSmoke(t *testing.T, res benchResults) {
+	t.Helper()
 	strategies := []string{"ett", "ett+queue", "least-loaded", "least-connections", "round-robin", "random"}
 	seen := map[float64][]string{}
 	for _, row := range res.Rows {

@@ -12,6 +12,8 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 # directly (no service is started).
 [ -x /usr/sbin/haproxy ] || need_pkgs+=(haproxy)
 [ -x /usr/sbin/nginx ] || need_pkgs+=(nginx)
+# NGINX's Lua module: bench remoting --replica nginx counts primes in it.
+[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need_pkgs+=(libnginx-mod-http-lua)
 # ip and tc make the testbed's namespaces, veths and qdiscs.
 { [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } && { [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } || need_pkgs+=(iproute2)
 # omniORB 4.2.5 (C++): headers and libraries, the IDL compiler with its C++

@@ -460,6 +460,11 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	defer cl.close()
 	g := RemotingGroupSettings{Replicas: n, CPUPerReplica: x.CPU / float64(n), Clients: x.clientsFor(n)}
 	g.CPUPeriodMS = ms(cl.tb.CPUPeriod())
+	for _, base := range cl.bases {
+		if err := checkCountAnswers(ctx, base); err != nil {
+			return g, nil, err
+		}
+	}
 	svc, err := measureServiceTime(ctx, cl.bases[0], Pick(env.Size, 200, 100, 20), x.XMean)
 	if err != nil {
 		return g, nil, err

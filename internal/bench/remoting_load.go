@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -250,4 +252,50 @@ func measureServiceTime(ctx context.Context, base string, n int, xMean float64) 
 		return 0, fmt.Errorf("bench: remoting: measuring the service time: %w", err)
 	}
 	return time.Duration(line.At(xMean)), nil
+}
+
+// remotingCheckXs are the X whose counts checkCountAnswers checks: the
+// edges of the sieve (below 2, the first prime, a prime itself) and a few
+// sizes.
+var remotingCheckXs = []int{0, 2, 3, 100, 7919, 30_000, 1_000_003}
+
+// checkCountAnswers checks that the replica at base answers GET
+// /count/{X} with the number of primes below X, so that a run never
+// measures a replica that answers quickly but wrongly.
+func checkCountAnswers(ctx context.Context, base string) error {
+	hc, closeIdle := remotingHTTP()
+	defer closeIdle()
+	for _, x := range remotingCheckXs {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/count/"+strconv.Itoa(x), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return fmt.Errorf("bench: remoting: checking %s/count/%d: %w", base, x, err)
+		}
+		var got struct {
+			X     *int `json:"x"`
+			Count *int `json:"count"`
+		}
+		err = json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&got)
+		resp.Body.Close()
+		switch want := backend.PrimeCount(x); {
+		case resp.StatusCode != http.StatusOK:
+			return fmt.Errorf("bench: remoting: %s/count/%d answered %s", base, x, resp.Status)
+		case err != nil:
+			return fmt.Errorf("bench: remoting: %s/count/%d: the answer is not JSON: %w", base, x, err)
+		case got.X == nil || got.Count == nil || *got.X != x || *got.Count != want:
+			return fmt.Errorf("bench: remoting: %s/count/%d answered x %v, count %v; want x %d, count %d", base, x, deref(got.X), deref(got.Count), x, want)
+		}
+	}
+	return nil
+}
+
+// deref is *p, or "none" for nil.
+func deref(p *int) any {
+	if p == nil {
+		return "none"
+	}
+	return *p
 }

@@ -1,13 +1,18 @@
 package bench
 
 import (
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/backend"
 )
 
 func TestRemotingSampleIsExponentialAndReproducible(t *testing.T) {
@@ -114,6 +119,8 @@ func TestRemotingCheck(t *testing.T) {
 		{"report interval", func(x *Remoting) { x.ReportInterval = time.Millisecond }, "--report-interval"},
 		{"negative clients", func(x *Remoting) { x.Clients = -1 }, "--clients"},
 		{"more rounds than calls", func(x *Remoting) { x.Calls, x.Rounds = 2, 3 }, "--rounds"},
+		{"nginx replicas", func(x *Remoting) { x.Replica = "nginx" }, ""},
+		{"unknown replica", func(x *Remoting) { x.Replica = "apache" }, "--replica"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -523,5 +530,44 @@ func TestFillCPUExcess(t *testing.T) {
 	}
 	if got := remotingExcessText(rows, 4); !strings.HasSuffix(got, ": none.") {
 		t.Errorf("report text %q, want none", got)
+	}
+}
+
+// TestCheckCountAnswers: the real prime service passes; a replica that
+// miscounts, leaves a field out or fails does not.
+func TestCheckCountAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		handler http.Handler
+		want    string
+	}{
+		{"the prime service", backend.NewPrime(func() string { return "r1" }), ""},
+		{"one too many", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			x, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/count/"))
+			fmt.Fprintf(w, `{"x": %d, "count": %d}`, x, backend.PrimeCount(x)+1)
+		}), "want x 0, count 0"},
+		{"no count", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"x": 0}`)
+		}), "count none"},
+		{"a failure", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no", http.StatusInternalServerError)
+		}), "500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			err := checkCountAnswers(t.Context(), srv.URL)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("checkCountAnswers = %v, want an error with %q", err, tc.want)
+			}
+		})
 	}
 }
