@@ -446,17 +446,9 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 			}
 			continue
 		}
-		switch {
-		case warm == nil || rif < warmRIF:
-			warmTies = 1
-		case rif == warmRIF:
-			if warmTies++; s.env.Rand.IntN(warmTies) != 0 {
-				continue
-			}
-		default:
-			continue
+		if drawLeast(s.env.Rand, warm != nil, rif, warmRIF, &warmTies) {
+			warm, warmSlot, warmAt, warmRIF = e, i, at, rif
 		}
-		warm, warmSlot, warmAt, warmRIF = e, i, at, rif
 	}
 	e, slot, at := warm, warmSlot, warmAt
 	if first != nil {
@@ -470,17 +462,9 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 			if c == nil || rif > hot || c.latency > limit {
 				continue
 			}
-			switch {
-			case cold == nil || rif < coldRIF:
-				coldTies = 1
-			case rif == coldRIF:
-				if coldTies++; s.env.Rand.IntN(coldTies) != 0 {
-					continue
-				}
-			default:
-				continue
+			if drawLeast(s.env.Rand, cold != nil, rif, coldRIF, &coldTies) {
+				cold, coldRIF, slot, at = c, rif, i, cAt
 			}
-			cold, coldRIF, slot, at = c, rif, i, cAt
 		}
 		if cold != nil {
 			e = cold
@@ -495,6 +479,22 @@ func (p *prequalPicker) Pick(*Request) (*Replica, error) {
 		s.slots[slot].CompareAndSwap(e, nil)
 	}
 	return p.replicas[at], nil
+}
+
+// drawLeast reports whether a candidate of key k takes the place of the
+// best so far (key best; have is false while there is none): a lower key
+// always, an equal one with probability 1/ties, *ties counting the equal
+// candidates seen (reservoir sampling, so equal ones are drawn uniformly).
+func drawLeast(r Rand, have bool, k, best float64, ties *int) bool {
+	switch {
+	case !have || k < best:
+		*ties = 1
+		return true
+	case k == best:
+		*ties++
+		return r.IntN(*ties) == 0
+	}
+	return false
 }
 
 // candidate is slot i's probe when it can route a pick, with its
