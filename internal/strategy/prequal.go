@@ -66,12 +66,13 @@ type PrequalConfig struct {
 	// Tolerance is how far apart cold probes' latencies may be and still
 	// count as equal: those within this factor of the least are ties, and
 	// the lowest RIF among them wins, then a uniform draw. 1 is the
-	// paper's strict order, which turns a few percent of noise between
-	// equal replicas into one replica taking nearly every call at light
-	// load (docs/results/2026-11-26-prequal-tolerance: 83–93% of the calls
-	// to one of two equal NGINX replicas at 20 calls/s; 1.1 spread them
-	// 41–57% and still kept a CPU-hogged replica at 0–9%, where 1.25 let
-	// 2–32% through). Default 1.1, range [1,10].
+	// paper's strict order. With two equal NGINX replicas the strict
+	// order sent 83–93% of the calls at 20 calls/s to one of them, and 1.1
+	// spread them 41–57% at no cost in latency; but 1.1 also sent more
+	// calls to a replica behind a congested link (prequal's mean at 120
+	// calls/s 6.8–9.2 against 5.8 ms) and to one with a CPU hog
+	// (docs/results/2026-11-26-prequal-tolerance), so the default stays
+	// the paper's. Default 1, range [1,10].
 	Tolerance float64 `json:"tolerance"`
 }
 
@@ -84,7 +85,7 @@ var defaultPrequalConfig = PrequalConfig{
 	MaxAge:         protocol.Duration(time.Second),
 	MaxReuse:       16,
 	QRIF:           0.84,
-	Tolerance:      1.1,
+	Tolerance:      1,
 }
 
 // prequalMaxPool bounds PoolSize.
