@@ -19,9 +19,10 @@ import (
 )
 
 // remotingCluster is one group size's set-up: the testbed with its
-// replicas (each running "fulcrum backend prime" in its namespace and
-// cgroup, registered with the balancer and reporting its CPU load), and
-// the balancer with one per-request group.
+// replicas (each running "fulcrum backend prime", or NGINX with "fulcrum
+// agent http" beside it, in its namespace and cgroup, registered with the
+// balancer and reporting its CPU load), and the balancer with one
+// per-request group.
 type remotingCluster struct {
 	tb        *testbed.Testbed
 	reps      []*testbed.Replica
@@ -38,7 +39,7 @@ const remotingReplicaPort = "8080"
 // startCluster makes a testbed of n replicas sharing x.CPU cores
 // equally, starts the balancer with its admin API on the first replica's
 // gateway (an address of the root namespace every replica reaches), and
-// starts the replicas, which register themselves and report their CPU
+// starts the replicas (x.Replica), which register and report their CPU
 // load every x.ReportInterval.
 func (x *Remoting) startCluster(ctx context.Context, env *Env, n int) (*remotingCluster, error) {
 	tb, err := testbed.New(testbed.Options{CPUPeriod: remotingPeriod(x.CPU / float64(n))})
