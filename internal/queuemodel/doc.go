@@ -10,7 +10,12 @@
 // replaces the constant-speed servers by servers held to a share of a
 // core by a CFS bandwidth quota, as the testbed's replicas are: a whole
 // core's speed until the period's budget is spent, then nothing until the
-// next period.
+// next period. Config.Parallel limits the calls a server works on at
+// once (seed 004 §IV.B's k; 1 is first come, first served), the rest
+// waiting at the server. Config.Handoff is the time a call takes to reach
+// its server, during which a server whose slot freed sits idle;
+// Config.Lead frees a held policy's slot that much work before its call
+// ends, so that the next call arrives as it does.
 //
 // The simulation is pure and deterministic: the same Config gives the
 // same figure on every machine. Every policy sees the same arrivals and

@@ -94,6 +94,24 @@ type Config struct {
 	// server instead of one of constant speed. Zero: processor sharing at
 	// speed 1, the paper's model.
 	Quota Quota
+	// Parallel is the calls a server works on at once, sharing its
+	// speed, in [0, 1024]; the calls sent beyond it wait at the server
+	// in arrival order. Seed 004 §IV.B: "every server can execute
+	// maximum k tasks in parallel. Tasks will be queued until the
+	// running tasks are less than k". 0: no limit, processor sharing
+	// over every call; 1: first come, first served. LeastDelay knows
+	// only processor sharing and takes 0.
+	Parallel int
+	// Handoff is the time a call takes from the dispatcher to its server,
+	// in [0, 1e3] units of the mean service time: the server starts it
+	// that long after it was sent, and a held call sent when a slot
+	// frees leaves the server that long without it. 0: at once.
+	Handoff float64
+	// Lead, under the held policies, frees a call's slot early, when its
+	// remaining work falls to Lead (in [0, 1e3]), so that the next held
+	// call reaches the server about when it finishes (Handoff). 0: a
+	// slot frees when its call finishes.
+	Lead float64
 }
 
 // Quota models a server held to a share of a core by a CFS bandwidth
@@ -133,6 +151,15 @@ func (c Config) validate() error {
 	if c.Slots < 0 || c.Slots > 1024 {
 		return fmt.Errorf("queuemodel: slots %d, must be in [0, 1024] (0: 1)", c.Slots)
 	}
+	if c.Parallel < 0 || c.Parallel > 1024 {
+		return fmt.Errorf("queuemodel: parallel %d, must be in [0, 1024] (0: no limit)", c.Parallel)
+	}
+	if !(c.Handoff >= 0 && c.Handoff <= 1e3) {
+		return fmt.Errorf("queuemodel: handoff %v, must be in [0, 1e3]", c.Handoff)
+	}
+	if !(c.Lead >= 0 && c.Lead <= 1e3) {
+		return fmt.Errorf("queuemodel: lead %v, must be in [0, 1e3]", c.Lead)
+	}
 	if q := c.Quota; q.Period != 0 || q.Cores != 0 {
 		if !(q.Period > 0 && q.Period <= 1e6) {
 			return fmt.Errorf("queuemodel: quota period %v, must be in (0, 1e6]", q.Period)
@@ -147,11 +174,22 @@ func (c Config) validate() error {
 // MeanResponse simulates cfg under p and returns the measured calls' mean
 // response time over the mean call size (E[T]/E[S]).
 func MeanResponse(cfg Config, p Policy) (float64, error) {
-	if err := errors.Join(cfg.validate(), p.validate()); err != nil {
+	if err := validate(cfg, p); err != nil {
 		return 0, err
 	}
 	cfg.Calls = cmp.Or(cfg.Calls, DefaultCalls)
 	return simulate(cfg, p), nil
+}
+
+// validate checks cfg and p and that p can run on cfg's servers.
+func validate(cfg Config, p Policy) error {
+	if err := errors.Join(cfg.validate(), p.validate()); err != nil {
+		return err
+	}
+	if p == LeastDelay && cfg.Parallel != 0 {
+		return fmt.Errorf("queuemodel: parallel %d with least-delay, which knows only processor sharing over every call: must be 0", cfg.Parallel)
+	}
+	return nil
 }
 
 // simulate is MeanResponse of a valid cfg.
@@ -170,7 +208,10 @@ func simulate(cfg Config, p Policy) float64 {
 		if r < cfg.Calls%cfg.Rounds {
 			calls++
 		}
-		clear(s.servers)
+		for i := range s.servers {
+			s.servers[i] = server{calls: s.servers[i].calls[:0], waiting: s.servers[i].waiting[:0]}
+		}
+		s.transit = s.transit[:0]
 		s.startPeriods()
 		s.held.calls = s.held.calls[:0]
 		rs, rn := s.run(0, calls)
@@ -190,7 +231,7 @@ func ReductionSpread(cfg Config, p Policy, samples int) ([]float64, error) {
 	if samples < 1 || samples > 10000 {
 		return nil, fmt.Errorf("queuemodel: samples %d, must be in [1, 10000]", samples)
 	}
-	if err := errors.Join(cfg.validate(), p.validate()); err != nil {
+	if err := validate(cfg, p); err != nil {
 		return nil, err
 	}
 	cfg.Calls = cmp.Or(cfg.Calls, DefaultCalls)
@@ -221,12 +262,54 @@ func Reduction(cfg Config, p Policy) (float64, error) {
 // created (it grows at speed/k with k calls in progress); a call of size
 // x arriving at virtual time v finishes when v reaches v+x, its tag.
 // Under a quota, budget is the work it may still do in this period and
-// refill the time the next period starts.
+// refill the time the next period starts. waiting are the calls beyond
+// Config.Parallel, in arrival order.
+// transit counts the calls sent to it that have not reached it yet, and
+// released the calls in progress whose slots Config.Lead freed early
+// (under processor sharing the least remaining first, so those of the
+// least tags).
 type server struct {
-	v      float64
-	calls  callHeap
-	budget float64
-	refill float64
+	v        float64
+	calls    callHeap
+	waiting  []waitingCall
+	transit  int
+	released int
+	budget   float64
+	refill   float64
+}
+
+// waitingCall is a call waiting at a server for one in progress there to
+// finish: its size and arrival time.
+type waitingCall struct{ size, arrived float64 }
+
+// load is the calls sent to the server and not finished.
+func (sv *server) load() int { return len(sv.calls) + len(sv.waiting) + sv.transit }
+
+// occupied is the slots the server's calls take: its load but the calls
+// released early.
+func (sv *server) occupied() int { return sv.load() - sv.released }
+
+// nextRelease is the tag of the call in progress whose slot Config.Lead
+// frees next, the least tag above the released calls', and false when
+// every call in progress is released.
+func (sv *server) nextRelease() (float64, bool) {
+	if sv.released >= len(sv.calls) {
+		return 0, false
+	}
+	// Calls are few under the held policies: a sort of the tags is
+	// cheaper to keep than a second heap.
+	tags := make([]float64, len(sv.calls))
+	for i, c := range sv.calls {
+		tags[i] = c.tag
+	}
+	slices.Sort(tags)
+	return tags[sv.released], true
+}
+
+// inTransit is a call on its way to a server.
+type inTransit struct {
+	at, size, arrived float64
+	server            int
 }
 
 // call is a call in progress: its tag and its arrival time (negative
@@ -262,6 +345,9 @@ type sim struct {
 	quota bool
 	fast  float64
 	phase *rand.Rand
+	// transit are the calls on their way to a server (Config.Handoff), in
+	// the order they arrive there.
+	transit []inTransit
 }
 
 func newSim(cfg Config, p Policy) *sim {
@@ -273,6 +359,7 @@ func newSim(cfg Config, p Policy) *sim {
 		pick:    rand.New(rand.NewPCG(cfg.Seed, 0xbf58476d1ce4e5b9)),
 	}
 	s.held.leastCost = p == HeldLeastCost
+	s.held.policy = p == HeldFIFO || p == HeldLeastCost
 	if q := cfg.Quota; q.Period > 0 {
 		s.quota, s.fast = true, 1/q.Cores
 		// The phases come from a stream of their own: the same for
@@ -357,14 +444,29 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 	arrivals := 0
 	for finished < measured {
 		// The next completion: the least tag's remaining service, k
-		// times over.
+		// times over; and the next slot Config.Lead frees early.
 		done, at := -1, math.Inf(1)
+		rel, relAt := -1, math.Inf(1)
 		for i := range s.servers {
 			sv := &s.servers[i]
-			if k := len(sv.calls); k > 0 {
-				if v := s.speed(sv); v > 0 {
-					if t := now + (sv.calls[0].tag-sv.v)*float64(k)/v; t < at {
-						done, at = i, t
+			k := len(sv.calls)
+			if k == 0 {
+				continue
+			}
+			v := s.speed(sv)
+			if v > 0 {
+				if t := now + (sv.calls[0].tag-sv.v)*float64(k)/v; t < at {
+					done, at = i, t
+				}
+			}
+			if s.cfg.Lead > 0 && s.held.policy {
+				if tag, ok := sv.nextRelease(); ok {
+					if left := tag - sv.v - s.cfg.Lead; left <= 0 {
+						rel, relAt = i, now
+					} else if v > 0 {
+						if t := now + left*float64(k)/v; t < relAt {
+							rel, relAt = i, t
+						}
 					}
 				}
 			}
@@ -372,7 +474,11 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 		if arrivals == total {
 			nextArrival = math.Inf(1)
 		}
-		next := min(at, nextArrival)
+		transitAt := math.Inf(1)
+		if len(s.transit) > 0 {
+			transitAt = s.transit[0].at
+		}
+		next := min(at, nextArrival, relAt, transitAt)
 		if q, spent := s.nextQuotaEvent(now); q < next {
 			// A budget runs out or a period starts first. The spent
 			// budget is set to 0 outright: what advance leaves of it
@@ -389,37 +495,88 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 		s.advance(next - now)
 		now = next
 		s.refillQuotas(now)
-		if done >= 0 && at <= nextArrival {
+		switch {
+		case relAt <= next:
+			s.servers[rel].released++
+			s.dispatchHeld(now)
+		case transitAt <= next:
+			c := s.transit[0]
+			s.transit = append(s.transit[:0], s.transit[1:]...)
+			sv := &s.servers[c.server]
+			sv.transit--
+			s.start(sv, c.size, c.arrived)
+		case at <= nextArrival:
 			sv := &s.servers[done]
 			c := heap.Pop(&sv.calls).(call)
 			sv.v = max(sv.v, c.tag) // the call got all its service, rounding aside
+			if sv.released > 0 {
+				// The released calls are those of the least tags.
+				sv.released--
+			}
 			if c.arrived >= 0 {
 				sum += now - c.arrived
 				finished++
 			}
-			if s.held.Len() > 0 {
-				h := heap.Pop(&s.held).(heldCall)
-				heap.Push(&sv.calls, call{tag: sv.v + h.size, arrived: h.arrived})
+			if len(sv.waiting) > 0 {
+				w := sv.waiting[0]
+				sv.waiting = append(sv.waiting[:0], sv.waiting[1:]...)
+				heap.Push(&sv.calls, call{tag: sv.v + w.size, arrived: w.arrived})
 			}
-			continue
-		}
-		x := s.work.ExpFloat64()
-		arrived := now
-		if arrivals < warm {
-			arrived = -1
-		}
-		arrivals++
-		nextArrival = now + s.work.ExpFloat64()/lambda
-		i := s.choose(x)
-		if i < 0 {
+			s.dispatchHeld(now)
+		default:
+			x := s.work.ExpFloat64()
+			arrived := now
+			if arrivals < warm {
+				arrived = -1
+			}
+			arrivals++
+			nextArrival = now + s.work.ExpFloat64()/lambda
+			if s.held.Len() == 0 {
+				if i := s.choose(x); i >= 0 {
+					s.send(i, x, arrived, now)
+					continue
+				}
+			}
 			s.held.seq++
 			heap.Push(&s.held, heldCall{size: x, arrived: arrived, seq: s.held.seq})
-			continue
+			s.dispatchHeld(now)
 		}
-		sv := &s.servers[i]
-		heap.Push(&sv.calls, call{tag: sv.v + x, arrived: arrived})
 	}
 	return sum, finished
+}
+
+// dispatchHeld sends held calls, first in the held order first, to the
+// servers with room until none has room or no call is held.
+func (s *sim) dispatchHeld(now float64) {
+	for s.held.Len() > 0 {
+		i := s.choose(s.held.calls[0].size)
+		if i < 0 {
+			return
+		}
+		h := heap.Pop(&s.held).(heldCall)
+		s.send(i, h.size, h.arrived, now)
+	}
+}
+
+// send sends a call of size x to server i: it starts there after
+// Config.Handoff.
+func (s *sim) send(i int, x, arrived, now float64) {
+	if s.cfg.Handoff == 0 {
+		s.start(&s.servers[i], x, arrived)
+		return
+	}
+	s.servers[i].transit++
+	s.transit = append(s.transit, inTransit{at: now + s.cfg.Handoff, size: x, arrived: arrived, server: i})
+}
+
+// start starts a call of size x on sv, or queues it there when sv works
+// on Config.Parallel calls already.
+func (s *sim) start(sv *server, x, arrived float64) {
+	if p := s.cfg.Parallel; p > 0 && len(sv.calls) >= p {
+		sv.waiting = append(sv.waiting, waitingCall{size: x, arrived: arrived})
+		return
+	}
+	heap.Push(&sv.calls, call{tag: sv.v + x, arrived: arrived})
 }
 
 // advance moves every server's virtual time dt of real time on, and
@@ -460,12 +617,12 @@ func (s *sim) choose(x float64) int {
 		var cost float64
 		switch s.policy {
 		case ShortestQueue:
-			cost = float64(len(sv.calls))
+			cost = float64(sv.load())
 		case HeldFIFO, HeldLeastCost:
-			if len(sv.calls) >= max(s.cfg.Slots, 1) {
+			if sv.occupied() >= max(s.cfg.Slots, 1) {
 				continue
 			}
-			cost = float64(len(sv.calls))
+			cost = float64(sv.occupied())
 		case LeastDelay:
 			for _, c := range sv.calls {
 				cost += min(c.tag-sv.v, x)
@@ -490,7 +647,9 @@ type heldCall struct {
 type heldHeap struct {
 	calls     []heldCall
 	leastCost bool
-	seq       uint64
+	// policy is whether the policy holds calls at all.
+	policy bool
+	seq    uint64
 }
 
 func (h heldHeap) Len() int { return len(h.calls) }

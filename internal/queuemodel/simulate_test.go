@@ -26,6 +26,10 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown policy", Config{Servers: 2, Utilization: 0.5, Calls: 10}, Policy(7), "unknown policy 7"},
 		{"quota without a period", Config{Servers: 2, Utilization: 0.5, Quota: Quota{Cores: 0.5}}, Random, "quota period 0, must be in (0, 1e6]"},
 		{"quota above a core", Config{Servers: 2, Utilization: 0.5, Quota: Quota{Cores: 2, Period: 1}}, Random, "quota cores 2, must be in (0, 1]"},
+		{"negative parallel", Config{Servers: 2, Utilization: 0.5, Parallel: -1}, Random, "parallel -1, must be in [0, 1024] (0: no limit)"},
+		{"parallel with least delay", Config{Servers: 2, Utilization: 0.5, Parallel: 1}, LeastDelay, "parallel 1 with least-delay"},
+		{"negative handoff", Config{Servers: 2, Utilization: 0.5, Handoff: -0.1}, Random, "handoff -0.1, must be in [0, 1e3]"},
+		{"NaN lead", Config{Servers: 2, Utilization: 0.5, Lead: math.NaN()}, HeldFIFO, "lead NaN, must be in [0, 1e3]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -297,5 +301,103 @@ func TestQuotaPeriod(t *testing.T) {
 	}
 	if ps := 1 / (1 - cfg.Utilization); got > 0.6*ps {
 		t.Errorf("period 4 at ρ 0.05: random's E[T]/E[S] = %.4f, want well below processor sharing's %.4f", got, ps)
+	}
+}
+
+// A server with Parallel 1 works on one call at a time and starts the
+// next it was sent when that one finishes, first come first served.
+func TestParallelQueuesAtTheServer(t *testing.T) {
+	t.Parallel()
+	s := newSim(Config{Servers: 1, Utilization: 0.5, Parallel: 1}, Random)
+	sv := &s.servers[0]
+	s.start(sv, 3, 0)
+	s.start(sv, 1, 0.5)
+	s.start(sv, 2, 0.6)
+	if len(sv.calls) != 1 || len(sv.waiting) != 2 || sv.load() != 3 {
+		t.Fatalf("after three calls: %d in progress, %d waiting, load %d; want 1, 2, 3", len(sv.calls), len(sv.waiting), sv.load())
+	}
+	if sv.calls[0].tag != 3 || sv.waiting[0].size != 1 || sv.waiting[1].size != 2 {
+		t.Fatalf("in progress %+v, waiting %+v: want the size-3 call working and the others in arrival order", sv.calls, sv.waiting)
+	}
+	// With no limit the three share the server.
+	ps := newSim(Config{Servers: 1, Utilization: 0.5}, Random)
+	for _, x := range []float64{3, 1, 2} {
+		ps.start(&ps.servers[0], x, 0)
+	}
+	if n := len(ps.servers[0].calls); n != 3 {
+		t.Fatalf("processor sharing: %d calls in progress, want 3", n)
+	}
+}
+
+// With exponential sizes the mean response time does not depend on the
+// order a server serves its calls in, so first come first served gives
+// random's M/M/1 mean as processor sharing does; a held policy's figures
+// move by sampling noise only, the calls it holds being few.
+func TestParallelOneKeepsTheMeans(t *testing.T) {
+	t.Parallel()
+	for _, p := range []Policy{Random, HeldLeastCost} {
+		cfg := Config{Servers: 4, Utilization: 0.9, Calls: 300_000, Seed: 4, Slots: 2}
+		ps, err := MeanResponse(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Parallel = 1
+		fcfs, err := MeanResponse(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(fcfs/ps-1) > 0.05 {
+			t.Errorf("%v: first come first served %.3f, processor sharing %.3f: want within 5%%", p, fcfs, ps)
+		}
+	}
+}
+
+// A hand-off delays every call by the same time: random sends the same
+// calls to the same servers, each starting Handoff later, so its mean is
+// Handoff more.
+func TestHandoffDelaysRandom(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Servers: 3, Utilization: 0.8, Calls: 50_000, Seed: 2}
+	base, err := MeanResponse(cfg, Random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Handoff = 0.07
+	late, err := MeanResponse(cfg, Random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(late-base-0.07) > 1e-6 {
+		t.Errorf("random with a hand-off of 0.07: %.6f, without %.6f: want 0.07 more", late, base)
+	}
+}
+
+// With one slot a held call reaches its server a hand-off after the slot
+// freed, and the server idles meanwhile: at ρ 0.9 a tenth of a mean call
+// per hand-off takes nearly all the spare capacity, and the mean soars.
+// Freeing the slot a hand-off ahead of the call's end (Lead) sends the
+// next call in time, and the mean comes back to within a few percent of
+// the instant hand-off's plus the hand-off itself.
+func TestLeadHidesTheHandoff(t *testing.T) {
+	t.Parallel()
+	mean := func(handoff, lead float64) float64 {
+		t.Helper()
+		m, err := MeanResponse(Config{Servers: 4, Utilization: 0.9, Calls: 300_000, Seed: 6, Slots: 1, Handoff: handoff, Lead: lead}, HeldLeastCost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	instant, idle, ahead := mean(0, 0), mean(0.1, 0), mean(0.1, 0.1)
+	if idle < 2*instant {
+		t.Errorf("hand-off 0.1 without lead: E[T]/E[S] %.3f, want at least twice the instant hand-off's %.3f", idle, instant)
+	}
+	if math.Abs(ahead/(instant+0.1)-1) > 0.03 {
+		t.Errorf("hand-off 0.1 with lead 0.1: E[T]/E[S] %.3f, want the instant hand-off's %.3f + 0.1 within 3%%", ahead, instant)
+	}
+	// Freeing slots early without a hand-off only commits calls early:
+	// a small cost.
+	if early := mean(0, 0.2); !(early > instant && early < 1.2*instant) {
+		t.Errorf("lead 0.2 without hand-off: E[T]/E[S] %.3f, want a little above %.3f", early, instant)
 	}
 }
