@@ -59,6 +59,7 @@ type member struct {
 	rec      registry.Replica
 	live     *strategy.Live
 	counters *frontdoor.Counters
+	pace     *frontdoor.Pace
 	url      *url.URL
 	// ref is the address parsed as an object reference (GIOP groups).
 	ref *ior.IOR
@@ -117,7 +118,7 @@ func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
 // addMemberLocked adds a member from its record. Caller holds g.mu (or g is
 // not yet shared).
 func (g *group) addMemberLocked(rec registry.Replica) *member {
-	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters)}
+	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters), pace: new(frontdoor.Pace)}
 	g.parseAddressLocked(m)
 	g.members[rec.ID] = m
 	g.order = append(g.order, m)
@@ -179,7 +180,7 @@ func (g *group) publishLocked() {
 			rep.Metrics = metricsOf(v.Metrics)
 			rep.Clients = len(v.Clients)
 		}
-		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: m.stateLocked(), Counters: m.counters, Queue: snap.Queue}
+		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: m.stateLocked(), Counters: m.counters, Queue: snap.Queue, Pace: m.pace}
 		snap.Members[m.rec.ID] = fm
 		if fm.State == registry.StateActive {
 			rep.Index = len(eligible)

@@ -52,6 +52,9 @@ type Member struct {
 	// Queue is the group's queue when it has one (nil: none), kicked when
 	// the member frees a slot.
 	Queue *Queue
+	// Pace frees the member's slots ahead of its calls' ends when the
+	// queue has a lead (nil: never); shared by all snapshots.
+	Pace *Pace
 }
 
 // ID returns the member's replica id.
@@ -190,10 +193,11 @@ func (m *Member) Release() {
 	}
 }
 
-// tryAcquire counts a call on m unless that would exceed limit (0: none).
+// tryAcquire counts a call on m unless that would exceed limit (0: none)
+// with the calls whose slots were freed ahead (Pace) left out.
 func tryAcquire(m *Member, limit int) bool {
 	n := m.Replica.Live.Inflight.Add(1)
-	if limit > 0 && n > int64(limit) {
+	if limit > 0 && n-m.Early() > int64(limit) {
 		m.Replica.Live.Inflight.Add(-1)
 		return false
 	}

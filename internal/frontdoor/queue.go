@@ -29,6 +29,7 @@ type Queue struct {
 	snapshot func() *Snapshot
 	now      func() time.Time
 	waiting  atomic.Int64 // len of the queue, read without the lock
+	lead     atomic.Int64 // cfg.Lead in ns, read by the members' Pace
 
 	mu     sync.Mutex
 	cfg    registry.Queue
@@ -38,7 +39,7 @@ type Queue struct {
 	head   *waiter // oldest; fifo through next
 	tail   *waiter
 
-	served, full, timedOut atomic.Uint64
+	served, full, timedOut, early atomic.Uint64
 }
 
 // waiter is one call waiting in a Queue. Its fields but ch belong to the
@@ -96,6 +97,9 @@ type QueueStats struct {
 	// TimedOut counts calls that waited out the timeout (or lost their
 	// client).
 	TimedOut uint64 `json:"timed_out"`
+	// Early counts slots freed ahead of their call's expected end
+	// (queue.lead).
+	Early uint64 `json:"early"`
 }
 
 // NewQueue returns a queue for a group whose current snapshot snapshot
@@ -115,8 +119,10 @@ func (q *Queue) Configure(cfg registry.Queue) {
 	defer q.mu.Unlock()
 	q.cfg = cfg
 	if cfg.Enabled() {
+		q.lead.Store(int64(cfg.Lead.D()))
 		return
 	}
+	q.lead.Store(0)
 	for q.head != nil {
 		w := q.head
 		q.removeLocked(w)
@@ -131,6 +137,7 @@ func (q *Queue) Stats() QueueStats {
 		Served:   q.served.Load(),
 		Full:     q.full.Load(),
 		TimedOut: q.timedOut.Load(),
+		Early:    q.early.Load(),
 	}
 }
 

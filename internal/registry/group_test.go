@@ -83,6 +83,9 @@ func TestValidateRejects(t *testing.T) {
 		{"queue without max inflight", func(g *Group) { queueGroup(g); g.MaxInflight = 0 }, "queue.limit", "max_inflight"},
 		{"queue timeout", func(g *Group) { queueGroup(g); g.Queue.Timeout = protocol.Duration(2 * time.Hour) }, "queue.timeout", "[1ms, 1h0m0s]"},
 		{"queue order", func(g *Group) { queueGroup(g); g.Queue.Order = "lifo" }, "queue.order", "fifo, cost"},
+		{"queue lead", func(g *Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(11 * time.Second) }, "queue.lead", "[0s, 10s]"},
+		{"negative queue lead", func(g *Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(-time.Millisecond) }, "queue.lead", "[0s, 10s]"},
+		{"queue lead without a limit", func(g *Group) { g.Queue.Lead = protocol.Duration(time.Millisecond) }, "queue.limit", "queue.lead"},
 		{"replica address", func(g *Group) { g.Replicas[0].Address = "127.0.0.1:9001" }, "replicas[0].address", "http://"},
 		{"duplicate replica", func(g *Group) {
 			g.Replicas = append(g.Replicas, StaticReplica{Address: "HTTP://127.0.0.1:9001/"})

@@ -23,6 +23,7 @@ const (
 const (
 	DefaultQueueTimeout = time.Second
 	MaxQueueLimit       = 1_000_000
+	MaxQueueLead        = 10 * time.Second
 )
 
 // Queue lets a per-request HTTP group hold calls at the front door while
@@ -39,6 +40,15 @@ type Queue struct {
 	Timeout protocol.Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 	// Order is fifo (default) or cost.
 	Order string `json:"order,omitempty" yaml:"order,omitempty"`
+	// Lead, when above 0, frees a call's max_inflight slot that long
+	// before the call is expected to end, so that the next waiting call
+	// reaches the replica as it finishes rather than a round trip later
+	// (frontdoor.Pace). The expected end comes from the call's
+	// Fulcrum-Cost and the replica's recent service times; calls without
+	// a cost hold their slots to the end. About one round trip between
+	// the front door and the replicas, plus the front door's own time per
+	// call. Default 0 (off), range [0, 10s].
+	Lead protocol.Duration `json:"lead,omitempty" yaml:"lead,omitempty"`
 }
 
 // Enabled reports whether calls may wait.
@@ -67,7 +77,7 @@ func (g Group) validateQueue() error {
 	}
 	if q.Limit == 0 {
 		if q != (Queue{}) {
-			return fe("limit", q.Limit, "must be at least 1 when queue.timeout or queue.order is set")
+			return fe("limit", q.Limit, "must be at least 1 when queue.timeout, queue.order or queue.lead is set")
 		}
 		return nil
 	}
@@ -87,6 +97,11 @@ func (g Group) validateQueue() error {
 	case QueueFIFO, QueueCost:
 	default:
 		return fe("order", q.Order, "must be one of: fifo, cost")
+	}
+	if q.Lead != 0 {
+		if err := durationIn(q.Lead, 0, MaxQueueLead); err != "" {
+			return fe("lead", q.Lead.String(), err)
+		}
 	}
 	return nil
 }

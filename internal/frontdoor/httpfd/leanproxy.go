@@ -71,7 +71,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 		m.Release()
 		return callHandOver
 	}
-	x.m = m
+	x.take(m)
 	defer x.release()
 
 	to := frontdoor.TimeoutsOf(snap.Timeouts)
@@ -102,7 +102,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 				if perr != nil {
 					return x.answer(&dialFailedError{pick: perr, tried: ids(c.tried), last: err})
 				}
-				x.m = next
+				x.take(next)
 				if !leanMember(next) {
 					x.release()
 					return callHandOver
@@ -246,16 +246,27 @@ type exchange struct {
 	early bool
 	// nothingRead: the member's connection failed before any answer.
 	nothingRead bool
+	// hold is the call's hold on m's slot; answered: m's last answer
+	// was not a failure.
+	hold     frontdoor.Hold
+	answered bool
+}
+
+// take makes m, which Acquire counted the call on, the exchange's member.
+func (x *exchange) take(m *frontdoor.Member) {
+	x.m, x.answered = m, false
+	x.hold = m.Hold(x.c.pick.Cost, x.snap.MaxInflight)
 }
 
 func (x *exchange) release() {
 	if x.m != nil {
-		x.m.Release()
-		x.m = nil
+		x.hold.End(x.answered)
+		x.m, x.hold = nil, frontdoor.Hold{}
 	}
 }
 
 func (x *exchange) observe(latency time.Duration, failed bool) {
+	x.answered = !failed
 	x.c.s.g.Observe(x.m, latency, failed)
 	if x.snap.Observer != nil {
 		x.snap.Observer.Observe(x.m.Replica, latency, failed)

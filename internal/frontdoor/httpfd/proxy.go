@@ -44,6 +44,10 @@ type call struct {
 	// m is the member the call is (to be) sent to; its Live.Inflight
 	// counts this call while m is not nil.
 	m *frontdoor.Member
+	// hold is the call's hold on m's slot; answered: m's last answer was
+	// not a failure.
+	hold     frontdoor.Hold
+	answered bool
 	// tried are the members whose dial failed.
 	tried []*frontdoor.Member
 	// h2c sends the call upstream over HTTP/2 (h2c for http:// members).
@@ -85,7 +89,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 		s.writeError(w, r, snap, err)
 		return
 	}
-	c.m = m
+	c.take(m)
 	defer c.release()
 
 	ctx, cancel := context.WithCancelCause(r.Context())
@@ -204,11 +208,17 @@ func (s *Server) acquire(snap *frontdoor.Snapshot, req *strategy.Request, exclud
 	return snap.AcquireWait(req, exclude, s.spill.Add(1), client)
 }
 
+// take makes m, which Acquire counted the call on, the call's member.
+func (c *call) take(m *frontdoor.Member) {
+	c.m, c.answered = m, false
+	c.hold = m.Hold(c.req.Cost, c.snap.MaxInflight)
+}
+
 // release uncounts the call from its member.
 func (c *call) release() {
 	if c.m != nil {
-		c.m.Release()
-		c.m = nil
+		c.hold.End(c.answered)
+		c.m, c.hold = nil, frontdoor.Hold{}
 	}
 }
 
@@ -223,6 +233,7 @@ func (c *call) stopTimer() {
 
 // observe reports one attempt's outcome to the balancer and the strategy.
 func (c *call) observe(m *frontdoor.Member, latency time.Duration, failed bool) {
+	c.answered = !failed
 	c.s.g.Observe(m, latency, failed)
 	if c.snap.Observer != nil {
 		c.snap.Observer.Observe(m.Replica, latency, failed)

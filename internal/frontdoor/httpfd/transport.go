@@ -103,7 +103,7 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 		if perr != nil {
 			return nil, &dialFailedError{pick: perr, tried: ids(c.tried), last: err}
 		}
-		c.m = next
+		c.take(next)
 		target, terr := targetURL(next, c.in)
 		if terr != nil {
 			return nil, terr
