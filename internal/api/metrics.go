@@ -45,7 +45,7 @@ type collector struct {
 	groupInfo, groupReplicas, groupAdvisories, groupReported                  *prometheus.Desc
 	groupLoad, groupEffective, groupShed, groupInflight, groupMaxAge          *prometheus.Desc
 	groupBindings, groupRebinds, groupProxied, groupRedirected, groupFailures *prometheus.Desc
-	groupAlerts, groupQueueWaiting, groupQueueCalls                           *prometheus.Desc
+	groupAlerts, groupQueueWaiting, groupQueueCalls, groupQueueEarly          *prometheus.Desc
 
 	repInfo, repState, repWeight, repReported, repLoad, repEffective, repAge *prometheus.Desc
 	repAdvisory, repEpoch, repShed, repInflight                              *prometheus.Desc
@@ -79,6 +79,7 @@ func newCollector(b *balancer.Balancer, version string) *collector {
 		groupQueueWaiting: d("fulcrum_group_queue_waiting", "Calls waiting in the group's front door queue (groups with a queue).", g, nil),
 		groupQueueCalls: d("fulcrum_group_queue_calls_total", "Calls that met the group's full replicas and a queue, by outcome: served (got a replica after waiting), full (refused: the queue held its limit), timed_out (waited out queue.timeout or lost their client).",
 			[]string{"group", "outcome"}, nil),
+		groupQueueEarly: d("fulcrum_group_queue_early_slots_total", "max_inflight slots freed ahead of their call's expected end (queue.lead).", g, nil),
 
 		repInfo:       d("fulcrum_replica_info", "A replica's address and monitor mode; always 1.", []string{"group", "replica", "address", "monitor", "static"}, nil),
 		repState:      d("fulcrum_replica_state", "1 for the replica's current state, 0 for the others.", []string{"group", "replica", "state"}, nil),
@@ -106,7 +107,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.groupInfo, c.groupReplicas, c.groupAdvisories, c.groupReported,
 		c.groupLoad, c.groupEffective, c.groupShed, c.groupInflight, c.groupMaxAge,
 		c.groupBindings, c.groupRebinds, c.groupProxied, c.groupRedirected, c.groupFailures,
-		c.groupAlerts, c.groupQueueWaiting, c.groupQueueCalls,
+		c.groupAlerts, c.groupQueueWaiting, c.groupQueueCalls, c.groupQueueEarly,
 		c.repInfo, c.repState, c.repWeight, c.repReported, c.repLoad, c.repEffective, c.repAge,
 		c.repAdvisory, c.repEpoch, c.repShed, c.repInflight,
 		c.repBindings, c.repRebinds, c.repProxied, c.repRedirected, c.repFailures,
@@ -205,6 +206,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.groupQueueCalls, q.Served, name, "served")
 			counter(c.groupQueueCalls, q.Full, name, "full")
 			counter(c.groupQueueCalls, q.TimedOut, name, "timed_out")
+			counter(c.groupQueueEarly, q.Early, name)
 		}
 	}
 }

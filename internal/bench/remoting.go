@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/queuemodel"
+	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -125,6 +126,9 @@ type Remoting struct {
 	Strategies []string
 	// QueueSlots is max_inflight of the "+queue" runs (default 2).
 	QueueSlots int
+	// QueueLead is queue.lead of the "+queue" runs: a slot frees that
+	// long before its call's expected end (0: when it ends).
+	QueueLead time.Duration
 	// Calls per client per sample (default 1000 as in the paper; --quick
 	// 250, --smoke 15).
 	Calls int
@@ -173,6 +177,7 @@ func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64SliceVar(&x.Utilizations, "utilizations", nil, "offered loads as shares of the group's CPU quota, from the replicas' measured CPU per call (default 0.5,0.7,0.9)")
 	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run per-request; random is the baseline; NAME+queue runs NAME with max_inflight --queue-slots and the front door's queue, least Fulcrum-Cost first")
 	fs.IntVar(&x.QueueSlots, "queue-slots", x.QueueSlots, "max_inflight of the +queue runs: the calls a replica takes at once, the rest waiting at the front door")
+	fs.DurationVar(&x.QueueLead, "queue-lead", x.QueueLead, "queue.lead of the +queue runs: free a slot this long before its call's expected end, so the next call arrives as it finishes (0: when it ends)")
 	fs.IntVar(&x.Calls, "calls", 0, "calls per client per sample, over all its rounds (default 1000; --quick 300, --smoke 15)")
 	fs.IntVar(&x.Rounds, "rounds", 0, "interleaved rounds a sample's calls are split into (default 4; --quick 3, --smoke 1)")
 	fs.IntVar(&x.Clients, "clients", 0, "clients per sample (default two per replica)")
@@ -253,6 +258,9 @@ func (x *Remoting) Check(size Size) error {
 	if x.QueueSlots < 1 || x.QueueSlots > 1000 {
 		return &protocol.FieldError{Field: "--queue-slots", Value: x.QueueSlots, Allowed: "must be in [1, 1000]"}
 	}
+	if x.QueueLead < 0 || x.QueueLead > groupreg.MaxQueueLead {
+		return &protocol.FieldError{Field: "--queue-lead", Value: x.QueueLead.String(), Allowed: fmt.Sprintf("must be a duration in [0s, %s]", groupreg.MaxQueueLead)}
+	}
 	if s.calls < 1 || s.calls > 1_000_000 {
 		return &protocol.FieldError{Field: "--calls", Value: s.calls, Allowed: "must be in [1, 1000000]"}
 	}
@@ -292,6 +300,8 @@ type RemotingRow struct {
 	// QueueSlots is max_inflight when the strategy ran with the front
 	// door's queue ("+queue"); 0 without.
 	QueueSlots int `json:"queue_slots,omitempty"`
+	// QueueLeadMS is queue.lead in those runs; 0 without.
+	QueueLeadMS float64 `json:"queue_lead_ms,omitempty"`
 	// The answered calls' response times, from the intended send time.
 	LatencyMeanMS float64 `json:"latency_mean_ms"`
 	LatencyP50MS  float64 `json:"latency_p50_ms"`
@@ -445,7 +455,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 		Extra: map[string]any{"groups": groups, "settings": map[string]any{
 			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds,
 			"report_interval_ms": x.ReportInterval.Milliseconds(), "binding": "per-request",
-			"queue_slots": x.QueueSlots, "queue_order": "cost", "replica": x.Replica,
+			"queue_slots": x.QueueSlots, "queue_lead_ms": ms(x.QueueLead), "queue_order": "cost", "replica": x.Replica,
 		}},
 		Report: x.report(rows, groups, s),
 	}, nil
@@ -575,7 +585,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), round+1, s.rounds)
 			for _, i := range roundOrder(len(x.Strategies), ui*s.rounds+round) {
 				name := x.Strategies[i]
-				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.ReportInterval); err != nil {
+				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.QueueLead, x.ReportInterval); err != nil {
 					return g, nil, err
 				}
 				run, err := cl.runMetered(ctx, clients)
@@ -597,6 +607,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			row := remotingRow(n, u, meanGap, g.Clients, float64(offeredCalls)/window.Seconds(), name, a.res)
 			if _, queued := remotingConfig(name); queued {
 				row.QueueSlots = x.QueueSlots
+				row.QueueLeadMS = ms(x.QueueLead)
 			}
 			row.Rounds = s.rounds
 			row.roundMeans = a.means

@@ -189,15 +189,19 @@ func remotingStrategyOf(entry string) string {
 
 // useStrategy switches the group to the --strategies entry name (PATCH,
 // no restart): its strategy, and for a "+queue" entry max_inflight slots
-// and a queue in cost order (none otherwise). It then waits until every
+// and a queue in cost order with queue.lead lead (none otherwise). It then waits until every
 // replica has reported since, so that a report-driven strategy starts
 // from current loads.
-func (cl *remotingCluster) useStrategy(ctx context.Context, name string, slots int, interval time.Duration) error {
+func (cl *remotingCluster) useStrategy(ctx context.Context, name string, slots int, lead, interval time.Duration) error {
 	strat, queued := remotingConfig(name)
 	patch := map[string]any{"strategy": strat, "max_inflight": 0, "queue": map[string]any{}}
 	if queued {
 		patch["max_inflight"] = slots
-		patch["queue"] = map[string]any{"limit": remotingQueueLimit, "timeout": remotingQueueTimeout.String(), "order": "cost"}
+		q := map[string]any{"limit": remotingQueueLimit, "timeout": remotingQueueTimeout.String(), "order": "cost"}
+		if lead > 0 {
+			q["lead"] = lead.String()
+		}
+		patch["queue"] = q
 	}
 	body, _ := json.Marshal(patch)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, cl.bal.Admin+"/v1/groups/"+remotingGroup, bytes.NewReader(body))
