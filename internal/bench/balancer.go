@@ -169,6 +169,11 @@ type GroupStatus struct {
 			Failures   int64 `json:"failures"`
 		} `json:"counters"`
 	} `json:"replicas"`
+	// QueueStats are the group's queue counters (nil: no queue).
+	QueueStats *struct {
+		Served uint64 `json:"served"`
+		Early  uint64 `json:"early"`
+	} `json:"queue_stats"`
 }
 
 // Group reads a group's status from the admin API.

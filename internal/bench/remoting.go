@@ -595,7 +595,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				aggs[name].add(run.res, run.cpu, w, x.CPU)
 				roundCPU += run.cpu
 				roundX += run.res.XSum
-				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors))
+				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors), cl.queueNote(ctx, name, x.QueueLead))
 			}
 			m, ok := remotingCPUPerX(roundCPU, roundX)
 			est = nextCPUPerX(est, m, ok)

@@ -236,6 +236,21 @@ func (cl *remotingCluster) useStrategy(ctx context.Context, name string, slots i
 	}
 }
 
+// queueNote is the log's note on the group's queue after a "+queue" run
+// with a lead: the slots freed ahead so far, all runs together, which
+// shows whether the lead took effect. "" otherwise or when the status
+// cannot be read.
+func (cl *remotingCluster) queueNote(ctx context.Context, name string, lead time.Duration) string {
+	if _, queued := remotingConfig(name); !queued || lead <= 0 {
+		return ""
+	}
+	st, err := cl.bal.Group(ctx, remotingGroup)
+	if err != nil || st.QueueStats == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%d slots freed ahead so far)", st.QueueStats.Early)
+}
+
 // freshReports reports whether every replica of st has reported within
 // the last since.
 func freshReports(st GroupStatus, since time.Duration) bool {
