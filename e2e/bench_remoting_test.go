@@ -61,11 +61,13 @@ func checkRemotingSmoke(t *testing.T, res benchResults) {
 				t.Errorf("%s at %v: %s = %v, want a positive number", what(), u, k, row[k])
 			}
 		}
-		// ett+queue runs with max_inflight 2 and the queue; the others
-		// with neither.
+		// ett+queue runs with max_inflight 1, the queue and a lead of
+		// 1 ms; the others with none of them.
+		queued := row["strategy"] == "ett+queue"
 		slots, _ := row["queue_slots"].(float64)
-		if want := map[bool]float64{true: 2, false: 0}[row["strategy"] == "ett+queue"]; slots != want {
-			t.Errorf("%s at %v: queue_slots %v, want %v", what(), u, row["queue_slots"], want)
+		lead, _ := row["queue_lead_ms"].(float64)
+		if want := map[bool]float64{true: 1, false: 0}[queued]; slots != want || lead != want {
+			t.Errorf("%s at %v: queue_slots %v, queue_lead_ms %v; want %v, %v", what(), u, row["queue_slots"], row["queue_lead_ms"], want, want)
 		}
 		red, ok := row["reduction_vs_random"].(float64)
 		switch {

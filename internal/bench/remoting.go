@@ -68,14 +68,19 @@ const (
 	// queue: "ett+queue" is ett with max_inflight --queue-slots and a
 	// queue served least Fulcrum-Cost first.
 	remotingQueueSuffix = "+queue"
-	// defaultRemotingQueueSlots is max_inflight of the "+queue" runs.
-	// Seed 004 §IV.B lets each server run k tasks at once and queues the
-	// rest; in the queueing model (internal/queuemodel, held-least-cost)
-	// one slot gives the lowest mean (82% below random with 4 replicas
-	// at 90%), but every hand-off then leaves the replica idle for the
-	// front door's round trip; two slots give 76% and keep the replica
-	// busy meanwhile (docs/results/2026-11-26-remoting-queue).
-	defaultRemotingQueueSlots = 2
+	// defaultRemotingQueueSlots and defaultRemotingQueueLead are
+	// max_inflight and queue.lead of the "+queue" runs. Seed 004 §IV.B
+	// lets each server run k tasks at once and queues the rest; in the
+	// queueing model (internal/queuemodel, held-least-cost) one slot
+	// gives the lowest mean (82% below random with 4 replicas at 90%),
+	// two 76%. Without a lead, every hand-off leaves a replica with one
+	// slot idle for the front door's round trip, which on the testbed
+	// undid the gain (docs/results/2026-11-26-remoting-queue); a slot
+	// freed 1 ms ahead of its call's expected end hides it: ett+queue's
+	// mean came to 1.67–1.82 lone calls against 1.71–2.29 with two slots
+	// (docs/results/2026-11-26-queue-lead).
+	defaultRemotingQueueSlots = 1
+	defaultRemotingQueueLead  = time.Millisecond
 	// remotingQueueLimit and remotingQueueTimeout size the "+queue"
 	// runs' queue so that no call is refused or times out at the loads
 	// run: every call waits its turn.
@@ -124,10 +129,11 @@ type Remoting struct {
 	// be among them. A name ending in "+queue" runs that strategy with
 	// max_inflight QueueSlots and the front door's queue in cost order.
 	Strategies []string
-	// QueueSlots is max_inflight of the "+queue" runs (default 2).
+	// QueueSlots is max_inflight of the "+queue" runs (default 1).
 	QueueSlots int
 	// QueueLead is queue.lead of the "+queue" runs: a slot frees that
-	// long before its call's expected end (0: when it ends).
+	// long before its call's expected end (default 1ms; 0: when it
+	// ends).
 	QueueLead time.Duration
 	// Calls per client per sample (default 1000 as in the paper; --quick
 	// 250, --smoke 15).
@@ -156,7 +162,7 @@ func newRemoting() *Remoting {
 	return &Remoting{
 		Strategies: slices.Clone(defaultRemotingStrategies), XMean: defaultRemotingXMean,
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
-		QueueSlots: defaultRemotingQueueSlots, Replica: RemotingReplicaGo,
+		QueueSlots: defaultRemotingQueueSlots, QueueLead: defaultRemotingQueueLead, Replica: RemotingReplicaGo,
 	}
 }
 

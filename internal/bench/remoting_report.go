@@ -218,8 +218,8 @@ func remotingReferences(n int, rho float64, calls, rounds int, model remotingMod
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return text + "; processor-sharing model: " + err.Error()
 	}
-	text += fmt.Sprintf("; processor-sharing replicas (simulated): shortest queue %s%%, least delay knowing every call's work %s%%, front door queue with %d slots per replica, least cost first, %s%%",
-		Num(jsq*100, 1), Num(best*100, 1), slots, Num(queued*100, 1))
+	text += fmt.Sprintf("; processor-sharing replicas (simulated): shortest queue %s%%, least delay knowing every call's work %s%%, front door queue with %s per replica, least cost first, %s%%",
+		Num(jsq*100, 1), Num(best*100, 1), plural(slots, "slot"), Num(queued*100, 1))
 	if calls < 1 || rounds < 1 || rounds > calls {
 		return text
 	}
@@ -391,4 +391,12 @@ func remotingReplicaText(replica string) string {
 		return "NGINX (one process, the sieve in its Lua module, LuaJIT) with `fulcrum agent http` beside it reporting NGINX's CPU (`--pid`) and its cgroup's other work"
 	}
 	return "`fulcrum backend prime` (Go, with the monitor library)"
+}
+
+// plural is "n word", with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
