@@ -119,8 +119,8 @@ func (h Hold) End(answered bool) {
 	}
 	p.mu.Unlock()
 	m.Replica.Live.Inflight.Add(-1)
-	m.freed(freed)
-	q.Kick()
+	q.early.Add(uint64(freed))
+	q.Kick() // the call's own slot and any freed ahead
 }
 
 // scheduleLocked sets every unreleased call's freeAt from the fit and
