@@ -56,13 +56,14 @@ func checkRemotingSmoke(t *testing.T, res benchResults) {
 		if row["calls"] != 60.0 || row["errors"] != 0.0 || row["clients"] != 4.0 {
 			t.Errorf("%s at %v: calls %v, errors %v, clients %v; want 60, 0, 4", what(), u, row["calls"], row["errors"], row["clients"])
 		}
-		for _, k := range []string{"gap_ms", "offered_rps", "latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "throughput_rps", "replica_cpu"} {
+		for _, k := range []string{"gap_ms", "offered_rps", "latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "throughput_rps", "replica_cpu", "capacity_utilization"} {
 			if v, ok := row[k].(float64); !ok || !(v > 0) || math.IsInf(v, 0) {
 				t.Errorf("%s at %v: %s = %v, want a positive number", what(), u, k, row[k])
 			}
 		}
-		// ett+queue runs with max_inflight 1, the queue and a lead of
-		// 1 ms; the others with none of them.
+		// The load is set against the capacity by default, so every row
+		// has capacity_utilization. ett+queue runs with max_inflight 1,
+		// the queue and a lead of 1 ms; the others with none of them.
 		queued := row["strategy"] == "ett+queue"
 		slots, _ := row["queue_slots"].(float64)
 		lead, _ := row["queue_lead_ms"].(float64)

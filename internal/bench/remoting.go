@@ -121,9 +121,12 @@ var remotingPaper = map[int]float64{2: 0.476, 4: 0.761}
 type Remoting struct {
 	// Replicas are the group sizes (default 2,4,8; --smoke 2).
 	Replicas []int
-	// Utilizations are the offered loads as a share of the group's CPU
-	// quota (default 0.5,0.7,0.9).
+	// Utilizations are the offered loads as a share of the group's
+	// capacity, or of its CPU quota (LoadFrom) (default 0.5,0.7,0.9).
 	Utilizations []float64
+	// LoadFrom is what Utilizations are shares of: RemotingLoadCapacity
+	// (default) or RemotingLoadCPU (remoting_capacity.go).
+	LoadFrom string
 	// Strategies are run per-request (default ett, ett+queue,
 	// least-loaded, least-connections, round-robin, random); random must
 	// be among them. A name ending in "+queue" runs that strategy with
@@ -163,6 +166,7 @@ func newRemoting() *Remoting {
 		Strategies: slices.Clone(defaultRemotingStrategies), XMean: defaultRemotingXMean,
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
 		QueueSlots: defaultRemotingQueueSlots, QueueLead: defaultRemotingQueueLead, Replica: RemotingReplicaGo,
+		LoadFrom: RemotingLoadCapacity,
 	}
 }
 
@@ -180,7 +184,8 @@ func (*Remoting) Summary() string {
 // AddFlags implements FlagAdder.
 func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&x.Replicas, "replicas", nil, "group sizes (default 2,4,8; --smoke 2)")
-	fs.Float64SliceVar(&x.Utilizations, "utilizations", nil, "offered loads as shares of the group's CPU quota, from the replicas' measured CPU per call (default 0.5,0.7,0.9)")
+	fs.Float64SliceVar(&x.Utilizations, "utilizations", nil, "offered loads as shares of what --load-from names (default 0.5,0.7,0.9)")
+	fs.StringVar(&x.LoadFrom, "load-from", x.LoadFrom, "what --utilizations are shares of: capacity (the calls/s the replicas answer saturated, measured again before every round) or cpu (the group's CPU quota, from the replicas' CPU per call)")
 	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run per-request; random is the baseline; NAME+queue runs NAME with max_inflight --queue-slots and the front door's queue, least Fulcrum-Cost first")
 	fs.IntVar(&x.QueueSlots, "queue-slots", x.QueueSlots, "max_inflight of the +queue runs: the calls a replica takes at once, the rest waiting at the front door")
 	fs.DurationVar(&x.QueueLead, "queue-lead", x.QueueLead, "queue.lead of the +queue runs: free a slot this long before its call's expected end, so the next call arrives as it finishes (0: when it ends)")
@@ -249,6 +254,9 @@ func (x *Remoting) Check(size Size) error {
 		if !(u > 0 && u <= 1.5) {
 			return &protocol.FieldError{Field: "--utilizations", Value: u, Allowed: "each must be in (0, 1.5]"}
 		}
+	}
+	if x.LoadFrom != RemotingLoadCapacity && x.LoadFrom != RemotingLoadCPU {
+		return &protocol.FieldError{Field: "--load-from", Value: x.LoadFrom, Allowed: RemotingLoadCapacity + " or " + RemotingLoadCPU}
 	}
 	if len(x.Strategies) == 0 || !slices.Contains(x.Strategies, remotingRandom) {
 		return &protocol.FieldError{Field: "--strategies", Value: strings.Join(x.Strategies, ","), Allowed: "a list that includes random (the baseline)"}
@@ -342,6 +350,12 @@ type RemotingRow struct {
 	// GapRoundsMS is the mean gap of each round (set from the latest
 	// CPU estimate; GapMS is their mean over the sample's calls).
 	GapRoundsMS []float64 `json:"gap_rounds_ms,omitempty"`
+	// CapacityUtilization is, when the load was set against the
+	// capacity, the share of it the sample's rounds offered: each round's
+	// calls against the mean of the capacities measured right before and
+	// right after it. Omitted when the load was set against the CPU
+	// quota.
+	CapacityUtilization float64 `json:"capacity_utilization,omitempty"`
 	// UtilizationFlag says why the sample does not count as one at
 	// Utilization (its measured utilisation is more than 0.05 away, or
 	// the replicas were saturated); empty when it counts.
@@ -462,6 +476,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds,
 			"report_interval_ms": x.ReportInterval.Milliseconds(), "binding": "per-request",
 			"queue_slots": x.QueueSlots, "queue_lead_ms": ms(x.QueueLead), "queue_order": "cost", "replica": x.Replica,
+			"load_from": x.LoadFrom,
 		}},
 		Report: x.report(rows, groups, s),
 	}, nil
@@ -487,42 +502,21 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	}
 	g.ServiceTimeMS = ms(svc)
 	capDur := Pick(env.Size, 6*time.Second, 4*time.Second, time.Second)
-	// A capacity measured while the replicas did not use their quotas
-	// (something else stalled the callers) would set every load far too
-	// low: measure again, a few times, then give up.
-	var failed, capX int64
-	var capCPU time.Duration
-	for attempt := 1; ; attempt++ {
-		u0, err := cl.cpuUsage()
-		if err != nil {
-			return g, nil, err
-		}
-		t0 := time.Now()
-		capacity, xs, f, err := measureCapacity(ctx, cl.bases, remotingCapacityCallers, x.XMean, capDur)
-		if err != nil {
-			return g, nil, err
-		}
-		u1, err := cl.cpuUsage()
-		if err != nil {
-			return g, nil, err
-		}
-		g.CapacityRPS = capacity
-		g.ReplicaServiceMS = float64(n) / capacity * 1000
-		g.CPUPerCallMS = ms(u1-u0) / (capacity * time.Since(t0).Seconds())
-		g.CapacityCPU = (u1 - u0).Seconds() / time.Since(t0).Seconds() / x.CPU
-		failed, capX, capCPU = f, xs, u1-u0
-		err = remotingCapacityValid(g.CapacityCPU)
-		if err == nil || env.Size == Smoke {
-			break
-		}
-		if attempt == remotingCapacityAttempts {
-			return g, nil, fmt.Errorf("remoting, %d replicas: %w (%d attempts)", n, err, attempt)
-		}
-		env.Logf("remoting: %d replicas: %v; measuring again", n, err)
+	capacity, capCPU, err := x.saturate(ctx, env, cl, capDur, 0)
+	if err != nil {
+		return g, nil, err
 	}
-	est, ok := remotingCPUPerX(capCPU, capX)
+	g.CapacityRPS = capacity.rps()
+	g.ReplicaServiceMS = float64(n) / g.CapacityRPS * 1000
+	g.CPUPerCallMS = ms(capCPU) / float64(capacity.Calls)
+	g.CapacityCPU = capCPU.Seconds() / capacity.Elapsed.Seconds() / x.CPU
+	failed := capacity.Failed
+	est, ok := remotingCPUPerX(capCPU, capacity.XSum)
 	if !ok {
-		return g, nil, fmt.Errorf("capacity: no CPU time or no call measured (CPU %v, X sum %d)", capCPU, capX)
+		return g, nil, fmt.Errorf("capacity: no CPU time or no call measured (CPU %v, X sum %d)", capCPU, capacity.XSum)
+	}
+	if x.LoadFrom == RemotingLoadCapacity {
+		est = x.quotaPerX(capacity)
 	}
 	env.Logf("remoting: %d replicas of %.3g cores: a lone call of mean X takes %.2f ms; saturated, they answer %.0f calls/s (%.2f ms of a replica per call, %.2f ms CPU per call, %.0f%% of their quotas used; %d failed)",
 		n, g.CPUPerReplica, g.ServiceTimeMS, g.CapacityRPS, g.ReplicaServiceMS, g.CPUPerCallMS, g.CapacityCPU*100, failed)
@@ -544,25 +538,26 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 
 	var rows []RemotingRow
 	for ui, u := range s.utils {
-		// Calibrate: a short unrecorded run at this utilisation, set from
-		// the estimate so far, gives the CPU per unit of X at this load
-		// now; each round then updates it from the round before.
-		calCalls := max(s.calls/s.rounds/2, 5)
-		calClients, calGap := remotingPlan(1<<41|uint64(n)<<32|uint64(ui)<<24, g.Clients, calCalls, x.XMean, u, x.CPU, est)
-		if calGap <= 0 {
-			return g, nil, fmt.Errorf("calibration at %.0f%%: no gap from a CPU estimate of %g ns per unit of X", u*100, est)
+		// Against the CPU quota, calibrate: a short unrecorded run at
+		// this utilisation, set from the estimate so far, gives the CPU
+		// per unit of X at this load now; each round then updates it
+		// from the round before. Against the capacity, the capacity is
+		// measured again before every round and after the last.
+		var caps []remotingCapacity
+		if x.LoadFrom == RemotingLoadCPU {
+			if est, err = x.calibrate(ctx, env, cl, n, ui, u, s, g.Clients, est); err != nil {
+				return g, nil, err
+			}
 		}
-		cal, err := cl.runMetered(ctx, calClients)
-		if err != nil {
-			return g, nil, err
+		burst := func(k int) error {
+			c, _, err := x.saturate(ctx, env, cl, Pick(env.Size, 1500*time.Millisecond, time.Second, 300*time.Millisecond), 1<<42|uint64(n)<<32|uint64(ui)<<24|uint64(k)<<16)
+			if err != nil {
+				return err
+			}
+			caps = append(caps, c)
+			est = x.quotaPerX(c)
+			return nil
 		}
-		m, ok := remotingCPUPerX(cal.cpu, cal.res.XSum)
-		prev := est
-		est = nextCPUPerX(est, m, ok)
-		env.Logf("remoting: %d replicas, %.0f%%: calibration at %.0f calls/s reached %.0f%% of the quotas (CPU per call %.3f ms at X mean %g: estimate %.3f → %.3f)",
-			n, u*100, float64(g.Clients)/calGap.Seconds(), remotingUtilization(cal.cpu, calGap*time.Duration(calCalls), x.CPU)*100,
-			m*x.XMean/1e6, x.XMean, prev*x.XMean/1e6, est*x.XMean/1e6)
-
 		aggs := make(map[string]*remotingAgg, len(x.Strategies))
 		for _, name := range x.Strategies {
 			aggs[name] = &remotingAgg{res: remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}}
@@ -570,10 +565,17 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		var gaps []float64
 		var window time.Duration
 		offeredCalls := 0
+		var offeredX []float64 // each round's calls' X, all clients
+		var windows []time.Duration
 		for round := range s.rounds {
 			share := s.calls / s.rounds
 			if round < s.calls%s.rounds {
 				share++
+			}
+			if x.LoadFrom == RemotingLoadCapacity {
+				if err := burst(round); err != nil {
+					return g, nil, err
+				}
 			}
 			clients, gap := remotingPlan(uint64(n)<<32|uint64(ui)<<24|uint64(round)<<16, g.Clients, share, x.XMean, u, x.CPU, est)
 			if gap <= 0 {
@@ -581,6 +583,8 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			}
 			w := gap * time.Duration(share)
 			gaps = append(gaps, ms(gap))
+			offeredX = append(offeredX, float64(sumX(clients)))
+			windows = append(windows, w)
 			window += w
 			offeredCalls += share * g.Clients
 			var roundCPU time.Duration
@@ -588,7 +592,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			// The order follows a Williams design (roundOrder),
 			// continued across the utilisations: no strategy always runs
 			// first or right after another.
-			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), round+1, s.rounds)
+			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms%s), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), x.capacityNote(caps), round+1, s.rounds)
 			for _, i := range roundOrder(len(x.Strategies), ui*s.rounds+round) {
 				name := x.Strategies[i]
 				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.QueueLead, x.ReportInterval); err != nil {
@@ -604,8 +608,21 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors), cl.queueNote(ctx, name, x.QueueLead))
 			}
 			m, ok := remotingCPUPerX(roundCPU, roundX)
-			est = nextCPUPerX(est, m, ok)
-			env.Logf("%s; CPU per call at X mean %g now %.3f ms", line, x.XMean, est*x.XMean/1e6)
+			if x.LoadFrom == RemotingLoadCPU {
+				est = nextCPUPerX(est, m, ok)
+				env.Logf("%s; CPU per call at X mean %g now %.3f ms", line, x.XMean, est*x.XMean/1e6)
+			} else {
+				env.Logf("%s; CPU per call at X mean %g %.3f ms", line, x.XMean, m*x.XMean/1e6)
+			}
+		}
+		capUtil := math.NaN()
+		if x.LoadFrom == RemotingLoadCapacity {
+			if err := burst(s.rounds); err != nil {
+				return g, nil, err
+			}
+			capUtil = capacityUtilization(offeredX, windows, caps)
+			env.Logf("remoting: %d replicas, %.0f%%: capacity after the last round %.0f calls/s; the rounds offered %.1f%% of the capacity measured around them",
+				n, u*100, caps[len(caps)-1].rps(), capUtil*100)
 		}
 		meanGap := window / time.Duration(max(offeredCalls/g.Clients, 1))
 		for _, name := range x.Strategies {
@@ -627,6 +644,12 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				row.CPUPerCallMS = ms(a.cpu) / float64(row.Calls)
 			}
 			row.UtilizationFlag = remotingLoadFlag(u, row.MeasuredUtilization)
+			if x.LoadFrom == RemotingLoadCapacity {
+				if !math.IsNaN(capUtil) {
+					row.CapacityUtilization = capUtil
+				}
+				row.UtilizationFlag = remotingCapacityFlag(u, capUtil, row.MeasuredUtilization)
+			}
 			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
 				n, u*100, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
 			rows = append(rows, row)
@@ -713,6 +736,16 @@ func firstErrorNote(e string) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// load is the load the sample reached, as a share of what its load was
+// set against: CapacityUtilization when it was set against the
+// capacity, MeasuredUtilization otherwise.
+func (r RemotingRow) load() float64 {
+	if r.CapacityUtilization > 0 {
+		return r.CapacityUtilization
+	}
+	return r.MeasuredUtilization
+}
 
 // remotingRow makes a sample's row (without its reduction).
 func remotingRow(n int, u float64, gap time.Duration, clients int, offered float64, name string, res remotingResult) RemotingRow {

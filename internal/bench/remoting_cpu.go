@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -160,4 +161,26 @@ func remotingLoadFlag(target, measured float64) string {
 		return fmt.Sprintf("underloaded: %.0f%% of the quotas, %.0f%% asked", measured*100, target*100)
 	}
 	return ""
+}
+
+// calibrate runs a short unrecorded sample of group size n at
+// utilisation u (the ui-th) through the balancer, set from the CPU
+// estimate est, and returns the estimate updated from the CPU per unit
+// of X it measured.
+func (x *Remoting) calibrate(ctx context.Context, env *Env, cl *remotingCluster, n, ui int, u float64, s remotingSizes, clients int, est float64) (float64, error) {
+	calCalls := max(s.calls/s.rounds/2, 5)
+	calClients, calGap := remotingPlan(1<<41|uint64(n)<<32|uint64(ui)<<24, clients, calCalls, x.XMean, u, x.CPU, est)
+	if calGap <= 0 {
+		return est, fmt.Errorf("calibration at %.0f%%: no gap from a CPU estimate of %g ns per unit of X", u*100, est)
+	}
+	cal, err := cl.runMetered(ctx, calClients)
+	if err != nil {
+		return est, err
+	}
+	m, ok := remotingCPUPerX(cal.cpu, cal.res.XSum)
+	next := nextCPUPerX(est, m, ok)
+	env.Logf("remoting: %d replicas, %.0f%%: calibration at %.0f calls/s reached %.0f%% of the quotas (CPU per call %.3f ms at X mean %g: estimate %.3f → %.3f)",
+		n, u*100, float64(clients)/calGap.Seconds(), remotingUtilization(cal.cpu, calGap*time.Duration(calCalls), x.CPU)*100,
+		m*x.XMean/1e6, x.XMean, est*x.XMean/1e6, next*x.XMean/1e6)
+	return next, nil
 }

@@ -174,15 +174,39 @@ func runRemotingSample(ctx context.Context, hc *http.Client, base string, client
 	return res
 }
 
+// remotingCapacity is one measurement of the replicas saturated directly:
+// the calls answered, the sum of their X, the calls that failed, and the
+// time from the first call to the last answer.
+type remotingCapacity struct {
+	Calls, XSum, Failed int64
+	Elapsed             time.Duration
+}
+
+// rps is the calls answered per second (the group's capacity in calls).
+func (c remotingCapacity) rps() float64 {
+	if c.Elapsed <= 0 {
+		return 0
+	}
+	return float64(c.Calls) / c.Elapsed.Seconds()
+}
+
+// xPerSec is the X answered per second: the group's capacity in units of
+// work, which does not carry the sample's own mean X as rps does.
+func (c remotingCapacity) xPerSec() float64 {
+	if c.Elapsed <= 0 {
+		return 0
+	}
+	return float64(c.XSum) / c.Elapsed.Seconds()
+}
+
 // measureCapacity saturates the replicas directly (no balancer):
 // callersPer closed-loop callers per replica, each calling with the
-// sample's X distribution for d, and returns the calls completed per
-// second by all of them (the group's capacity), the sum of the answered
-// calls' X and the number of failures.
-func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean float64, d time.Duration) (float64, int64, int64, error) {
+// sample's X distribution for d, the draws of caller j of replica i from
+// seed (seed+i, j). It returns what was answered until the last answer.
+func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean float64, d time.Duration, seed uint64) (remotingCapacity, error) {
 	hc, closeIdle := remotingHTTP()
 	defer closeIdle()
-	var done, failed, xSum int64
+	var c remotingCapacity
 	var mu sync.Mutex
 	var firstErr error
 	end := time.Now().Add(d)
@@ -193,7 +217,7 @@ func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rng := rand.New(rand.NewPCG(uint64(i), uint64(j)))
+				rng := rand.New(rand.NewPCG(seed+uint64(i), uint64(j)))
 				var n, f, xs int64
 				for time.Now().Before(end) && ctx.Err() == nil {
 					x := int(expDraw(rng) * xMean)
@@ -210,21 +234,22 @@ func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean 
 					xs += int64(x)
 				}
 				mu.Lock()
-				done += n
-				xSum += xs
-				failed += f
+				c.Calls += n
+				c.XSum += xs
+				c.Failed += f
 				mu.Unlock()
 			}()
 		}
 	}
 	wg.Wait()
+	c.Elapsed = time.Since(start)
 	if err := ctx.Err(); err != nil {
-		return 0, 0, failed, err
+		return c, err
 	}
-	if done == 0 {
-		return 0, 0, failed, fmt.Errorf("bench: remoting: no call answered while measuring capacity (%v)", firstErr)
+	if c.Calls == 0 {
+		return c, fmt.Errorf("bench: remoting: no call answered while measuring capacity (%v)", firstErr)
 	}
-	return float64(done) / time.Since(start).Seconds(), xSum, failed, nil
+	return c, nil
 }
 
 // measureServiceTime makes n calls one after another to base and returns

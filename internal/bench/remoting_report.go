@@ -25,14 +25,14 @@ const remotingReductionPlot = "remoting-reduction.png"
 func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 	header := []string{"replicas", "utilization", "gap_ms", "clients", "offered_rps", "strategy", "latency_mean_ms",
 		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu",
-		"measured_utilization", "cpu_per_call_ms", "utilization_flag"}
+		"measured_utilization", "cpu_per_call_ms", "capacity_utilization", "utilization_flag"}
 	var table [][]string
 	for _, r := range rows {
 		table = append(table, []string{
 			strconv.Itoa(r.Replicas), Num(r.Utilization, 2), Num(r.GapMS, 3), strconv.Itoa(r.Clients), Num(r.OfferedRPS, 1), r.Strategy,
 			Num(r.LatencyMeanMS, 3), Num(r.LatencyP50MS, 3), Num(r.LatencyP99MS, 3), fmtReduction(r.ReductionVsRandom, 4),
 			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3), Num(r.ReplicaCPU, 3),
-			Num(r.MeasuredUtilization, 3), Num(r.CPUPerCallMS, 4), r.UtilizationFlag,
+			Num(r.MeasuredUtilization, 3), Num(r.CPUPerCallMS, 4), Num(r.CapacityUtilization, 3), r.UtilizationFlag,
 		})
 	}
 	if err := env.WriteCSV("remoting.csv", header, table); err != nil {
@@ -137,7 +137,7 @@ func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettin
 		}
 		name := fmt.Sprintf("%d replicas, 90%% load: %s's reduction vs random ≥ %.1f%% (paper)", n, judged, paper*100)
 		base, _ := findRemotingRow(rows, n, 0.9, remotingRandom)
-		ref := remotingReferences(n, base.MeasuredUtilization, int(base.Calls), base.Rounds, model, slots)
+		ref := remotingReferences(n, base.load(), int(base.Calls), base.Rounds, model, slots)
 		for _, g := range groups {
 			if g.Replicas == n {
 				if implied := remotingImpliedReferences(n, g.ServiceTimeMS, base.LatencyMeanMS, model, slots); implied != "" {
@@ -304,13 +304,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 	rep.Para("The paper's X mean is 30,000; on this machine that sieve takes about 0.07 ms, and the balancer's own per-call work would "+
 		"dominate. X is scaled by ten (the distribution's shape kept), which restores the paper's millisecond calls (a 2 GHz Pentium 4 "+
 		"running .NET). The paper's gaps (0.5–6 s) would leave the replicas idle, so the clients' mean gap is set so that the offered load is the "+
-		"utilisation asked for, as a share of the group's CPU quota: calls/s × the replicas' CPU time per call (their cgroups' accounting) "+
-		"= utilisation × quota. The CPU per call is first taken from the capacity measurement (the replicas saturated directly by "+
-		"closed-loop callers; table below), then from a short unrecorded calibration run at each utilisation and, for every later round, "+
-		"from the round before (all its strategies together), as CPU time per unit of X; each round's calls are fitted to span exactly "+
-		"calls × gap. \"measured\" is the utilisation each sample reached (the replicas' CPU time over the windows in which its calls were "+
-		"offered, as a share of the quota; above 100%% the quotas could not keep up). A sample more than %.0f points from its target, or "+
-		"with the replicas at %.0f%% of their quotas or more, is flagged (⚠ below) and not counted by the targets.", remotingLoadTolerance*100, remotingSaturated*100)
+		"utilisation asked for; %s", remotingLoadText(x.LoadFrom))
 	var gt [][]string
 	for _, g := range groups {
 		gt = append(gt, []string{strconv.Itoa(g.Replicas), Num(g.CPUPerReplica, 3), Num(g.CPUPeriodMS, 1), Num(g.ServiceTimeMS, 2), Num(g.CapacityRPS, 0),
@@ -335,6 +329,9 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 				}
 			}
 			measured := Num(r.MeasuredUtilization*100, 0) + "%"
+			if r.CapacityUtilization > 0 {
+				measured = Num(r.CapacityUtilization*100, 0) + "% (CPU " + measured + ")"
+			}
 			if r.UtilizationFlag != "" {
 				measured += " ⚠"
 				flagged = append(flagged, fmt.Sprintf("%.0f%% %s: %s", r.Utilization*100, r.Strategy, r.UtilizationFlag))
@@ -343,7 +340,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 				Num(r.LatencyMeanMS, 2), Num(r.LatencyP50MS, 2), Num(r.LatencyP99MS, 2), red, strconv.FormatInt(r.Calls, 10),
 				strconv.FormatInt(r.Errors, 10), Num(r.CPUPerCallMS, 3), Num(r.ReplicaCPU*100, 0) + "%", Num(r.SendLagP99MS, 1)})
 		}
-		rep.Table([]string{"load", "measured", "mean gap (ms)", "offered (calls/s)", "strategy", "mean (ms)", "p50 (ms)", "p99 (ms)",
+		rep.Table([]string{"load", "measured" + remotingMeasuredHead(x.LoadFrom), "mean gap (ms)", "offered (calls/s)", "strategy", "mean (ms)", "p50 (ms)", "p99 (ms)",
 			"vs random", "answered", "failed", "CPU per call (ms)", "replicas' CPU until the last answer (of quota)", "send lag p99 (ms)"}, t)
 		if len(flagged) > 0 {
 			rep.Para("⚠ Flagged, not at the load asked: %s.", strings.Join(flagged, "; "))
@@ -383,6 +380,36 @@ func remotingExcessText(rows []RemotingRow, n int) string {
 		return head + "none."
 	}
 	return head + strings.Join(hits, "; ") + "."
+}
+
+// remotingLoadText is the report's account of how the offered load was
+// set, for loadFrom (--load-from).
+func remotingLoadText(loadFrom string) string {
+	if loadFrom == RemotingLoadCPU {
+		return fmt.Sprintf("here as a share of the group's CPU quota (--load-from cpu): calls/s × the replicas' CPU time per call (their cgroups' accounting) "+
+			"= utilisation × quota. The CPU per call is first taken from the capacity measurement (the replicas saturated directly by "+
+			"closed-loop callers; table below), then from a short unrecorded calibration run at each utilisation and, for every later round, "+
+			"from the round before (all its strategies together), as CPU time per unit of X; each round's calls are fitted to span exactly "+
+			"calls × gap. \"measured\" is the utilisation each sample reached (the replicas' CPU time over the windows in which its calls were "+
+			"offered, as a share of the quota; above 100%% the quotas could not keep up). A sample more than %.0f points from its target, or "+
+			"with the replicas at %.0f%% of their quotas or more, is flagged (⚠ below) and not counted by the targets.", remotingLoadTolerance*100, remotingSaturated*100)
+	}
+	return fmt.Sprintf("here as a share of the group's capacity (--load-from capacity): the X per second the replicas answer when saturated "+
+		"directly by closed-loop callers (table below), measured again right before every round and once after the last, so that each "+
+		"round's gap follows the machine's speed of the moment. Each round offers the utilisation × that capacity in X per second; its calls "+
+		"are fitted to span exactly calls × gap. \"measured\" is the share of the capacity the sample's rounds offered, each against the mean "+
+		"of the measurements right before and after it, with the replicas' CPU time over the offer windows as a share of their quota beside it "+
+		"(a Go replica spends more CPU per call at 90%% than saturated, so the CPU share runs above the load). A sample more than %.0f points "+
+		"from its target (the capacity moved during it), or whose replicas used more than their quotas over the windows (the queues grew), "+
+		"is flagged (⚠ below) and not counted by the targets.", remotingLoadTolerance*100)
+}
+
+// remotingMeasuredHead qualifies the "measured" column for loadFrom.
+func remotingMeasuredHead(loadFrom string) string {
+	if loadFrom == RemotingLoadCPU {
+		return " (of the quota)"
+	}
+	return " (of the capacity)"
 }
 
 // remotingReplicaText names the replicas' program in the report.

@@ -121,6 +121,8 @@ func TestRemotingCheck(t *testing.T) {
 		{"more rounds than calls", func(x *Remoting) { x.Calls, x.Rounds = 2, 3 }, "--rounds"},
 		{"nginx replicas", func(x *Remoting) { x.Replica = "nginx" }, ""},
 		{"unknown replica", func(x *Remoting) { x.Replica = "apache" }, "--replica"},
+		{"load against the CPU quota", func(x *Remoting) { x.LoadFrom = "cpu" }, ""},
+		{"unknown load basis", func(x *Remoting) { x.LoadFrom = "quota" }, "--load-from"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

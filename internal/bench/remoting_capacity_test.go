@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRemotingPlanAgainstTheCapacity: with the estimate from quotaPerX,
+// remotingPlan offers the share u of the X the saturated group answered
+// per second, whatever the group's quota.
+func TestRemotingPlanAgainstTheCapacity(t *testing.T) {
+	t.Parallel()
+	for _, quota := range []float64{1, 0.5} {
+		x := &Remoting{CPU: quota}
+		c := remotingCapacity{Calls: 900, XSum: 270_000_000, Elapsed: time.Second} // 2.7e8 X/s
+		if got := c.rps(); got != 900 {
+			t.Errorf("rps %v, want 900", got)
+		}
+		clients, gap := remotingPlan(7, 8, 200, 300_000, 0.9, quota, x.quotaPerX(c))
+		if gap <= 0 {
+			t.Fatalf("quota %v: no gap", quota)
+		}
+		span := time.Duration(200) * gap
+		offered := float64(sumX(clients)) / span.Seconds()
+		if want := 0.9 * c.xPerSec(); math.Abs(offered/want-1) > 1e-6 {
+			t.Errorf("quota %v: offered %.4g X/s, want %.4g (90%% of the capacity)", quota, offered, want)
+		}
+	}
+	if got := (&Remoting{CPU: 1}).quotaPerX(remotingCapacity{}); got != 0 {
+		t.Errorf("quotaPerX of no measurement = %v, want 0 (no gap)", got)
+	}
+}
+
+// TestCapacityUtilization: each round's offer counts against the mean of
+// the capacities measured on either side of it.
+func TestCapacityUtilization(t *testing.T) {
+	t.Parallel()
+	capOf := func(xps float64) remotingCapacity {
+		return remotingCapacity{Calls: 1, XSum: int64(xps), Elapsed: time.Second}
+	}
+	caps := []remotingCapacity{capOf(1000), capOf(1200), capOf(1000)}
+	windows := []time.Duration{2 * time.Second, 2 * time.Second}
+	// Round 1 against 1100 X/s, round 2 against 1100 X/s: 1980 X each is 90%.
+	if got := capacityUtilization([]float64{1980, 1980}, windows, caps); math.Abs(got-0.9) > 1e-12 {
+		t.Errorf("utilisation %v, want 0.9", got)
+	}
+	if got := capacityUtilization([]float64{1980, 1980}, windows, caps[:2]); !math.IsNaN(got) {
+		t.Errorf("without a measurement after the last round: %v, want NaN", got)
+	}
+	if got := capacityUtilization(nil, nil, caps[:1]); !math.IsNaN(got) {
+		t.Errorf("no rounds: %v, want NaN", got)
+	}
+}
+
+func TestRemotingCapacityFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		target, load, cpu float64
+		want              string // prefix; "" counts
+	}{
+		{0.9, 0.9, 0.97, ""}, // a Go replica's CPU runs above the load
+		{0.9, 0.86, 0.9, ""},
+		{0.9, 0.84, 0.9, "capacity moved"},
+		{0.9, 0.96, 0.99, "capacity moved"},
+		{0.9, 0.9, 1.02, "overloaded"},
+		{0.9, math.NaN(), 0.9, "load not measured"},
+		{0.9, 0.9, 0, "load not measured"},
+	} {
+		got := remotingCapacityFlag(tc.target, tc.load, tc.cpu)
+		if (tc.want == "") != (got == "") || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("remotingCapacityFlag(%v, %v, %v) = %q, want %q…", tc.target, tc.load, tc.cpu, got, tc.want)
+		}
+	}
+}
