@@ -357,8 +357,9 @@ type RemotingRow struct {
 	// quota.
 	CapacityUtilization float64 `json:"capacity_utilization,omitempty"`
 	// UtilizationFlag says why the sample does not count as one at
-	// Utilization (its measured utilisation is more than 0.05 away, or
-	// the replicas were saturated); empty when it counts.
+	// Utilization (its load was more than 0.05 away, the replicas were
+	// saturated or overloaded, or one of them answered far less than the
+	// others when saturated); empty when it counts.
 	UtilizationFlag string `json:"utilization_flag"`
 	// CPUExcessRounds is, for each round, how much more CPU the sample's
 	// calls took than the same calls under the round's median strategy
@@ -431,8 +432,11 @@ type RemotingGroupSettings struct {
 	CPUPeriodMS   float64 `json:"cpu_period_ms"`
 	// ServiceTimeMS is the response time of a lone call of mean X (calls
 	// one at a time, straight to a replica; the least-squares line of
-	// their latency on X, at the mean X).
+	// their latency on X, at the mean X), the median replica's.
 	ServiceTimeMS float64 `json:"service_time_ms"`
+	// ServiceTimesMS are each replica's (measured at once, one caller
+	// each); ServiceTimeMS is their median.
+	ServiceTimesMS []float64 `json:"service_times_ms"`
 	// CapacityRPS is the calls per second the replicas answered when
 	// saturated (directly, no balancer); ReplicaServiceMS is the time of
 	// one replica's capacity a call takes (replicas/capacity).
@@ -445,6 +449,10 @@ type RemotingGroupSettings struct {
 	CPUPerCallMS float64 `json:"cpu_per_call_ms"`
 	CapacityCPU  float64 `json:"capacity_cpu"`
 	Clients      int     `json:"clients"`
+	// Unequal names the replicas that answered less than
+	// remotingUnequalShare of the median replica's X while saturated
+	// (unequalReplicas); every sample of the group is then flagged.
+	Unequal string `json:"unequal_replicas,omitempty"`
 }
 
 // Run implements Experiment.
@@ -482,34 +490,69 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 	}, nil
 }
 
-// runGroup sets up n replicas and measures every utilisation × strategy.
-func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSizes) (RemotingGroupSettings, []RemotingRow, error) {
+// setUpGroup starts n replicas and the balancer, checks the replicas'
+// answers and measures their lone calls and the group's capacity. The
+// caller closes the cluster.
+func (x *Remoting) setUpGroup(ctx context.Context, env *Env, n int) (*remotingCluster, RemotingGroupSettings, remotingCapacity, time.Duration, error) {
+	g := RemotingGroupSettings{Replicas: n, CPUPerReplica: x.CPU / float64(n), Clients: x.clientsFor(n)}
 	cl, err := x.startCluster(ctx, env, n)
 	if err != nil {
-		return RemotingGroupSettings{}, nil, err
+		return nil, g, remotingCapacity{}, 0, err
 	}
-	defer cl.close()
-	g := RemotingGroupSettings{Replicas: n, CPUPerReplica: x.CPU / float64(n), Clients: x.clientsFor(n)}
+	fail := func(err error) (*remotingCluster, RemotingGroupSettings, remotingCapacity, time.Duration, error) {
+		cl.close()
+		return nil, g, remotingCapacity{}, 0, err
+	}
 	g.CPUPeriodMS = ms(cl.tb.CPUPeriod())
 	for _, base := range cl.bases {
 		if err := checkCountAnswers(ctx, base); err != nil {
-			return g, nil, err
+			return fail(err)
 		}
 	}
-	svc, err := measureServiceTime(ctx, cl.bases[0], Pick(env.Size, 200, 100, 20), x.XMean)
+	svcs, err := measureServiceTimes(ctx, cl.bases, Pick(env.Size, 200, 100, 20), x.XMean)
 	if err != nil {
-		return g, nil, err
+		return fail(err)
 	}
-	g.ServiceTimeMS = ms(svc)
-	capDur := Pick(env.Size, 6*time.Second, 4*time.Second, time.Second)
-	capacity, capCPU, err := x.saturate(ctx, env, cl, capDur, 0)
+	for _, d := range svcs {
+		g.ServiceTimesMS = append(g.ServiceTimesMS, ms(d))
+	}
+	g.ServiceTimeMS = stats.Median(g.ServiceTimesMS)
+	env.Logf("remoting: %d replicas: lone calls of mean X %s ms", n, fmtList(g.ServiceTimesMS, 2))
+	capacity, capCPU, err := x.saturate(ctx, env, cl, Pick(env.Size, 6*time.Second, 4*time.Second, time.Second), 0)
 	if err != nil {
-		return g, nil, err
+		return fail(err)
 	}
 	g.CapacityRPS = capacity.rps()
 	g.ReplicaServiceMS = float64(n) / g.CapacityRPS * 1000
 	g.CPUPerCallMS = ms(capCPU) / float64(capacity.Calls)
 	g.CapacityCPU = capCPU.Seconds() / capacity.Elapsed.Seconds() / x.CPU
+	g.Unequal = unequalReplicas(capacity)
+	return cl, g, capacity, capCPU, nil
+}
+
+// runGroup sets up n replicas and measures every utilisation × strategy.
+func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSizes) (RemotingGroupSettings, []RemotingRow, error) {
+	// Replicas of equal quota are the experiment's premise. Now and then
+	// one NGINX replica answers at half the others' rate for its whole
+	// life (remotingUnequalShare): the group is then set up anew, a few
+	// times, before its samples are run and flagged.
+	var cl *remotingCluster
+	var g RemotingGroupSettings
+	var capacity remotingCapacity
+	var capCPU time.Duration
+	for attempt := 1; ; attempt++ {
+		var err error
+		cl, g, capacity, capCPU, err = x.setUpGroup(ctx, env, n)
+		if err != nil {
+			return g, nil, err
+		}
+		if g.Unequal == "" || attempt == remotingCapacityAttempts {
+			break
+		}
+		env.Logf("remoting: %d replicas: %s; setting the group up again (attempt %d of %d)", n, g.Unequal, attempt+1, remotingCapacityAttempts)
+		cl.close()
+	}
+	defer cl.close()
 	failed := capacity.Failed
 	est, ok := remotingCPUPerX(capCPU, capacity.XSum)
 	if !ok {
@@ -544,7 +587,9 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		// from the round before. Against the capacity, the capacity is
 		// measured again before every round and after the last.
 		var caps []remotingCapacity
+		var unequal []string // the bursts that found unequal replicas
 		if x.LoadFrom == RemotingLoadCPU {
+			var err error
 			if est, err = x.calibrate(ctx, env, cl, n, ui, u, s, g.Clients, est); err != nil {
 				return g, nil, err
 			}
@@ -555,6 +600,13 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				return err
 			}
 			caps = append(caps, c)
+			if u := unequalReplicas(c); u != "" {
+				when := fmt.Sprintf("before round %d", k+1)
+				if k == s.rounds {
+					when = "after the last round"
+				}
+				unequal = append(unequal, fmt.Sprintf("%s (%s)", u, when))
+			}
 			est = x.quotaPerX(c)
 			return nil
 		}
@@ -650,6 +702,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				}
 				row.UtilizationFlag = remotingCapacityFlag(u, capUtil, row.MeasuredUtilization)
 			}
+			row.UtilizationFlag = joinFlags(row.UtilizationFlag, g.Unequal, strings.Join(unequal, "; "))
 			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
 				n, u*100, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
 			rows = append(rows, row)

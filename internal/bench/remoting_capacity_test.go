@@ -74,3 +74,28 @@ func TestRemotingCapacityFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestUnequalReplicas: a replica that answered far less than the median
+// one while saturated is named; the usual spread is not.
+func TestUnequalReplicas(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		xs   []int64
+		want string // "" or a part of the flag
+	}{
+		{[]int64{100, 97, 103, 99}, ""},
+		{[]int64{100, 52, 103, 99}, "replica 2 at 52%"},
+		{[]int64{100, 55}, "replica 2 at 71%"},
+		{[]int64{100, 85}, ""},
+		{[]int64{0, 0}, ""},
+		{[]int64{100}, ""},
+	} {
+		got := unequalReplicas(remotingCapacity{ReplicaXSum: tc.xs})
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("unequalReplicas(%v) = %q, want %q", tc.xs, got, tc.want)
+		}
+	}
+	if got := joinFlags("", "a", "", "b"); got != "a; b" {
+		t.Errorf("joinFlags = %q, want \"a; b\"", got)
+	}
+}

@@ -180,6 +180,8 @@ func runRemotingSample(ctx context.Context, hc *http.Client, base string, client
 type remotingCapacity struct {
 	Calls, XSum, Failed int64
 	Elapsed             time.Duration
+	// ReplicaXSum is the sum of the answered X of each replica.
+	ReplicaXSum []int64
 }
 
 // rps is the calls answered per second (the group's capacity in calls).
@@ -206,7 +208,7 @@ func (c remotingCapacity) xPerSec() float64 {
 func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean float64, d time.Duration, seed uint64) (remotingCapacity, error) {
 	hc, closeIdle := remotingHTTP()
 	defer closeIdle()
-	var c remotingCapacity
+	c := remotingCapacity{ReplicaXSum: make([]int64, len(bases))}
 	var mu sync.Mutex
 	var firstErr error
 	end := time.Now().Add(d)
@@ -236,6 +238,7 @@ func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean 
 				mu.Lock()
 				c.Calls += n
 				c.XSum += xs
+				c.ReplicaXSum[i] += xs
 				c.Failed += f
 				mu.Unlock()
 			}()
@@ -277,6 +280,30 @@ func measureServiceTime(ctx context.Context, base string, n int, xMean float64) 
 		return 0, fmt.Errorf("bench: remoting: measuring the service time: %w", err)
 	}
 	return time.Duration(line.At(xMean)), nil
+}
+
+// measureServiceTimes measures every replica's lone call
+// (measureServiceTime, n calls to each) at once: one caller per replica,
+// and the replicas' quotas together stay below the machine's cores, so
+// that the callers do not slow one another down.
+func measureServiceTimes(ctx context.Context, bases []string, n int, xMean float64) ([]time.Duration, error) {
+	out := make([]time.Duration, len(bases))
+	errs := make([]error, len(bases))
+	var wg sync.WaitGroup
+	for i, base := range bases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = measureServiceTime(ctx, base, n, xMean)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("replica %d: %w", i+1, err)
+		}
+	}
+	return out, nil
 }
 
 // remotingCheckXs are the X whose counts checkCountAnswers checks: the

@@ -427,3 +427,12 @@ func plural(n int, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
+
+// fmtList is vs joined by ", ", each with prec decimals.
+func fmtList(vs []float64, prec int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = Num(v, prec)
+	}
+	return strings.Join(s, ", ")
+}
