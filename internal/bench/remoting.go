@@ -108,12 +108,11 @@ var remotingPaper = map[int]float64{2: 0.476, 4: 0.761}
 // The paper's gaps (0.5–6 s between a client's calls) would leave
 // today's replicas idle and every strategy equal, so the run sets the
 // clients' mean gap so that the offered load is each utilisation of the
-// group's CPU quota: calls/s × the replicas' CPU time per call (their
-// cgroups' accounting) = utilisation × quota. The CPU per call is
-// estimated first with the replicas saturated directly (the capacity),
-// then again in a short calibration run at each utilisation and after
-// every round (remoting_cpu.go); every sample's measured utilisation is
-// reported, and one far from the target flagged.
+// group's capacity: the X per second the replicas answer when saturated
+// directly, measured again before every round (remoting_capacity.go).
+// LoadFrom RemotingLoadCPU makes it a share of the group's CPU quota
+// instead (remoting_cpu.go). Every sample's load is reported, and one
+// far from the target flagged.
 // Clients are open-loop (Poisson arrivals): a client sends on its
 // schedule whether or not its earlier calls were answered, so the
 // offered load is what was asked, and latencies count from the intended
