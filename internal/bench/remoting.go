@@ -436,6 +436,16 @@ type RemotingGroupSettings struct {
 	// ServiceTimesMS are each replica's (measured at once, one caller
 	// each); ServiceTimeMS is their median.
 	ServiceTimesMS []float64 `json:"service_times_ms"`
+	// ServiceCPUMS is the replicas' CPU time for a lone call of mean X
+	// and ServiceFixedCPUMS the part of it every call takes whatever its
+	// X (the least-squares line of CPU time on X: its value at the mean
+	// and its intercept; the median replica's). ServiceSCV is the squared
+	// coefficient of variation of a call's work that follows for
+	// exponential X (serviceSCV): 1 when all of it grows with X, as the
+	// paper's model has it; absent when the CPU time was not measured.
+	ServiceCPUMS      float64  `json:"service_cpu_ms"`
+	ServiceFixedCPUMS float64  `json:"service_fixed_cpu_ms"`
+	ServiceSCV        *float64 `json:"service_scv,omitempty"`
 	// CapacityRPS is the calls per second the replicas answered when
 	// saturated (directly, no balancer); ReplicaServiceMS is the time of
 	// one replica's capacity a call takes (replicas/capacity).
@@ -508,15 +518,28 @@ func (x *Remoting) setUpGroup(ctx context.Context, env *Env, n int) (*remotingCl
 			return fail(err)
 		}
 	}
-	svcs, err := measureServiceTimes(ctx, cl.bases, Pick(env.Size, 200, 100, 20), x.XMean)
+	usage := make([]func() (time.Duration, error), len(cl.reps))
+	for i, r := range cl.reps {
+		usage[i] = r.CPUUsage
+	}
+	lone, err := measureServiceTimes(ctx, cl.bases, Pick(env.Size, 200, 100, 20), x.XMean, usage)
 	if err != nil {
 		return fail(err)
 	}
-	for _, d := range svcs {
-		g.ServiceTimesMS = append(g.ServiceTimesMS, ms(d))
+	var cpus, fixed []float64
+	for _, l := range lone {
+		g.ServiceTimesMS = append(g.ServiceTimesMS, ms(l.Wall))
+		cpus = append(cpus, l.CPU.At(x.XMean)/1e6)
+		fixed = append(fixed, l.CPU.Intercept/1e6)
 	}
 	g.ServiceTimeMS = stats.Median(g.ServiceTimesMS)
-	env.Logf("remoting: %d replicas: lone calls of mean X %s ms", n, fmtList(g.ServiceTimesMS, 2))
+	g.ServiceCPUMS, g.ServiceFixedCPUMS = stats.Median(cpus), stats.Median(fixed)
+	scv := serviceSCV(g.ServiceFixedCPUMS, g.ServiceCPUMS)
+	if !math.IsNaN(scv) {
+		g.ServiceSCV = &scv
+	}
+	env.Logf("remoting: %d replicas: lone calls of mean X %s ms; their CPU %.3f ms, of which %.3f ms whatever X (a call's work varies with c² %.2f)",
+		n, fmtList(g.ServiceTimesMS, 2), g.ServiceCPUMS, g.ServiceFixedCPUMS, scv)
 	capacity, capCPU, err := x.saturate(ctx, env, cl, Pick(env.Size, 6*time.Second, 4*time.Second, time.Second), 0)
 	if err != nil {
 		return fail(err)

@@ -99,3 +99,23 @@ func TestUnequalReplicas(t *testing.T) {
 		t.Errorf("joinFlags = %q, want \"a; b\"", got)
 	}
 }
+
+// TestServiceSCV: a call's work a + b·X with X exponential varies with
+// c² = (b·E[X] / (a + b·E[X]))²: 1 without a fixed part, 0.25 when half
+// of the mean is fixed.
+func TestServiceSCV(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ fixed, mean, want float64 }{
+		{0, 1.2, 1},
+		{0.6, 1.2, 0.25},
+		{-0.1, 1.2, 1}, // a line fitted to noise: clamped
+		{1.5, 1.2, 0},
+	} {
+		if got := serviceSCV(tc.fixed, tc.mean); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("serviceSCV(%v, %v) = %v, want %v", tc.fixed, tc.mean, got, tc.want)
+		}
+	}
+	if got := serviceSCV(0.1, 0); !math.IsNaN(got) {
+		t.Errorf("no mean: %v, want NaN", got)
+	}
+}

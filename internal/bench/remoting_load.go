@@ -255,46 +255,83 @@ func measureCapacity(ctx context.Context, bases []string, callersPer int, xMean 
 	return c, nil
 }
 
+// loneCalls is what measureServiceTime found of one replica's lone
+// calls.
+type loneCalls struct {
+	// Wall is the response time of a lone call of mean X.
+	Wall time.Duration
+	// CPU is the least-squares line of the replica's CPU time per call
+	// (ns) on X: its intercept is the work every call does whatever its
+	// X. Zero without a CPU reader.
+	CPU stats.Line
+}
+
 // measureServiceTime makes n calls one after another to base and returns
 // the service time of a lone call of mean size xMean: the least-squares
 // line of latency on X through the n calls, at xMean. The calls draw their
 // X from a fixed seed, so that every group size times the same calls; a
 // plain mean of their latencies would carry that sample's own mean X (n
 // exponential draws stray by about 1/√n, 16% above xMean for the 200 of a
-// full run) into every group's figure.
-func measureServiceTime(ctx context.Context, base string, n int, xMean float64) (time.Duration, error) {
+// full run) into every group's figure. With usage (the replica's CPU time
+// so far) it also fits the replica's CPU time per call on X.
+func measureServiceTime(ctx context.Context, base string, n int, xMean float64, usage func() (time.Duration, error)) (loneCalls, error) {
 	hc, closeIdle := remotingHTTP()
 	defer closeIdle()
 	rng := rand.New(rand.NewPCG(1, 2))
-	xs, lat := make([]float64, 0, n), make([]float64, 0, n)
+	xs, lat, cpu := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	for range n {
 		x := int(expDraw(rng) * xMean)
+		var u0 time.Duration
+		if usage != nil {
+			var err error
+			if u0, err = usage(); err != nil {
+				return loneCalls{}, err
+			}
+		}
 		t0 := time.Now()
 		if err := callCount(ctx, hc, base, x); err != nil {
-			return 0, fmt.Errorf("bench: remoting: measuring the service time: %w", err)
+			return loneCalls{}, fmt.Errorf("bench: remoting: measuring the service time: %w", err)
 		}
 		xs, lat = append(xs, float64(x)), append(lat, float64(time.Since(t0)))
+		if usage != nil {
+			u1, err := usage()
+			if err != nil {
+				return loneCalls{}, err
+			}
+			cpu = append(cpu, float64(u1-u0))
+		}
 	}
 	line, err := stats.FitLine(xs, lat)
 	if err != nil {
-		return 0, fmt.Errorf("bench: remoting: measuring the service time: %w", err)
+		return loneCalls{}, fmt.Errorf("bench: remoting: measuring the service time: %w", err)
 	}
-	return time.Duration(line.At(xMean)), nil
+	out := loneCalls{Wall: time.Duration(line.At(xMean))}
+	if usage != nil {
+		if out.CPU, err = stats.FitLine(xs, cpu); err != nil {
+			return loneCalls{}, fmt.Errorf("bench: remoting: measuring the CPU time per call: %w", err)
+		}
+	}
+	return out, nil
 }
 
-// measureServiceTimes measures every replica's lone call
-// (measureServiceTime, n calls to each) at once: one caller per replica,
-// and the replicas' quotas together stay below the machine's cores, so
-// that the callers do not slow one another down.
-func measureServiceTimes(ctx context.Context, bases []string, n int, xMean float64) ([]time.Duration, error) {
-	out := make([]time.Duration, len(bases))
+// measureServiceTimes measures every replica's lone calls
+// (measureServiceTime, n calls to each, usage[i] replica i's CPU time or
+// nil) at once: one caller per replica, and the replicas' quotas together
+// stay below the machine's cores, so that the callers do not slow one
+// another down.
+func measureServiceTimes(ctx context.Context, bases []string, n int, xMean float64, usage []func() (time.Duration, error)) ([]loneCalls, error) {
+	out := make([]loneCalls, len(bases))
 	errs := make([]error, len(bases))
 	var wg sync.WaitGroup
 	for i, base := range bases {
+		var u func() (time.Duration, error)
+		if i < len(usage) {
+			u = usage[i]
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = measureServiceTime(ctx, base, n, xMean)
+			out[i], errs[i] = measureServiceTime(ctx, base, n, xMean, u)
 		}()
 	}
 	wg.Wait()

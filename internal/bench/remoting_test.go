@@ -441,38 +441,52 @@ func TestRemotingReferences(t *testing.T) {
 	}
 }
 
-// TestRemotingImpliedReferences: random's mean five times the lone
-// call's implies a load of 80%, and the model's figures there are below
-// those at 90%; without a usable pair of times there is no reference.
-func TestRemotingImpliedReferences(t *testing.T) {
+// TestRemotingSampleModel: the model of a 4-replica sample of 8,000
+// calls in 4 rounds from idle puts random well below its steady state of
+// 10 S at 90%, and the front door queue far below random; without the
+// figures it needs there is no reference, and judgeRemoting puts it
+// beside the target.
+func TestRemotingSampleModel(t *testing.T) {
 	t.Parallel()
 	model := remotingModel{calls: 20_000, samples: 10}
-	got := remotingImpliedReferences(4, 5, 25, model, 2)
-	re := regexp.MustCompile(`^at the load random's mean implies \(1 − lone call 5\.00 ms ÷ random's 25\.00 ms = 80%\): shortest queue ([0-9.]+)%, front door queue ([0-9.]+)%$`)
+	g := RemotingGroupSettings{Replicas: 4, CPUPerReplica: 0.25, CPUPeriodMS: 4, ReplicaServiceMS: 4.5}
+	random := RemotingRow{Replicas: 4, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 34.65, Calls: 8000, Rounds: 4, MeasuredUtilization: 0.9}
+	judged := RemotingRow{Replicas: 4, Utilization: 0.9, Strategy: "ett+queue", LatencyMeanMS: 13.5, Calls: 8000, Rounds: 4, MeasuredUtilization: 0.9}
+	got := remotingSampleModel(4, 0.9, g, random, judged, model, 1)
+	re := regexp.MustCompile(`^in S = 4\.50 ms \(a replica's time per call at capacity\), random took 7\.70 S and ett\+queue 3\.00 S; the model of this sample \(replicas held to their quota, one call at a time, 8000 calls in 4 rounds from idle, mean of 10 draws\) gives random ([0-9.]+) S and a front door queue with 1 slot, least cost first, ([0-9.]+) S \(([0-9.]+)% below\)$`)
 	m := re.FindStringSubmatch(got)
 	if m == nil {
-		t.Fatalf("implied references %q", got)
+		t.Fatalf("sample model %q", got)
 	}
-	jsq, _ := strconv.ParseFloat(m[1], 64)
-	held, _ := strconv.ParseFloat(m[2], 64)
-	at90 := remotingReferences(4, 0.9, 0, 0, model, 2)
-	if !(jsq > 40 && jsq < held && held < 76) {
-		t.Errorf("at 80%%: shortest queue %v%%, front door queue %v%%; want 40 < shortest < queue < 76 (the queue's figure at 90%%: %s)", jsq, held, at90)
+	r, _ := strconv.ParseFloat(m[1], 64)
+	h, _ := strconv.ParseFloat(m[2], 64)
+	red, _ := strconv.ParseFloat(m[3], 64)
+	if !(r > 5 && r < 9.5 && h > 1 && h < 2.5 && red > 70) {
+		t.Errorf("model: random %v S, front door %v S, %v%% below; want random in (5, 9.5), front door in (1, 2.5), more than 70%% below", r, h, red)
 	}
-	for _, tc := range [][2]float64{{0, 25}, {5, 5}, {5, 4}, {5, math.Inf(1)}, {math.NaN(), 25}} {
-		if got := remotingImpliedReferences(4, tc[0], tc[1], model, 2); got != "" {
-			t.Errorf("lone call %v ms, random %v ms: %q, want none", tc[0], tc[1], got)
+	for _, tc := range []struct {
+		name string
+		edit func(*RemotingGroupSettings, *RemotingRow)
+	}{
+		{"no capacity", func(g *RemotingGroupSettings, _ *RemotingRow) { g.ReplicaServiceMS = 0 }},
+		{"no period", func(g *RemotingGroupSettings, _ *RemotingRow) { g.CPUPeriodMS = 0 }},
+		{"no calls", func(_ *RemotingGroupSettings, r *RemotingRow) { r.Calls = 0 }},
+		{"more rounds than calls", func(_ *RemotingGroupSettings, r *RemotingRow) { r.Calls, r.Rounds = 3, 4 }},
+	} {
+		g2, r2 := g, random
+		tc.edit(&g2, &r2)
+		if got := remotingSampleModel(4, 0.9, g2, r2, judged, model, 1); got != "" {
+			t.Errorf("%s: %q, want none", tc.name, got)
 		}
 	}
-	// judgeRemoting puts it beside the target.
-	rows := []RemotingRow{
-		{Replicas: 4, Utilization: 0.9, Strategy: "random", LatencyMeanMS: 25, Calls: 10, MeasuredUtilization: 0.9},
-		{Replicas: 4, Utilization: 0.9, Strategy: "ett", LatencyMeanMS: 10, Calls: 10, MeasuredUtilization: 0.9},
+	if got := remotingSampleModel(4, 1.02, g, random, judged, model, 1); got != "" {
+		t.Errorf("saturated: %q, want none", got)
 	}
+	rows := []RemotingRow{random, judged}
 	fillReductions(rows)
 	rep := NewReport("x")
-	judgeRemoting(rep, rows, []RemotingGroupSettings{{Replicas: 4, ServiceTimeMS: 5}}, model, 2)
-	if d := rep.Targets()[1].Detail; !strings.Contains(d, "at the load random's mean implies (1 − lone call 5.00 ms ÷ random's 25.00 ms = 80%)") {
+	judgeRemoting(rep, rows, []RemotingGroupSettings{g}, model, 1)
+	if d := rep.Targets()[1].Detail; !strings.Contains(d, "the model of this sample") {
 		t.Errorf("4-replica target detail %q", d)
 	}
 }
