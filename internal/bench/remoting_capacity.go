@@ -139,9 +139,9 @@ func remotingCapacityFlag(target, loadVsCapacity, cpuMeasured float64) string {
 // remotingUnequalShare is the share of the median replica's capacity
 // below which a replica breaks the experiment's premise of equal
 // replicas. On a quiet machine the replicas' shares of one saturation
-// burst lie within a few percent; in three of about twenty NGINX runs
-// of 2026-11-26, one replica answered about half as fast as the others
-// for the whole run, which overloads random and nothing else.
+// burst lie within a few percent; in about one NGINX group start in
+// fifteen on 2026-11-26, one replica answered about half as fast as the
+// others for its whole life, which overloads random and nothing else.
 const remotingUnequalShare = 0.8
 
 // unequalReplicas names the replicas whose answered X in c came to less
