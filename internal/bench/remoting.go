@@ -717,14 +717,16 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			if row.Calls > 0 {
 				row.CPUPerCallMS = ms(a.cpu) / float64(row.Calls)
 			}
-			row.UtilizationFlag = remotingLoadFlag(u, row.MeasuredUtilization)
+			var loadFlag string
 			if x.LoadFrom == RemotingLoadCapacity {
 				if !math.IsNaN(capUtil) {
 					row.CapacityUtilization = capUtil
 				}
-				row.UtilizationFlag = remotingCapacityFlag(u, capUtil, row.MeasuredUtilization)
+				loadFlag = remotingCapacityFlag(u, capUtil, row.MeasuredUtilization)
+			} else {
+				loadFlag = remotingLoadFlag(u, row.MeasuredUtilization)
 			}
-			row.UtilizationFlag = joinFlags(row.UtilizationFlag, g.Unequal, strings.Join(unequal, "; "))
+			row.UtilizationFlag = joinFlags(loadFlag, g.Unequal, strings.Join(unequal, "; "))
 			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
 				n, u*100, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
 			rows = append(rows, row)
