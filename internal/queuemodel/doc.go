@@ -10,7 +10,8 @@
 // replaces the constant-speed servers by servers held to a share of a
 // core by a CFS bandwidth quota, as the testbed's replicas are: a whole
 // core's speed until the period's budget is spent, then nothing until the
-// next period. Config.Parallel limits the calls a server works on at
+// next period; Quota.Machine makes them share fewer cores than there are
+// servers, as the testbed's replicas share the machine's. Config.Parallel limits the calls a server works on at
 // once (seed 004 §IV.B's k; 1 is first come, first served), the rest
 // waiting at the server. Config.Handoff is the time a call takes to reach
 // its server, during which a server whose slot freed sits idle;

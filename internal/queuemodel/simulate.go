@@ -129,6 +129,14 @@ type Quota struct {
 	// Period is the CFS period in units of the mean service time, in
 	// (0, 1e6]; 0 disables the quota.
 	Period float64
+	// Machine is the cores the servers share, as the testbed's replicas
+	// share the machine's CPUs (with the balancer and the clients, whose
+	// use of them this leaves out): when more servers have budget and
+	// work than Machine, they split its cores evenly instead of each
+	// running at a whole core's speed. At least Servers × Cores, so that
+	// every quota stays reachable, and at most 1024; 0: a core for every
+	// server.
+	Machine float64
 }
 
 // DefaultCalls is Config.Calls when 0: enough for the mean response time
@@ -166,6 +174,9 @@ func (c Config) validate() error {
 		}
 		if !(q.Cores > 0 && q.Cores <= 1) {
 			return fmt.Errorf("queuemodel: quota cores %v, must be in (0, 1]", q.Cores)
+		}
+		if least := float64(c.Servers) * q.Cores; q.Machine != 0 && !(q.Machine >= least && q.Machine <= 1024) {
+			return fmt.Errorf("queuemodel: quota machine %v cores, must be 0 (a core per server) or in [servers × cores = %v, 1024]", q.Machine, least)
 		}
 	}
 	return nil
@@ -341,9 +352,12 @@ type sim struct {
 	// streams, so every policy sees the same workload.
 	work, pick *rand.Rand
 	// quota is whether the servers run under Config.Quota, fast their
-	// speed while they have budget.
+	// speed while they have budget and a core to themselves, and share
+	// the part of a core each has while more servers run than
+	// Quota.Machine has cores (1 otherwise; set by share at every event).
 	quota bool
 	fast  float64
+	share float64
 	phase *rand.Rand
 	// transit are the calls on their way to a server (Config.Handoff), in
 	// the order they arrive there.
@@ -361,7 +375,7 @@ func newSim(cfg Config, p Policy) *sim {
 	s.held.leastCost = p == HeldLeastCost
 	s.held.policy = p == HeldFIFO || p == HeldLeastCost
 	if q := cfg.Quota; q.Period > 0 {
-		s.quota, s.fast = true, 1/q.Cores
+		s.quota, s.fast, s.share = true, 1/q.Cores, 1
 		// The phases come from a stream of their own: the same for
 		// every policy, and the workload's streams untouched.
 		s.phase = rand.New(rand.NewPCG(cfg.Seed, 0x94d049bb133111eb))
@@ -384,15 +398,32 @@ func (s *sim) startPeriods() {
 }
 
 // speed is the rate at which server sv works now: 1, or under a quota
-// its core's speed while it has budget and 0 once spent.
+// its part of a core's speed while it has budget and 0 once spent.
 func (s *sim) speed(sv *server) float64 {
 	if !s.quota {
 		return 1
 	}
 	if sv.budget > 0 {
-		return s.fast
+		return s.fast * s.share
 	}
 	return 0
+}
+
+// setShare sets the part of a core every running server gets until the
+// next event: the servers with work and budget split Quota.Machine's
+// cores evenly, at most one each.
+func (s *sim) setShare() {
+	m := s.cfg.Quota.Machine
+	if !s.quota || m == 0 {
+		return
+	}
+	running := 0
+	for i := range s.servers {
+		if sv := &s.servers[i]; len(sv.calls) > 0 && sv.budget > 0 {
+			running++
+		}
+	}
+	s.share = min(1, m/float64(max(running, 1)))
 }
 
 // nextQuotaEvent is the earliest time from now at which a server's
@@ -409,7 +440,7 @@ func (s *sim) nextQuotaEvent(now float64) (at float64, spent int) {
 			at, spent = sv.refill, -1
 		}
 		if len(sv.calls) > 0 && sv.budget > 0 {
-			if t := now + sv.budget/s.fast; t < at {
+			if t := now + sv.budget/(s.fast*s.share); t < at {
 				at, spent = t, i
 			}
 		}
@@ -443,6 +474,7 @@ func (s *sim) run(warm, measured int) (sum float64, finished int) {
 	nextArrival := s.work.ExpFloat64() / lambda
 	arrivals := 0
 	for finished < measured {
+		s.setShare()
 		// The next completion: the least tag's remaining service, k
 		// times over; and the next slot Config.Lead frees early.
 		done, at := -1, math.Inf(1)
@@ -593,8 +625,9 @@ func (s *sim) advance(dt float64) {
 			continue
 		}
 		if sv.budget > 0 {
-			sv.v += dt * s.fast / float64(k)
-			sv.budget = max(sv.budget-dt*s.fast, 0)
+			v := s.fast * s.share
+			sv.v += dt * v / float64(k)
+			sv.budget = max(sv.budget-dt*v, 0)
 		}
 	}
 }

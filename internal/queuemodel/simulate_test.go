@@ -26,6 +26,8 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown policy", Config{Servers: 2, Utilization: 0.5, Calls: 10}, Policy(7), "unknown policy 7"},
 		{"quota without a period", Config{Servers: 2, Utilization: 0.5, Quota: Quota{Cores: 0.5}}, Random, "quota period 0, must be in (0, 1e6]"},
 		{"quota above a core", Config{Servers: 2, Utilization: 0.5, Quota: Quota{Cores: 2, Period: 1}}, Random, "quota cores 2, must be in (0, 1]"},
+		{"machine below the quotas", Config{Servers: 4, Utilization: 0.5, Quota: Quota{Cores: 0.5, Period: 1, Machine: 1.5}}, Random, "quota machine 1.5 cores, must be 0 (a core per server) or in [servers × cores = 2, 1024]"},
+		{"NaN machine", Config{Servers: 2, Utilization: 0.5, Quota: Quota{Cores: 0.5, Period: 1, Machine: math.NaN()}}, Random, "quota machine NaN cores"},
 		{"negative parallel", Config{Servers: 2, Utilization: 0.5, Parallel: -1}, Random, "parallel -1, must be in [0, 1024] (0: no limit)"},
 		{"parallel with least delay", Config{Servers: 2, Utilization: 0.5, Parallel: 1}, LeastDelay, "parallel 1 with least-delay"},
 		{"negative handoff", Config{Servers: 2, Utilization: 0.5, Handoff: -0.1}, Random, "handoff -0.1, must be in [0, 1e3]"},
@@ -301,6 +303,62 @@ func TestQuotaPeriod(t *testing.T) {
 	}
 	if ps := 1 / (1 - cfg.Utilization); got > 0.6*ps {
 		t.Errorf("period 4 at ρ 0.05: random's E[T]/E[S] = %.4f, want well below processor sharing's %.4f", got, ps)
+	}
+}
+
+// Servers sharing a machine run at a whole core's speed while no more of
+// them work than it has cores, and split its cores evenly beyond that; a
+// server without budget takes none of them.
+func TestQuotaMachineSharesItsCores(t *testing.T) {
+	t.Parallel()
+	s := newSim(Config{Servers: 4, Utilization: 0.5, Quota: Quota{Cores: 0.25, Period: 1, Machine: 2}}, Random)
+	for i := range 2 {
+		s.start(&s.servers[i], 1, 0)
+	}
+	s.setShare()
+	if v := s.speed(&s.servers[0]); v != 4 {
+		t.Errorf("2 of 4 servers at work on 2 cores: speed %v, want a whole core's 4", v)
+	}
+	s.start(&s.servers[2], 1, 0)
+	s.start(&s.servers[3], 1, 0)
+	s.setShare()
+	if v := s.speed(&s.servers[0]); v != 2 {
+		t.Errorf("4 servers at work on 2 cores: speed %v, want half a core's 2", v)
+	}
+	s.servers[3].budget = 0
+	s.setShare()
+	if v, idle := s.speed(&s.servers[0]), s.speed(&s.servers[3]); v != 4*2.0/3 || idle != 0 {
+		t.Errorf("3 servers with budget on 2 cores: speeds %v and %v for the spent one, want %v and 0", v, idle, 4*2.0/3)
+	}
+	// Spending follows the speed: a third of a period at 8/3 leaves none
+	// of a budget of 1 minus 8/9.
+	budget := s.servers[0].budget
+	s.advance(1.0 / 3)
+	if got, want := s.servers[0].budget, budget-8.0/9; math.Abs(got-want) > 1e-12 {
+		t.Errorf("budget after a third of a period at 8/3: %v, want %v", got, want)
+	}
+}
+
+// A machine with a core for every server is the default; one with fewer
+// slows the calls that find others at work.
+func TestQuotaMachine(t *testing.T) {
+	t.Parallel()
+	cfg := Config{Servers: 4, Utilization: 0.9, Calls: 20_000, Seed: 5, Parallel: 1, Slots: 1, Quota: Quota{Cores: 0.25, Period: 0.75}}
+	own, err := MeanResponse(cfg, HeldLeastCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Quota.Machine = 4
+	if got, err := MeanResponse(cfg, HeldLeastCost); err != nil || got != own {
+		t.Errorf("machine of 4 cores for 4 servers: %v (%v), want the default's %v", got, err, own)
+	}
+	cfg.Quota.Machine = 1
+	shared, err := MeanResponse(cfg, HeldLeastCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared <= own*1.02 {
+		t.Errorf("4 servers of a quarter core sharing 1 core: %.3f, want above a core each's %.3f by more than 2%%", shared, own)
 	}
 }
 
