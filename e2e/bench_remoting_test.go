@@ -5,39 +5,53 @@ package e2e
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
 
 // TestBenchRemotingSmoke runs "fulcrum bench remoting --smoke": two
-// replicas on the testbed, every strategy at two utilisations; every call
-// is answered and every row has its figures and its reduction.
+// replicas on the testbed, NGINX counting primes in Lua with its agent
+// reporting (the default), every strategy at two utilisations; every
+// call is answered and every row has its figures and its reduction. The
+// bench checks every replica's counts against the Go sieve before it
+// measures, so a wrong answer fails the run.
 func TestBenchRemotingSmoke(t *testing.T) {
 	needTestbed(t)
 	t.Parallel()
-	res, _ := runBench(t, "remoting", "remoting.csv", "remoting-latency-2.png", "remoting-reduction.png")
+	res, out := runBench(t, "remoting", "remoting.csv", "remoting-latency-2.png", "remoting-reduction.png")
+	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRemotingReplica(t, raw, "nginx")
 	checkRemotingSmoke(t, res)
 }
 
-// TestBenchRemotingNGINXSmoke is the same with NGINX replicas counting
-// primes in Lua, their agents reporting. The bench checks every
-// replica's counts against the Go sieve before it measures, so a wrong
-// answer fails the run.
-func TestBenchRemotingNGINXSmoke(t *testing.T) {
+// TestBenchRemotingGoSmoke is the same with Go replicas (fulcrum backend
+// prime, reporting through the monitor library).
+func TestBenchRemotingGoSmoke(t *testing.T) {
 	needTestbed(t)
 	t.Parallel()
-	raw, _ := benchSmoke(t, "fulcrum bench remoting --replica nginx", "remoting", []string{"--replica", "nginx"})
+	raw, _ := benchSmoke(t, "fulcrum bench remoting --replica go", "remoting", []string{"--replica", "go"})
 	var res benchResults
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
+	checkRemotingReplica(t, raw, "go")
+	checkRemotingSmoke(t, res)
+}
+
+// checkRemotingReplica checks that results.json's settings name replica.
+func checkRemotingReplica(t *testing.T, raw []byte, replica string) {
+	t.Helper()
 	var top struct {
 		Settings map[string]any `json:"settings"`
 	}
-	if err := json.Unmarshal(raw, &top); err != nil || top.Settings["replica"] != "nginx" {
-		t.Errorf("results.json settings = %v (%v), want replica nginx", top.Settings, err)
+	if err := json.Unmarshal(raw, &top); err != nil || top.Settings["replica"] != replica {
+		t.Errorf("results.json settings = %v (%v), want replica %s", top.Settings, err, replica)
 	}
-	checkRemotingSmoke(t, res)
 }
 
 // checkRemotingSmoke checks a --smoke run's rows.

@@ -155,8 +155,14 @@ type Remoting struct {
 	// ReportInterval is the replicas' load report period (default
 	// 250ms).
 	ReportInterval time.Duration
-	// Replica is the replicas' program: RemotingReplicaGo (default) or
-	// RemotingReplicaNGINX.
+	// Replica is the replicas' program: RemotingReplicaNGINX (default)
+	// or RemotingReplicaGo. NGINX is the default because its CPU per
+	// call does not depend on the dispatcher: a Go replica pays the
+	// runtime's wake-up (its system monitor above all) whenever a call
+	// finds it idle, which a balanced dispatcher makes happen more often
+	// than random does, so on Go replicas the experiment measures the
+	// runtime's idle cost as much as the dispatch (docs/bench.md,
+	// "Replicas").
 	Replica string
 }
 
@@ -164,7 +170,7 @@ func newRemoting() *Remoting {
 	return &Remoting{
 		Strategies: slices.Clone(defaultRemotingStrategies), XMean: defaultRemotingXMean,
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
-		QueueSlots: defaultRemotingQueueSlots, QueueLead: defaultRemotingQueueLead, Replica: RemotingReplicaGo,
+		QueueSlots: defaultRemotingQueueSlots, QueueLead: defaultRemotingQueueLead, Replica: RemotingReplicaNGINX,
 		LoadFrom: RemotingLoadCapacity,
 	}
 }

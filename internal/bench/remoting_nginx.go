@@ -9,18 +9,20 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 )
 
-// The remoting bench's replicas are "fulcrum backend prime" (Go, with
-// the monitor library) by default. --replica nginx runs NGINX instead,
-// counting primes in its Lua module (LuaJIT) with "fulcrum agent http"
-// beside it: a replica with one thread and no language runtime, whose CPU
-// per call depends less on how often it idles between calls (a Go
-// replica's system monitor thread wakes thousands of times a second after
-// each idle spell; docs/results/2026-11-26-ett-cpu-other/).
+// The remoting bench's replicas are NGINX by default, counting primes in
+// its Lua module (LuaJIT) with "fulcrum agent http" beside it: a replica
+// with one thread and no language runtime, whose CPU per call does not
+// depend on how often it idles between calls. --replica go runs "fulcrum
+// backend prime" (Go, with the monitor library) instead, whose runtime
+// spends CPU every time a call finds it idle: its system monitor thread
+// wakes every 20 µs for a millisecond and more after each idle spell
+// (docs/results/2026-11-26-ett-cpu-other/, 2026-11-26-go-idle-cost/).
 
 const (
-	// RemotingReplicaGo is the default replica: fulcrum backend prime.
+	// RemotingReplicaGo is fulcrum backend prime.
 	RemotingReplicaGo = "go"
-	// RemotingReplicaNGINX is NGINX with the Lua module and the HTTP agent.
+	// RemotingReplicaNGINX, the default replica, is NGINX with the Lua
+	// module and the HTTP agent.
 	RemotingReplicaNGINX = "nginx"
 )
 
