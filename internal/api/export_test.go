@@ -8,3 +8,6 @@ func Routes() []string {
 	}
 	return out
 }
+
+// QueueWaitHistogram is queueWaitHistogram under a name of its own.
+var QueueWaitHistogram = queueWaitHistogram

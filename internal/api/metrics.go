@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -46,6 +47,7 @@ type collector struct {
 	groupLoad, groupEffective, groupShed, groupInflight, groupMaxAge          *prometheus.Desc
 	groupBindings, groupRebinds, groupProxied, groupRedirected, groupFailures *prometheus.Desc
 	groupAlerts, groupQueueWaiting, groupQueueCalls, groupQueueEarly          *prometheus.Desc
+	groupQueueWait                                                            *prometheus.Desc
 
 	repInfo, repState, repWeight, repReported, repLoad, repEffective, repAge *prometheus.Desc
 	repAdvisory, repEpoch, repShed, repInflight                              *prometheus.Desc
@@ -80,6 +82,7 @@ func newCollector(b *balancer.Balancer, version string) *collector {
 		groupQueueCalls: d("fulcrum_group_queue_calls_total", "Calls that met the group's full replicas and a queue, by outcome: served (got a replica after waiting), full (refused: the queue held its limit), timed_out (waited out queue.timeout or lost their client).",
 			[]string{"group", "outcome"}, nil),
 		groupQueueEarly: d("fulcrum_group_queue_early_slots_total", "max_inflight slots freed ahead of their call's expected end (queue.lead).", g, nil),
+		groupQueueWait:  d("fulcrum_group_queue_wait_seconds", "How long the calls served from the group's front door queue waited in it.", g, nil),
 
 		repInfo:       d("fulcrum_replica_info", "A replica's address and monitor mode; always 1.", []string{"group", "replica", "address", "monitor", "static"}, nil),
 		repState:      d("fulcrum_replica_state", "1 for the replica's current state, 0 for the others.", []string{"group", "replica", "state"}, nil),
@@ -107,7 +110,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.groupInfo, c.groupReplicas, c.groupAdvisories, c.groupReported,
 		c.groupLoad, c.groupEffective, c.groupShed, c.groupInflight, c.groupMaxAge,
 		c.groupBindings, c.groupRebinds, c.groupProxied, c.groupRedirected, c.groupFailures,
-		c.groupAlerts, c.groupQueueWaiting, c.groupQueueCalls, c.groupQueueEarly,
+		c.groupAlerts, c.groupQueueWaiting, c.groupQueueCalls, c.groupQueueEarly, c.groupQueueWait,
 		c.repInfo, c.repState, c.repWeight, c.repReported, c.repLoad, c.repEffective, c.repAge,
 		c.repAdvisory, c.repEpoch, c.repShed, c.repInflight,
 		c.repBindings, c.repRebinds, c.repProxied, c.repRedirected, c.repFailures,
@@ -207,8 +210,27 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.groupQueueCalls, q.Full, name, "full")
 			counter(c.groupQueueCalls, q.TimedOut, name, "timed_out")
 			counter(c.groupQueueEarly, q.Early, name)
+			ch <- queueWaitHistogram(c.groupQueueWait, *q, name)
 		}
 	}
+}
+
+// queueWaitHistogram is q's wait histogram: cumulative counts at
+// frontdoor.QueueWaitBounds, the served calls as its count.
+func queueWaitHistogram(d *prometheus.Desc, q frontdoor.QueueStats, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(frontdoor.QueueWaitBounds))
+	var cum uint64
+	for i, b := range frontdoor.QueueWaitBounds {
+		if i < len(q.WaitCounts) {
+			cum += q.WaitCounts[i]
+		}
+		buckets[b.Seconds()] = cum
+	}
+	var total uint64
+	for _, n := range q.WaitCounts {
+		total += n
+	}
+	return prometheus.MustNewConstHistogram(d, total, q.WaitSeconds, buckets, labels...)
 }
 
 func boolValue(b bool) float64 {

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 )
 
 // sample finds the value of the series name{labels...}; ok is false when
@@ -156,5 +158,38 @@ func TestQueueMetrics(t *testing.T) {
 	}
 	if _, ok := sample(families, "fulcrum_group_queue_waiting", "group", "plain"); ok {
 		t.Errorf("a group without a queue exports fulcrum_group_queue_waiting")
+	}
+	wait := families["fulcrum_group_queue_wait_seconds"]
+	if wait.GetType() != dto.MetricType_HISTOGRAM || len(wait.GetMetric()) != 1 || wait.GetMetric()[0].GetHistogram().GetSampleCount() != 0 {
+		t.Errorf("fulcrum_group_queue_wait_seconds = %v, want one empty histogram (group q only)", wait)
+	}
+}
+
+// The queue's wait counts become a cumulative histogram at the queue's
+// bounds, in seconds, with the served calls as its count.
+func TestQueueWaitHistogram(t *testing.T) {
+	t.Parallel()
+	counts := make([]uint64, len(frontdoor.QueueWaitBounds)+1)
+	counts[0], counts[2], counts[len(counts)-1] = 1, 2, 1 // ≤0.5ms; (1ms, 2ms]; above a minute
+	d := prometheus.NewDesc("w", "w", []string{"group"}, nil)
+	var m dto.Metric
+	if err := api.QueueWaitHistogram(d, frontdoor.QueueStats{WaitSeconds: 61.5, WaitCounts: counts}, "q").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	h := m.GetHistogram()
+	if h.GetSampleCount() != 4 || h.GetSampleSum() != 61.5 {
+		t.Errorf("count %d, sum %v; want 4 and 61.5", h.GetSampleCount(), h.GetSampleSum())
+	}
+	b := h.GetBucket()
+	if len(b) != len(frontdoor.QueueWaitBounds) {
+		t.Fatalf("%d buckets, want %d", len(b), len(frontdoor.QueueWaitBounds))
+	}
+	for i, want := range map[int]struct {
+		le  float64
+		cum uint64
+	}{0: {0.0005, 1}, 1: {0.001, 1}, 2: {0.002, 3}, len(b) - 1: {60, 3}} {
+		if b[i].GetUpperBound() != want.le || b[i].GetCumulativeCount() != want.cum {
+			t.Errorf("bucket %d: le %v, count %d; want le %v, count %d", i, b[i].GetUpperBound(), b[i].GetCumulativeCount(), want.le, want.cum)
+		}
 	}
 }

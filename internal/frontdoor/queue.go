@@ -40,6 +40,20 @@ type Queue struct {
 	tail   *waiter
 
 	served, full, timedOut, early atomic.Uint64
+	// waitNS sums the served calls' waits; waitCounts counts them by
+	// QueueWaitBounds (the last: above every bound).
+	waitNS     atomic.Int64
+	waitCounts [len(QueueWaitBounds) + 1]atomic.Uint64
+}
+
+// QueueWaitBounds are the upper bounds of the queue's wait histogram
+// (QueueStats.WaitCounts): from half a millisecond, a fraction of one
+// proxied call, to the longest queue.timeout worth waiting out.
+var QueueWaitBounds = [...]time.Duration{
+	500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	200 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second,
+	5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute,
 }
 
 // waiter is one call waiting in a Queue. Its fields but ch belong to the
@@ -100,6 +114,14 @@ type QueueStats struct {
 	// Early counts slots freed ahead of their call's expected end
 	// (queue.lead).
 	Early uint64 `json:"early"`
+	// WaitSeconds is the time the served calls waited, summed: their
+	// mean wait is WaitSeconds / Served.
+	WaitSeconds float64 `json:"wait_seconds"`
+	// WaitCounts counts the served calls by how long they waited: the
+	// i-th those that waited at most QueueWaitBounds[i] and more than
+	// the bound before, the last those that waited longer than every
+	// bound.
+	WaitCounts []uint64 `json:"-"`
 }
 
 // NewQueue returns a queue for a group whose current snapshot snapshot
@@ -132,13 +154,30 @@ func (q *Queue) Configure(cfg registry.Queue) {
 
 // Stats returns the queue's gauge and counters.
 func (q *Queue) Stats() QueueStats {
-	return QueueStats{
-		Waiting:  int(q.waiting.Load()),
-		Served:   q.served.Load(),
-		Full:     q.full.Load(),
-		TimedOut: q.timedOut.Load(),
-		Early:    q.early.Load(),
+	st := QueueStats{
+		Waiting:     int(q.waiting.Load()),
+		Served:      q.served.Load(),
+		Full:        q.full.Load(),
+		TimedOut:    q.timedOut.Load(),
+		Early:       q.early.Load(),
+		WaitSeconds: time.Duration(q.waitNS.Load()).Seconds(),
+		WaitCounts:  make([]uint64, len(q.waitCounts)),
 	}
+	for i := range q.waitCounts {
+		st.WaitCounts[i] = q.waitCounts[i].Load()
+	}
+	return st
+}
+
+// observeWait counts a served call that waited d.
+func (q *Queue) observeWait(d time.Duration) {
+	d = max(d, 0)
+	q.waitNS.Add(int64(d))
+	i := 0
+	for i < len(QueueWaitBounds) && d > QueueWaitBounds[i] {
+		i++
+	}
+	q.waitCounts[i].Add(1)
 }
 
 // Client tells a call waiting in a queue that its client went away, so
@@ -258,6 +297,7 @@ func (q *Queue) Kick() {
 		q.removeLocked(w)
 		if err == nil {
 			q.served.Add(1)
+			q.observeWait(now.Sub(w.since))
 		}
 		w.ch <- waitResult{m: m, err: err}
 	}

@@ -294,3 +294,45 @@ func TestQueueClientGone(t *testing.T) {
 		t.Fatalf("in flight %d, want 0", got)
 	}
 }
+
+// The queue sums the served calls' waits on its clock and counts them by
+// QueueWaitBounds; a call that finds room, or times out, is not counted.
+func TestQueueWaitTime(t *testing.T) {
+	s, clock := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan result, 2)
+	waitFor(t, s, "30ms", &strategy.Request{}, nil, nil, out)
+	clock.Advance(30 * time.Millisecond)
+	held.Release()
+	r := <-out
+	waitFor(t, s, "2min", &strategy.Request{}, nil, nil, out)
+	clock.Advance(2 * time.Minute)
+	r.m.Release()
+	r = <-out
+	st := s.Queue.Stats()
+	waited := (30*time.Millisecond + 2*time.Minute).Seconds()
+	if st.Served != 2 || st.WaitSeconds != waited {
+		t.Errorf("served %d, wait_seconds %v; want 2 and %v", st.Served, st.WaitSeconds, waited)
+	}
+	want := make([]uint64, len(QueueWaitBounds)+1)
+	want[6] = 1           // (20ms, 50ms]
+	want[len(want)-1] = 1 // above a minute
+	if len(st.WaitCounts) != len(want) {
+		t.Fatalf("wait counts %v, want %v", st.WaitCounts, want)
+	}
+	for i := range want {
+		if st.WaitCounts[i] != want[i] {
+			t.Fatalf("wait counts %v, want %v", st.WaitCounts, want)
+		}
+	}
+	if QueueWaitBounds[6] != 50*time.Millisecond || QueueWaitBounds[5] != 20*time.Millisecond {
+		t.Fatalf("bounds %v: the test expects (20ms, 50ms] at 6", QueueWaitBounds)
+	}
+	r.m.Release()
+	if st := s.Queue.Stats(); st.Served != 2 || st.WaitSeconds != waited {
+		t.Errorf("after a release with nothing waiting: served %d, wait_seconds %v", st.Served, st.WaitSeconds)
+	}
+}
