@@ -84,6 +84,16 @@ func checkRemotingSmoke(t *testing.T, res benchResults) {
 		if want := map[bool]float64{true: 1, false: 0}[queued]; slots != want || lead != want {
 			t.Errorf("%s at %v: queue_slots %v, queue_lead_ms %v; want %v, %v", what(), u, row["queue_slots"], row["queue_lead_ms"], want, want)
 		}
+		// The part of its mean spent in the front door's queue, and the
+		// share of its calls that waited there.
+		wait, hasWait := row["queue_wait_ms"].(float64)
+		waited, hasWaited := row["queue_waited"].(float64)
+		switch {
+		case queued && (!hasWait || !hasWaited || wait < 0 || wait > row["latency_mean_ms"].(float64) || waited < 0 || waited > 1):
+			t.Errorf("%s at %v: queue_wait_ms %v, queue_waited %v; want a wait within the mean and a share in [0, 1]", what(), u, row["queue_wait_ms"], row["queue_waited"])
+		case !queued && (row["queue_wait_ms"] != nil || row["queue_waited"] != nil):
+			t.Errorf("%s at %v: queue_wait_ms %v, queue_waited %v without a queue", what(), u, row["queue_wait_ms"], row["queue_waited"])
+		}
 		red, ok := row["reduction_vs_random"].(float64)
 		switch {
 		case !ok || red >= 1:

@@ -171,8 +171,9 @@ type GroupStatus struct {
 	} `json:"replicas"`
 	// QueueStats are the group's queue counters (nil: no queue).
 	QueueStats *struct {
-		Served uint64 `json:"served"`
-		Early  uint64 `json:"early"`
+		Served      uint64  `json:"served"`
+		Early       uint64  `json:"early"`
+		WaitSeconds float64 `json:"wait_seconds"`
 	} `json:"queue_stats"`
 }
 

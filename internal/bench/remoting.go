@@ -321,6 +321,14 @@ type RemotingRow struct {
 	QueueSlots int `json:"queue_slots,omitempty"`
 	// QueueLeadMS is queue.lead in those runs; 0 without.
 	QueueLeadMS float64 `json:"queue_lead_ms,omitempty"`
+	// QueueWaitMS is, in those runs, the time the sample's calls waited
+	// in the front door's queue per call (every call counted, waiting
+	// or not: the part of LatencyMeanMS spent there), and QueueWaited the
+	// share of the calls that waited; from the group's queue_stats
+	// before and after each run. Nil without a queue or when the status
+	// could not be read.
+	QueueWaitMS *float64 `json:"queue_wait_ms,omitempty"`
+	QueueWaited *float64 `json:"queue_waited,omitempty"`
 	// The answered calls' response times, from the intended send time.
 	LatencyMeanMS float64 `json:"latency_mean_ms"`
 	LatencyP50MS  float64 `json:"latency_p50_ms"`
@@ -678,11 +686,21 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.QueueLead, x.ReportInterval); err != nil {
 					return g, nil, err
 				}
+				_, queued := remotingConfig(name)
+				var qBefore remotingQueueCounts
+				qOK := false
+				if queued {
+					qBefore, qOK = cl.queueCounts(ctx)
+				}
 				run, err := cl.runMetered(ctx, clients)
 				if err != nil {
 					return g, nil, err
 				}
 				aggs[name].add(run.res, run.cpu, w, x.CPU)
+				if queued {
+					qAfter, ok := cl.queueCounts(ctx)
+					aggs[name].addQueue(qBefore, qAfter, qOK && ok)
+				}
 				roundCPU += run.cpu
 				roundX += run.res.XSum
 				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors), cl.queueNote(ctx, name, x.QueueLead))
@@ -711,6 +729,11 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			if _, queued := remotingConfig(name); queued {
 				row.QueueSlots = x.QueueSlots
 				row.QueueLeadMS = ms(x.QueueLead)
+				if !a.queueLost && a.queueRuns > 0 && row.Calls > 0 {
+					wait := a.queue.wait * 1000 / float64(row.Calls)
+					waited := float64(a.queue.served) / float64(row.Calls)
+					row.QueueWaitMS, row.QueueWaited = &wait, &waited
+				}
 			}
 			row.Rounds = s.rounds
 			row.roundMeans = a.means
@@ -733,8 +756,8 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				loadFlag = remotingLoadFlag(u, row.MeasuredUtilization)
 			}
 			row.UtilizationFlag = joinFlags(loadFlag, g.Unequal, strings.Join(unequal, "; "))
-			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
-				n, u*100, name, row.LatencyMeanMS, row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
+			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms%s, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
+				n, u*100, name, row.LatencyMeanMS, queueWaitNote(row), row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
 			rows = append(rows, row)
 		}
 	}
@@ -781,6 +804,30 @@ type remotingAgg struct {
 	window time.Duration // the windows in which the calls were offered
 	means  []float64     // each round's mean latency (ms); NaN: none answered
 	utils  []float64     // each round's measured utilisation
+	// queue is what the front door's queue counted over the runs, when
+	// every run's counts were read (queueRuns of them).
+	queue     remotingQueueCounts
+	queueRuns int
+	queueLost bool
+}
+
+// remotingQueueCounts are a group's queue counters: calls served after
+// waiting, and their waits summed.
+type remotingQueueCounts struct {
+	served uint64
+	wait   float64 // seconds
+}
+
+// addQueue adds one run's queue counts, from the counters before and
+// after it (ok false when either could not be read).
+func (a *remotingAgg) addQueue(before, after remotingQueueCounts, ok bool) {
+	if !ok || after.served < before.served {
+		a.queueLost = true
+		return
+	}
+	a.queue.served += after.served - before.served
+	a.queue.wait += after.wait - before.wait
+	a.queueRuns++
 }
 
 // add adds a round run with the replicas' CPU time cpu, its calls
@@ -802,6 +849,15 @@ func (a *remotingAgg) add(res remotingResult, cpu, window time.Duration, quota f
 		m = res.Rec.Summary().Mean / 1000
 	}
 	a.means = append(a.means, m)
+}
+
+// queueWaitNote is the log's note on the part of a "+queue" row's mean
+// spent in the front door's queue; "" without.
+func queueWaitNote(r RemotingRow) string {
+	if r.QueueWaitMS == nil || r.QueueWaited == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%.2f ms of it in the front door's queue, where %.0f%% of the calls waited)", *r.QueueWaitMS, *r.QueueWaited*100)
 }
 
 func failedNote(n int64) string {

@@ -251,6 +251,16 @@ func (cl *remotingCluster) queueNote(ctx context.Context, name string, lead time
 	return fmt.Sprintf(" (%d slots freed ahead so far)", st.QueueStats.Early)
 }
 
+// queueCounts reads the group's queue counters; false when the status
+// cannot be read or shows no queue.
+func (cl *remotingCluster) queueCounts(ctx context.Context) (remotingQueueCounts, bool) {
+	st, err := cl.bal.Group(ctx, remotingGroup)
+	if err != nil || st.QueueStats == nil {
+		return remotingQueueCounts{}, false
+	}
+	return remotingQueueCounts{served: st.QueueStats.Served, wait: st.QueueStats.WaitSeconds}, true
+}
+
 // freshReports reports whether every replica of st has reported within
 // the last since.
 func freshReports(st GroupStatus, since time.Duration) bool {

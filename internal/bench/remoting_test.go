@@ -587,3 +587,35 @@ func TestCheckCountAnswers(t *testing.T) {
 		})
 	}
 }
+
+// A "+queue" row's queue figures add up the runs' counter deltas; one run
+// whose counters could not be read, or went back (the group's queue was
+// replaced), leaves them unknown rather than short.
+func TestRemotingQueueCounts(t *testing.T) {
+	var a remotingAgg
+	a.addQueue(remotingQueueCounts{served: 10, wait: 1}, remotingQueueCounts{served: 40, wait: 1.3}, true)
+	a.addQueue(remotingQueueCounts{served: 40, wait: 1.3}, remotingQueueCounts{served: 50, wait: 1.4}, true)
+	if a.queueLost || a.queueRuns != 2 || a.queue.served != 40 || math.Abs(a.queue.wait-0.4) > 1e-12 {
+		t.Fatalf("after two runs: %+v, want 40 served, 0.4 s waited over 2 runs", a)
+	}
+	for _, bad := range []struct {
+		before, after remotingQueueCounts
+		ok            bool
+	}{
+		{remotingQueueCounts{}, remotingQueueCounts{served: 5}, false},
+		{remotingQueueCounts{served: 50}, remotingQueueCounts{served: 3}, true},
+	} {
+		b := a
+		b.addQueue(bad.before, bad.after, bad.ok)
+		if !b.queueLost {
+			t.Errorf("addQueue(%+v, %+v, %v) kept the figures", bad.before, bad.after, bad.ok)
+		}
+	}
+	wait, waited := 2.5, 0.75
+	if got := queueWaitNote(RemotingRow{QueueWaitMS: &wait, QueueWaited: &waited}); got != " (2.50 ms of it in the front door's queue, where 75% of the calls waited)" {
+		t.Errorf("note %q", got)
+	}
+	if got := queueWaitNote(RemotingRow{}); got != "" {
+		t.Errorf("note without a queue %q", got)
+	}
+}
