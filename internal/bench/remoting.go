@@ -68,19 +68,27 @@ const (
 	// queue: "ett+queue" is ett with max_inflight --queue-slots and a
 	// queue served least Fulcrum-Cost first.
 	remotingQueueSuffix = "+queue"
-	// defaultRemotingQueueSlots and defaultRemotingQueueLead are
-	// max_inflight and queue.lead of the "+queue" runs. Seed 004 §IV.B
-	// lets each server run k tasks at once and queues the rest; in the
-	// queueing model (internal/queuemodel, held-least-cost) one slot
-	// gives the lowest mean (82% below random with 4 replicas at 90%),
-	// two 76%. Without a lead, every hand-off leaves a replica with one
-	// slot idle for the front door's round trip, which on the testbed
-	// undid the gain (docs/results/2026-11-26-remoting-queue); a slot
-	// freed 1 ms ahead of its call's expected end hides it: ett+queue's
-	// mean came to 1.67–1.82 lone calls against 1.71–2.29 with two slots
-	// (docs/results/2026-11-26-queue-lead).
+	// defaultRemotingQueueSlots is max_inflight of the "+queue" runs.
+	// Seed 004 §IV.B lets each server run k tasks at once and queues
+	// the rest; in the queueing model (internal/queuemodel,
+	// held-least-cost) one slot gives the lowest mean (82% below random
+	// with 4 replicas at 90%), two 76%.
 	defaultRemotingQueueSlots = 1
-	defaultRemotingQueueLead  = time.Millisecond
+	// defaultRemotingGoQueueLead is queue.lead of the "+queue" runs on Go
+	// replicas. Without a lead, every hand-off leaves a replica with one
+	// slot idle for the front door's round trip, and a Go replica pays
+	// its runtime's wake-up for each idle spell, which on the testbed
+	// undid the gain (docs/results/2026-11-26-remoting-queue); a slot
+	// freed 1 ms ahead of its call's expected end hides both. NGINX
+	// replicas pay nothing for idling, and there the lead cost more than
+	// it hid: the call sent ahead waits at its replica when the call
+	// before it runs late, as calls under a CPU quota often do. In 14
+	// runs (7 each) ett+queue's mean was 2.41 S on average without a
+	// lead and 2.69 S with 1 ms (5 of 7 and 3 of 7 runs met the
+	// 4-replica target; docs/results/2026-11-26-remoting-nginx-default),
+	// and the model gives 1.58 and 1.65 S. So NGINX replicas run
+	// without one.
+	defaultRemotingGoQueueLead = time.Millisecond
 	// remotingQueueLimit and remotingQueueTimeout size the "+queue"
 	// runs' queue so that no call is refused or times out at the loads
 	// run: every call waits its turn.
@@ -134,9 +142,9 @@ type Remoting struct {
 	// QueueSlots is max_inflight of the "+queue" runs (default 1).
 	QueueSlots int
 	// QueueLead is queue.lead of the "+queue" runs: a slot frees that
-	// long before its call's expected end (default 1ms; 0: when it
-	// ends).
-	QueueLead time.Duration
+	// long before its call's expected end (0: when it ends). Nil takes
+	// the replica's default (queueLead): none on NGINX, 1 ms on Go.
+	QueueLead *time.Duration
 	// Calls per client per sample (default 1000 as in the paper; --quick
 	// 250, --smoke 15).
 	Calls int
@@ -170,7 +178,7 @@ func newRemoting() *Remoting {
 	return &Remoting{
 		Strategies: slices.Clone(defaultRemotingStrategies), XMean: defaultRemotingXMean,
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
-		QueueSlots: defaultRemotingQueueSlots, QueueLead: defaultRemotingQueueLead, Replica: RemotingReplicaNGINX,
+		QueueSlots: defaultRemotingQueueSlots, Replica: RemotingReplicaNGINX,
 		LoadFrom: RemotingLoadCapacity,
 	}
 }
@@ -193,7 +201,7 @@ func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&x.LoadFrom, "load-from", x.LoadFrom, "what --utilizations are shares of: capacity (the calls/s the replicas answer saturated, measured again before every round) or cpu (the group's CPU quota, from the replicas' CPU per call)")
 	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run per-request; random is the baseline; NAME+queue runs NAME with max_inflight --queue-slots and the front door's queue, least Fulcrum-Cost first")
 	fs.IntVar(&x.QueueSlots, "queue-slots", x.QueueSlots, "max_inflight of the +queue runs: the calls a replica takes at once, the rest waiting at the front door")
-	fs.DurationVar(&x.QueueLead, "queue-lead", x.QueueLead, "queue.lead of the +queue runs: free a slot this long before its call's expected end, so the next call arrives as it finishes (0: when it ends)")
+	fs.Var(&leadFlag{&x.QueueLead}, "queue-lead", "queue.lead of the +queue runs: free a slot this long before its call's expected end, so the next call arrives as it finishes (0: when it ends; default 0 with --replica nginx, 1ms with go)")
 	fs.IntVar(&x.Calls, "calls", 0, "calls per client per sample, over all its rounds (default 1000; --quick 300, --smoke 15)")
 	fs.IntVar(&x.Rounds, "rounds", 0, "interleaved rounds a sample's calls are split into (default 4; --quick 3, --smoke 1)")
 	fs.IntVar(&x.Clients, "clients", 0, "clients per sample (default two per replica)")
@@ -234,6 +242,41 @@ func (x *Remoting) sizes(size Size) remotingSizes {
 	}
 	return s
 }
+
+// queueLead is queue.lead of the "+queue" runs: QueueLead, or without it
+// the replica's default (defaultRemotingGoQueueLead on Go, none on
+// NGINX).
+func (x *Remoting) queueLead() time.Duration {
+	switch {
+	case x.QueueLead != nil:
+		return *x.QueueLead
+	case x.Replica == RemotingReplicaGo:
+		return defaultRemotingGoQueueLead
+	}
+	return 0
+}
+
+// leadFlag is --queue-lead: a duration, or unset (nil) for the replica's
+// default.
+type leadFlag struct{ d **time.Duration }
+
+func (f *leadFlag) String() string {
+	if *f.d == nil {
+		return ""
+	}
+	return (*f.d).String()
+}
+
+func (f *leadFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (such as 0, 500us or 1ms)", v)
+	}
+	*f.d = &d
+	return nil
+}
+
+func (*leadFlag) Type() string { return "duration" }
 
 // clientsFor is the number of clients with n replicas.
 func (x *Remoting) clientsFor(n int) int {
@@ -277,8 +320,8 @@ func (x *Remoting) Check(size Size) error {
 	if x.QueueSlots < 1 || x.QueueSlots > 1000 {
 		return &protocol.FieldError{Field: "--queue-slots", Value: x.QueueSlots, Allowed: "must be in [1, 1000]"}
 	}
-	if x.QueueLead < 0 || x.QueueLead > groupreg.MaxQueueLead {
-		return &protocol.FieldError{Field: "--queue-lead", Value: x.QueueLead.String(), Allowed: fmt.Sprintf("must be a duration in [0s, %s]", groupreg.MaxQueueLead)}
+	if l := x.QueueLead; l != nil && (*l < 0 || *l > groupreg.MaxQueueLead) {
+		return &protocol.FieldError{Field: "--queue-lead", Value: l.String(), Allowed: fmt.Sprintf("must be a duration in [0s, %s]", groupreg.MaxQueueLead)}
 	}
 	if s.calls < 1 || s.calls > 1_000_000 {
 		return &protocol.FieldError{Field: "--calls", Value: s.calls, Allowed: "must be in [1, 1000000]"}
@@ -506,7 +549,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 		Extra: map[string]any{"groups": groups, "settings": map[string]any{
 			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds,
 			"report_interval_ms": x.ReportInterval.Milliseconds(), "binding": "per-request",
-			"queue_slots": x.QueueSlots, "queue_lead_ms": ms(x.QueueLead), "queue_order": "cost", "replica": x.Replica,
+			"queue_slots": x.QueueSlots, "queue_lead_ms": ms(x.queueLead()), "queue_order": "cost", "replica": x.Replica,
 			"load_from": x.LoadFrom,
 		}},
 		Report: x.report(rows, groups, s),
@@ -683,7 +726,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms%s), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), x.capacityNote(caps), round+1, s.rounds)
 			for _, i := range roundOrder(len(x.Strategies), ui*s.rounds+round) {
 				name := x.Strategies[i]
-				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.QueueLead, x.ReportInterval); err != nil {
+				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.queueLead(), x.ReportInterval); err != nil {
 					return g, nil, err
 				}
 				_, queued := remotingConfig(name)
@@ -703,7 +746,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				}
 				roundCPU += run.cpu
 				roundX += run.res.XSum
-				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors), cl.queueNote(ctx, name, x.QueueLead))
+				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors), cl.queueNote(ctx, name, x.queueLead()))
 			}
 			m, ok := remotingCPUPerX(roundCPU, roundX)
 			if x.LoadFrom == RemotingLoadCPU {
@@ -728,7 +771,7 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			row := remotingRow(n, u, meanGap, g.Clients, float64(offeredCalls)/window.Seconds(), name, a.res)
 			if _, queued := remotingConfig(name); queued {
 				row.QueueSlots = x.QueueSlots
-				row.QueueLeadMS = ms(x.QueueLead)
+				row.QueueLeadMS = ms(x.queueLead())
 				if !a.queueLost && a.queueRuns > 0 && row.Calls > 0 {
 					wait := a.queue.wait * 1000 / float64(row.Calls)
 					waited := float64(a.queue.served) / float64(row.Calls)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 )
 
@@ -119,7 +121,9 @@ func TestRemotingCheck(t *testing.T) {
 		{"report interval", func(x *Remoting) { x.ReportInterval = time.Millisecond }, "--report-interval"},
 		{"negative clients", func(x *Remoting) { x.Clients = -1 }, "--clients"},
 		{"more rounds than calls", func(x *Remoting) { x.Calls, x.Rounds = 2, 3 }, "--rounds"},
-		{"nginx replicas", func(x *Remoting) { x.Replica = "nginx" }, ""},
+		{"go replicas", func(x *Remoting) { x.Replica = "go" }, ""},
+		{"negative lead", func(x *Remoting) { d := -time.Millisecond; x.QueueLead = &d }, "--queue-lead"},
+		{"lead above the limit", func(x *Remoting) { d := time.Hour; x.QueueLead = &d }, "--queue-lead"},
 		{"unknown replica", func(x *Remoting) { x.Replica = "apache" }, "--replica"},
 		{"load against the CPU quota", func(x *Remoting) { x.LoadFrom = "cpu" }, ""},
 		{"unknown load basis", func(x *Remoting) { x.LoadFrom = "quota" }, "--load-from"},
@@ -139,6 +143,38 @@ func TestRemotingCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want an error about %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// --queue-lead unset takes the replica's default: none on NGINX, 1 ms on
+// Go; set, it wins on either, 0 included.
+func TestRemotingQueueLead(t *testing.T) {
+	t.Parallel()
+	fs := pflag.NewFlagSet("remoting", pflag.ContinueOnError)
+	x := newRemoting()
+	x.AddFlags(fs)
+	if got := x.queueLead(); got != 0 {
+		t.Errorf("NGINX replicas, no --queue-lead: %v, want 0", got)
+	}
+	x.Replica = RemotingReplicaGo
+	if got := x.queueLead(); got != time.Millisecond {
+		t.Errorf("Go replicas, no --queue-lead: %v, want 1ms", got)
+	}
+	if err := fs.Parse([]string{"--queue-lead", "0"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.queueLead(); got != 0 {
+		t.Errorf("Go replicas, --queue-lead 0: %v, want 0", got)
+	}
+	x.Replica = RemotingReplicaNGINX
+	if err := fs.Parse([]string{"--queue-lead", "2.5ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.queueLead(); got != 2500*time.Microsecond {
+		t.Errorf("NGINX replicas, --queue-lead 2.5ms: %v, want 2.5ms", got)
+	}
+	if err := fs.Parse([]string{"--queue-lead", "soon"}); err == nil || !strings.Contains(err.Error(), "not a duration") {
+		t.Errorf("--queue-lead soon: %v, want an error naming a duration", err)
 	}
 }
 
