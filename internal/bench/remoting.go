@@ -740,13 +740,15 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 					return g, nil, err
 				}
 				aggs[name].add(run.res, run.cpu, w, x.CPU)
+				note := ""
 				if queued {
 					qAfter, ok := cl.queueCounts(ctx)
 					aggs[name].addQueue(qBefore, qAfter, qOK && ok)
+					note = earlyNote(qAfter, ok, x.queueLead())
 				}
 				roundCPU += run.cpu
 				roundX += run.res.XSum
-				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors), cl.queueNote(ctx, name, x.queueLead()))
+				line += fmt.Sprintf(" %s %.2f ms at %.0f%%%s%s", name, run.res.Rec.Summary().Mean/1000, remotingUtilization(run.cpu, w, x.CPU)*100, failedNote(run.res.Errors), note)
 			}
 			m, ok := remotingCPUPerX(roundCPU, roundX)
 			if x.LoadFrom == RemotingLoadCPU {
@@ -859,6 +861,7 @@ type remotingAgg struct {
 type remotingQueueCounts struct {
 	served uint64
 	wait   float64 // seconds
+	early  uint64  // slots freed ahead (queue.lead)
 }
 
 // addQueue adds one run's queue counts, from the counters before and

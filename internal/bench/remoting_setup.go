@@ -236,19 +236,15 @@ func (cl *remotingCluster) useStrategy(ctx context.Context, name string, slots i
 	}
 }
 
-// queueNote is the log's note on the group's queue after a "+queue" run
-// with a lead: the slots freed ahead so far, all runs together, which
-// shows whether the lead took effect. "" otherwise or when the status
-// cannot be read.
-func (cl *remotingCluster) queueNote(ctx context.Context, name string, lead time.Duration) string {
-	if _, queued := remotingConfig(name); !queued || lead <= 0 {
+// earlyNote is the log's note on the group's queue after a "+queue" run
+// with a lead: the slots freed ahead so far, all runs together (c, read
+// after the run), which shows whether the lead took effect. "" without
+// a lead or when the counts could not be read.
+func earlyNote(c remotingQueueCounts, ok bool, lead time.Duration) string {
+	if !ok || lead <= 0 {
 		return ""
 	}
-	st, err := cl.bal.Group(ctx, remotingGroup)
-	if err != nil || st.QueueStats == nil {
-		return ""
-	}
-	return fmt.Sprintf(" (%d slots freed ahead so far)", st.QueueStats.Early)
+	return fmt.Sprintf(" (%d slots freed ahead so far)", c.early)
 }
 
 // queueCounts reads the group's queue counters; false when the status
@@ -258,7 +254,7 @@ func (cl *remotingCluster) queueCounts(ctx context.Context) (remotingQueueCounts
 	if err != nil || st.QueueStats == nil {
 		return remotingQueueCounts{}, false
 	}
-	return remotingQueueCounts{served: st.QueueStats.Served, wait: st.QueueStats.WaitSeconds}, true
+	return remotingQueueCounts{served: st.QueueStats.Served, wait: st.QueueStats.WaitSeconds, early: st.QueueStats.Early}, true
 }
 
 // freshReports reports whether every replica of st has reported within

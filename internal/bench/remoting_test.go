@@ -654,4 +654,11 @@ func TestRemotingQueueCounts(t *testing.T) {
 	if got := queueWaitNote(RemotingRow{}); got != "" {
 		t.Errorf("note without a queue %q", got)
 	}
+	c := remotingQueueCounts{early: 12}
+	if got := earlyNote(c, true, time.Millisecond); got != " (12 slots freed ahead so far)" {
+		t.Errorf("early note %q", got)
+	}
+	if earlyNote(c, true, 0) != "" || earlyNote(c, false, time.Millisecond) != "" {
+		t.Errorf("an early note without a lead or without counts")
+	}
 }
