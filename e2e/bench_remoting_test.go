@@ -26,21 +26,30 @@ func TestBenchRemotingSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRemotingReplica(t, raw, "nginx")
-	checkRemotingSmoke(t, res, 0)
+	checkRemotingSmoke(t, res, 0, 1)
 }
 
 // TestBenchRemotingGoSmoke is the same with Go replicas (fulcrum backend
-// prime, reporting through the monitor library).
+// prime, reporting through the monitor library), in two repeats: each on
+// a group set up afresh, every row pooling both.
 func TestBenchRemotingGoSmoke(t *testing.T) {
 	needTestbed(t)
 	t.Parallel()
-	raw, _ := benchSmoke(t, "fulcrum bench remoting --replica go", "remoting", []string{"--replica", "go"})
+	raw, _ := benchSmoke(t, "fulcrum bench remoting --replica go --repeats 2", "remoting", []string{"--replica", "go", "--repeats", "2"})
 	var res benchResults
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
 	checkRemotingReplica(t, raw, "go")
-	checkRemotingSmoke(t, res, 1)
+	checkRemotingSmoke(t, res, 1, 2)
+	var top struct {
+		Groups []struct {
+			Replicas, Repeat int
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(raw, &top); err != nil || len(top.Groups) != 2 || top.Groups[0].Repeat != 1 || top.Groups[1].Repeat != 2 {
+		t.Errorf("results.json groups %+v (%v), want two set-ups of 2 replicas, repeats 1 and 2", top.Groups, err)
+	}
 }
 
 // checkRemotingReplica checks that results.json's settings name replica.
@@ -55,8 +64,9 @@ func checkRemotingReplica(t *testing.T, raw []byte, replica string) {
 }
 
 // checkRemotingSmoke checks a --smoke run's rows; leadMS is the
-// replica's default queue.lead for ett+queue.
-func checkRemotingSmoke(t *testing.T, res benchResults, leadMS float64) {
+// replica's default queue.lead for ett+queue and repeats the run's
+// --repeats.
+func checkRemotingSmoke(t *testing.T, res benchResults, leadMS float64, repeats int) {
 	t.Helper()
 	strategies := []string{"ett", "ett+queue", "least-loaded", "least-connections", "round-robin", "random"}
 	seen := map[float64][]string{}
@@ -67,10 +77,11 @@ func checkRemotingSmoke(t *testing.T, res benchResults, leadMS float64) {
 		}
 		u, _ := row["utilization"].(float64)
 		seen[u] = append(seen[u], row["strategy"].(string))
-		// Two clients per replica, 15 calls each.
-		if row["calls"] != 60.0 || row["errors"] != 0.0 || row["clients"] != 4.0 {
-			t.Errorf("%s at %v: calls %v, errors %v, clients %v; want 60, 0, 4", what(), u, row["calls"], row["errors"], row["clients"])
+		// Two clients per replica, 15 calls each, in every repeat.
+		if row["calls"] != 60.0*float64(repeats) || row["errors"] != 0.0 || row["clients"] != 4.0 {
+			t.Errorf("%s at %v: calls %v, errors %v, clients %v; want %d, 0, 4", what(), u, row["calls"], row["errors"], row["clients"], 60*repeats)
 		}
+		checkRemotingRepeats(t, what(), row, repeats)
 		for _, k := range []string{"gap_ms", "offered_rps", "latency_mean_ms", "latency_p50_ms", "latency_p99_ms", "throughput_rps", "replica_cpu", "capacity_utilization"} {
 			if v, ok := row[k].(float64); !ok || !(v > 0) || math.IsInf(v, 0) {
 				t.Errorf("%s at %v: %s = %v, want a positive number", what(), u, k, row[k])
@@ -114,6 +125,29 @@ func checkRemotingSmoke(t *testing.T, res benchResults, leadMS float64) {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			t.Errorf("strategies at %v: %v, want %v", u, seen[u], strategies)
+		}
+	}
+}
+
+// checkRemotingRepeats checks a row's per-repeat figures: repeats of
+// them (a flag, possibly empty, for each), each repeat's 60 calls
+// answered at a positive mean, and its reduction against random's (0 for
+// random).
+func checkRemotingRepeats(t *testing.T, what string, row map[string]any, repeats int) {
+	t.Helper()
+	means, _ := row["repeat_means_ms"].([]any)
+	calls, _ := row["repeat_calls"].([]any)
+	reds, _ := row["reduction_repeats"].([]any)
+	flags, _ := row["repeat_flags"].([]any)
+	if row["repeats"] != float64(repeats) || len(means) != repeats || len(calls) != repeats || len(reds) != repeats || len(flags) != repeats {
+		t.Errorf("%s: repeats %v, means %v, calls %v, reductions %v, flags %v; want %d of each", what, row["repeats"], means, calls, reds, flags, repeats)
+		return
+	}
+	for k := range repeats {
+		m, _ := means[k].(float64)
+		r, _ := reds[k].(float64)
+		if !(m > 0) || calls[k] != 60.0 || !(r < 1) || (row["strategy"] == "random" && r != 0) {
+			t.Errorf("%s, repeat %d: mean %v, calls %v, reduction %v; want a positive mean, 60 calls, a reduction below 1 (0 for random)", what, k+1, means[k], calls[k], reds[k])
 		}
 	}
 }

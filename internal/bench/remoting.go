@@ -153,6 +153,11 @@ type Remoting struct {
 	// that a burst of other work on the machine does not land on one
 	// strategy's sample alone.
 	Rounds int
+	// Repeats is how many times each group size's samples are run, each
+	// time on a freshly set-up group (default 1). A row pools its
+	// repeats' calls; the targets count the repeats in which neither the
+	// judged strategy's sample nor random's was flagged.
+	Repeats int
 	// Clients per sample; 0: two per replica.
 	Clients int
 	// XMean is the mean X (default 300,000; see defaultRemotingXMean).
@@ -179,7 +184,7 @@ func newRemoting() *Remoting {
 		Strategies: slices.Clone(defaultRemotingStrategies), XMean: defaultRemotingXMean,
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
 		QueueSlots: defaultRemotingQueueSlots, Replica: RemotingReplicaNGINX,
-		LoadFrom: RemotingLoadCapacity,
+		LoadFrom: RemotingLoadCapacity, Repeats: 1,
 	}
 }
 
@@ -204,6 +209,7 @@ func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&leadFlag{&x.QueueLead}, "queue-lead", "queue.lead of the +queue runs: free a slot this long before its call's expected end, so the next call arrives as it finishes (0: when it ends; default 0 with --replica nginx, 1ms with go)")
 	fs.IntVar(&x.Calls, "calls", 0, "calls per client per sample, over all its rounds (default 1000; --quick 300, --smoke 15)")
 	fs.IntVar(&x.Rounds, "rounds", 0, "interleaved rounds a sample's calls are split into (default 4; --quick 3, --smoke 1)")
+	fs.IntVar(&x.Repeats, "repeats", x.Repeats, "times each group size's samples are run, each on a freshly set-up group; a row pools its repeats and gives each one's reduction, and the targets count the repeats whose samples were at the load asked")
 	fs.IntVar(&x.Clients, "clients", 0, "clients per sample (default two per replica)")
 	fs.Float64Var(&x.XMean, "x-mean", x.XMean, "mean X of /count/{X} (the paper's 30000 takes ~0.07 ms on today's CPUs)")
 	fs.Float64Var(&x.CPU, "cpu", x.CPU, "the group's CPU capacity in cores, split equally among the replicas")
@@ -217,6 +223,7 @@ type remotingSizes struct {
 	utils    []float64
 	calls    int
 	rounds   int
+	repeats  int
 	// model sizes the queueing model's references beside the targets.
 	model remotingModel
 }
@@ -236,6 +243,7 @@ func (x *Remoting) sizes(size Size) remotingSizes {
 	if s.rounds <= 0 {
 		s.rounds = Pick(size, 4, 3, 1)
 	}
+	s.repeats = max(x.Repeats, 1)
 	s.model = remotingModel{
 		calls:   Pick(size, queuemodel.DefaultCalls, queuemodel.DefaultCalls, 20_000),
 		samples: Pick(size, 200, 200, 20),
@@ -329,6 +337,9 @@ func (x *Remoting) Check(size Size) error {
 	if s.rounds < 1 || s.rounds > s.calls {
 		return &protocol.FieldError{Field: "--rounds", Value: s.rounds, Allowed: fmt.Sprintf("must be in [1, --calls (%d)]", s.calls)}
 	}
+	if x.Repeats < 1 || x.Repeats > 100 {
+		return &protocol.FieldError{Field: "--repeats", Value: x.Repeats, Allowed: "must be in [1, 100]"}
+	}
 	if x.Clients < 0 || x.Clients > 1000 {
 		return &protocol.FieldError{Field: "--clients", Value: x.Clients, Allowed: "must be in [0, 1000] (0: two per replica)"}
 	}
@@ -394,6 +405,17 @@ type RemotingRow struct {
 	// round (the spread shows the machine's noise).
 	Rounds          int       `json:"rounds"`
 	ReductionRounds []float64 `json:"reduction_rounds,omitempty"`
+	// Repeats is how many times the sample was run, each time on a
+	// freshly set-up group (--repeats; Rounds counts the rounds of all of
+	// them); the row's figures pool them. RepeatMeansMS and RepeatCalls
+	// are each repeat's mean and answered calls, ReductionRepeats each
+	// repeat's reduction against random's in the same repeat, and
+	// RepeatFlags each repeat's UtilizationFlag ("" when it counts).
+	Repeats          int       `json:"repeats"`
+	RepeatMeansMS    []float64 `json:"repeat_means_ms,omitempty"`
+	RepeatCalls      []int64   `json:"repeat_calls,omitempty"`
+	ReductionRepeats []float64 `json:"reduction_repeats,omitempty"`
+	RepeatFlags      []string  `json:"repeat_flags,omitempty"`
 	// MeasuredUtilization is the utilisation the sample reached: the
 	// replicas' CPU time (cgroup usage) over the windows in which its
 	// calls were offered, as a share of the group's quota (calls/s × CPU
@@ -482,6 +504,9 @@ func remotingCapacityValid(quotaUsed float64) error {
 // its samples (results.json "groups").
 type RemotingGroupSettings struct {
 	Replicas int `json:"replicas"`
+	// Repeat numbers the group among the set-ups of its size, from 1
+	// (--repeats).
+	Repeat int `json:"repeat"`
 	// CPUPerReplica is each replica's quota in cores, enforced per
 	// CPUPeriodMS.
 	CPUPerReplica float64 `json:"cpu_per_replica"`
@@ -532,11 +557,11 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 	var rows []RemotingRow
 	var groups []RemotingGroupSettings
 	for _, n := range s.replicas {
-		g, rs, err := x.runGroup(ctx, env, n, s)
+		gs, rs, err := x.runGroup(ctx, env, n, s)
 		if err != nil {
 			return nil, fmt.Errorf("bench: remoting, %d replicas: %w", n, err)
 		}
-		groups = append(groups, g)
+		groups = append(groups, gs...)
 		rows = append(rows, rs...)
 	}
 	fillReductions(rows)
@@ -547,7 +572,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 	return &Results{
 		Rows: rows,
 		Extra: map[string]any{"groups": groups, "settings": map[string]any{
-			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds,
+			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds, "repeats": s.repeats,
 			"report_interval_ms": x.ReportInterval.Milliseconds(), "binding": "per-request",
 			"queue_slots": x.QueueSlots, "queue_lead_ms": ms(x.queueLead()), "queue_order": "cost", "replica": x.Replica,
 			"load_from": x.LoadFrom,
@@ -609,8 +634,117 @@ func (x *Remoting) setUpGroup(ctx context.Context, env *Env, n int) (*remotingCl
 	return cl, g, capacity, capCPU, nil
 }
 
-// runGroup sets up n replicas and measures every utilisation × strategy.
-func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSizes) (RemotingGroupSettings, []RemotingRow, error) {
+// remotingPoint gathers one utilisation's samples of a group size over
+// its repeats.
+type remotingPoint struct {
+	aggs map[string]*remotingAgg
+	// gaps are each round's mean gap (ms); window adds up the rounds'
+	// offer windows and offeredCalls their calls, all clients.
+	gaps         []float64
+	window       time.Duration
+	offeredCalls int
+	// offeredX and capableX add up, over the rounds of the repeats whose
+	// load was set against the capacity, the X offered and the X the
+	// capacity measured around each round could answer in its window.
+	offeredX, capableX float64
+}
+
+// runGroup measures every utilisation × strategy on n replicas, set up
+// afresh for each of s.repeats repeats, and makes the rows, each pooling
+// its repeats.
+func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSizes) ([]RemotingGroupSettings, []RemotingRow, error) {
+	points := make([]*remotingPoint, len(s.utils))
+	for ui := range points {
+		p := &remotingPoint{aggs: make(map[string]*remotingAgg, len(x.Strategies))}
+		for _, name := range x.Strategies {
+			p.aggs[name] = &remotingAgg{res: remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}}
+		}
+		points[ui] = p
+	}
+	var groups []RemotingGroupSettings
+	clients := x.clientsFor(n)
+	for rep := range s.repeats {
+		if s.repeats > 1 {
+			env.Logf("remoting: %d replicas: repeat %d of %d, on a freshly set-up group", n, rep+1, s.repeats)
+		}
+		g, err := x.runRepeat(ctx, env, n, s, rep, points)
+		if err != nil {
+			return groups, nil, err
+		}
+		groups = append(groups, g)
+	}
+	var rows []RemotingRow
+	for ui, u := range s.utils {
+		p := points[ui]
+		capUtil := math.NaN()
+		if p.capableX > 0 {
+			capUtil = p.offeredX / p.capableX
+		}
+		meanGap := p.window / time.Duration(max(p.offeredCalls/clients, 1))
+		for _, name := range x.Strategies {
+			a := p.aggs[name]
+			row := remotingRow(n, u, meanGap, clients, float64(p.offeredCalls)/p.window.Seconds(), name, a.res)
+			if _, queued := remotingConfig(name); queued {
+				row.QueueSlots = x.QueueSlots
+				row.QueueLeadMS = ms(x.queueLead())
+				if !a.queueLost && a.queueRuns > 0 && row.Calls > 0 {
+					wait := a.queue.wait * 1000 / float64(row.Calls)
+					waited := float64(a.queue.served) / float64(row.Calls)
+					row.QueueWaitMS, row.QueueWaited = &wait, &waited
+				}
+			}
+			row.Rounds = len(a.means)
+			row.roundMeans = a.means
+			row.GapRoundsMS = p.gaps
+			if a.res.Elapsed > 0 {
+				row.ReplicaCPU = a.cpu.Seconds() / a.res.Elapsed.Seconds() / x.CPU
+			}
+			row.MeasuredUtilization = remotingUtilization(a.cpu, a.window, x.CPU)
+			row.MeasuredUtilizationRounds = a.utils
+			if row.Calls > 0 {
+				row.CPUPerCallMS = ms(a.cpu) / float64(row.Calls)
+			}
+			if !math.IsNaN(capUtil) {
+				row.CapacityUtilization = capUtil
+			}
+			row.Repeats = len(a.reps)
+			for _, r := range a.reps {
+				m := 0.0 // none answered (JSON has no NaN)
+				if r.calls > 0 {
+					m = r.sum / float64(r.calls)
+				}
+				row.RepeatMeansMS = append(row.RepeatMeansMS, m)
+				row.RepeatCalls = append(row.RepeatCalls, r.calls)
+				row.RepeatFlags = append(row.RepeatFlags, r.flag)
+			}
+			row.UtilizationFlag = repeatsFlag(row.RepeatFlags)
+			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms%s, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
+				n, u*100, name, row.LatencyMeanMS, queueWaitNote(row), row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
+			rows = append(rows, row)
+		}
+	}
+	return groups, rows, nil
+}
+
+// repeatsFlag is a pooled row's UtilizationFlag from its repeats' flags:
+// the only repeat's, or each flagged repeat's, numbered.
+func repeatsFlag(flags []string) string {
+	if len(flags) == 1 {
+		return flags[0]
+	}
+	var out []string
+	for k, f := range flags {
+		if f != "" {
+			out = append(out, fmt.Sprintf("repeat %d: %s", k+1, f))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// runRepeat sets up n replicas and the balancer and runs repeat rep of
+// every utilisation × strategy, adding it to points (one per
+// utilisation).
+func (x *Remoting) runRepeat(ctx context.Context, env *Env, n int, s remotingSizes, rep int, points []*remotingPoint) (RemotingGroupSettings, error) {
 	// Replicas of equal quota are the experiment's premise. Now and then
 	// one NGINX replica answers at half the others' rate for its whole
 	// life (remotingUnequalShare): the group is then set up anew, a few
@@ -622,8 +756,9 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	for attempt := 1; ; attempt++ {
 		var err error
 		cl, g, capacity, capCPU, err = x.setUpGroup(ctx, env, n)
+		g.Repeat = rep + 1
 		if err != nil {
-			return g, nil, err
+			return g, err
 		}
 		if g.Unequal == "" || attempt == remotingCapacityAttempts {
 			break
@@ -632,10 +767,12 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		cl.close()
 	}
 	defer cl.close()
+	// Each repeat draws its own calls.
+	repSeed := uint64(rep) << 44
 	failed := capacity.Failed
 	est, ok := remotingCPUPerX(capCPU, capacity.XSum)
 	if !ok {
-		return g, nil, fmt.Errorf("capacity: no CPU time or no call measured (CPU %v, X sum %d)", capCPU, capacity.XSum)
+		return g, fmt.Errorf("capacity: no CPU time or no call measured (CPU %v, X sum %d)", capCPU, capacity.XSum)
 	}
 	if x.LoadFrom == RemotingLoadCapacity {
 		est = x.quotaPerX(capacity)
@@ -646,20 +783,24 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 	// replicas, and every process's heap, are then as in the samples.
 	warm := make([][]remotingCall, g.Clients)
 	for c := range warm {
-		warm[c] = remotingSample(uint64(c)+1<<40, max(s.calls/5, 5), x.XMean, time.Duration(float64(g.Clients)/(0.5*g.CapacityRPS)*float64(time.Second)))
+		warm[c] = remotingSample(repSeed|uint64(c)+1<<40, max(s.calls/5, 5), x.XMean, time.Duration(float64(g.Clients)/(0.5*g.CapacityRPS)*float64(time.Second)))
 	}
 	hc, closeIdle := remotingHTTP()
 	wres := runRemotingSample(ctx, hc, cl.frontDoor, warm, time.Now())
 	closeIdle()
 	if err := ctx.Err(); err != nil {
-		return g, nil, err
+		return g, err
 	}
 	if wres.Errors > 0 {
-		return g, nil, fmt.Errorf("warm-up: %d calls through the balancer failed (first: %s)", wres.Errors, wres.FirstError)
+		return g, fmt.Errorf("warm-up: %d calls through the balancer failed (first: %s)", wres.Errors, wres.FirstError)
+	}
+	repeat := ""
+	if s.repeats > 1 {
+		repeat = fmt.Sprintf(", repeat %d/%d", rep+1, s.repeats)
 	}
 
-	var rows []RemotingRow
 	for ui, u := range s.utils {
+		p := points[ui]
 		// Against the CPU quota, calibrate: a short unrecorded run at
 		// this utilisation, set from the estimate so far, gives the CPU
 		// per unit of X at this load now; each round then updates it
@@ -670,11 +811,11 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		if x.LoadFrom == RemotingLoadCPU {
 			var err error
 			if est, err = x.calibrate(ctx, env, cl, n, ui, u, s, g.Clients, est); err != nil {
-				return g, nil, err
+				return g, err
 			}
 		}
 		burst := func(k int) error {
-			c, _, err := x.saturate(ctx, env, cl, Pick(env.Size, 1500*time.Millisecond, time.Second, 300*time.Millisecond), 1<<42|uint64(n)<<32|uint64(ui)<<24|uint64(k)<<16)
+			c, _, err := x.saturate(ctx, env, cl, Pick(env.Size, 1500*time.Millisecond, time.Second, 300*time.Millisecond), repSeed|1<<42|uint64(n)<<32|uint64(ui)<<24|uint64(k)<<16)
 			if err != nil {
 				return err
 			}
@@ -689,13 +830,9 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			est = x.quotaPerX(c)
 			return nil
 		}
-		aggs := make(map[string]*remotingAgg, len(x.Strategies))
-		for _, name := range x.Strategies {
-			aggs[name] = &remotingAgg{res: remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}}
+		for _, a := range p.aggs {
+			a.reps = append(a.reps, remotingRepeat{})
 		}
-		var gaps []float64
-		var window time.Duration
-		offeredCalls := 0
 		var offeredX []float64 // each round's calls' X, all clients
 		var windows []time.Duration
 		for round := range s.rounds {
@@ -705,29 +842,29 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 			}
 			if x.LoadFrom == RemotingLoadCapacity {
 				if err := burst(round); err != nil {
-					return g, nil, err
+					return g, err
 				}
 			}
-			clients, gap := remotingPlan(uint64(n)<<32|uint64(ui)<<24|uint64(round)<<16, g.Clients, share, x.XMean, u, x.CPU, est)
+			clients, gap := remotingPlan(repSeed|uint64(n)<<32|uint64(ui)<<24|uint64(round)<<16, g.Clients, share, x.XMean, u, x.CPU, est)
 			if gap <= 0 {
-				return g, nil, fmt.Errorf("round %d at %.0f%%: no gap from a CPU estimate of %g ns per unit of X", round+1, u*100, est)
+				return g, fmt.Errorf("round %d at %.0f%%: no gap from a CPU estimate of %g ns per unit of X", round+1, u*100, est)
 			}
 			w := gap * time.Duration(share)
-			gaps = append(gaps, ms(gap))
+			p.gaps = append(p.gaps, ms(gap))
 			offeredX = append(offeredX, float64(sumX(clients)))
 			windows = append(windows, w)
-			window += w
-			offeredCalls += share * g.Clients
+			p.window += w
+			p.offeredCalls += share * g.Clients
 			var roundCPU time.Duration
 			var roundX int64
 			// The order follows a Williams design (roundOrder),
 			// continued across the utilisations: no strategy always runs
 			// first or right after another.
-			line := fmt.Sprintf("remoting: %d replicas, %.0f%% (%.0f calls/s, gap %.2f ms%s), round %d/%d:", n, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), x.capacityNote(caps), round+1, s.rounds)
+			line := fmt.Sprintf("remoting: %d replicas%s, %.0f%% (%.0f calls/s, gap %.2f ms%s), round %d/%d:", n, repeat, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), x.capacityNote(caps), round+1, s.rounds)
 			for _, i := range roundOrder(len(x.Strategies), ui*s.rounds+round) {
 				name := x.Strategies[i]
 				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.queueLead(), x.ReportInterval); err != nil {
-					return g, nil, err
+					return g, err
 				}
 				_, queued := remotingConfig(name)
 				var qBefore remotingQueueCounts
@@ -737,13 +874,13 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 				}
 				run, err := cl.runMetered(ctx, clients)
 				if err != nil {
-					return g, nil, err
+					return g, err
 				}
-				aggs[name].add(run.res, run.cpu, w, x.CPU)
+				p.aggs[name].add(run.res, run.cpu, w, x.CPU)
 				note := ""
 				if queued {
 					qAfter, ok := cl.queueCounts(ctx)
-					aggs[name].addQueue(qBefore, qAfter, qOK && ok)
+					p.aggs[name].addQueue(qBefore, qAfter, qOK && ok)
 					note = earlyNote(qAfter, ok, x.queueLead())
 				}
 				roundCPU += run.cpu
@@ -761,52 +898,30 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		capUtil := math.NaN()
 		if x.LoadFrom == RemotingLoadCapacity {
 			if err := burst(s.rounds); err != nil {
-				return g, nil, err
+				return g, err
 			}
-			capUtil = capacityUtilization(offeredX, windows, caps)
-			env.Logf("remoting: %d replicas, %.0f%%: capacity after the last round %.0f calls/s; the rounds offered %.1f%% of the capacity measured around them",
-				n, u*100, caps[len(caps)-1].rps(), capUtil*100)
+			offered, capable := capacityOffer(offeredX, windows, caps)
+			p.offeredX += offered
+			p.capableX += capable
+			if capable > 0 {
+				capUtil = offered / capable
+			}
+			env.Logf("remoting: %d replicas%s, %.0f%%: capacity after the last round %.0f calls/s; the rounds offered %.1f%% of the capacity measured around them",
+				n, repeat, u*100, caps[len(caps)-1].rps(), capUtil*100)
 		}
-		meanGap := window / time.Duration(max(offeredCalls/g.Clients, 1))
-		for _, name := range x.Strategies {
-			a := aggs[name]
-			row := remotingRow(n, u, meanGap, g.Clients, float64(offeredCalls)/window.Seconds(), name, a.res)
-			if _, queued := remotingConfig(name); queued {
-				row.QueueSlots = x.QueueSlots
-				row.QueueLeadMS = ms(x.queueLead())
-				if !a.queueLost && a.queueRuns > 0 && row.Calls > 0 {
-					wait := a.queue.wait * 1000 / float64(row.Calls)
-					waited := float64(a.queue.served) / float64(row.Calls)
-					row.QueueWaitMS, row.QueueWaited = &wait, &waited
-				}
-			}
-			row.Rounds = s.rounds
-			row.roundMeans = a.means
-			row.GapRoundsMS = gaps
-			if a.res.Elapsed > 0 {
-				row.ReplicaCPU = a.cpu.Seconds() / a.res.Elapsed.Seconds() / x.CPU
-			}
-			row.MeasuredUtilization = remotingUtilization(a.cpu, a.window, x.CPU)
-			row.MeasuredUtilizationRounds = a.utils
-			if row.Calls > 0 {
-				row.CPUPerCallMS = ms(a.cpu) / float64(row.Calls)
-			}
+		for _, a := range p.aggs {
+			r := &a.reps[len(a.reps)-1]
+			measured := remotingUtilization(r.cpu, r.window, x.CPU)
 			var loadFlag string
 			if x.LoadFrom == RemotingLoadCapacity {
-				if !math.IsNaN(capUtil) {
-					row.CapacityUtilization = capUtil
-				}
-				loadFlag = remotingCapacityFlag(u, capUtil, row.MeasuredUtilization)
+				loadFlag = remotingCapacityFlag(u, capUtil, measured)
 			} else {
-				loadFlag = remotingLoadFlag(u, row.MeasuredUtilization)
+				loadFlag = remotingLoadFlag(u, measured)
 			}
-			row.UtilizationFlag = joinFlags(loadFlag, g.Unequal, strings.Join(unequal, "; "))
-			env.Logf("remoting: %d replicas, %.0f%%, %s: mean %.2f ms%s, p99 %.2f ms, %d answered, %d failed, measured utilisation %.0f%% (%.3f ms CPU per call), replicas' CPU %.0f%% of quota until the last answer, send lag p99 %.1f ms%s%s",
-				n, u*100, name, row.LatencyMeanMS, queueWaitNote(row), row.LatencyP99MS, row.Calls, row.Errors, row.MeasuredUtilization*100, row.CPUPerCallMS, row.ReplicaCPU*100, row.SendLagP99MS, firstErrorNote(a.res.FirstError), flagNote(row.UtilizationFlag))
-			rows = append(rows, row)
+			r.flag = joinFlags(loadFlag, g.Unequal, strings.Join(unequal, "; "))
 		}
 	}
-	return g, rows, nil
+	return g, nil
 }
 
 // remotingRun is one metered run through the balancer.
@@ -854,6 +969,20 @@ type remotingAgg struct {
 	queue     remotingQueueCounts
 	queueRuns int
 	queueLost bool
+	// reps are the strategy's share of each repeat, the last the one
+	// running.
+	reps []remotingRepeat
+}
+
+// remotingRepeat is one repeat of a strategy's sample at one utilisation.
+type remotingRepeat struct {
+	sum   float64 // the answered calls' latencies summed (ms)
+	calls int64   // answered
+	cpu   time.Duration
+	// window adds up the windows in which its calls were offered.
+	window time.Duration
+	// flag is the repeat's UtilizationFlag: "" when it counts.
+	flag string
 }
 
 // remotingQueueCounts are a group's queue counters: calls served after
@@ -895,6 +1024,16 @@ func (a *remotingAgg) add(res remotingResult, cpu, window time.Duration, quota f
 		m = res.Rec.Summary().Mean / 1000
 	}
 	a.means = append(a.means, m)
+	if len(a.reps) == 0 {
+		a.reps = append(a.reps, remotingRepeat{})
+	}
+	r := &a.reps[len(a.reps)-1]
+	r.cpu += cpu
+	r.window += window
+	if n := res.Rec.Count(); n > 0 {
+		r.sum += m * float64(n)
+		r.calls += n
+	}
 }
 
 // queueWaitNote is the log's note on the part of a "+queue" row's mean
@@ -954,20 +1093,17 @@ func fillReductions(rows []RemotingRow) {
 		return [2]string{strconv.Itoa(r.Replicas), strconv.FormatFloat(r.Utilization, 'g', -1, 64)}
 	}
 	baseRounds := map[[2]string][]float64{}
+	baseRepeats := map[[2]string][]float64{}
 	for _, r := range rows {
 		if r.Strategy == remotingRandom && r.Calls > 0 {
 			base[key(r)] = r.LatencyMeanMS
 			baseRounds[key(r)] = r.roundMeans
+			baseRepeats[key(r)] = r.answeredRepeatMeans()
 		}
 	}
 	for i := range rows {
-		br := baseRounds[key(rows[i])]
-		rows[i].ReductionRounds = nil
-		for k, m := range rows[i].roundMeans {
-			if k < len(br) && br[k] > 0 && !math.IsNaN(m) && !math.IsNaN(br[k]) {
-				rows[i].ReductionRounds = append(rows[i].ReductionRounds, 1-m/br[k])
-			}
-		}
+		rows[i].ReductionRounds = pairedReductions(rows[i].roundMeans, baseRounds[key(rows[i])])
+		rows[i].ReductionRepeats = pairedReductions(rows[i].answeredRepeatMeans(), baseRepeats[key(rows[i])])
 	}
 	for i := range rows {
 		b, ok := base[key(rows[i])]
@@ -978,4 +1114,28 @@ func fillReductions(rows []RemotingRow) {
 		red := 1 - rows[i].LatencyMeanMS/b
 		rows[i].ReductionVsRandom = &red
 	}
+}
+
+// pairedReductions is 1 − means[k]/base[k] for each k both have (and
+// with a positive base); nil when there is none.
+func pairedReductions(means, base []float64) []float64 {
+	var out []float64
+	for k, m := range means {
+		if k < len(base) && base[k] > 0 && !math.IsNaN(m) && !math.IsNaN(base[k]) {
+			out = append(out, 1-m/base[k])
+		}
+	}
+	return out
+}
+
+// answeredRepeatMeans is RepeatMeansMS with NaN for the repeats in which
+// no call was answered.
+func (r RemotingRow) answeredRepeatMeans() []float64 {
+	out := slices.Clone(r.RepeatMeansMS)
+	for k := range out {
+		if k >= len(r.RepeatCalls) || r.RepeatCalls[k] == 0 {
+			out[k] = math.NaN()
+		}
+	}
+	return out
 }

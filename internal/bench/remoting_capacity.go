@@ -104,18 +104,28 @@ func sumX(clients [][]remotingCall) int64 {
 // right after it (caps[k], caps[k+1]). NaN without a measurement on both
 // sides of every round.
 func capacityUtilization(offeredX []float64, windows []time.Duration, caps []remotingCapacity) float64 {
-	if len(offeredX) == 0 || len(windows) != len(offeredX) || len(caps) != len(offeredX)+1 {
+	offered, capable := capacityOffer(offeredX, windows, caps)
+	if !(capable > 0) {
 		return math.NaN()
 	}
-	var offered, capable float64
+	return offered / capable
+}
+
+// capacityOffer is capacityUtilization's two sides: the X the rounds
+// offered and the X the capacity around them could answer in their
+// windows; 0, 0 without a measurement on both sides of every round.
+func capacityOffer(offeredX []float64, windows []time.Duration, caps []remotingCapacity) (offered, capable float64) {
+	if len(offeredX) == 0 || len(windows) != len(offeredX) || len(caps) != len(offeredX)+1 {
+		return 0, 0
+	}
 	for k := range offeredX {
 		offered += offeredX[k]
 		capable += windows[k].Seconds() * (caps[k].xPerSec() + caps[k+1].xPerSec()) / 2
 	}
 	if !(capable > 0) {
-		return math.NaN()
+		return 0, 0
 	}
-	return offered / capable
+	return offered, capable
 }
 
 // remotingCapacityFlag says why a sample whose load was set against the

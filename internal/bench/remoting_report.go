@@ -25,14 +25,14 @@ const remotingReductionPlot = "remoting-reduction.png"
 func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 	header := []string{"replicas", "utilization", "gap_ms", "clients", "offered_rps", "strategy", "latency_mean_ms",
 		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu",
-		"measured_utilization", "cpu_per_call_ms", "capacity_utilization", "utilization_flag"}
+		"measured_utilization", "cpu_per_call_ms", "capacity_utilization", "utilization_flag", "repeats"}
 	var table [][]string
 	for _, r := range rows {
 		table = append(table, []string{
 			strconv.Itoa(r.Replicas), Num(r.Utilization, 2), Num(r.GapMS, 3), strconv.Itoa(r.Clients), Num(r.OfferedRPS, 1), r.Strategy,
 			Num(r.LatencyMeanMS, 3), Num(r.LatencyP50MS, 3), Num(r.LatencyP99MS, 3), fmtReduction(r.ReductionVsRandom, 4),
 			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3), Num(r.ReplicaCPU, 3),
-			Num(r.MeasuredUtilization, 3), Num(r.CPUPerCallMS, 4), Num(r.CapacityUtilization, 3), r.UtilizationFlag,
+			Num(r.MeasuredUtilization, 3), Num(r.CPUPerCallMS, 4), Num(r.CapacityUtilization, 3), r.UtilizationFlag, strconv.Itoa(r.Repeats),
 		})
 	}
 	if err := env.WriteCSV("remoting.csv", header, table); err != nil {
@@ -121,9 +121,11 @@ func findRemotingRow(rows []RemotingRow, n int, u float64, s string) (RemotingRo
 // ett is judged as fulcrum runs it for this workload, with the front
 // door's queue (ett+queue: max_inflight slots, least cost first, seed
 // 004 §IV.B's k tasks per server), when that was run; plain ett's
-// figure is given beside it. A target whose sample or random's was
-// flagged (its measured utilisation far from 90%) is not judged: the
-// reduction is given, not counted. Beside each it gives the model's
+// figure is given beside it. A sample run in several repeats
+// (--repeats) is judged on the calls of the repeats in which neither it
+// nor random's was flagged (its load far from 90%), pooled; a target
+// without such a repeat is not judged: the reduction is given, not
+// counted. Beside each it gives the model's
 // references at random's measured load (remotingReferences) and the
 // model of the sample itself (remotingSampleModel).
 func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettings, model remotingModel, slots int) {
@@ -138,20 +140,19 @@ func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettin
 		name := fmt.Sprintf("%d replicas, 90%% load: %s's reduction vs random ≥ %.1f%% (paper)", n, judged, paper*100)
 		base, _ := findRemotingRow(rows, n, 0.9, remotingRandom)
 		ref := remotingReferences(n, base.load(), int(base.Calls), base.Rounds, model, slots)
-		for _, g := range groups {
-			if g.Replicas == n {
-				if m := remotingSampleModel(n, base.load(), g, base, r, model, slots); m != "" {
-					ref += "; " + m
-				}
+		if g, found := remotingGroupOf(groups, n); found {
+			if m := remotingSampleModel(n, base.load(), g, base, r, model, slots); m != "" {
+				ref += "; " + m
 			}
 		}
 		if plain, found := findRemotingRow(rows, n, 0.9, strategy.ETTName); found && judged != strategy.ETTName && plain.ReductionVsRandom != nil {
 			ref = fmt.Sprintf("ett without the queue %s%%; ", Num(*plain.ReductionVsRandom*100, 1)) + ref
 		}
+		c := countRepeats(r, base)
 		switch {
 		case !ok:
 			rep.TargetUnknown(name, "not run (needs --replicas with %d, --utilizations with 0.9 and ett or ett+queue among --strategies)", n)
-		case r.UtilizationFlag != "" || base.UtilizationFlag != "":
+		case len(c.counted) == 0:
 			var why []string
 			for _, f := range []RemotingRow{r, base} {
 				if f.UtilizationFlag != "" {
@@ -163,12 +164,130 @@ func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettin
 				red = Num(*r.ReductionVsRandom*100, 1) + "%"
 			}
 			rep.TargetUnknown(name, "not counted: the sample was not at 90%% load (%s); reduction %s; %s", strings.Join(why, "; "), red, ref)
-		case r.ReductionVsRandom == nil:
+		case !c.ok:
 			rep.TargetUnknown(name, "random or %s answered no call", judged)
+		case c.repeats == 1:
+			rep.Target(name, c.reduction >= paper, "%.1f%% (mean %.2f ms); %s", c.reduction*100, c.mean, ref)
 		default:
-			rep.Target(name, *r.ReductionVsRandom >= paper, "%.1f%% (mean %.2f ms); %s", *r.ReductionVsRandom*100, r.LatencyMeanMS, ref)
+			rep.Target(name, c.reduction >= paper, "%.1f%% over %d of %d repeats (mean %.2f ms; each repeat's reduction %s%%%s); %s",
+				c.reduction*100, len(c.counted), c.repeats, c.mean, fmtList(scale(r.ReductionRepeats, 100), 1), c.excludedNote(r, base), ref)
 		}
 	}
+}
+
+// remotingCounted is what a target counts of a strategy's row against
+// random's: the repeats in which neither sample was flagged.
+type remotingCounted struct {
+	repeats int   // the row's repeats
+	counted []int // the counted ones, from 0
+	// reduction is 1 − the strategy's mean over the counted repeats'
+	// answered calls / random's, and mean the strategy's (ms); ok is
+	// false when either answered no call in them.
+	reduction, mean float64
+	ok              bool
+}
+
+// countRepeats counts judged's repeats against random's (a row without
+// per-repeat figures is one repeat).
+func countRepeats(judged, random RemotingRow) remotingCounted {
+	j, b := judged.repeatFigs(), random.repeatFigs()
+	c := remotingCounted{repeats: len(j)}
+	var js, jn, bs, bn float64
+	for k := range min(len(j), len(b)) {
+		if j[k].flag != "" || b[k].flag != "" {
+			continue
+		}
+		c.counted = append(c.counted, k)
+		js += j[k].mean * float64(j[k].calls)
+		jn += float64(j[k].calls)
+		bs += b[k].mean * float64(b[k].calls)
+		bn += float64(b[k].calls)
+	}
+	if jn > 0 && bn > 0 && bs > 0 {
+		c.mean = js / jn
+		c.reduction, c.ok = 1-c.mean/(bs/bn), true
+	}
+	return c
+}
+
+// excludedNote names the repeats c left out, with their flags.
+func (c remotingCounted) excludedNote(judged, random RemotingRow) string {
+	j, b := judged.repeatFigs(), random.repeatFigs()
+	var out []string
+	for k := range c.repeats {
+		if slices.Contains(c.counted, k) {
+			continue
+		}
+		var why []string
+		if k < len(j) && j[k].flag != "" {
+			why = append(why, judged.Strategy+" "+j[k].flag)
+		}
+		if k < len(b) && b[k].flag != "" {
+			why = append(why, random.Strategy+" "+b[k].flag)
+		}
+		out = append(out, fmt.Sprintf("repeat %d (%s)", k+1, strings.Join(why, "; ")))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; not counted, not at 90% load: " + strings.Join(out, ", ")
+}
+
+// remotingRepeatFig is one repeat of a row: its mean (ms), answered calls
+// and flag.
+type remotingRepeatFig struct {
+	mean  float64
+	calls int64
+	flag  string
+}
+
+// repeatFigs is r's repeats; a row without per-repeat figures (one made
+// by hand) is one repeat.
+func (r RemotingRow) repeatFigs() []remotingRepeatFig {
+	if len(r.RepeatMeansMS) == 0 {
+		return []remotingRepeatFig{{r.LatencyMeanMS, r.Calls, r.UtilizationFlag}}
+	}
+	out := make([]remotingRepeatFig, len(r.RepeatMeansMS))
+	for k, m := range r.RepeatMeansMS {
+		out[k].mean = m
+		if k < len(r.RepeatCalls) {
+			out[k].calls = r.RepeatCalls[k]
+		}
+		if k < len(r.RepeatFlags) {
+			out[k].flag = r.RepeatFlags[k]
+		}
+	}
+	return out
+}
+
+// remotingGroupOf is the settings of group size n for the model of the
+// sample: the first set-up's, with the median of its repeats' time per
+// call at capacity.
+func remotingGroupOf(groups []RemotingGroupSettings, n int) (RemotingGroupSettings, bool) {
+	var g RemotingGroupSettings
+	var s []float64
+	for _, gr := range groups {
+		if gr.Replicas == n {
+			if len(s) == 0 {
+				g = gr
+			}
+			s = append(s, gr.ReplicaServiceMS)
+		}
+	}
+	if len(s) == 0 {
+		return g, false
+	}
+	g.ReplicaServiceMS = stats.Median(s)
+	return g, true
+}
+
+// scale is vs each times k.
+func scale(vs []float64, k float64) []float64 {
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		out[i] = v * k
+	}
+	return out
 }
 
 // remotingModel sizes the simulations behind the report's references.
@@ -315,16 +434,21 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 		"gets the same X–gap samples (the paper reused its samples for every mechanism), split into %d rounds in which the strategies take "+
 		"turns (the table gives the lowest, highest and median per-round reduction beside the whole sample's). Latencies count from each call's intended send time.",
 		remotingReplicaText(x.Replica), x.CPU, x.ReportInterval, x.XMean, s.calls, s.rounds)
+	if s.repeats > 1 {
+		rep.Para("Each group size was set up afresh and measured %d times (--repeats), each repeat with calls of its own. A row pools its repeats' "+
+			"calls (its rounds are all of theirs) and the \"vs random\" column gives each repeat's reduction against random's in the same repeat; "+
+			"the targets pool the repeats in which neither the judged strategy's sample nor random's was flagged.", s.repeats)
+	}
 	rep.Para("The paper's X mean is 30,000; on this machine that sieve takes about 0.07 ms, and the balancer's own per-call work would "+
 		"dominate. X is scaled by ten (the distribution's shape kept), which restores the paper's millisecond calls (a 2 GHz Pentium 4 "+
 		"running .NET). The paper's gaps (0.5–6 s) would leave the replicas idle, so the clients' mean gap is set so that the offered load is the "+
 		"utilisation asked for; %s", remotingLoadText(x.LoadFrom))
 	var gt [][]string
 	for _, g := range groups {
-		gt = append(gt, []string{strconv.Itoa(g.Replicas), Num(g.CPUPerReplica, 3), Num(g.CPUPeriodMS, 1), Num(g.ServiceTimeMS, 2), Num(g.CapacityRPS, 0),
+		gt = append(gt, []string{strconv.Itoa(g.Replicas), strconv.Itoa(g.Repeat), Num(g.CPUPerReplica, 3), Num(g.CPUPeriodMS, 1), Num(g.ServiceTimeMS, 2), Num(g.CapacityRPS, 0),
 			Num(g.ReplicaServiceMS, 2), Num(g.CPUPerCallMS, 2), Num(g.CapacityCPU*100, 0) + "%", strconv.Itoa(g.Clients)})
 	}
-	rep.Table([]string{"replicas", "cores each", "period (ms)", "lone call of mean X (ms)", "capacity (calls/s)", "replica time per call (ms)",
+	rep.Table([]string{"replicas", "repeat", "cores each", "period (ms)", "lone call of mean X (ms)", "capacity (calls/s)", "replica time per call (ms)",
 		"CPU per call (ms)", "quota used when saturated", "clients"}, gt)
 	for _, n := range remotingSizesOf(rows) {
 		rep.Heading(fmt.Sprintf("%d replicas", n))
@@ -340,6 +464,9 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 				if len(r.ReductionRounds) > 1 && r.Strategy != remotingRandom {
 					red += fmt.Sprintf(" (rounds %s…%s%%, median %s%%)", Num(slices.Min(r.ReductionRounds)*100, 0), Num(slices.Max(r.ReductionRounds)*100, 0),
 						Num(stats.Median(r.ReductionRounds)*100, 0))
+				}
+				if len(r.ReductionRepeats) > 1 && r.Strategy != remotingRandom {
+					red += fmt.Sprintf("; repeats %s%%", fmtList(scale(r.ReductionRepeats, 100), 1))
 				}
 			}
 			measured := Num(r.MeasuredUtilization*100, 0) + "%"

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
 func TestRemotingSampleIsExponentialAndReproducible(t *testing.T) {
@@ -121,6 +123,9 @@ func TestRemotingCheck(t *testing.T) {
 		{"report interval", func(x *Remoting) { x.ReportInterval = time.Millisecond }, "--report-interval"},
 		{"negative clients", func(x *Remoting) { x.Clients = -1 }, "--clients"},
 		{"more rounds than calls", func(x *Remoting) { x.Calls, x.Rounds = 2, 3 }, "--rounds"},
+		{"repeats", func(x *Remoting) { x.Repeats = 5 }, ""},
+		{"no repeat", func(x *Remoting) { x.Repeats = 0 }, "--repeats"},
+		{"too many repeats", func(x *Remoting) { x.Repeats = 101 }, "--repeats"},
 		{"go replicas", func(x *Remoting) { x.Replica = "go" }, ""},
 		{"negative lead", func(x *Remoting) { d := -time.Millisecond; x.QueueLead = &d }, "--queue-lead"},
 		{"lead above the limit", func(x *Remoting) { d := time.Hour; x.QueueLead = &d }, "--queue-lead"},
@@ -660,5 +665,118 @@ func TestRemotingQueueCounts(t *testing.T) {
 	}
 	if earlyNote(c, true, 0) != "" || earlyNote(c, false, time.Millisecond) != "" {
 		t.Errorf("an early note without a lead or without counts")
+	}
+}
+
+// A strategy's rounds go to the repeat running; each repeat's mean is
+// over its own answered calls.
+func TestRemotingAggRepeats(t *testing.T) {
+	t.Parallel()
+	rec := func(ms ...float64) remotingResult {
+		r := remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}
+		for _, v := range ms {
+			r.Rec.Record(time.Duration(v * float64(time.Millisecond)))
+		}
+		return r
+	}
+	a := remotingAgg{res: rec()}
+	a.add(rec(2, 4), 10*time.Millisecond, time.Second, 1)
+	a.reps = append(a.reps, remotingRepeat{})
+	a.add(rec(10), 20*time.Millisecond, time.Second, 1)
+	a.add(rec(20, 30, 40), 30*time.Millisecond, 2*time.Second, 1)
+	if len(a.reps) != 2 || len(a.means) != 3 || a.res.Rec.Count() != 6 {
+		t.Fatalf("reps %+v, means %v, %d calls; want 2 repeats, 3 rounds, 6 calls", a.reps, a.means, a.res.Rec.Count())
+	}
+	for k, want := range []remotingRepeat{{sum: 6, calls: 2, cpu: 10 * time.Millisecond, window: time.Second}, {sum: 100, calls: 4, cpu: 50 * time.Millisecond, window: 3 * time.Second}} {
+		got := a.reps[k]
+		if math.Abs(got.sum-want.sum) > 0.05 || got.calls != want.calls || got.cpu != want.cpu || got.window != want.window {
+			t.Errorf("repeat %d: %+v, want %+v", k+1, got, want)
+		}
+	}
+	if got := repeatsFlag([]string{"overloaded"}); got != "overloaded" {
+		t.Errorf("one repeat's flag %q", got)
+	}
+	if got := repeatsFlag([]string{"", "overloaded", ""}); got != "repeat 2: overloaded" {
+		t.Errorf("three repeats' flag %q", got)
+	}
+	if got := repeatsFlag([]string{"", ""}); got != "" {
+		t.Errorf("unflagged repeats' flag %q", got)
+	}
+}
+
+// TestJudgeRemotingRepeats: with several repeats a target pools the
+// calls of the repeats in which neither the judged sample nor random's
+// was flagged, names the others, and lists each repeat's reduction; a
+// repeat with no answered call gives no reduction of its own.
+func TestJudgeRemotingRepeats(t *testing.T) {
+	t.Parallel()
+	row := func(n int, strategy string, means []float64, calls []int64, flags []string) RemotingRow {
+		r := RemotingRow{Replicas: n, Utilization: 0.9, Strategy: strategy, Repeats: len(means), RepeatMeansMS: means, RepeatCalls: calls, RepeatFlags: flags}
+		var sum float64
+		for k, m := range means {
+			sum += m * float64(calls[k])
+			r.Calls += calls[k]
+		}
+		r.LatencyMeanMS = sum / float64(r.Calls)
+		r.UtilizationFlag = repeatsFlag(flags)
+		return r
+	}
+	rows := []RemotingRow{
+		// 2 replicas: repeat 2 has random overloaded; repeats 1 and 3
+		// pool to 1 − (10·100 + 30·100)/(40·100 + 80·100) = 66.7%.
+		row(2, "ett+queue", []float64{10, 5, 30}, []int64{100, 100, 100}, []string{"", "", ""}),
+		row(2, "random", []float64{40, 200, 80}, []int64{100, 100, 100}, []string{"", "overloaded: replicas at 104% of their quotas, 90% of the capacity asked", ""}),
+		// 4 replicas: every repeat flagged for one or the other.
+		row(4, "ett+queue", []float64{10, 10}, []int64{100, 100}, []string{"capacity moved", ""}),
+		row(4, "random", []float64{50, 50}, []int64{100, 100}, []string{"", "capacity moved"}),
+	}
+	fillReductions(rows)
+	if got := rows[0].ReductionRepeats; len(got) != 3 || math.Abs(got[0]-0.75) > 1e-9 || math.Abs(got[1]-0.975) > 1e-9 || math.Abs(got[2]-0.625) > 1e-9 {
+		t.Errorf("2-replica repeats' reductions %v, want 0.75, 0.975, 0.625", got)
+	}
+	rep := NewReport("x")
+	judgeRemoting(rep, rows, nil, remotingModel{calls: 20_000, samples: 10}, 1)
+	tg := rep.Targets()
+	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
+		t.Fatalf("targets %+v, want met (2 replicas: 66.7%% ≥ 47.6%%) and not judged (4)", tg)
+	}
+	for _, want := range []string{"66.7% over 2 of 3 repeats (mean 20.00 ms; each repeat's reduction 75.0, 97.5, 62.5%; not counted, not at 90% load: repeat 2 (random overloaded"} {
+		if !strings.Contains(tg[0].Detail, want) {
+			t.Errorf("2-replica target %q does not say %q", tg[0].Detail, want)
+		}
+	}
+	if !strings.Contains(tg[1].Detail, "not counted") || !strings.Contains(tg[1].Detail, "repeat 1: capacity moved") || !strings.Contains(tg[1].Detail, "repeat 2: capacity moved") {
+		t.Errorf("4-replica target %q", tg[1].Detail)
+	}
+	// A repeat in which random answered nothing has no reduction.
+	none := []RemotingRow{
+		row(2, "ett", []float64{10, 10}, []int64{100, 100}, []string{"", ""}),
+		row(2, "random", []float64{40, 0}, []int64{100, 0}, []string{"", ""}),
+	}
+	fillReductions(none)
+	if got := none[0].ReductionRepeats; len(got) != 1 || got[0] != 0.75 {
+		t.Errorf("reductions with an empty repeat %v, want [0.75]", got)
+	}
+	if _, err := json.Marshal(none); err != nil {
+		t.Errorf("rows with an empty repeat do not encode: %v", err)
+	}
+}
+
+// The model of the sample takes a group size's first set-up with the
+// median of its repeats' time per call at capacity.
+func TestRemotingGroupOf(t *testing.T) {
+	t.Parallel()
+	groups := []RemotingGroupSettings{
+		{Replicas: 2, Repeat: 1, ReplicaServiceMS: 3, CPUPeriodMS: 2},
+		{Replicas: 4, Repeat: 1, ReplicaServiceMS: 5, CPUPeriodMS: 4},
+		{Replicas: 4, Repeat: 2, ReplicaServiceMS: 4, CPUPeriodMS: 4},
+		{Replicas: 4, Repeat: 3, ReplicaServiceMS: 4.5, CPUPeriodMS: 4},
+	}
+	g, ok := remotingGroupOf(groups, 4)
+	if !ok || g.Repeat != 1 || g.ReplicaServiceMS != 4.5 || g.CPUPeriodMS != 4 {
+		t.Errorf("group of 4: %+v, %v; want repeat 1's with 4.5 ms", g, ok)
+	}
+	if _, ok := remotingGroupOf(groups, 8); ok {
+		t.Errorf("a group of 8 found")
 	}
 }
