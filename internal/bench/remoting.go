@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -491,13 +492,17 @@ func fillCPUExcess(rows []RemotingRow) {
 	}
 }
 
+// errUnsaturated is the error of a capacity measured while the replicas
+// did not use enough of their quotas.
+var errUnsaturated = errors.New("the callers did not saturate them")
+
 // remotingCapacityValid checks the share of their quotas the replicas used
 // while the capacity was measured.
 func remotingCapacityValid(quotaUsed float64) error {
 	if quotaUsed >= remotingMinCapacityCPU {
 		return nil
 	}
-	return fmt.Errorf("capacity measured with the replicas using %.0f%% of their quotas, want at least %.0f%%: the callers did not saturate them", quotaUsed*100, remotingMinCapacityCPU*100)
+	return fmt.Errorf("capacity measured with the replicas using %.0f%% of their quotas, want at least %.0f%%: %w", quotaUsed*100, remotingMinCapacityCPU*100, errUnsaturated)
 }
 
 // RemotingGroupSettings is what was measured of one group size before
@@ -653,25 +658,32 @@ type remotingPoint struct {
 // afresh for each of s.repeats repeats, and makes the rows, each pooling
 // its repeats.
 func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSizes) ([]RemotingGroupSettings, []RemotingRow, error) {
-	points := make([]*remotingPoint, len(s.utils))
-	for ui := range points {
-		p := &remotingPoint{aggs: make(map[string]*remotingAgg, len(x.Strategies))}
-		for _, name := range x.Strategies {
-			p.aggs[name] = &remotingAgg{res: remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}}
-		}
-		points[ui] = p
-	}
+	points := newRemotingPoints(len(s.utils), x.Strategies)
 	var groups []RemotingGroupSettings
 	clients := x.clientsFor(n)
 	for rep := range s.repeats {
 		if s.repeats > 1 {
 			env.Logf("remoting: %d replicas: repeat %d of %d, on a freshly set-up group", n, rep+1, s.repeats)
 		}
-		g, err := x.runRepeat(ctx, env, n, s, rep, points)
-		if err != nil {
-			return groups, nil, err
+		// A group whose replicas cannot be saturated (now and then a
+		// set-up runs slow for its whole life) is replaced, and the
+		// repeat run again from its start.
+		for attempt := 1; ; attempt++ {
+			ps := newRemotingPoints(len(s.utils), x.Strategies)
+			g, err := x.runRepeat(ctx, env, n, s, rep, ps)
+			if errors.Is(err, errUnsaturated) && attempt < remotingCapacityAttempts && ctx.Err() == nil {
+				env.Logf("remoting: %d replicas: %v; running the repeat again on a freshly set-up group (attempt %d of %d)", n, err, attempt+1, remotingCapacityAttempts)
+				continue
+			}
+			if err != nil {
+				return groups, nil, err
+			}
+			for ui, p := range ps {
+				points[ui].merge(p)
+			}
+			groups = append(groups, g)
+			break
 		}
-		groups = append(groups, g)
 	}
 	var rows []RemotingRow
 	for ui, u := range s.utils {
@@ -724,6 +736,31 @@ func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSize
 		}
 	}
 	return groups, rows, nil
+}
+
+// newRemotingPoints makes one empty remotingPoint per utilisation.
+func newRemotingPoints(utils int, strategies []string) []*remotingPoint {
+	points := make([]*remotingPoint, utils)
+	for ui := range points {
+		p := &remotingPoint{aggs: make(map[string]*remotingAgg, len(strategies))}
+		for _, name := range strategies {
+			p.aggs[name] = &remotingAgg{res: remotingResult{Rec: stats.NewRecorder(), SendLag: stats.NewRecorder()}}
+		}
+		points[ui] = p
+	}
+	return points
+}
+
+// merge adds q, a later repeat of the same utilisation, to p.
+func (p *remotingPoint) merge(q *remotingPoint) {
+	p.gaps = append(p.gaps, q.gaps...)
+	p.window += q.window
+	p.offeredCalls += q.offeredCalls
+	p.offeredX += q.offeredX
+	p.capableX += q.capableX
+	for name, b := range q.aggs {
+		p.aggs[name].merge(b)
+	}
 }
 
 // repeatsFlag is a pooled row's UtilizationFlag from its repeats' flags:
@@ -830,9 +867,6 @@ func (x *Remoting) runRepeat(ctx context.Context, env *Env, n int, s remotingSiz
 			est = x.quotaPerX(c)
 			return nil
 		}
-		for _, a := range p.aggs {
-			a.reps = append(a.reps, remotingRepeat{})
-		}
 		var offeredX []float64 // each round's calls' X, all clients
 		var windows []time.Duration
 		for round := range s.rounds {
@@ -910,6 +944,9 @@ func (x *Remoting) runRepeat(ctx context.Context, env *Env, n int, s remotingSiz
 				n, repeat, u*100, caps[len(caps)-1].rps(), capUtil*100)
 		}
 		for _, a := range p.aggs {
+			if len(a.reps) == 0 {
+				a.reps = append(a.reps, remotingRepeat{})
+			}
 			r := &a.reps[len(a.reps)-1]
 			measured := remotingUtilization(r.cpu, r.window, x.CPU)
 			var loadFlag string
@@ -1034,6 +1071,27 @@ func (a *remotingAgg) add(res remotingResult, cpu, window time.Duration, quota f
 		r.sum += m * float64(n)
 		r.calls += n
 	}
+}
+
+// merge adds b, a strategy's later repeat at the same utilisation, to a.
+func (a *remotingAgg) merge(b *remotingAgg) {
+	a.res.Rec.Merge(b.res.Rec)
+	a.res.XSum += b.res.XSum
+	a.res.SendLag.Merge(b.res.SendLag)
+	a.res.Errors += b.res.Errors
+	if a.res.FirstError == "" {
+		a.res.FirstError = b.res.FirstError
+	}
+	a.res.Elapsed += b.res.Elapsed
+	a.cpu += b.cpu
+	a.window += b.window
+	a.means = append(a.means, b.means...)
+	a.utils = append(a.utils, b.utils...)
+	a.queue.served += b.queue.served
+	a.queue.wait += b.queue.wait
+	a.queueRuns += b.queueRuns
+	a.queueLost = a.queueLost || b.queueLost
+	a.reps = append(a.reps, b.reps...)
 }
 
 // queueWaitNote is the log's note on the part of a "+queue" row's mean

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -232,6 +233,10 @@ func TestRemotingCapacityValid(t *testing.T) {
 		}
 		if err != nil && !strings.Contains(err.Error(), "quotas") {
 			t.Errorf("remotingCapacityValid(%v): %q does not say what was measured", tt.used, err)
+		}
+		// The bench sets such a group up again (runGroup).
+		if err != nil && !errors.Is(err, errUnsaturated) {
+			t.Errorf("remotingCapacityValid(%v) = %v, not errUnsaturated", tt.used, err)
 		}
 	}
 }
@@ -668,8 +673,9 @@ func TestRemotingQueueCounts(t *testing.T) {
 	}
 }
 
-// A strategy's rounds go to the repeat running; each repeat's mean is
-// over its own answered calls.
+// A repeat's rounds add up in its own agg, merged after the repeat into
+// the strategy's: each repeat's mean is over its own answered calls, and
+// the whole over all of them.
 func TestRemotingAggRepeats(t *testing.T) {
 	t.Parallel()
 	rec := func(ms ...float64) remotingResult {
@@ -680,12 +686,23 @@ func TestRemotingAggRepeats(t *testing.T) {
 		return r
 	}
 	a := remotingAgg{res: rec()}
-	a.add(rec(2, 4), 10*time.Millisecond, time.Second, 1)
-	a.reps = append(a.reps, remotingRepeat{})
-	a.add(rec(10), 20*time.Millisecond, time.Second, 1)
-	a.add(rec(20, 30, 40), 30*time.Millisecond, 2*time.Second, 1)
-	if len(a.reps) != 2 || len(a.means) != 3 || a.res.Rec.Count() != 6 {
-		t.Fatalf("reps %+v, means %v, %d calls; want 2 repeats, 3 rounds, 6 calls", a.reps, a.means, a.res.Rec.Count())
+	first := remotingAgg{res: rec()}
+	first.add(rec(2, 4), 10*time.Millisecond, time.Second, 1)
+	first.addQueue(remotingQueueCounts{}, remotingQueueCounts{served: 1, wait: 0.5}, true)
+	a.merge(&first)
+	second := remotingAgg{res: rec()}
+	second.add(rec(10), 20*time.Millisecond, time.Second, 1)
+	second.add(rec(20, 30, 40), 30*time.Millisecond, 2*time.Second, 1)
+	second.addQueue(remotingQueueCounts{served: 3}, remotingQueueCounts{served: 5, wait: 0.25}, true)
+	a.merge(&second)
+	if len(a.reps) != 2 || len(a.means) != 3 || a.res.Rec.Count() != 6 || a.cpu != 60*time.Millisecond || a.window != 4*time.Second {
+		t.Fatalf("reps %+v, means %v, %d calls, CPU %v over %v; want 2 repeats, 3 rounds, 6 calls, 60ms over 4s", a.reps, a.means, a.res.Rec.Count(), a.cpu, a.window)
+	}
+	if m := a.res.Rec.Summary().Mean / 1000; math.Abs(m-106.0/6) > 0.05 {
+		t.Errorf("pooled mean %v ms, want %v", m, 106.0/6)
+	}
+	if a.queue.served != 3 || a.queue.wait != 0.75 || a.queueRuns != 2 || a.queueLost {
+		t.Errorf("queue %+v over %d runs (lost %v), want 3 served, 0.75 s over 2", a.queue, a.queueRuns, a.queueLost)
 	}
 	for k, want := range []remotingRepeat{{sum: 6, calls: 2, cpu: 10 * time.Millisecond, window: time.Second}, {sum: 100, calls: 4, cpu: 50 * time.Millisecond, window: 3 * time.Second}} {
 		got := a.reps[k]
