@@ -169,8 +169,8 @@ func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettin
 		case c.repeats == 1:
 			rep.Target(name, c.reduction >= paper, "%.1f%% (mean %.2f ms); %s", c.reduction*100, c.mean, ref)
 		default:
-			rep.Target(name, c.reduction >= paper, "%.1f%% over %d of %d repeats (mean %.2f ms; each repeat's reduction %s%%%s); %s",
-				c.reduction*100, len(c.counted), c.repeats, c.mean, fmtList(scale(r.ReductionRepeats, 100), 1), c.excludedNote(r, base), ref)
+			rep.Target(name, c.reduction >= paper, "%.1f%% over %d of %d repeats (mean %.2f ms; each repeat's reduction %s%%%s%s); %s",
+				c.reduction*100, len(c.counted), c.repeats, c.mean, fmtList(scale(r.ReductionRepeats, 100), 1), repeatsSpread(r.ReductionRepeats), c.excludedNote(r, base), ref)
 		}
 	}
 }
@@ -231,6 +231,20 @@ func (c remotingCounted) excludedNote(judged, random RemotingRow) string {
 		return ""
 	}
 	return "; not counted, not at 90% load: " + strings.Join(out, ", ")
+}
+
+// repeatsSpread is the mean and median of the repeats' reductions (all
+// of them, flagged or not), beside the pooled figure a target is judged
+// on: "" with fewer than three.
+func repeatsSpread(reds []float64) string {
+	if len(reds) < 3 {
+		return ""
+	}
+	var sum float64
+	for _, r := range reds {
+		sum += r
+	}
+	return fmt.Sprintf(", their mean %s%% and median %s%%", Num(sum/float64(len(reds))*100, 1), Num(stats.Median(reds)*100, 1))
 }
 
 // remotingRepeatFig is one repeat of a row: its mean (ms), answered calls

@@ -757,7 +757,7 @@ func TestJudgeRemotingRepeats(t *testing.T) {
 	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
 		t.Fatalf("targets %+v, want met (2 replicas: 66.7%% ≥ 47.6%%) and not judged (4)", tg)
 	}
-	for _, want := range []string{"66.7% over 2 of 3 repeats (mean 20.00 ms; each repeat's reduction 75.0, 97.5, 62.5%; not counted, not at 90% load: repeat 2 (random overloaded"} {
+	for _, want := range []string{"66.7% over 2 of 3 repeats (mean 20.00 ms; each repeat's reduction 75.0, 97.5, 62.5%, their mean 78.3% and median 75.0%; not counted, not at 90% load: repeat 2 (random overloaded"} {
 		if !strings.Contains(tg[0].Detail, want) {
 			t.Errorf("2-replica target %q does not say %q", tg[0].Detail, want)
 		}
