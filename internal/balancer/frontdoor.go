@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopfd"
-	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpfd"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/health"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
@@ -32,14 +32,14 @@ type frontDoorServer interface {
 func (g *group) newFrontDoorLocked() frontDoorServer {
 	log := g.b.log.With("group", g.name)
 	if g.spec.Protocol == registry.ProtocolGIOP {
-		return giopfd.New(g, giopfd.Options{Logger: log})
+		return giopdoor.New(g, giopdoor.Options{Logger: log})
 	}
-	return httpfd.New(g, httpfd.Options{Logger: log, AccessLog: g.b.opts.AccessLog})
+	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: g.b.opts.AccessLog})
 }
 
 // serverClosed tells the error Serve returns after Shutdown or Close.
 func serverClosed(err error) bool {
-	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopfd.ErrServerClosed)
+	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopdoor.ErrServerClosed)
 }
 
 // Reference is a GIOP group's object reference, both ways clients take it.
@@ -124,5 +124,5 @@ func giopProbe(ctx context.Context, t health.Target) bool {
 	if err != nil {
 		return false
 	}
-	return giopfd.Locate(ctx, ref) == nil
+	return giopdoor.Locate(ctx, ref) == nil
 }

@@ -38,8 +38,8 @@ type Checker interface {
 }
 
 var (
-	registryMu sync.Mutex
-	registry   = map[string]func() Experiment{}
+	experimentsMu sync.Mutex
+	experiments   = map[string]func() Experiment{}
 )
 
 // Register makes an experiment available by name. newExp returns a fresh
@@ -47,22 +47,22 @@ var (
 // panics when the name is taken or empty: two experiments with one name
 // is a programming error.
 func Register(name string, newExp func() Experiment) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
+	experimentsMu.Lock()
+	defer experimentsMu.Unlock()
 	if name == "" || name == "all" {
 		panic(fmt.Sprintf("bench: invalid experiment name %q", name))
 	}
-	if _, dup := registry[name]; dup {
+	if _, dup := experiments[name]; dup {
 		panic("bench: experiment " + name + " registered twice")
 	}
-	registry[name] = newExp
+	experiments[name] = newExp
 }
 
 // New returns a fresh value of the experiment registered as name.
 func New(name string) (Experiment, bool) {
-	registryMu.Lock()
-	newExp, ok := registry[name]
-	registryMu.Unlock()
+	experimentsMu.Lock()
+	newExp, ok := experiments[name]
+	experimentsMu.Unlock()
 	if !ok {
 		return nil, false
 	}
@@ -73,12 +73,12 @@ func New(name string) (Experiment, bool) {
 // them: the seeds' order (overhead, effectiveness, scalability), then any
 // others by name.
 func Names() []string {
-	registryMu.Lock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
+	experimentsMu.Lock()
+	names := make([]string, 0, len(experiments))
+	for n := range experiments {
 		names = append(names, n)
 	}
-	registryMu.Unlock()
+	experimentsMu.Unlock()
 	order := map[string]int{"overhead": 0, "effectiveness": 1, "scalability": 2}
 	slices.SortFunc(names, func(a, b string) int {
 		oa, okA := order[a]

@@ -2,7 +2,7 @@
 // immutable snapshot of a group that picks are made on, the members it
 // picks from with their counters, and the Group interface through which a
 // front door talks back to the balancer. The protocol front doors live in
-// sub-packages (httpfd; giop and tcp later) and are shaped like net/http: a
+// sub-packages (httpdoor, giopdoor) and are shaped like net/http: a
 // listener, a handler, sentinel errors mapped to protocol statuses.
 package frontdoor
 

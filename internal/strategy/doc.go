@@ -1,5 +1,5 @@
 // Package strategy holds fulcrum's pluggable balancing policies and the
-// registry that finds them by name.
+// catalogue that finds them by name.
 //
 // A Strategy is built from validated parameters (New); it builds a Picker
 // over each immutable snapshot of the group's eligible replicas. Pick is the

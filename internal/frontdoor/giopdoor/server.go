@@ -1,0 +1,194 @@
+package giopdoor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+)
+
+// Defaults used when the snapshot's Timeouts or GIOP settings leave a field
+// at zero (the same as registry.Group.WithDefaults).
+const (
+	DefaultConnectTimeout = registry.DefaultConnectTimeout
+	DefaultRequestTimeout = registry.DefaultRequestTimeout
+	DefaultIdleTimeout    = registry.DefaultIdleTimeout
+)
+
+// ErrServerClosed is returned by Serve after Shutdown or Close.
+var ErrServerClosed = errors.New("giopdoor: server closed")
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Logger receives the front door's own log lines; slog.Default() when
+	// nil.
+	Logger *slog.Logger
+	// Now is the clock of the latencies reported to Group.Observe;
+	// time.Now when nil. Deadlines always run on the real clock.
+	Now func() time.Time
+}
+
+// Server is the GIOP front door of one group. Safe for concurrent use.
+type Server struct {
+	g   frontdoor.Group
+	log *slog.Logger
+	now func() time.Time
+
+	up *upstreams
+	// spill rotates where the in-flight limit's fall-back scan starts.
+	spill atomic.Uint32
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*clientConn]struct{}
+	closing   atomic.Bool
+	connsWG   sync.WaitGroup
+	// done is closed when the server shuts down; pending calls end.
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+// New returns the GIOP front door of g.
+func New(g frontdoor.Group, opts Options) *Server {
+	s := &Server{g: g, log: opts.Logger, now: opts.Now,
+		listeners: map[net.Listener]struct{}{}, conns: map[*clientConn]struct{}{}, done: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.up = newUpstreams(s)
+	return s
+}
+
+// Serve accepts connections on ln and serves them until Shutdown or Close,
+// then returns ErrServerClosed; any other accept error is returned as is
+// (temporary ones are retried).
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing.Load() {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff) // accept back-off, as net/http does
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		c := newClientConn(s, nc)
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.connsWG.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.connsWG.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Shutdown stops accepting connections and closes each client connection
+// as soon as it has no call in flight, with a CloseConnection message first
+// (which tells the client ORB that it may safely reissue anything not yet
+// answered). It returns when every connection is closed, or, when ctx ends
+// first, closes what is left and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.beginClose()
+	for _, c := range s.connList() {
+		c.closeIfIdle()
+	}
+	wait := make(chan struct{})
+	go func() {
+		s.connsWG.Wait()
+		close(wait)
+	}()
+	var err error
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.closeAll()
+		<-wait
+	}
+	s.doneOnce.Do(func() { close(s.done) })
+	s.up.closeAll()
+	return err
+}
+
+// Close closes the listeners and every connection at once, failing calls
+// in flight.
+func (s *Server) Close() error {
+	s.beginClose()
+	s.closeAll()
+	s.doneOnce.Do(func() { close(s.done) })
+	s.connsWG.Wait()
+	s.up.closeAll()
+	return nil
+}
+
+func (s *Server) beginClose() {
+	s.mu.Lock()
+	s.closing.Store(true)
+	for ln := range s.listeners {
+		_ = ln.Close()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) closeAll() {
+	for _, c := range s.connList() {
+		c.abort()
+	}
+}
+
+func (s *Server) connList() []*clientConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*clientConn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// maxMessageSize is the snapshot's GIOP message size limit.
+func maxMessageSize(snap *frontdoor.Snapshot) int {
+	if snap == nil || snap.GIOP.MaxMessageSize <= 0 {
+		return registry.DefaultGIOPMaxMessageSize
+	}
+	return snap.GIOP.MaxMessageSize
+}

@@ -1,0 +1,68 @@
+// Package httpdoor is the HTTP front door of one group: the group's public
+// address, speaking the HTTP binding protocol of DESIGN.md.
+//
+// Every request is served from the group's current snapshot
+// (frontdoor.Group.Snapshot), read once per request, so a change of binding
+// mode, strategy or membership takes effect on the next request and never
+// fails a call in flight.
+//
+//   - on-demand and per-session: the front door picks a replica and answers
+//     307 Temporary Redirect with Location set to the replica's base URL plus
+//     the original path and query, and the headers Fulcrum-Group and
+//     Fulcrum-Replica. It then tells the balancer (Group.Bound).
+//   - per-request: the front door is a reverse proxy (HTTP/1.1 keep-alive,
+//     HTTP/2 and h2c inbound, gRPC pass-through over h2c upstream, streamed
+//     bodies, trailers, Upgrade/WebSocket). A call that provably never
+//     reached its replica (the dial failed) is retried on another one; a call
+//     that may have run is never replayed.
+//
+// The common case — plain HTTP/1.1 requests of a per-request group to
+// http:// members — is served by the lean path (lean.go, leanproxy.go): one
+// goroutine per connection reads each request head with a small strict
+// parser (parse.go), sends the call on a pooled connection to the member
+// and copies the answer back (Content-Length, chunked or close-delimited
+// bodies; keep-alive and pipelined requests in order), allocating nothing
+// per call. Malformed requests are answered 400 with a JSON error that
+// says what is wrong. Everything else — HTTP/2 (h2c), upgrades, Expect,
+// CONNECT, HTTP/1.0, heads larger than 8 KiB, the redirect bindings — is
+// handed, with the bytes already read, to a net/http server running
+// ServeHTTP, for the rest of the connection. Both paths keep the same
+// behaviour: picking, limits, retries, timeouts, errors, counters and
+// access log.
+//
+// Proxied calls go upstream over HTTP/1.1, except HTTP/2 calls that need
+// HTTP/2 end to end — gRPC (Content-Type application/grpc*) or any call
+// sent with "TE: trailers" — which go over HTTP/2: h2c with prior
+// knowledge to http:// replicas, h2 over TLS to https:// ones. Plain HTTP/2
+// clients thus reach replicas that only speak HTTP/1.1.
+//
+// Each member takes at most Snapshot.MaxInflight proxied calls at once
+// (counted in its strategy.Live.Inflight); when the picked member is full
+// the front door picks again, then takes any eligible member with room, and
+// answers 503 "overloaded" only when every one is full.
+//
+// Timeouts come from Snapshot.Timeouts: Connect bounds each dial to a
+// replica; Request bounds reading a request's headers, and a whole proxied
+// call — but an upgrade only until its 101, an event stream only until its
+// headers, and gRPC calls not at all (they carry their own deadlines);
+// Idle bounds idle keep-alive connections. The header
+// and idle timeouts are read when the Server is made; the others per
+// request. Headers larger than MaxHeaderBytes are answered 431.
+//
+// The front door counts Counters.Redirected and Counters.Proxied itself;
+// Group.Bound is told of every binding (and counts Bindings and Rebinds),
+// Group.Observe of every attempt of a proxied call with its latency to the
+// response headers and whether it failed (connection error, timeout or
+// 5xx). A call abandoned by its client is not observed.
+//
+// When nothing can serve, the answer is 503 at once, with a JSON body:
+//
+//	{"error":{"code":"no_replica","message":"...","group":"prime","reason":"..."}}
+//
+// Usage:
+//
+//	fd := httpdoor.New(group, httpdoor.Options{Logger: log, AccessLog: os.Stdout})
+//	go fd.Serve(ln)          // returns http.ErrServerClosed after Shutdown
+//	...
+//	err := fd.Shutdown(ctx)  // stop accepting, finish calls in flight
+package httpdoor

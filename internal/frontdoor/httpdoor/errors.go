@@ -1,0 +1,169 @@
+package httpdoor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Error codes of the front door's JSON error bodies.
+const (
+	CodeNoReplica      = "no_replica"
+	CodeOverloaded     = "overloaded"
+	CodeBadRequest     = "bad_request"
+	CodeMethod         = "method_not_allowed"
+	CodeBadGateway     = "bad_gateway"
+	CodeGatewayTimeout = "gateway_timeout"
+)
+
+var (
+	errMethod      = errors.New("httpdoor: CONNECT is not served by a front door")
+	errBadTarget   = errors.New("httpdoor: request target must be a path")
+	errCallTimeout = errors.New("httpdoor: proxied call exceeded the group's request timeout")
+	errBodyRead    = errors.New("httpdoor: request body already sent, the call cannot be replayed")
+)
+
+// dialFailedError says that no replica could be reached: every attempt
+// failed to connect (so the call never ran), and no other replica was left
+// to try. It unwraps to the pick's sentinel (frontdoor.ErrNoReplica or
+// frontdoor.ErrOverloaded).
+type dialFailedError struct {
+	pick  error
+	tried []string
+	last  error
+}
+
+func (e *dialFailedError) Error() string {
+	return fmt.Sprintf("connecting to %s failed (%v); %v", strings.Join(e.tried, ", "), e.last, e.pick)
+}
+
+func (e *dialFailedError) Unwrap() error { return e.pick }
+
+// errorBody is the JSON body of every error the front door answers itself.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Group   string `json:"group"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// writeError answers err with its status and a JSON body. snap may be nil.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, err error) {
+	e := errorAnswer(snap, err)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(e.body)))
+	if e.group != "" {
+		h.Set(protocol.HeaderGroup, e.group)
+	}
+	if e.status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
+	w.WriteHeader(e.status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(e.body)
+	}
+}
+
+// answer is an error answer of the front door: its status, its group and
+// its JSON body (newline-terminated).
+type answer struct {
+	status int
+	group  string
+	body   []byte
+}
+
+// errorAnswer is the answer to err. snap may be nil.
+func errorAnswer(snap *frontdoor.Snapshot, err error) answer {
+	status, d := describe(snap, err)
+	return detailAnswer(snap, status, d)
+}
+
+// detailAnswer is the answer with status and detail d.
+func detailAnswer(snap *frontdoor.Snapshot, status int, d errorDetail) answer {
+	if snap != nil {
+		d.Group = snap.Group
+	}
+	body, _ := json.Marshal(errorBody{Error: d})
+	return answer{status: status, group: d.Group, body: append(body, '\n')}
+}
+
+// describe maps an error to a status and error detail with errors.Is.
+func describe(snap *frontdoor.Snapshot, err error) (int, errorDetail) {
+	var df *dialFailedError
+	switch {
+	case errors.Is(err, errNotReady):
+		return http.StatusServiceUnavailable, errorDetail{Code: CodeNoReplica,
+			Message: "no replica can serve this request", Reason: "the group is starting"}
+	case errors.As(err, &df) && errors.Is(err, frontdoor.ErrNoReplica):
+		return http.StatusServiceUnavailable, errorDetail{Code: CodeNoReplica,
+			Message: "no replica can serve this request", Reason: df.Error()}
+	case errors.Is(err, frontdoor.ErrNoReplica):
+		return http.StatusServiceUnavailable, errorDetail{Code: CodeNoReplica,
+			Message: "no replica can serve this request", Reason: membershipReason(snap)}
+	case errors.Is(err, frontdoor.ErrOverloaded):
+		reason := "every replica is at its in-flight limit"
+		var qe *frontdoor.QueueError
+		if errors.As(err, &qe) {
+			reason = qe.Error()
+		} else if snap != nil {
+			reason = fmt.Sprintf("every active replica has %d calls in flight (max_inflight)", snap.MaxInflight)
+		}
+		return http.StatusServiceUnavailable, errorDetail{Code: CodeOverloaded,
+			Message: "no replica can take another call now", Reason: reason}
+	case errors.Is(err, errMethod):
+		return http.StatusMethodNotAllowed, errorDetail{Code: CodeMethod, Message: err.Error()}
+	case errors.Is(err, errBadTarget):
+		return http.StatusBadRequest, errorDetail{Code: CodeBadRequest, Message: err.Error()}
+	case errors.Is(err, errCallTimeout):
+		return http.StatusGatewayTimeout, errorDetail{Code: CodeGatewayTimeout,
+			Message: "the replica did not answer in time", Reason: err.Error()}
+	default:
+		return http.StatusBadGateway, errorDetail{Code: CodeBadGateway,
+			Message: "the call to the replica failed", Reason: err.Error()}
+	}
+}
+
+// membershipReason says why no member is eligible, e.g. "0 of 3 replicas
+// active (2 down, 1 draining)".
+func membershipReason(snap *frontdoor.Snapshot) string {
+	if snap == nil {
+		return "the group is starting"
+	}
+	if len(snap.Members) == 0 {
+		return "the group has no replicas"
+	}
+	counts := map[string]int{}
+	for _, m := range snap.Members {
+		counts[m.State]++
+	}
+	states := make([]string, 0, len(counts))
+	for st := range counts {
+		if st != registry.StateActive {
+			states = append(states, st)
+		}
+	}
+	sort.Strings(states)
+	parts := make([]string, len(states))
+	for i, st := range states {
+		parts[i] = fmt.Sprintf("%d %s", counts[st], st)
+	}
+	msg := fmt.Sprintf("%d of %d replicas active", len(snap.Eligible), len(snap.Members))
+	if len(parts) > 0 {
+		msg += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return msg
+}

@@ -1,0 +1,717 @@
+package httpdoor
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+)
+
+// callResult says what a connection does after a lean call.
+type callResult uint8
+
+const (
+	callNext     callResult = iota // read the next request
+	callClose                      // close the connection
+	callHandOver                   // give the connection to net/http
+)
+
+// errClientGone: the client closed or reset its connection during the
+// call (or the front door was closed). Nobody is left to answer.
+var errClientGone = errors.New("httpdoor: the client went away")
+
+// maxInterim bounds the 1xx answers forwarded before a final one.
+const maxInterim = 16
+
+// maxResponseHead bounds a member's response head.
+const maxResponseHead = MaxHeaderBytes
+
+// badResponseError is a member's answer the lean path cannot read.
+type badResponseError struct{ why string }
+
+func (e *badResponseError) Error() string { return "malformed response from the replica: " + e.why }
+
+// proxy serves the request whose head c.req holds (per-request binding):
+// the lean counterpart of serveProxy, with the same picking, in-flight
+// limits, retries of failed dials, timeouts, observations, counters,
+// errors and access log line.
+func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
+	s := c.s
+	h := &c.req
+	b, _ := c.br.Peek(h.n)
+	start := s.now()
+	method := methodString(h.method.of(b))
+	isHead := method == http.MethodHead
+	hasBody := h.chunked || h.contentLength > 0
+
+	e := &c.entry
+	*e = logEntry{}
+	if s.acc != nil {
+		*e = logEntry{start: start, client: c.remote, method: method, target: intern(&c.lastTarget, h.target.of(b)), proto: "HTTP/1.1"}
+	}
+	x := exchange{c: c, snap: snap, e: e, method: method, isHead: isHead, hasBody: hasBody}
+
+	req := &c.pick
+	*req = strategy.Request{}
+	c.requestFacts(b, snap.Key, req)
+	x.path = req.Path
+	m, err := s.acquire(snap, req, nil, c.waiting())
+	if err != nil {
+		return x.answer(err)
+	}
+	if !leanMember(m) {
+		m.Release()
+		return callHandOver
+	}
+	x.take(m)
+	defer x.release()
+
+	to := frontdoor.TimeoutsOf(snap.Timeouts)
+	c.deadline = time.Now().Add(to.Request)
+	c.setWriteDeadline(c.deadline.Add(deadlineGrace))
+	if hasBody {
+		c.setReadDeadline(c.deadline, 0)
+	}
+	c.tried = c.tried[:0]
+
+	var uc *memberConn
+	var t0 time.Time
+	for attempt := 1; ; {
+		t0 = s.now()
+		addr := memberAddr(x.m)
+		uc = s.up.fast.getIdle(addr)
+		if uc == nil {
+			if uc, err = c.dial(addr, to.Connect); err != nil {
+				// The call never reached the member: try another one.
+				failed := x.m
+				x.observe(s.now().Sub(t0), true)
+				c.tried = append(c.tried, failed)
+				x.release()
+				if attempt >= maxAttempts {
+					return x.answer(&dialFailedError{pick: frontdoor.ErrNoReplica, tried: ids(c.tried), last: err})
+				}
+				next, perr := s.acquire(snap, req, c.tried, c.waiting())
+				if perr != nil {
+					return x.answer(&dialFailedError{pick: perr, tried: ids(c.tried), last: err})
+				}
+				x.take(next)
+				if !leanMember(next) {
+					x.release()
+					return callHandOver
+				}
+				s.log.Debug("retrying call on another replica", "failed", failed.ID(), "replica", next.ID(), "err", err)
+				attempt++
+				continue
+			}
+		}
+		err = x.send(uc, b)
+		if err != nil && x.hasBody && isSinkError(err) {
+			// The member stopped taking the body: it may have answered
+			// early (413, 401, a redirect) and closed. Relay that answer,
+			// as net/http's Transport does, and end both connections.
+			if herr := x.readResponseHead(uc); herr == nil {
+				x.early = true
+				uc.noReuse = true
+				err = nil
+			}
+		}
+		if err == nil && !x.early {
+			err = x.readResponseHead(uc)
+		}
+		if err == nil {
+			break
+		}
+		_ = uc.nc.Close()
+		// A kept-alive connection the member had closed: send the call on
+		// another when it provably did not run (nothing written) or is
+		// safe to repeat (idempotent, no answer read), as http.Transport.
+		if uc.reused && !hasBody && !x.headDone && !isSinkError(err) &&
+			!errors.Is(err, errCallTimeout) && !errors.Is(err, errClientGone) &&
+			(uc.cw.n == 0 || (idempotentMethod(method) && x.nothingRead)) {
+			continue
+		}
+		return x.fail(err, s.now().Sub(t0))
+	}
+
+	// The member answered.
+	res := &c.res
+	latency := s.now().Sub(t0)
+	if res.status == http.StatusSwitchingProtocols {
+		_ = uc.nc.Close()
+		return x.fail(&badResponseError{why: "101 Switching Protocols to a request that asked for no upgrade"}, latency)
+	}
+	x.observe(latency, res.status >= 500)
+	x.m.Counters.Proxied.Add(1)
+	if !x.headDone {
+		_, _ = c.br.Discard(h.n)
+		x.headDone = true
+	}
+	if res.eventStream {
+		// An event stream lasts: only its headers are bounded.
+		c.deadline = time.Time{}
+		c.setWriteDeadline(time.Time{})
+	}
+	noBody := isHead || res.status < 200 || res.status == http.StatusNoContent || res.status == http.StatusNotModified
+	toEOF := !noBody && !res.chunked && res.contentLength < 0
+	// After an early answer the rest of the client's body is unread:
+	// the connection cannot carry another request.
+	closing := h.close || s.inShutdown.Load() || x.early
+	ub, _ := uc.br.Peek(res.n)
+	c.writeResponseHead(ub, noBody, closing)
+	_, _ = uc.br.Discard(res.n)
+	e.status = res.status
+	if s.acc != nil {
+		e.replica = x.m.ID()
+	}
+
+	src := source{br: uc.br, flush: c.bw, c: c, up: uc}
+	var n int64
+	switch {
+	case noBody:
+	case res.chunked:
+		n, err = copyChunked(c.bw, &src, true, false)
+	case toEOF:
+		n, err = copyToEOF(c.bw, &src)
+	default:
+		n, err = copyLength(c.bw, &src, res.contentLength)
+	}
+	e.bytes = n
+	if err != nil {
+		// Too late for an error answer: end both connections.
+		_ = uc.nc.Close()
+		if !isSinkError(err) && !errors.Is(err, errClientGone) {
+			s.log.Warn("proxied call failed", "replica", x.m.ID(), "method", method, "path", req.Path, "err", err)
+		}
+		x.logLine()
+		return callClose
+	}
+	if res.close || toEOF || uc.noReuse {
+		_ = uc.nc.Close()
+	} else {
+		s.up.fast.put(uc)
+	}
+	x.release()
+	if err := c.bw.Flush(); err != nil {
+		x.logLine()
+		return callClose
+	}
+	x.logLine()
+	if x.early {
+		c.linger()
+	}
+	if closing {
+		return callClose
+	}
+	return callNext
+}
+
+// lingerFor bounds how long a connection is drained after an early answer.
+const lingerFor = 500 * time.Millisecond
+
+// linger half-closes the client's connection after an early answer and
+// reads what the client still sends, until it closes or lingerFor has
+// passed: closing with the body unread would reset the connection, and a
+// reset can discard the answer before the client reads it.
+func (c *conn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerFor))
+	_, _ = io.Copy(io.Discard, c.nc)
+}
+
+// exchange is the state of one lean call.
+type exchange struct {
+	c       *conn
+	snap    *frontdoor.Snapshot
+	m       *frontdoor.Member // counted in m's Live.Inflight while not nil
+	e       *logEntry
+	method  string
+	path    string
+	isHead  bool
+	hasBody bool
+	// headDone: the request head is consumed from the client's buffer;
+	// bodyDone: so is its body.
+	headDone, bodyDone bool
+	// early: the member answered before it took the whole body.
+	early bool
+	// nothingRead: the member's connection failed before any answer.
+	nothingRead bool
+	// hold is the call's hold on m's slot; answered: m's last answer
+	// was not a failure.
+	hold     frontdoor.Hold
+	answered bool
+}
+
+// take makes m, which Acquire counted the call on, the exchange's member.
+func (x *exchange) take(m *frontdoor.Member) {
+	x.m, x.answered = m, false
+	x.hold = m.Hold(x.c.pick.Cost, x.snap.MaxInflight)
+}
+
+func (x *exchange) release() {
+	if x.m != nil {
+		x.hold.End(x.answered)
+		x.m, x.hold = nil, frontdoor.Hold{}
+	}
+}
+
+func (x *exchange) observe(latency time.Duration, failed bool) {
+	x.answered = !failed
+	x.c.s.g.Observe(x.m, latency, failed)
+	if x.snap.Observer != nil {
+		x.snap.Observer.Observe(x.m.Replica, latency, failed)
+	}
+}
+
+func (x *exchange) logLine() {
+	if a := x.c.s.acc; a != nil {
+		a.writeEntry(x.e, x.c.s.now())
+	}
+}
+
+// send writes the request to the member: head, then body.
+func (x *exchange) send(uc *memberConn, b []byte) error {
+	c := x.c
+	h := &c.req
+	// The read deadline wakes the wait for the answer to look at the
+	// client now and then (waitUpstream); one still ahead is kept.
+	now := time.Now()
+	if uc.rdl.IsZero() || !uc.rdl.After(now) || (!c.deadline.IsZero() && uc.rdl.After(c.deadline)) {
+		uc.rdl = c.checkDeadline(now)
+		_ = uc.nc.SetReadDeadline(uc.rdl)
+	}
+	switch {
+	case x.hasBody:
+		uc.wdl = c.deadline
+		_ = uc.nc.SetWriteDeadline(uc.wdl)
+	case !uc.wdl.IsZero():
+		// A head on an idle connection never waits to be written.
+		uc.wdl = time.Time{}
+		_ = uc.nc.SetWriteDeadline(uc.wdl)
+	}
+	uc.cw.n = 0
+	c.writeUpstreamHead(uc.bw, b, x.m)
+	if x.hasBody {
+		_, _ = c.br.Discard(h.n)
+		x.headDone = true
+		src := source{br: c.br, flush: uc.bw}
+		var err error
+		if h.chunked {
+			_, err = copyChunked(uc.bw, &src, false, true)
+		} else {
+			_, err = copyLength(uc.bw, &src, h.contentLength)
+		}
+		switch {
+		case err == nil:
+			x.bodyDone = true
+		case isSinkError(err):
+			return err
+		case errors.Is(err, errBadChunked), errors.Is(err, errChunkLine):
+			return &badBodyError{err}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return errCallTimeout
+		default:
+			return errClientGone
+		}
+	}
+	if err := uc.bw.Flush(); err != nil {
+		return &sinkError{err}
+	}
+	return nil
+}
+
+// badBodyError is a request body that breaks its framing.
+type badBodyError struct{ err error }
+
+func (e *badBodyError) Error() string { return e.err.Error() }
+func (e *badBodyError) Unwrap() error { return e.err }
+
+// readResponseHead reads the member's answer head into c.res, forwarding
+// interim (1xx) answers to the client.
+func (x *exchange) readResponseHead(uc *memberConn) error {
+	c := x.c
+	src := source{br: uc.br, flush: c.bw, c: c, up: uc}
+	x.nothingRead = true
+	for interim := 0; ; {
+		n := uc.br.Buffered()
+		b, _ := uc.br.Peek(n)
+		if n > 0 {
+			x.nothingRead = false
+		}
+		switch parseResponse(b, &c.res) {
+		case malformed:
+			return &badResponseError{why: c.res.why}
+		case serveLean:
+			st := c.res.status
+			if st >= 200 || st == http.StatusSwitchingProtocols {
+				return nil
+			}
+			if interim++; interim > maxInterim {
+				return &badResponseError{why: "too many 1xx answers"}
+			}
+			c.writeResponseHead(b, true, false)
+			_, _ = uc.br.Discard(c.res.n)
+			continue
+		}
+		if n >= uc.br.Size() {
+			if n >= maxResponseHead {
+				return &badResponseError{why: "header fields too large"}
+			}
+			uc.grow(maxResponseHead)
+			continue
+		}
+		if _, err := src.fill(n + 1); err != nil {
+			if isSinkError(err) {
+				return errClientGone
+			}
+			return err
+		}
+	}
+}
+
+// fail ends a call that got no answer from its member (latency after it
+// was sent): the error is observed (unless the client went away) and
+// answered.
+func (x *exchange) fail(err error, latency time.Duration) callResult {
+	c := x.c
+	var bad *badBodyError
+	switch {
+	case errors.Is(err, errClientGone):
+		// Not the member's failure, and nobody to answer.
+		x.m.Counters.Proxied.Add(1)
+		x.e.status = statusClientClosed
+		if c.s.acc != nil {
+			x.e.replica = x.m.ID()
+		}
+		x.logLine()
+		return callClose
+	case errors.As(err, &bad):
+		x.m.Counters.Proxied.Add(1)
+		if c.s.acc != nil {
+			x.e.replica = x.m.ID()
+		}
+		return x.answerDetail(http.StatusBadRequest, errorDetail{Code: CodeBadRequest, Message: "malformed request body: " + bad.Error()})
+	}
+	x.observe(latency, true)
+	x.m.Counters.Proxied.Add(1)
+	if c.s.acc != nil {
+		x.e.replica = x.m.ID()
+	}
+	return x.answer(err)
+}
+
+// answer answers err (logged as a failed call when a member was chosen).
+func (x *exchange) answer(err error) callResult {
+	c := x.c
+	if x.m != nil || len(c.tried) > 0 {
+		replica := ""
+		if x.m != nil {
+			replica = x.m.ID()
+		}
+		c.s.log.Warn("proxied call failed", "replica", replica, "method", x.method, "path", x.path, "err", err)
+	}
+	a := errorAnswer(x.snap, err)
+	return x.write(a)
+}
+
+func (x *exchange) answerDetail(status int, d errorDetail) callResult {
+	return x.write(detailAnswer(x.snap, status, d))
+}
+
+// write sends the front door's own answer a; the connection stays open
+// only when the request was read whole.
+func (x *exchange) write(a answer) callResult {
+	c := x.c
+	if !x.headDone {
+		_, _ = c.br.Discard(c.req.n)
+		x.headDone = true
+	}
+	closing := c.req.close || c.s.inShutdown.Load() || (x.hasBody && !x.bodyDone)
+	c.writeAnswer(a, closing, x.isHead)
+	x.e.status = a.status
+	x.e.bytes = int64(len(a.body))
+	if x.isHead {
+		x.e.bytes = 0
+	}
+	x.release()
+	err := c.bw.Flush()
+	x.logLine()
+	if err != nil || closing {
+		return callClose
+	}
+	return callNext
+}
+
+// waitUpstream decides, after reading a member's connection failed with
+// err, whether to read again: the read timed out at a check of the client
+// (still there, the call's deadline not passed). It returns nil to read
+// again, errCallTimeout, errClientGone or err.
+func (c *conn) waitUpstream(uc *memberConn, err error) error {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	now := time.Now()
+	if !c.deadline.IsZero() && !now.Before(c.deadline) {
+		return errCallTimeout
+	}
+	if c.clientGone() {
+		return errClientGone
+	}
+	uc.rdl = c.checkDeadline(now)
+	_ = uc.nc.SetReadDeadline(uc.rdl)
+	return nil
+}
+
+// waiting is how a call of c waiting in the group's queue learns that its
+// client went away: the lean path has no reader goroutine, so the wait
+// peeks at the connection, as a wait for the member's answer does.
+func (c *conn) waiting() frontdoor.Client {
+	return frontdoor.Client{Gone: c.clientGone}
+}
+
+// clientGone reports whether the client closed its connection (or the
+// server is closing it).
+func (c *conn) clientGone() bool {
+	return c.state.Load() == connClosed || c.s.closed.Load() || c.raw.peek() == peekClosed
+}
+
+// checkDeadline is when a wait for the member that starts at now next
+// looks at the client: peerCheckInterval later, or at the call's deadline.
+func (c *conn) checkDeadline(now time.Time) time.Time {
+	d := now.Add(peerCheckInterval)
+	if !c.deadline.IsZero() && c.deadline.Before(d) {
+		d = c.deadline
+	}
+	return d
+}
+
+// setWriteDeadline bounds the writes to the client; it touches the
+// connection only when the deadline moves by more than a second (zero:
+// none).
+func (c *conn) setWriteDeadline(d time.Time) {
+	if d.IsZero() {
+		if !c.wdl.IsZero() {
+			_ = c.nc.SetWriteDeadline(d)
+			c.wdl = d
+		}
+		return
+	}
+	if c.wdl.IsZero() || c.wdl.Before(d) || c.wdl.After(d.Add(time.Second)) {
+		d = d.Add(time.Second)
+		_ = c.nc.SetWriteDeadline(d)
+		c.wdl = d
+	}
+}
+
+// dial connects to a member within the connect timeout.
+func (c *conn) dial(addr string, timeout time.Duration) (*memberConn, error) {
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), connectTimeoutKey{}, timeout), timeout)
+	defer cancel()
+	return c.s.up.fast.dialConn(ctx, addr)
+}
+
+// memberAddr is the host:port of an http:// member.
+func memberAddr(m *frontdoor.Member) string {
+	if m.URL.Port() != "" {
+		return m.URL.Host
+	}
+	return net.JoinHostPort(m.URL.Hostname(), "80")
+}
+
+// writeUpstreamHead writes the head of the request sent to m: the path
+// under m's base path, Host m's, the client's fields but the hop-by-hop
+// ones, X-Forwarded-For/-Host/-Proto as ReverseProxy.SetXForwarded sets
+// them, and the body's framing. b is the client's head.
+func (c *conn) writeUpstreamHead(w *bufio.Writer, b []byte, m *frontdoor.Member) {
+	h := &c.req
+	_, _ = w.Write(h.method.of(b))
+	_ = w.WriteByte(' ')
+	base := m.URL.EscapedPath()
+	for len(base) > 0 && base[len(base)-1] == '/' {
+		base = base[:len(base)-1]
+	}
+	_, _ = w.WriteString(base)
+	_, _ = w.Write(h.path.of(b))
+	if !h.query.empty() {
+		_ = w.WriteByte('?')
+		_, _ = w.Write(h.query.of(b))
+	}
+	_, _ = w.WriteString(" HTTP/1.1\r\nHost: ")
+	_, _ = w.WriteString(m.URL.Host)
+	_, _ = w.WriteString("\r\n")
+	xff := false
+	for i := range h.fields {
+		f := &h.fields[i]
+		switch f.kind {
+		case fHost, fContentLength, fForwarded, fXForwardedHost, fXForwardedProto, fTrailer:
+			continue
+		case fXForwardedFor:
+			xff = true
+			continue
+		}
+		if h.hopByHop(b, f) {
+			continue
+		}
+		writeField(w, f.name.of(b), f.value.of(b))
+	}
+	if h.teTrailers {
+		_, _ = w.WriteString("Te: trailers\r\n")
+	}
+	if c.ip != "" {
+		_, _ = w.WriteString("X-Forwarded-For: ")
+		if xff {
+			for i := range h.fields {
+				if f := &h.fields[i]; f.kind == fXForwardedFor {
+					_, _ = w.Write(f.value.of(b))
+					_, _ = w.WriteString(", ")
+				}
+			}
+		}
+		_, _ = w.WriteString(c.ip)
+		_, _ = w.WriteString("\r\n")
+	}
+	_, _ = w.WriteString("X-Forwarded-Host: ")
+	_, _ = w.Write(h.host.of(b))
+	_, _ = w.WriteString("\r\n")
+	_, _ = w.WriteString("X-Forwarded-Proto: http\r\n")
+	switch {
+	case h.chunked:
+		_, _ = w.WriteString("Transfer-Encoding: chunked\r\n")
+	case h.contentLength >= 0:
+		_, _ = w.WriteString("Content-Length: ")
+		writeInt(w, h.contentLength)
+		_, _ = w.WriteString("\r\n")
+	}
+	_, _ = w.WriteString("\r\n")
+}
+
+// writeResponseHead writes the head of the member's answer (b holds it,
+// parsed in c.res) to the client: the member's fields but the hop-by-hop
+// ones, and the framing of what the client gets — its length, or chunked
+// when the member's answer is chunked or ends with the connection.
+func (c *conn) writeResponseHead(b []byte, noBody, closing bool) {
+	r := &c.res
+	w := c.bw
+	writeStatusLine(w, r.status, r.reason.of(b))
+	for i := range r.fields {
+		f := &r.fields[i]
+		if f.kind == fContentLength || r.hopByHop(b, f) {
+			continue
+		}
+		writeField(w, f.name.of(b), f.value.of(b))
+	}
+	if r.status >= 200 {
+		switch {
+		case r.contentLength >= 0:
+			_, _ = w.WriteString("Content-Length: ")
+			writeInt(w, r.contentLength)
+			_, _ = w.WriteString("\r\n")
+		case !noBody:
+			_, _ = w.WriteString("Transfer-Encoding: chunked\r\n")
+		}
+		if closing {
+			_, _ = w.WriteString("Connection: close\r\n")
+		}
+	}
+	_, _ = w.WriteString("\r\n")
+}
+
+func writeField(w *bufio.Writer, name, value []byte) {
+	_, _ = w.Write(name)
+	_, _ = w.WriteString(": ")
+	_, _ = w.Write(value)
+	_, _ = w.WriteString("\r\n")
+}
+
+// requestFacts fills what the picker reads of the request whose head b
+// holds: Fulcrum-Client, the path, Fulcrum-Cost and the key k asks for.
+func (c *conn) requestFacts(b []byte, k strategy.KeySpec, req *strategy.Request) {
+	h := &c.req
+	p := h.path.of(b)
+	if h.escaped {
+		req.Path, _ = url.PathUnescape(string(p))
+	} else {
+		req.Path = intern(&c.lastPath, p)
+	}
+	client, cost := false, false
+	for i := range h.fields {
+		f := &h.fields[i]
+		switch {
+		case f.kind == fFulcrumClient && !client:
+			client = true
+			req.Client = intern(&c.lastClient, f.value.of(b))
+		case f.kind == fFulcrumCost && !cost:
+			cost = true
+			costFacts(string(f.value.of(b)), req)
+		}
+	}
+	switch k.Source {
+	case strategy.KeyHeader:
+		name := []byte(k.Name)
+		for i := range h.fields {
+			if f := &h.fields[i]; asciiEqualFold(f.name.of(b), name) {
+				req.Key = string(f.value.of(b))
+				break
+			}
+		}
+	case strategy.KeyCookie:
+		r := http.Request{Header: http.Header{}}
+		for i := range h.fields {
+			if f := &h.fields[i]; asciiEqualFold(f.name.of(b), []byte("Cookie")) {
+				r.Header.Add("Cookie", string(f.value.of(b)))
+			}
+		}
+		if ck, err := r.Cookie(k.Name); err == nil {
+			req.Key = ck.Value
+		}
+	case strategy.KeyClientAddress:
+		req.Key = clientIP(c.remote)
+	}
+}
+
+// intern returns b as a string, reusing *last when equal.
+func intern(last *string, b []byte) string {
+	if *last != string(b) {
+		*last = string(b)
+	}
+	return *last
+}
+
+// methodString returns the method without allocating for the usual ones.
+func methodString(b []byte) string {
+	switch string(b) {
+	case http.MethodGet:
+		return http.MethodGet
+	case http.MethodHead:
+		return http.MethodHead
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodPut:
+		return http.MethodPut
+	case http.MethodPatch:
+		return http.MethodPatch
+	case http.MethodDelete:
+		return http.MethodDelete
+	case http.MethodOptions:
+		return http.MethodOptions
+	}
+	return string(b)
+}
+
+func idempotentMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,293 @@
+package httpdoor
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+)
+
+// MaxHeaderBytes bounds a request's header block; larger ones are answered
+// 431 Request Header Fields Too Large by net/http.
+const MaxHeaderBytes = 64 << 10
+
+// Defaults used when the snapshot's Timeouts leave a field at zero (the
+// same as registry.Group.WithDefaults).
+const (
+	DefaultConnectTimeout = registry.DefaultConnectTimeout
+	DefaultRequestTimeout = registry.DefaultRequestTimeout
+	DefaultIdleTimeout    = registry.DefaultIdleTimeout
+)
+
+// Options configure a Server. The zero value is usable.
+type Options struct {
+	// Logger receives the front door's own log lines; slog.Default() when
+	// nil.
+	Logger *slog.Logger
+	// AccessLog, when not nil, receives one line per request (see
+	// accesslog.go for the format). Writes are serialised.
+	AccessLog io.Writer
+	// Now is the clock of the access log and of the latencies reported to
+	// Group.Observe; time.Now when nil. Connection deadlines and timeouts
+	// always run on the real clock.
+	Now func() time.Time
+}
+
+// Server is the HTTP front door of one group. Serve runs it on a listener
+// with the group's timeouts: plain HTTP/1.1 per-request calls on the lean
+// path (lean.go), everything else through net/http and ServeHTTP — it is
+// an http.Handler too. Safe for concurrent use.
+type Server struct {
+	g   frontdoor.Group
+	log *slog.Logger
+	now func() time.Time
+	acc *accessLog
+
+	srv   *http.Server
+	proxy *httputil.ReverseProxy
+	up    *upstream
+
+	// base is the parent of every request context; cancelled when a
+	// Shutdown runs out of time, which aborts upgraded connections.
+	base       context.Context
+	cancelBase context.CancelFunc
+
+	calls tracker
+	// spill rotates where the in-flight limit's fall-back scan starts.
+	spill atomic.Uint32
+
+	// to are the server-level timeouts: reading a request head, idle
+	// keep-alive connections.
+	to frontdoor.Timeouts
+	// handoff is srv's listener: the lean path's connections for net/http.
+	handoff  *handoff
+	fallback sync.Once
+
+	mu         sync.Mutex
+	listeners  map[*net.Listener]struct{}
+	conns      map[*conn]struct{} // lean connections
+	leanConns  tracker
+	inShutdown atomic.Bool
+	closed     atomic.Bool
+	// handedOver counts the connections the lean path gave to net/http.
+	handedOver atomic.Int64
+}
+
+// New returns the front door of g. Server-level timeouts (reading request
+// headers, idle keep-alive connections) are taken from the snapshot current
+// at New; the connect and request timeouts are read per request.
+func New(g frontdoor.Group, opts Options) *Server {
+	s := &Server{g: g, log: opts.Logger, now: opts.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if opts.AccessLog != nil {
+		s.acc = &accessLog{w: opts.AccessLog}
+	}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
+
+	var t registry.Timeouts
+	if snap := g.Snapshot(); snap != nil {
+		t = snap.Timeouts
+	}
+	to := frontdoor.TimeoutsOf(t)
+	s.to = to
+	s.handoff = newHandoff()
+	s.listeners = map[*net.Listener]struct{}{}
+	s.conns = map[*conn]struct{}{}
+
+	s.up = newUpstream(s)
+	s.proxy = &httputil.ReverseProxy{
+		Rewrite:      s.rewrite,
+		Transport:    s.up,
+		ErrorHandler: s.proxyError,
+		// Without a pool ReverseProxy allocates a 32 KiB copy buffer for
+		// every call: a fifth of the front door's CPU went to allocating,
+		// clearing and collecting them (fulcrum bench overhead --profile).
+		BufferPool: &copyBuffers{},
+		ErrorLog:   slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// Responses of unknown length (gRPC, chunked streams) and
+		// text/event-stream are flushed at once by ReverseProxy itself;
+		// others are buffered and flushed when the handler ends.
+		FlushInterval: 0,
+	}
+
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	s.srv = &http.Server{
+		Handler:           s,
+		Protocols:         protos,
+		ReadHeaderTimeout: to.Request,
+		// Writes are bounded per call: WriteTimeout is re-armed for each
+		// request and lifted (ResponseController) for streaming calls.
+		WriteTimeout:   to.Request,
+		IdleTimeout:    to.Idle,
+		MaxHeaderBytes: MaxHeaderBytes,
+		BaseContext:    func(net.Listener) context.Context { return s.base },
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	return s
+}
+
+// Shutdown stops accepting connections, closes idle ones and waits for the
+// calls in flight (including upgraded connections) to finish. When ctx ends
+// first it closes everything still open and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.inShutdown.Store(true)
+	s.closeListenersLocked()
+	s.mu.Unlock()
+	s.closeLeanConns(false)
+	err := s.srv.Shutdown(ctx)
+	_ = s.handoff.Close()
+	if err == nil {
+		err = s.leanConns.wait(ctx)
+	}
+	if err == nil {
+		// http.Server does not wait for hijacked (upgraded) connections.
+		err = s.calls.wait(ctx)
+	}
+	if err != nil {
+		s.forceClose()
+	}
+	s.up.closeIdle()
+	return err
+}
+
+// Close closes the listeners and every connection at once, aborting calls
+// in flight.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.inShutdown.Store(true)
+	s.closeListenersLocked()
+	s.mu.Unlock()
+	err := s.forceClose()
+	s.up.closeIdle()
+	return err
+}
+
+// forceClose aborts everything still open.
+func (s *Server) forceClose() error {
+	s.closed.Store(true)
+	s.cancelBase()
+	err := s.srv.Close()
+	_ = s.handoff.Close()
+	s.closeLeanConns(true)
+	return err
+}
+
+// ServeHTTP serves one request to the front door from the group's current
+// snapshot.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.calls.enter()
+	defer s.calls.leave()
+
+	var lw *logWriter
+	if s.acc != nil {
+		lw = &logWriter{ResponseWriter: w, start: s.now()}
+		w = lw
+		defer s.acc.write(lw, r, s.now)
+	}
+
+	snap := s.g.Snapshot()
+	if snap == nil {
+		s.writeError(w, r, nil, errNotReady)
+		return
+	}
+	if err := checkRequest(r); err != nil {
+		s.writeError(w, r, snap, err)
+		return
+	}
+	if snap.Binding == registry.PerRequest {
+		s.serveProxy(w, r, snap, lw)
+		return
+	}
+	s.serveRedirect(w, r, snap, lw)
+}
+
+// checkRequest rejects what no binding mode can serve: CONNECT, and
+// targets that are not a path (OPTIONS *). Absolute-form targets are served
+// by their path.
+func checkRequest(r *http.Request) error {
+	if r.Method == http.MethodConnect {
+		return errMethod
+	}
+	if p := r.URL.Path; p != "" && p[0] != '/' {
+		return errBadTarget
+	}
+	return nil
+}
+
+// tracker counts the requests being served so that Shutdown can wait for
+// upgraded connections, which http.Server forgets once hijacked. enter and
+// leave are lock-free; wait may be called concurrently with them.
+type tracker struct {
+	n        atomic.Int64
+	draining atomic.Bool
+	once     sync.Once
+	zero     chan struct{}
+}
+
+func (t *tracker) init() { t.once.Do(func() { t.zero = make(chan struct{}, 1) }) }
+
+func (t *tracker) enter() { t.n.Add(1) }
+
+func (t *tracker) leave() {
+	if t.n.Add(-1) == 0 && t.draining.Load() {
+		t.init()
+		select {
+		case t.zero <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait returns when no request is being served, or ctx's error.
+func (t *tracker) wait(ctx context.Context) error {
+	t.init()
+	t.draining.Store(true)
+	for t.n.Load() != 0 {
+		select {
+		case <-t.zero:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+var errNotReady = errors.New("httpdoor: group has no snapshot yet")
+
+// copyBuffers lends ReverseProxy the buffers it copies response bodies
+// through. Safe for concurrent use.
+type copyBuffers struct{ p sync.Pool }
+
+// copyBufferSize is ReverseProxy's own default.
+const copyBufferSize = 32 << 10
+
+func (b *copyBuffers) Get() []byte {
+	if buf, ok := b.p.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, copyBufferSize)
+}
+
+func (b *copyBuffers) Put(buf []byte) {
+	if cap(buf) == copyBufferSize {
+		buf = buf[:copyBufferSize]
+		b.p.Put(&buf)
+	}
+}
