@@ -249,27 +249,28 @@ func TestParamErrorsNameStrategyFieldValueAndRange(t *testing.T) {
 func TestValidParamsAreAccepted(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
+		name     string
 		strategy string
 		params   map[string]any
 	}{
-		{strategy.PowerOfTwoName, map[string]any{"bias": 0}},
-		{strategy.PowerOfTwoName, map[string]any{"bias": 10}},
-		{strategy.ConsistentHashName, map[string]any{"key": "header:X-User-Id"}},
-		{strategy.ConsistentHashName, map[string]any{"key": "cookie:session", "method": "ring", "vnodes": 1000}},
-		{strategy.ConsistentHashName, map[string]any{"table_size": 7}},
-		{strategy.ConsistentHashName, map[string]any{"table_size": 4194301}},
-		{strategy.PeakEWMAName, map[string]any{"decay": "100ms", "default_rtt": "1µs", "failure_rtt": "0s"}},
-		{strategy.PeakEWMAName, map[string]any{"decay": "10m", "default_rtt": "1m", "failure_rtt": "1m"}},
-		{strategy.ALBLName, map[string]any{"period": "100ms", "delay_timeout": "100ms", "http_timeout": "1ms", "threshold": "0s", "object": "/static/1k.bin?x=1"}},
-		{strategy.ALBLName, map[string]any{"period": "1h", "delay_timeout": "1h", "http_timeout": "1h", "threshold": "1h"}},
-		{strategy.ETTName, map[string]any{"capacities": map[string]any{"http://10.0.0.1:8080/": map[string]any{"cpu": 2e9, "bw": 0}}, "paths": map[string]any{"/count": map[string]any{"cpu": 0.03}}}},
-		{strategy.ETTName, map[string]any{"inflight": 0, "max_load": 0, "cpu_cost": 0, "data_cost": 1e18}},
-		{strategy.WeightedRoundRobinORCAName, map[string]any{"blackout_period": "0s", "weight_expiration_period": "1s", "weight_update_period": "100ms", "error_utilization_penalty": 0}},
-		{strategy.PrequalName, map[string]any{"pool_size": 1, "max_reuse": 1, "q_rif": 0, "probes_per_query": 0, "probe_interval": "1ms", "max_age": "1ms"}},
-		{strategy.PrequalName, map[string]any{"pool_size": 64, "max_reuse": 1000, "q_rif": 1, "probes_per_query": 16, "path": "/lb/probe"}},
+		{"power-of-two bias 0", strategy.PowerOfTwoName, map[string]any{"bias": 0}},
+		{"power-of-two bias 10", strategy.PowerOfTwoName, map[string]any{"bias": 10}},
+		{"consistent-hash key from a header", strategy.ConsistentHashName, map[string]any{"key": "header:X-User-Id"}},
+		{"consistent-hash ring keyed by a cookie", strategy.ConsistentHashName, map[string]any{"key": "cookie:session", "method": "ring", "vnodes": 1000}},
+		{"consistent-hash smallest table", strategy.ConsistentHashName, map[string]any{"table_size": 7}},
+		{"consistent-hash largest table", strategy.ConsistentHashName, map[string]any{"table_size": 4194301}},
+		{"peak-ewma lowest durations", strategy.PeakEWMAName, map[string]any{"decay": "100ms", "default_rtt": "1µs", "failure_rtt": "0s"}},
+		{"peak-ewma highest durations", strategy.PeakEWMAName, map[string]any{"decay": "10m", "default_rtt": "1m", "failure_rtt": "1m"}},
+		{"albl shortest period and timeouts", strategy.ALBLName, map[string]any{"period": "100ms", "delay_timeout": "100ms", "http_timeout": "1ms", "threshold": "0s", "object": "/static/1k.bin?x=1"}},
+		{"albl longest period and timeouts", strategy.ALBLName, map[string]any{"period": "1h", "delay_timeout": "1h", "http_timeout": "1h", "threshold": "1h"}},
+		{"ett capacities and paths", strategy.ETTName, map[string]any{"capacities": map[string]any{"http://10.0.0.1:8080/": map[string]any{"cpu": 2e9, "bw": 0}}, "paths": map[string]any{"/count": map[string]any{"cpu": 0.03}}}},
+		{"ett costs at their bounds", strategy.ETTName, map[string]any{"inflight": 0, "max_load": 0, "cpu_cost": 0, "data_cost": 1e18}},
+		{"orca periods at their bounds", strategy.WeightedRoundRobinORCAName, map[string]any{"blackout_period": "0s", "weight_expiration_period": "1s", "weight_update_period": "100ms", "error_utilization_penalty": 0}},
+		{"prequal lowest bounds", strategy.PrequalName, map[string]any{"pool_size": 1, "max_reuse": 1, "q_rif": 0, "probes_per_query": 0, "probe_interval": "1ms", "max_age": "1ms"}},
+		{"prequal highest bounds and a probe path", strategy.PrequalName, map[string]any{"pool_size": 64, "max_reuse": 1000, "q_rif": 1, "probes_per_query": 16, "path": "/lb/probe"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.strategy, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			if _, err := strategy.New(tt.strategy, tt.params, strategy.Env{}); err != nil {
 				t.Errorf("New(%q, %v): %v", tt.strategy, tt.params, err)
