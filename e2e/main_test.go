@@ -5,14 +5,14 @@ package e2e
 import (
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // fulcrumBin is the fulcrum binary built by TestMain.
@@ -46,35 +46,12 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: built %s in %v\n", fulcrumBin, time.Since(start).Round(time.Millisecond))
 	}
 
-	before := runtime.NumGoroutine()
 	code := m.Run()
-	if code == 0 && !goroutinesSettle(before) {
-		fmt.Fprintf(os.Stderr, "e2e: goroutines leaked by the tests:\n%s\n", allStacks())
-		return 1
-	}
-	return code
-}
-
-// goroutinesSettle reports whether the number of goroutines falls back to
-// at most n within a few seconds (connections closing, processes' output
-// copiers finishing).
-func goroutinesSettle(n int) bool {
-	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for runtime.NumGoroutine() > n {
-		select {
-		case <-deadline.C:
-			return false
-		case <-tick.C:
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: goroutines leaked by the tests: %v\n", err)
+			return 1
 		}
 	}
-	return true
-}
-
-func allStacks() []byte {
-	buf := make([]byte, 1<<20)
-	return buf[:runtime.Stack(buf, true)]
+	return code
 }

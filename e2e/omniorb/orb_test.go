@@ -18,6 +18,8 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/omniorb"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
+
+	"go.uber.org/goleak"
 )
 
 // orbs are the Prime programs built from internal/bench/omniorb's
@@ -46,9 +48,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	buildDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // needORBs returns the built programs; it skips the test when the C++

@@ -9,9 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,62 +21,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
-
-// TestMain fails the run if goroutines started by fulcrum code outlive the
-// tests that started them.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := checkLeaks(5 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// checkLeaks waits, at most d, until no goroutine but the caller has a
-// fulcrum frame in its stack.
-func checkLeaks(d time.Duration) error {
-	if tr, ok := http.DefaultTransport.(*http.Transport); ok {
-		tr.CloseIdleConnections()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		leaked := fulcrumGoroutines()
-		if len(leaked) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("leaked goroutines after the tests:\n\n%s", strings.Join(leaked, "\n\n"))
-		case <-tick.C:
-		}
-	}
-}
-
-func fulcrumGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	stacks := strings.Split(string(buf), "\n\n")
-	var out []string
-	for _, s := range stacks[1:] { // the first is this goroutine
-		if strings.Contains(s, "github.com/fulcrum-lb/fulcrum/") {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 // quiet is the logger of every balancer, monitor and API in these tests.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

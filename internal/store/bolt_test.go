@@ -14,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"go.uber.org/goleak"
 )
 
 func openT(t *testing.T, dir string) Store {
@@ -267,7 +269,7 @@ func TestMain(m *testing.M) {
 		killChild(dir)
 		return
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // killChild commits one key per transaction, forever, printing the index

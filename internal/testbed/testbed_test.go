@@ -13,24 +13,55 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/cgroupcpu"
+
+	"go.uber.org/goleak"
 )
 
 // helperEnv makes the test binary a helper process: "serve ADDR" serves
 // HTTP on ADDR (/ns: its network namespace; /cgroup: its cgroups;
 // /quota: the CPU quota it finds for itself and whether it can read the
-// usage of the cgroup that sets it; /blob/N: N bytes).
+// usage of the cgroup that sets it; /blob/N: N bytes); "spin D" spins
+// until it has used D of CPU time, then exits.
 const helperEnv = "FULCRUM_TESTBED_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "serve" {
+	switch os.Getenv(helperEnv) {
+	case "serve":
 		serve(os.Args[1])
 		return
+	case "spin":
+		spin(os.Args[1])
+		return
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
+}
+
+// spin burns CPU until the process has used the duration arg of it.
+func spin(arg string) {
+	d, err := time.ParseDuration(arg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for x := uint64(1); ; x++ {
+		x ^= x << 13 // work the compiler cannot drop
+		if x%(1<<16) != 0 {
+			continue
+		}
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) >= d {
+			return
+		}
+	}
 }
 
 func serve(addr string) {
@@ -193,15 +224,26 @@ func TestReplicaReachableInItsNamespaceAndCgroup(t *testing.T) {
 	}
 }
 
-// cpuRate measures the replica's CPU use, in cores, over window.
-func cpuRate(t *testing.T, r *Replica, window time.Duration) float64 {
+// cpuRate measures the replica's CPU use, in cores, from now until a
+// process started in clock (the window's metronome) has used work of CPU
+// time and exited: the window is a real event, and its length is set by
+// clock's share of the CPU.
+func cpuRate(t *testing.T, r, clock *Replica, work time.Duration) float64 {
 	t.Helper()
 	u0, err := r.CPUUsage()
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	<-time.After(window)
+	cmd := exec.Command(os.Args[0], work.String())
+	cmd.Env = append(os.Environ(), helperEnv+"=spin")
+	cmd.Stderr = os.Stderr
+	if err := clock.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the metronome in replica %s: %v", clock.Name(), err)
+	}
 	u1, err := r.CPUUsage()
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +266,9 @@ func TestCPUQuotaLimitsTheReplica(t *testing.T) {
 		}
 		defer h.Stop()
 	}
-	got := cpuRate(t, r, 1500*time.Millisecond)
+	// The metronome shares the quota with the hogs (a third of it):
+	// 150 ms of CPU at 0.1 cores make a window of about 1.5 s.
+	got := cpuRate(t, r, r, 150*time.Millisecond)
 	// Above the quota: it does not hold. Well below: the hogs did not
 	// run (the machine is shared, so the lower bound is generous).
 	if got > quota*1.2 || got < quota*0.4 {
@@ -264,7 +308,12 @@ func TestHogStops(t *testing.T) {
 	if pids := r.Pids(); len(pids) != 0 {
 		t.Fatalf("processes left in the replica after the hog stopped: %v", pids)
 	}
-	if got := cpuRate(t, r, 300*time.Millisecond); got > 0.05 {
+	// The window: 60 ms of CPU in a replica with 0.2 cores, 300 ms or more.
+	clock, err := tb.AddReplica(ReplicaSpec{CPU: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cpuRate(t, r, clock, 60*time.Millisecond); got > 0.05 {
 		t.Errorf("an idle replica used %.3f cores", got)
 	}
 }
