@@ -19,6 +19,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/monitor"
@@ -62,25 +63,36 @@ func startBalancer(t *testing.T, strategy string) (string, *balancer.Balancer) {
 	return srv.URL, b
 }
 
-// waitReplica polls the group until cond holds for its only replica.
+// waitReplica waits until cond holds for the group's only replica,
+// looking again at each of the group's events (it steps every report
+// interval), for at most 15 s.
 func waitReplica(t *testing.T, b *balancer.Balancer, what string, cond func(balancer.ReplicaStatus) bool) balancer.ReplicaStatus {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	var last balancer.GroupStatus
-	for time.Now().Before(deadline) {
+	events, unsubscribe, err := b.Subscribe("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsubscribe()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	for {
 		st, err := b.Group("web")
 		if err != nil {
 			t.Fatal(err)
 		}
-		last = st
 		if len(st.Replicas) == 1 && cond(st.Replicas[0]) {
 			return st.Replicas[0]
 		}
-		time.Sleep(10 * time.Millisecond) // poll interval
+		select {
+		case _, ok := <-events:
+			if !ok {
+				t.Fatalf("group web went away while waiting for a replica %s", what)
+			}
+		case <-ctx.Done():
+			raw, _ := json.Marshal(st.Replicas)
+			t.Fatalf("no replica %s within 15s; replicas: %s", what, raw)
+		}
 	}
-	raw, _ := json.Marshal(last.Replicas)
-	t.Fatalf("no replica %s within 15s; replicas: %s", what, raw)
-	return balancer.ReplicaStatus{}
 }
 
 // hammer GETs url from n goroutines until ctx is done and counts the
@@ -250,9 +262,12 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 		t.Errorf("load %v, want the requests in progress (--load connections)", r.Load)
 	}
 
-	// prequal's probe, through NGINX to the agent.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// prequal's probe, through NGINX to the agent. A probe's reading can
+	// race the agent's sampling reads (their own requests are left out by
+	// count, not by identity), so ask until one reading is clean.
+	ctx15, cancel15 := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel15()
+	proctest.Poll(ctx15, t, "a probe answering rif 3", func() (bool, string) {
 		resp, err := http.Get(n.url + protocol.ProbePath)
 		if err != nil {
 			t.Fatal(err)
@@ -263,14 +278,8 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 		if err != nil {
 			t.Fatalf("probe answer: %v", err)
 		}
-		if lp.RIF == 3 { // the probe itself, through NGINX, is not counted
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("probe answered %+v, want rif 3", lp)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
+		return lp.RIF == 3, fmt.Sprintf("%+v", lp) // the probe itself, through NGINX, is not counted
+	})
 
 	st, _ := b.Group("web")
 	resp, err := http.Get(st.Advertise + "/1k")
@@ -287,17 +296,25 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 	// Idle but probed every few milliseconds: the probes NGINX passes on
 	// are not clients' requests, so the rate falls to exactly 0.
 	probeCtx, stopProbes := context.WithCancel(ctx)
+	var probing sync.WaitGroup
+	defer probing.Wait()
 	defer stopProbes()
-	go func() {
-		for probeCtx.Err() == nil {
+	probing.Go(func() {
+		pace := time.NewTicker(5 * time.Millisecond) // the probes' pace
+		defer pace.Stop()
+		for {
 			req, _ := http.NewRequestWithContext(probeCtx, http.MethodGet, n.url+protocol.ProbePath, nil)
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
-			time.Sleep(5 * time.Millisecond) // the probes' pace
+			select {
+			case <-probeCtx.Done():
+				return
+			case <-pace.C:
+			}
 		}
-	}()
+	})
 	waitReplica(t, b, "reporting 0 requests/s while only probed", func(r balancer.ReplicaStatus) bool {
 		rps, ok := r.Metrics[protocol.MetricRPS]
 		return ok && rps == 0 && r.Metrics[protocol.MetricInflight] == 0

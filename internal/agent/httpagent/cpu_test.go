@@ -1,6 +1,8 @@
 package httpagent
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // TestProcCPUCountsChildren burns CPU in a child of a shell and reads it
@@ -27,20 +31,15 @@ func TestProcCPUCountsChildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	proctest.Poll(ctx, t, "the busy child's CPU time counted through the shell's pid", func() (bool, string) {
 		used, err := src.Usage()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if used-start >= 200*time.Millisecond {
-			break // the child's loop is counted
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CPU time of the shell and its busy child grew %v in 10s, want >= 200ms", used-start)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, not synchronisation
-	}
+		return used-start >= 200*time.Millisecond, fmt.Sprintf("grew %v, want >= 200ms", used-start)
+	})
 }
 
 func TestProcCPUNoProcess(t *testing.T) {

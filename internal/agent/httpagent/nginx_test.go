@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -152,7 +154,8 @@ func waitOK(url string, exited <-chan struct{}, d time.Duration) error {
 }
 
 // TestAgentTimesAStalledNGINX stops a real NGINX (SIGSTOP to its process
-// group) for 300 ms while the agent reads its stub_status. The read cannot
+// group) for 300 ms from the moment the agent's stub_status request
+// reaches it. The read cannot
 // finish before NGINX runs again, and with no client request in the
 // window the agent's latency estimate is its reads' mean time: a load
 // probe right after averages the stalled read and its own, so it answers
@@ -182,13 +185,26 @@ func TestAgentTimesAStalledNGINX(t *testing.T) {
 		}
 	}
 	defer resume()
+	// The read's request written to NGINX's socket is the signal that the
+	// read is under way; NGINX cannot answer it until it runs again.
+	written := make(chan struct{})
+	var once sync.Once
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { once.Do(func() { close(written) }) }}
 	done := make(chan bool, 1)
-	go func() { done <- agent.Sample(ctx) }()
-	time.Sleep(300 * time.Millisecond) // how long NGINX stays stopped: the stimulus
+	go func() { done <- agent.Sample(httptrace.WithClientTrace(ctx, trace)) }()
+	select {
+	case <-written:
+	case ok := <-done:
+		t.Fatalf("the stub_status read ended (ok %v) before its request reached the stopped NGINX", ok)
+	}
+	// The stimulus: NGINX stays stopped for 300 ms after the request
+	// reached it, and the read must not finish at any time in them.
+	stall := time.NewTimer(300 * time.Millisecond)
+	defer stall.Stop()
 	select {
 	case ok := <-done:
 		t.Fatalf("a stub_status read finished (ok %v) while NGINX was stopped", ok)
-	default:
+	case <-stall.C:
 	}
 	resume()
 	if !<-done {
