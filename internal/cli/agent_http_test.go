@@ -87,7 +87,15 @@ func TestAgentHTTPRegistersReportsAndDeregisters(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	deadline := time.Now().Add(15 * time.Second)
+	// Look at the group again on each of its events (it steps every
+	// report interval) until a pulled report carries what is wanted.
+	events, unsubscribe, err := b.Subscribe("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsubscribe()
+	wait, stopWait := context.WithTimeout(ctx, 15*time.Second)
+	defer stopWait()
 	for {
 		st, err := b.Group("web")
 		if err != nil {
@@ -107,12 +115,13 @@ func TestAgentHTTPRegistersReportsAndDeregisters(t *testing.T) {
 		select {
 		case err := <-done:
 			t.Fatalf("agent exited early: %v\n%s", err, errOut.String())
-		default:
-		}
-		if time.Now().After(deadline) {
+		case _, ok := <-events:
+			if !ok {
+				t.Fatal("group web went away while waiting for a pulled report")
+			}
+		case <-wait.Done():
 			t.Fatalf("no pulled report with %v within 15s: %+v", want, st.Replicas)
 		}
-		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 	cancel()
 	select {
