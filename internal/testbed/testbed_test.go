@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -88,7 +89,13 @@ func serve(addr string) {
 		w.Header().Set("Content-Length", strconv.Itoa(n))
 		w.Write(make([]byte, n))
 	})
-	if err := http.ListenAndServe(addr, mux); err != nil {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("listening") // startServer waits for this line
+	if err := http.Serve(ln, mux); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -122,13 +129,18 @@ func newTestbed(t *testing.T) *Testbed {
 }
 
 // startServer starts the HTTP helper in r, listening on r's address,
-// and waits until the root namespace gets an answer.
+// waits until it says it is listening, and checks that the root
+// namespace gets an answer.
 func startServer(t *testing.T, r *Replica) string {
 	t.Helper()
 	addr := net.JoinHostPort(r.Addr().String(), "8080")
 	cmd := exec.Command(os.Args[0], addr)
 	cmd.Env = append(os.Environ(), helperEnv+"=serve")
 	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := r.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
@@ -136,19 +148,28 @@ func startServer(t *testing.T, r *Replica) string {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	base := "http://" + addr
+	// The first line, or the pipe's end when the server exits first;
+	// killing the server (the cleanup) ends the read.
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		line <- s
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	for {
-		if _, err := get(ctx, base+"/ns"); err == nil {
-			return base
+	select {
+	case l := <-line:
+		if l != "listening\n" {
+			t.Fatalf("the server in replica %s said %q, want listening", r.Name(), l)
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the server in replica %s does not answer at %s", r.Name(), base)
-		case <-time.After(20 * time.Millisecond): // polling for the server to listen
-		}
+	case <-ctx.Done():
+		t.Fatalf("the server in replica %s did not listen within 15s", r.Name())
 	}
+	base := "http://" + addr
+	if _, err := get(ctx, base+"/ns"); err != nil {
+		t.Fatalf("the server in replica %s does not answer at %s: %v", r.Name(), base, err)
+	}
+	return base
 }
 
 func get(ctx context.Context, url string) (string, error) {
