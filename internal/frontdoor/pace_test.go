@@ -160,46 +160,46 @@ func TestPaceHoldsWithoutWhatItNeeds(t *testing.T) {
 
 // A call expected to end later than the lead frees its slot on a timer:
 // a call waiting in the queue gets the member while the first still runs.
-func TestPaceFreesASlotOnTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, clock := paced(t, 10*time.Millisecond)
-		m := s.Eligible[0]
-		first, err := s.Acquire(&strategy.Request{Cost: 40}, nil, 0)
-		if err != nil {
-			t.Fatal(err)
+func TestPaceFreesASlotOnTime(t *testing.T) { synctest.Test(t, paceFreesASlotOnTime) }
+
+func paceFreesASlotOnTime(t *testing.T) {
+	s, clock := paced(t, 10*time.Millisecond)
+	m := s.Eligible[0]
+	first, err := s.Acquire(&strategy.Request{Cost: 40}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Expected in 41 ms: due 31 ms from now on the manual clock. The
+	// timer runs on the bubble's clock, and frees the slot only once the
+	// manual clock says it is due.
+	h := first.Hold(40, s.MaxInflight)
+	out := make(chan result, 1)
+	waitFor(t, s, "waiting", &strategy.Request{Cost: 1}, nil, nil, out)
+	clock.Advance(20 * time.Millisecond)
+	// Not due yet: the timer's work, run now, leaves the slot held.
+	m.Pace.due(m, h.c)
+	if m.Early() != 0 || s.Queue.Stats().Waiting != 1 {
+		t.Fatalf("20 ms in: early %d, waiting %d; want the slot held (due at 31 ms)", m.Early(), s.Queue.Stats().Waiting)
+	}
+	// Due: the timer, fired now on the bubble's clock, frees the slot.
+	clock.Advance(11 * time.Millisecond)
+	due := time.Now()
+	h.c.timer.Reset(0)
+	select {
+	case r := <-out:
+		if r.err != nil || r.m != m {
+			t.Fatalf("waiting call got %v, %v; want the member", r.m, r.err)
 		}
-		// Expected in 41 ms: due 31 ms from now on the manual clock. The
-		// timer runs on the bubble's clock, and frees the slot only once the
-		// manual clock says it is due.
-		h := first.Hold(40, s.MaxInflight)
-		out := make(chan result, 1)
-		waitFor(t, s, "waiting", &strategy.Request{Cost: 1}, nil, nil, out)
-		clock.Advance(20 * time.Millisecond)
-		// Not due yet: the timer's work, run now, leaves the slot held.
-		m.Pace.due(m, h.c)
-		if m.Early() != 0 || s.Queue.Stats().Waiting != 1 {
-			t.Fatalf("20 ms in: early %d, waiting %d; want the slot held (due at 31 ms)", m.Early(), s.Queue.Stats().Waiting)
-		}
-		// Due: the timer, fired now on the bubble's clock, frees the slot.
-		clock.Advance(11 * time.Millisecond)
-		due := time.Now()
-		h.c.timer.Reset(0)
-		select {
-		case r := <-out:
-			if r.err != nil || r.m != m {
-				t.Fatalf("waiting call got %v, %v; want the member", r.m, r.err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("the waiting call got no member %v after the slot was due", time.Since(due))
-		}
-		if m.Early() != 1 || m.Replica.Live.Inflight.Load() != 2 {
-			t.Fatalf("early %d, inflight %d; want 1, 2", m.Early(), m.Replica.Live.Inflight.Load())
-		}
-		h.End(true)
-		r := Hold{m: m}
-		r.End(true)
-		if m.Early() != 0 || m.Replica.Live.Inflight.Load() != 0 {
-			t.Fatalf("after both ended: early %d, inflight %d; want 0, 0", m.Early(), m.Replica.Live.Inflight.Load())
-		}
-	})
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the waiting call got no member %v after the slot was due", time.Since(due))
+	}
+	if m.Early() != 1 || m.Replica.Live.Inflight.Load() != 2 {
+		t.Fatalf("early %d, inflight %d; want 1, 2", m.Early(), m.Replica.Live.Inflight.Load())
+	}
+	h.End(true)
+	r := Hold{m: m}
+	r.End(true)
+	if m.Early() != 0 || m.Replica.Live.Inflight.Load() != 0 {
+		t.Fatalf("after both ended: early %d, inflight %d; want 0, 0", m.Early(), m.Replica.Live.Inflight.Load())
+	}
 }

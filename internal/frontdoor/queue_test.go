@@ -60,188 +60,194 @@ func long(order string) registry.Queue {
 	return registry.Queue{Limit: 10, Timeout: protocol.Duration(time.Hour), Order: order}
 }
 
-func TestQueueServesInArrivalOrder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
-		held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make(chan result, 3)
-		for _, name := range []string{"first", "second", "third"} {
-			waitFor(t, s, name, &strategy.Request{Cost: 1}, nil, nil, out)
-		}
-		for _, want := range []string{"first", "second", "third"} {
-			held.Release()
-			r := <-out
-			if r.err != nil || r.name != want || r.m != s.Eligible[0] {
-				t.Fatalf("got %s (%v, %v), want %s on member a", r.name, r.m, r.err, want)
-			}
-			held = r.m
-			if got := inflight(s)[0]; got != 1 {
-				t.Fatalf("in flight %d after the hand-off, want 1 (the slot passed on)", got)
-			}
-		}
+func TestQueueServesInArrivalOrder(t *testing.T) { synctest.Test(t, queueServesInArrivalOrder) }
+
+func queueServesInArrivalOrder(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan result, 3)
+	for _, name := range []string{"first", "second", "third"} {
+		waitFor(t, s, name, &strategy.Request{Cost: 1}, nil, nil, out)
+	}
+	for _, want := range []string{"first", "second", "third"} {
 		held.Release()
-		if got := inflight(s)[0]; got != 0 {
-			t.Fatalf("in flight %d at the end, want 0", got)
+		r := <-out
+		if r.err != nil || r.name != want || r.m != s.Eligible[0] {
+			t.Fatalf("got %s (%v, %v), want %s on member a", r.name, r.m, r.err, want)
 		}
-		if st := s.Queue.Stats(); st.Served != 3 || st.Waiting != 0 {
-			t.Fatalf("stats %+v, want 3 served, none waiting", st)
+		held = r.m
+		if got := inflight(s)[0]; got != 1 {
+			t.Fatalf("in flight %d after the hand-off, want 1 (the slot passed on)", got)
 		}
-	})
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d at the end, want 0", got)
+	}
+	if st := s.Queue.Stats(); st.Served != 3 || st.Waiting != 0 {
+		t.Fatalf("stats %+v, want 3 served, none waiting", st)
+	}
 }
 
-func TestQueueServesLeastCostFirst(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, _ := queued(t, 1, 1, long(registry.QueueCost))
-		held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		out := make(chan result, 4)
-		waitFor(t, s, "cost 5", &strategy.Request{Cost: 5}, nil, nil, out)
-		waitFor(t, s, "cost 1", &strategy.Request{Cost: 1}, nil, nil, out)
-		waitFor(t, s, "cost 3", &strategy.Request{Cost: 3}, nil, nil, out)
-		waitFor(t, s, "cost 1 later", &strategy.Request{Cost: 1}, nil, nil, out)
-		for _, want := range []string{"cost 1", "cost 1 later", "cost 3", "cost 5"} {
-			held.Release()
-			r := <-out
-			if r.err != nil || r.name != want {
-				t.Fatalf("got %s (%v), want %s", r.name, r.err, want)
-			}
-			held = r.m
-		}
+func TestQueueServesLeastCostFirst(t *testing.T) { synctest.Test(t, queueServesLeastCostFirst) }
+
+func queueServesLeastCostFirst(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueCost))
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	out := make(chan result, 4)
+	waitFor(t, s, "cost 5", &strategy.Request{Cost: 5}, nil, nil, out)
+	waitFor(t, s, "cost 1", &strategy.Request{Cost: 1}, nil, nil, out)
+	waitFor(t, s, "cost 3", &strategy.Request{Cost: 3}, nil, nil, out)
+	waitFor(t, s, "cost 1 later", &strategy.Request{Cost: 1}, nil, nil, out)
+	for _, want := range []string{"cost 1", "cost 1 later", "cost 3", "cost 5"} {
 		held.Release()
-	})
+		r := <-out
+		if r.err != nil || r.name != want {
+			t.Fatalf("got %s (%v), want %s", r.name, r.err, want)
+		}
+		held = r.m
+	}
+	held.Release()
 }
 
 // A call that has waited half the timeout goes before cheaper, younger ones.
 func TestQueueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := long(registry.QueueCost)
-		s, clock := queued(t, 1, 1, cfg)
-		held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		out := make(chan result, 3)
-		waitFor(t, s, "costly", &strategy.Request{Cost: 100}, nil, nil, out)
-		clock.Advance(cfg.Timeout.D()/2 - time.Millisecond)
-		waitFor(t, s, "cheap", &strategy.Request{Cost: 1}, nil, nil, out)
-		held.Release()
-		if r := <-out; r.name != "cheap" {
-			t.Fatalf("before half the timeout got %s, want cheap", r.name)
-		} else {
-			held = r.m
-		}
-		waitFor(t, s, "cheap again", &strategy.Request{Cost: 1}, nil, nil, out)
-		clock.Advance(time.Millisecond)
-		held.Release()
-		if r := <-out; r.name != "costly" {
-			t.Fatalf("at half the timeout got %s, want costly", r.name)
-		} else {
-			held = r.m
-		}
-		held.Release()
-		<-out
-	})
+	synctest.Test(t, queueCostOrderDoesNotStarveACostlyCall)
 }
 
-func TestQueueFullIsOverloaded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := long(registry.QueueFIFO)
-		cfg.Limit = 1
-		s, _ := queued(t, 2, 1, cfg)
-		a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		out := make(chan result, 1)
-		waitFor(t, s, "waiting", &strategy.Request{}, nil, nil, out)
-		_, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		var qe *QueueError
-		if !errors.As(err, &qe) || !qe.Full || qe.Limit != 1 || !errors.Is(err, ErrOverloaded) {
-			t.Fatalf("err %v, want a full-queue QueueError that is ErrOverloaded", err)
-		}
-		if st := s.Queue.Stats(); st.Full != 1 {
-			t.Fatalf("stats %+v, want 1 full", st)
-		}
-		b.Release()
-		r := <-out
-		if r.err != nil || r.m != b {
-			t.Fatalf("the waiting call got %v, %v; want member b", r.m, r.err)
-		}
-		a.Release()
-		r.m.Release()
-	})
+func queueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
+	cfg := long(registry.QueueCost)
+	s, clock := queued(t, 1, 1, cfg)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	out := make(chan result, 3)
+	waitFor(t, s, "costly", &strategy.Request{Cost: 100}, nil, nil, out)
+	clock.Advance(cfg.Timeout.D()/2 - time.Millisecond)
+	waitFor(t, s, "cheap", &strategy.Request{Cost: 1}, nil, nil, out)
+	held.Release()
+	if r := <-out; r.name != "cheap" {
+		t.Fatalf("before half the timeout got %s, want cheap", r.name)
+	} else {
+		held = r.m
+	}
+	waitFor(t, s, "cheap again", &strategy.Request{Cost: 1}, nil, nil, out)
+	clock.Advance(time.Millisecond)
+	held.Release()
+	if r := <-out; r.name != "costly" {
+		t.Fatalf("at half the timeout got %s, want costly", r.name)
+	} else {
+		held = r.m
+	}
+	held.Release()
+	<-out
 }
 
-func TestQueueTimeoutAndCancel(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cfg := registry.Queue{Limit: 5, Timeout: protocol.Duration(20 * time.Millisecond), Order: registry.QueueFIFO}
-		s, _ := queued(t, 1, 1, cfg)
-		held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		start := time.Now()
-		_, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		var qe *QueueError
-		if !errors.As(err, &qe) || qe.Full || qe.Canceled || !errors.Is(err, ErrOverloaded) {
-			t.Fatalf("err %v, want a timed-out QueueError", err)
-		}
-		if waited := time.Since(start); waited < 20*time.Millisecond {
-			t.Fatalf("gave up after %v, before the 20ms timeout", waited)
-		}
+func TestQueueFullIsOverloaded(t *testing.T) { synctest.Test(t, queueFullIsOverloaded) }
 
-		s.Queue.Configure(long(registry.QueueFIFO))
-		cancel := make(chan struct{})
-		out := make(chan result, 1)
-		waitFor(t, s, "canceled", &strategy.Request{}, nil, cancel, out)
-		close(cancel)
-		r := <-out
-		if !errors.As(r.err, &qe) || !qe.Canceled {
-			t.Fatalf("err %v, want a canceled QueueError", r.err)
-		}
-		if st := s.Queue.Stats(); st.TimedOut != 2 || st.Waiting != 0 {
-			t.Fatalf("stats %+v, want 2 timed out, none waiting", st)
-		}
-		held.Release()
-		if got := inflight(s)[0]; got != 0 {
-			t.Fatalf("in flight %d, want 0: a call that stopped waiting holds no slot", got)
-		}
-	})
+func queueFullIsOverloaded(t *testing.T) {
+	cfg := long(registry.QueueFIFO)
+	cfg.Limit = 1
+	s, _ := queued(t, 2, 1, cfg)
+	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	out := make(chan result, 1)
+	waitFor(t, s, "waiting", &strategy.Request{}, nil, nil, out)
+	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	var qe *QueueError
+	if !errors.As(err, &qe) || !qe.Full || qe.Limit != 1 || !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("err %v, want a full-queue QueueError that is ErrOverloaded", err)
+	}
+	if st := s.Queue.Stats(); st.Full != 1 {
+		t.Fatalf("stats %+v, want 1 full", st)
+	}
+	b.Release()
+	r := <-out
+	if r.err != nil || r.m != b {
+		t.Fatalf("the waiting call got %v, %v; want member b", r.m, r.err)
+	}
+	a.Release()
+	r.m.Release()
+}
+
+func TestQueueTimeoutAndCancel(t *testing.T) { synctest.Test(t, queueTimeoutAndCancel) }
+
+func queueTimeoutAndCancel(t *testing.T) {
+	cfg := registry.Queue{Limit: 5, Timeout: protocol.Duration(20 * time.Millisecond), Order: registry.QueueFIFO}
+	s, _ := queued(t, 1, 1, cfg)
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	start := time.Now()
+	_, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	var qe *QueueError
+	if !errors.As(err, &qe) || qe.Full || qe.Canceled || !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("err %v, want a timed-out QueueError", err)
+	}
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Fatalf("gave up after %v, before the 20ms timeout", waited)
+	}
+
+	s.Queue.Configure(long(registry.QueueFIFO))
+	cancel := make(chan struct{})
+	out := make(chan result, 1)
+	waitFor(t, s, "canceled", &strategy.Request{}, nil, cancel, out)
+	close(cancel)
+	r := <-out
+	if !errors.As(r.err, &qe) || !qe.Canceled {
+		t.Fatalf("err %v, want a canceled QueueError", r.err)
+	}
+	if st := s.Queue.Stats(); st.TimedOut != 2 || st.Waiting != 0 {
+		t.Fatalf("stats %+v, want 2 timed out, none waiting", st)
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d, want 0: a call that stopped waiting holds no slot", got)
+	}
 }
 
 func TestQueueDisabledAnswersTheWaitingCalls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
-		held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		out := make(chan result, 2)
-		waitFor(t, s, "one", &strategy.Request{}, nil, nil, out)
-		waitFor(t, s, "two", &strategy.Request{}, nil, nil, out)
-		s.Queue.Configure(registry.Queue{})
-		for range 2 {
-			if r := <-out; !errors.Is(r.err, ErrOverloaded) || r.m != nil {
-				t.Fatalf("call %s got %v, %v; want ErrOverloaded", r.name, r.m, r.err)
-			}
+	synctest.Test(t, queueDisabledAnswersTheWaitingCalls)
+}
+
+func queueDisabledAnswersTheWaitingCalls(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	out := make(chan result, 2)
+	waitFor(t, s, "one", &strategy.Request{}, nil, nil, out)
+	waitFor(t, s, "two", &strategy.Request{}, nil, nil, out)
+	s.Queue.Configure(registry.Queue{})
+	for range 2 {
+		if r := <-out; !errors.Is(r.err, ErrOverloaded) || r.m != nil {
+			t.Fatalf("call %s got %v, %v; want ErrOverloaded", r.name, r.m, r.err)
 		}
-		held.Release()
-		if got := inflight(s)[0]; got != 0 {
-			t.Fatalf("in flight %d, want 0", got)
-		}
-	})
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d, want 0", got)
+	}
 }
 
 // A waiting call that avoids the freed member (it failed there) lets a
 // later call take the room.
 func TestQueueExcludedMemberGoesToAnotherCall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, _ := queued(t, 2, 1, long(registry.QueueFIFO))
-		a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		out := make(chan result, 2)
-		waitFor(t, s, "avoids a", &strategy.Request{}, []*Member{a}, nil, out)
-		waitFor(t, s, "any", &strategy.Request{}, nil, nil, out)
-		a.Release()
-		if r := <-out; r.name != "any" || r.m != a {
-			t.Fatalf("got %s on %v, want any on member a", r.name, r.m)
-		}
-		b.Release()
-		if r := <-out; r.name != "avoids a" || r.m != b {
-			t.Fatalf("got %s on %v, want avoids a on member b", r.name, r.m)
-		}
-	})
+	synctest.Test(t, queueExcludedMemberGoesToAnotherCall)
+}
+
+func queueExcludedMemberGoesToAnotherCall(t *testing.T) {
+	s, _ := queued(t, 2, 1, long(registry.QueueFIFO))
+	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	out := make(chan result, 2)
+	waitFor(t, s, "avoids a", &strategy.Request{}, []*Member{a}, nil, out)
+	waitFor(t, s, "any", &strategy.Request{}, nil, nil, out)
+	a.Release()
+	if r := <-out; r.name != "any" || r.m != a {
+		t.Fatalf("got %s on %v, want any on member a", r.name, r.m)
+	}
+	b.Release()
+	if r := <-out; r.name != "avoids a" || r.m != b {
+		t.Fatalf("got %s on %v, want avoids a on member b", r.name, r.m)
+	}
 }
 
 // Many callers through a queue: no member ever goes over its limit, and
@@ -290,66 +296,66 @@ func TestQueueUnderContention(t *testing.T) {
 
 // A waiting call whose client reports itself gone (polled) stops waiting
 // and takes no member.
-func TestQueueClientGone(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
-		held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		var gone atomic.Bool
-		out := make(chan result, 1)
-		waitForClient(t, s, "gone", &strategy.Request{}, nil, Client{Gone: gone.Load}, out)
-		gone.Store(true)
-		r := <-out
-		var qe *QueueError
-		if !errors.As(r.err, &qe) || !qe.Canceled || r.m != nil {
-			t.Fatalf("got %v, %v; want a canceled QueueError", r.m, r.err)
-		}
-		held.Release()
-		if got := inflight(s)[0]; got != 0 {
-			t.Fatalf("in flight %d, want 0", got)
-		}
-	})
+func TestQueueClientGone(t *testing.T) { synctest.Test(t, queueClientGone) }
+
+func queueClientGone(t *testing.T) {
+	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	var gone atomic.Bool
+	out := make(chan result, 1)
+	waitForClient(t, s, "gone", &strategy.Request{}, nil, Client{Gone: gone.Load}, out)
+	gone.Store(true)
+	r := <-out
+	var qe *QueueError
+	if !errors.As(r.err, &qe) || !qe.Canceled || r.m != nil {
+		t.Fatalf("got %v, %v; want a canceled QueueError", r.m, r.err)
+	}
+	held.Release()
+	if got := inflight(s)[0]; got != 0 {
+		t.Fatalf("in flight %d, want 0", got)
+	}
 }
 
 // The queue sums the served calls' waits on its clock and counts them by
 // QueueWaitBounds; a call that finds room, or times out, is not counted.
-func TestQueueWaitTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s, clock := queued(t, 1, 1, long(registry.QueueFIFO))
-		held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := make(chan result, 2)
-		waitFor(t, s, "30ms", &strategy.Request{}, nil, nil, out)
-		clock.Advance(30 * time.Millisecond)
-		held.Release()
-		r := <-out
-		waitFor(t, s, "2min", &strategy.Request{}, nil, nil, out)
-		clock.Advance(2 * time.Minute)
-		r.m.Release()
-		r = <-out
-		st := s.Queue.Stats()
-		waited := (30*time.Millisecond + 2*time.Minute).Seconds()
-		if st.Served != 2 || st.WaitSeconds != waited {
-			t.Errorf("served %d, wait_seconds %v; want 2 and %v", st.Served, st.WaitSeconds, waited)
-		}
-		want := make([]uint64, len(QueueWaitBounds)+1)
-		want[6] = 1           // (20ms, 50ms]
-		want[len(want)-1] = 1 // above a minute
-		if len(st.WaitCounts) != len(want) {
+func TestQueueWaitTime(t *testing.T) { synctest.Test(t, queueWaitTime) }
+
+func queueWaitTime(t *testing.T) {
+	s, clock := queued(t, 1, 1, long(registry.QueueFIFO))
+	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan result, 2)
+	waitFor(t, s, "30ms", &strategy.Request{}, nil, nil, out)
+	clock.Advance(30 * time.Millisecond)
+	held.Release()
+	r := <-out
+	waitFor(t, s, "2min", &strategy.Request{}, nil, nil, out)
+	clock.Advance(2 * time.Minute)
+	r.m.Release()
+	r = <-out
+	st := s.Queue.Stats()
+	waited := (30*time.Millisecond + 2*time.Minute).Seconds()
+	if st.Served != 2 || st.WaitSeconds != waited {
+		t.Errorf("served %d, wait_seconds %v; want 2 and %v", st.Served, st.WaitSeconds, waited)
+	}
+	want := make([]uint64, len(QueueWaitBounds)+1)
+	want[6] = 1           // (20ms, 50ms]
+	want[len(want)-1] = 1 // above a minute
+	if len(st.WaitCounts) != len(want) {
+		t.Fatalf("wait counts %v, want %v", st.WaitCounts, want)
+	}
+	for i := range want {
+		if st.WaitCounts[i] != want[i] {
 			t.Fatalf("wait counts %v, want %v", st.WaitCounts, want)
 		}
-		for i := range want {
-			if st.WaitCounts[i] != want[i] {
-				t.Fatalf("wait counts %v, want %v", st.WaitCounts, want)
-			}
-		}
-		if QueueWaitBounds[6] != 50*time.Millisecond || QueueWaitBounds[5] != 20*time.Millisecond {
-			t.Fatalf("bounds %v: the test expects (20ms, 50ms] at 6", QueueWaitBounds)
-		}
-		r.m.Release()
-		if st := s.Queue.Stats(); st.Served != 2 || st.WaitSeconds != waited {
-			t.Errorf("after a release with nothing waiting: served %d, wait_seconds %v", st.Served, st.WaitSeconds)
-		}
-	})
+	}
+	if QueueWaitBounds[6] != 50*time.Millisecond || QueueWaitBounds[5] != 20*time.Millisecond {
+		t.Fatalf("bounds %v: the test expects (20ms, 50ms] at 6", QueueWaitBounds)
+	}
+	r.m.Release()
+	if st := s.Queue.Stats(); st.Served != 2 || st.WaitSeconds != waited {
+		t.Errorf("after a release with nothing waiting: served %d, wait_seconds %v", st.Served, st.WaitSeconds)
+	}
 }
