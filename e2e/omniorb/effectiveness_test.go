@@ -104,8 +104,8 @@ func TestOmniORBEffectiveness(t *testing.T) {
 					}
 				}
 			}
-			from := max(len(perSecond)/2, int(math.Ceil(lastMove.Seconds())))
-			steady := perSecond[min(from, len(perSecond)):]
+			from := min(max(len(perSecond)/2, int(math.Ceil(lastMove.Seconds()))), len(perSecond))
+			steady := perSecond[from:]
 			means := make([]float64, len(r.servers))
 			for _, row := range steady {
 				for j, n := range row {
@@ -117,8 +117,12 @@ func TestOmniORBEffectiveness(t *testing.T) {
 			for sec, row := range perSecond {
 				fmt.Fprintf(&report, "  %2d %s\n", sec+1, joinInts(row))
 			}
-			fmt.Fprintf(&report, "  last move at %.1f s; steady from second %d: means %.1f, dispersion (CV) %.3f; client moves %d; failed calls %d\n",
-				lastMove.Seconds(), from+1, means, cv, moves, failed)
+			if len(steady) == 0 {
+				fmt.Fprintf(&report, "  last move at %.1f s: no steady window; client moves %d; failed calls %d\n", lastMove.Seconds(), moves, failed)
+			} else {
+				fmt.Fprintf(&report, "  last move at %.1f s; steady from second %d: means %.1f, dispersion (CV) %.3f; client moves %d; failed calls %d\n",
+					lastMove.Seconds(), from+1, means, cv, moves, failed)
+			}
 			if failed != 0 {
 				t.Errorf("%d calls failed", failed)
 			}
