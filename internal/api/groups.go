@@ -37,8 +37,16 @@ func (s *server) getGroup(w http.ResponseWriter, r *http.Request) {
 func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var gs registry.Group
-	if fe := decodeJSON(w, r, s.opts.MaxBodyBytes, &gs); fe != nil {
+	data, fe := readBody(w, r, s.opts.MaxBodyBytes)
+	if fe == nil {
+		fe = unmarshalStrict(data, &gs)
+	}
+	if fe != nil {
 		writeError(w, http.StatusBadRequest, jsonBodyError(fe))
+		return
+	}
+	if fe := zeroReplicaWeight(data); fe != nil {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, fe))
 		return
 	}
 	if gs.Name != "" && gs.Name != name {

@@ -124,6 +124,7 @@ func TestGroupBadInput(t *testing.T) {
 		{"bad duration", "PUT", "/v1/groups/x", `{"front_door":"127.0.0.1:0","report_interval":"fast"}`, 400, "invalid_json", "report_interval", "duration"},
 		{"numeric duration", "PUT", "/v1/groups/x", `{"front_door":"127.0.0.1:0","timeouts":{"connect":5}}`, 400, "invalid_json", "timeouts.connect", "duration"},
 		{"bad replica", "PUT", "/v1/groups/x", `{"front_door":"127.0.0.1:0","replicas":[{"address":"http://a:1"},{"address":"nope"}]}`, 400, "invalid_value", "replicas[1].address", "http://"},
+		{"replica weight zero", "PUT", "/v1/groups/x", `{"front_door":"127.0.0.1:0","replicas":[{"address":"http://a:1","weight":2},{"address":"http://a:2","weight":0}]}`, 400, "invalid_value", "replicas[1].weight", "leave weight out"},
 		{"name mismatch", "PUT", "/v1/groups/x", `{"name":"y","front_door":"127.0.0.1:0"}`, 400, "invalid_value", "name", "path"},
 		{"bad name", "PUT", "/v1/groups/Bad_Name", group(nil), 400, "invalid_value", "name", "[a-z0-9-]+"},
 		{"no front door", "PUT", "/v1/groups/x", `{}`, 400, "invalid_value", "front_door", "host:port"},

@@ -19,8 +19,16 @@ type replicaState struct {
 // "replace" took over an existing registration of the same address.
 func (s *server) register(w http.ResponseWriter, r *http.Request) {
 	var reg protocol.Registration
-	if fe := decodeJSON(w, r, s.opts.MaxBodyBytes, &reg); fe != nil {
+	data, fe := readBody(w, r, s.opts.MaxBodyBytes)
+	if fe == nil {
+		fe = unmarshalStrict(data, &reg)
+	}
+	if fe != nil {
 		writeError(w, http.StatusBadRequest, jsonBodyError(fe))
+		return
+	}
+	if fe := zeroWeight(data); fe != nil {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, fe))
 		return
 	}
 	name := r.PathValue("name")

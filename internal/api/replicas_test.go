@@ -86,6 +86,9 @@ func TestRegisterBadInput(t *testing.T) {
 		{"no address", "/v1/groups/g/replicas", `{}`, 400, "invalid_value", "address"},
 		{"bad address", "/v1/groups/g/replicas", `{"address":"127.0.0.1:9001"}`, 400, "invalid_value", "address"},
 		{"bad weight", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","weight":-1}`, 400, "invalid_value", "weight"},
+		{"weight zero", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","weight":0}`, 400, "invalid_value", "weight"},
+		{"weight zero as a float", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","weight":0.0}`, 400, "invalid_value", "weight"},
+		{"weight zero in another case", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","Weight":-0}`, 400, "invalid_value", "weight"},
 		{"bad mode", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","monitor":{"mode":"poll"}}`, 400, "invalid_value", "monitor.mode"},
 		{"pull without url", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","monitor":{"mode":"pull"}}`, 400, "invalid_value", "monitor.url"},
 	}

@@ -476,6 +476,10 @@ refused unless --replace is given.`,
   fulcrum ctl add prime http://127.0.0.1:9003 --pull http://127.0.0.1:9003/fulcrum/load`,
 		Args: exactArgs("GROUP", "ADDRESS"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("weight") && weight == 0 {
+				// A zero weight is sent as no weight at all (the default of 1).
+				return usageErr(cmd, "--weight 0: must be in (0, 1000000]; leave --weight out for 1")
+			}
 			reg := protocol.Registration{Address: args[1], Weight: weight, Replace: replace}
 			if pullURL != "" {
 				reg.Monitor = protocol.MonitorSpec{Mode: protocol.MonitorPull, URL: pullURL}

@@ -257,6 +257,7 @@ func TestCtlErrors(t *testing.T) {
 		{"queue without max inflight", []string{"set", "g", "--queue-limit", "10"}, 1, []string{"queue.limit", "400"}},
 		{"unknown flag", []string{"groups", "--frobnicate"}, 2, []string{"frobnicate"}},
 		{"bad weight", []string{"add", "g", "http://127.0.0.1:9002", "--weight", "heavy"}, 2, []string{"weight"}},
+		{"zero weight", []string{"add", "g", "http://127.0.0.1:9002", "--weight", "0"}, 2, []string{"--weight 0", "leave --weight out"}},
 		{"unknown command", []string{"frobnicate"}, 2, []string{"unknown command"}},
 		{"apply without file", []string{"apply"}, 2, []string{"-f FILE"}},
 		{"bad duration", []string{"create", "h", "--front-door", "127.0.0.1:0", "--report-interval", "soon"}, 2, []string{"report-interval"}},

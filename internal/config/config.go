@@ -115,6 +115,9 @@ func Parse(name string, data []byte) (File, error) {
 		if err := dec.Decode(&f); err != nil {
 			return File{}, decodeError(name, root, err)
 		}
+		if err := checkZeroWeights(root); err != nil {
+			return File{}, fieldError(name, root, f, err)
+		}
 	}
 	for i := range f.Groups {
 		f.Groups[i] = f.Groups[i].WithDefaults()
