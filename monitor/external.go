@@ -49,6 +49,9 @@ func (m *Monitor) closeExternalWindowLocked(now time.Time) protocol.Report {
 	metrics := make(map[string]float64, len(raw))
 	for k, v := range raw {
 		if k != "" && !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 {
+			if protocol.IsShareMetric(k) {
+				v = min(v, 1) // the balancer refuses shares far above 1
+			}
 			metrics[k] = v
 		}
 	}
@@ -68,6 +71,7 @@ func (m *Monitor) closeExternalWindowLocked(now time.Time) protocol.Report {
 	if math.IsNaN(load) || math.IsInf(load, 0) || load < 0 {
 		load = 0
 	}
+	load = min(load, protocol.MaxLoad)
 	if lat, ok := metrics[protocol.MetricLatencyMS]; ok {
 		m.latency, m.haveLatency = lat, true
 	}

@@ -78,3 +78,30 @@ type fixedClock struct{ t *time.Time }
 
 func (c fixedClock) Now() time.Time                     { return *c.t }
 func (fixedClock) After(time.Duration) <-chan time.Time { return nil }
+
+// TestExternalClampsShares: a supplied share above 1 is sent as 1 and a
+// supplied load above protocol.MaxLoad as MaxLoad, so that the balancer,
+// which refuses shares above protocol.MaxShare and loads above MaxLoad,
+// takes the report.
+func TestExternalClampsShares(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	m, err := NewExternal(Options{
+		Token: "t", Mode: protocol.MonitorPull, PullURL: "http://replica/fulcrum/report", Load: LoadRate,
+		Clock: fixedClock{&now},
+	}, func(time.Time) map[string]float64 {
+		return map[string]float64{protocol.MetricCPU: 3, protocol.MetricUtilization: 0.5, protocol.MetricRPS: 1e300}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	rec := httptest.NewRecorder()
+	m.PullHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/fulcrum/report", nil))
+	rep, err := protocol.DecodeReport(rec.Body.Bytes())
+	if err != nil {
+		t.Fatalf("the balancer would refuse the report %s: %v", rec.Body.Bytes(), err)
+	}
+	if rep.Metrics[protocol.MetricCPU] != 1 || rep.Metrics[protocol.MetricUtilization] != 0.5 || rep.Load != protocol.MaxLoad {
+		t.Fatalf("report %+v, want cpu 1, utilization 0.5, load MaxLoad", rep)
+	}
+}

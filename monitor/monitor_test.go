@@ -480,9 +480,16 @@ func TestLoadSources(t *testing.T) {
 		value = math.NaN()
 		mu.Unlock()
 		rp.reportNow(t, time.Second)
+		mu.Lock()
+		value = 1e300
+		mu.Unlock()
+		rp.reportNow(t, time.Second)
 		_, reps, _ := admin.snapshot()
 		if reps[0].Report.Load != 42 || reps[1].Report.Load != 0 {
 			t.Fatalf("loads %v, %v; want 42 then 0 for NaN", reps[0].Report.Load, reps[1].Report.Load)
+		}
+		if reps[2].Report.Load != protocol.MaxLoad {
+			t.Fatalf("load %v for 1e300, want protocol.MaxLoad (the balancer refuses more)", reps[2].Report.Load)
 		}
 	})
 }

@@ -177,6 +177,7 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 	if math.IsNaN(load) || math.IsInf(load, 0) || load < 0 {
 		load = 0
 	}
+	load = min(load, protocol.MaxLoad) // the balancer refuses more
 	top := m.rates
 	if len(top) > m.opts.TopClients {
 		top = top[:m.opts.TopClients:m.opts.TopClients]

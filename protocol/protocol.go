@@ -149,8 +149,10 @@ func formatValue(v any) string {
 	}
 }
 
-// Validate checks a decoded report: finite, non-negative numbers, bounded
-// client list, client ids present.
+// Validate checks a decoded report: finite, non-negative numbers, the
+// load and client rates at most MaxLoad and MaxRate, share metrics (cpu,
+// utilization, bw, cpu_other) in [0, MaxShare], bounded client list,
+// client ids present.
 func (r *Report) Validate() error {
 	if !finiteNonNeg(r.Load) {
 		return &FieldError{Field: "load", Value: r.Load, Allowed: "must be a finite number >= 0"}
@@ -174,12 +176,13 @@ func (r *Report) Validate() error {
 			return &FieldError{Field: fmt.Sprintf("clients[%d].rate", i), Value: c.Rate, Allowed: "must be a finite number >= 0"}
 		}
 	}
-	return nil
+	return r.checkBounds()
 }
 
 func finiteNonNeg(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 
-// DecodeReport decodes and validates a JSON report: a single JSON object
+// DecodeReport decodes and validates a JSON report (share metrics in
+// (1, MaxShare] come back as 1): a single JSON object
 // with a required "load" and optional "metrics" and "clients". Keys match
 // exactly (no case folding) and unknown keys are rejected, so that a typo
 // in a monitor is caught, not ignored. Errors are *FieldError naming the
@@ -242,6 +245,7 @@ func DecodeReport(data []byte) (Report, error) {
 	if err := r.Validate(); err != nil {
 		return Report{}, err
 	}
+	r.clampShares()
 	return r, nil
 }
 

@@ -29,6 +29,9 @@ func TestDecodeReportGood(t *testing.T) {
 		{"empty metrics and clients", `{"clients": [], "metrics": {}, "load": 1}`, Report{Load: 1, Metrics: map[string]float64{}, Clients: []ClientRate{}}},
 		{"surrounding space", " \n{\"load\": 1}\n ", Report{Load: 1}},
 		{"exponent", `{"load": 1e3}`, Report{Load: 1000}},
+		{"shares up to 1.5 clamped to 1", `{"load": 1, "metrics": {"cpu": 1.2, "utilization": 1.5, "bw": 1, "cpu_other": 0, "rps": 7}}`,
+			Report{Load: 1, Metrics: map[string]float64{"cpu": 1, "utilization": 1, "bw": 1, "cpu_other": 0, "rps": 7}}},
+		{"largest load and rate", `{"load": 1e12, "clients": [{"id": "c", "rate": 1e12}]}`, Report{Load: 1e12, Clients: []ClientRate{{"c", 1e12}}}},
 		{"id of 128 bytes", `{"load": 1, "clients": [{"id": "` + strings.Repeat("x", 128) + `", "rate": 1}]}`,
 			Report{Load: 1, Clients: []ClientRate{{strings.Repeat("x", 128), 1}}}},
 	}
@@ -69,6 +72,14 @@ func TestDecodeReportErrors(t *testing.T) {
 		{"load null", `{"load": null}`, "load", `load: invalid value null, must be a finite number`},
 		{"load negative", `{"load": -0.5}`, "load", `load: invalid value -0.5, must be a finite number >= 0`},
 		{"load overflow", `{"load": 1e999}`, "load", `load: invalid value 1e999, must be a finite number`},
+		{"load absurd", `{"load": 1e308}`, "load", `load: invalid value 1e+308, must be a finite number in [0, 1e+12]`},
+		{"load above max", `{"load": 1.000001e12}`, "load", `load: invalid value 1.000001e+12, must be a finite number in [0, 1e+12]`},
+		{"cpu far above 1", `{"load": 1, "metrics": {"cpu": 5}}`, "metrics.cpu", `metrics.cpu: invalid value 5, must be a share in [0, 1] (up to 1.5 is taken as 1)`},
+		{"utilization above 1.5", `{"load": 1, "metrics": {"utilization": 1.51}}`, "metrics.utilization", `metrics.utilization: invalid value 1.51, must be a share in [0, 1] (up to 1.5 is taken as 1)`},
+		{"bw negative", `{"load": 1, "metrics": {"bw": -0.01}}`, "metrics.bw", `metrics.bw: invalid value -0.01, must be a share in [0, 1] (up to 1.5 is taken as 1)`},
+		{"cpu_other above 1.5", `{"load": 1, "metrics": {"cpu_other": 2}}`, "metrics.cpu_other", `metrics.cpu_other: invalid value 2, must be a share in [0, 1] (up to 1.5 is taken as 1)`},
+		{"first bad share by name", `{"load": 1, "metrics": {"utilization": 9, "cpu": 9, "bw": 9}}`, "metrics.bw", `metrics.bw: invalid value 9, must be a share in [0, 1] (up to 1.5 is taken as 1)`},
+		{"client rate absurd", `{"load": 1, "clients": [{"id": "a", "rate": 1e300}]}`, "clients[0].rate", `clients[0].rate: invalid value 1e+300, must be a finite number of calls/s in [0, 1e+12]`},
 		{"unknown key", `{"load": 1, "lod": 2}`, "lod", `lod: invalid value "unknown field", must be one of: load, metrics, clients`},
 		{"key case", `{"Load": 1}`, "Load", `Load: invalid value "unknown field", must be one of: load, metrics, clients`},
 		{"metrics not object", `{"load": 1, "metrics": [1]}`, "metrics", `metrics: invalid value [1], must be an object of metric names to numbers`},
@@ -122,6 +133,9 @@ func TestReportValidate(t *testing.T) {
 		{"NaN metric", Report{Metrics: map[string]float64{"cpu": math.NaN()}}, "metrics.cpu"},
 		{"infinite rate", Report{Clients: []ClientRate{{"a", math.Inf(1)}}}, "clients[0].rate"},
 		{"too many clients", Report{Clients: make([]ClientRate, MaxReportClients+1)}, "clients"},
+		{"load above max", Report{Load: MaxLoad * 2}, "load"},
+		{"share above max", Report{Metrics: map[string]float64{"cpu": MaxShare + 0.1}}, "metrics.cpu"},
+		{"rate above max", Report{Clients: []ClientRate{{"a", MaxRate * 2}}}, "clients[0].rate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
