@@ -184,8 +184,9 @@ func finiteNonNeg(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) &
 // DecodeReport decodes and validates a JSON report (share metrics in
 // (1, MaxShare] come back as 1): a single JSON object
 // with a required "load" and optional "metrics" and "clients". Keys match
-// exactly (no case folding) and unknown keys are rejected, so that a typo
-// in a monitor is caught, not ignored. Errors are *FieldError naming the
+// exactly (no case folding), unknown keys are rejected, so that a typo in
+// a monitor is caught, not ignored, and so is a key twice in one object
+// (UniqueKeys). Errors are *FieldError naming the
 // field by its path, such as "clients[3].rate".
 func DecodeReport(data []byte) (Report, error) {
 	if len(data) > MaxReportBytes {
@@ -197,6 +198,9 @@ func DecodeReport(data []byte) (Report, error) {
 	}
 	if top == nil {
 		return Report{}, &FieldError{Field: "body", Value: jsonText("null"), Allowed: "must be a JSON object"}
+	}
+	if err := UniqueKeys(data, false); err != nil {
+		return Report{}, err
 	}
 	if err := knownKeys("", top, "load", "metrics", "clients"); err != nil {
 		return Report{}, err

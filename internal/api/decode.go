@@ -31,8 +31,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *pro
 }
 
 // decodeJSON reads one JSON object from r's body into dst (a pointer to a
-// struct), rejecting unknown fields, wrong types, trailing data and bodies
-// over limit. The error names the offending field as the client wrote it.
+// struct), rejecting unknown fields, wrong types, a key twice in one
+// object (keys that differ only in case included: they name the same
+// field), trailing data and bodies over limit. The error names the
+// offending field as the client wrote it.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, dst any) *protocol.FieldError {
 	data, fe := readBody(w, r, limit)
 	if fe != nil {
@@ -55,8 +57,15 @@ func unmarshalStrict(data []byte, dst any) *protocol.FieldError {
 	if err := dec.Decode(dst); err != nil {
 		return jsonError(err, data, reflect.TypeOf(dst))
 	}
-	if dec.More() {
+	if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 { // JSON's whitespace
 		return &protocol.FieldError{Field: "body", Allowed: "must be a single JSON object (there is data after it)"}
+	}
+	if err := protocol.UniqueKeys(data, true); err != nil {
+		var fe *protocol.FieldError
+		if errors.As(err, &fe) {
+			return &protocol.FieldError{Field: fe.Field, Allowed: "is a duplicate key: a key must appear only once in its object (compared without case)"}
+		}
+		return &protocol.FieldError{Field: "body", Allowed: err.Error()}
 	}
 	return nil
 }

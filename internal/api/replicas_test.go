@@ -89,6 +89,9 @@ func TestRegisterBadInput(t *testing.T) {
 		{"weight zero", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","weight":0}`, 400, "invalid_value", "weight"},
 		{"weight zero as a float", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","weight":0.0}`, 400, "invalid_value", "weight"},
 		{"weight zero in another case", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","Weight":-0}`, 400, "invalid_value", "weight"},
+		{"duplicate address", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","address":"http://127.0.0.1:7070"}`, 400, "invalid_json", "address"},
+		{"duplicate address in another case", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","Address":"http://127.0.0.1:7070"}`, 400, "invalid_json", "Address"},
+		{"duplicate monitor key", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","monitor":{"mode":"push","mode":"pull"}}`, 400, "invalid_json", "monitor.mode"},
 		{"bad mode", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","monitor":{"mode":"poll"}}`, 400, "invalid_value", "monitor.mode"},
 		{"pull without url", "/v1/groups/g/replicas", `{"address":"http://127.0.0.1:9001","monitor":{"mode":"pull"}}`, 400, "invalid_value", "monitor.url"},
 	}

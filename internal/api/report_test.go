@@ -70,6 +70,9 @@ func TestReportBadInput(t *testing.T) {
 		{"unknown field", r.Token, `{"load":1,"lod":2}`, 400, "invalid_json", "lod"},
 		{"wrong type", r.Token, `{"load":"high"}`, 400, "invalid_json", "load"},
 		{"negative load", r.Token, `{"load":-1}`, 400, "invalid_value", "load"},
+		{"duplicate load", r.Token, `{"load":1,"load":2}`, 400, "invalid_json", "load"},
+		{"duplicate metric", r.Token, `{"load":1,"metrics":{"cpu":0.1,"cpu":0.9}}`, 400, "invalid_json", "metrics.cpu"},
+		{"duplicate client key", r.Token, `{"load":1,"clients":[{"id":"a","rate":1,"id":"b"}]}`, 400, "invalid_json", "clients[0].id"},
 		{"client without id", r.Token, `{"load":1,"clients":[{"rate":1}]}`, 400, "invalid_value", "clients[0].id"},
 		{"oversized", r.Token, `{"load":1,"clients":[` + strings.Repeat(`{"id":"c","rate":1},`, protocol.MaxReportBytes/20) + `{"id":"c","rate":1}]}`, 400, "invalid_json", "body"},
 	}
