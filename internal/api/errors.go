@@ -87,8 +87,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		fe  *protocol.FieldError
 		pe  *strategy.ParamError
 		dup *balancer.DuplicateAddressError
+		le  *balancer.LoopError
 	)
 	switch {
+	case errors.As(err, &le):
+		writeError(w, http.StatusBadRequest, apiError{Code: codeInvalidValue, Message: message(err), Field: le.Field, Allowed: le.Allowed()})
 	case errors.As(err, &fe):
 		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, fe))
 	case errors.As(err, &pe):

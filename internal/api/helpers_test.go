@@ -44,6 +44,7 @@ func newEnv(t *testing.T, opts api.Options, bopts balancer.Options) *env {
 	bopts.Store = st
 	bopts.Logger = log
 	bopts.AdminURL = "http://" + srv.Listener.Addr().String()
+	bopts.AdminAddr = srv.Listener.Addr().String()
 	b, err := balancer.New(bopts)
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,14 @@ type Options struct {
 	// AdminURL is the admin API's public base URL, used in registration
 	// answers (report_url).
 	AdminURL string
+	// AdminAddr is the admin API's listen address as bound (host:port);
+	// replica addresses that lead to it are refused (LoopError), as are
+	// ones that lead to a front door. Empty: not checked.
+	AdminAddr string
+	// Local returns the machine's interface addresses and names, against
+	// which replica addresses are checked for loops; net.InterfaceAddrs
+	// and os.Hostname when nil.
+	Local func() registry.Local
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Rand seeds strategies; a time-seeded source when nil.
@@ -157,6 +165,9 @@ func (b *Balancer) ApplyConfig(groups []registry.Group) error {
 		gs = gs.WithDefaults()
 		gs.Source = registry.SourceConfig
 		if err := gs.Validate(); err != nil {
+			return fmt.Errorf("group %s: %w", gs.Name, err)
+		}
+		if err := b.checkGroupLoops(gs); err != nil {
 			return fmt.Errorf("group %s: %w", gs.Name, err)
 		}
 		if old, err := b.reg.GetGroup(gs.Name); err == nil && !sameSettings(old.WithDefaults(), gs) {
@@ -305,6 +316,9 @@ func (b *Balancer) PutGroup(gs registry.Group) (GroupStatus, bool, error) {
 	gs = gs.WithDefaults()
 	gs.Source = registry.SourceAPI
 	if err := gs.Validate(); err != nil {
+		return GroupStatus{}, false, err
+	}
+	if err := b.checkGroupLoops(gs); err != nil {
 		return GroupStatus{}, false, err
 	}
 	b.mu.RLock()

@@ -26,6 +26,9 @@ func (b *Balancer) Register(groupName string, reg protocol.Registration) (protoc
 	if err := registry.ValidateAddress(proto, reg.Address); err != nil {
 		return protocol.Registered{}, false, &protocol.FieldError{Field: "address", Value: reg.Address, Allowed: err.Error()}
 	}
+	if err := checkReplicaLoop("address", proto, reg.Address, b.listeners("", ""), b.local()); err != nil {
+		return protocol.Registered{}, false, err
+	}
 	if err := registry.ValidateWeight(reg.Weight); err != nil {
 		return protocol.Registered{}, false, &protocol.FieldError{Field: "weight", Value: reg.Weight, Allowed: err.Error()}
 	}

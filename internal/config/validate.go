@@ -72,7 +72,7 @@ func (f File) Validate() error {
 		}
 		doors = append(doors, listener{owner: path, addr: g.FrontDoor})
 	}
-	return nil
+	return checkLoops(f)
 }
 
 // listener is an address some part of the balancer listens on.

@@ -1,0 +1,59 @@
+package balancer_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/store"
+)
+
+// TestApplyConfigRefusesLoops: config groups are checked against what the
+// config package cannot know: the machine's interface addresses (here a
+// fake one) and the admin API's bound address. The error names the group,
+// the replica field and what listens there.
+func TestApplyConfigRefusesLoops(t *testing.T) {
+	t.Parallel()
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b, err := balancer.New(balancer.Options{
+		Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		AdminAddr: "0.0.0.0:7070",
+		Local:     func() registry.Local { return registry.Local{Addrs: []netip.Addr{netip.MustParseAddr("10.1.2.3")}} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+	}()
+	ok := registry.Group{Name: "ok", FrontDoor: "127.0.0.1:0", Replicas: []registry.StaticReplica{{Address: "http://10.1.2.4:7070"}}}
+	bad := registry.Group{Name: "web", FrontDoor: "127.0.0.1:0", Replicas: []registry.StaticReplica{
+		{Address: "http://10.9.9.9:7070"}, {Address: "http://10.1.2.3:7070"},
+	}}
+	err = b.ApplyConfig([]registry.Group{ok, bad})
+	var le *balancer.LoopError
+	if !errors.As(err, &le) || le.Field != "replicas[1].address" || le.Target.Name != "admin API" {
+		t.Fatalf("ApplyConfig = %v, want a LoopError for replicas[1].address at the admin API", err)
+	}
+	for _, want := range []string{"group web", "replicas[1].address", "http://10.1.2.3:7070", "admin API", "0.0.0.0:7070"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := b.Group("web"); !errors.Is(err, balancer.ErrUnknownGroup) {
+		t.Errorf("group web exists after the refusal: %v", err)
+	}
+}
