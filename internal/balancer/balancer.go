@@ -181,8 +181,17 @@ func (b *Balancer) ApplyConfig(groups []registry.Group) error {
 }
 
 // Start starts every group's front door and loops. It fails if a front
-// door cannot listen.
+// door cannot listen. Stored replicas whose address leads back into the
+// balancer, as its listeners are now bound, are removed (loop.go).
 func (b *Balancer) Start() error {
+	if err := b.startGroups(); err != nil {
+		return err
+	}
+	b.dropLoopingReplicas()
+	return nil
+}
+
+func (b *Balancer) startGroups() error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	names := make([]string, 0, len(b.groups))
@@ -334,6 +343,7 @@ func (b *Balancer) PutGroup(gs registry.Group) (GroupStatus, bool, error) {
 	if err != nil {
 		return GroupStatus{}, false, err
 	}
+	b.dropLoopingReplicas() // a front door on port 0 may have got a replica's port
 	st := g.status()
 	st.Warning = warning
 	return st, created, nil

@@ -165,3 +165,41 @@ func (b *Balancer) local() registry.Local {
 	}
 	return localMachine()
 }
+
+// dropLoopingReplicas removes every replica whose address leads to one of
+// the balancer's listeners as bound: one registered before such addresses
+// were refused, or one at the port a front door on port 0 has just been
+// given. Each removal is logged as an error.
+func (b *Balancer) dropLoopingReplicas() {
+	ls := b.listeners("", "")
+	local := b.local()
+	b.mu.RLock()
+	groups := make([]*group, 0, len(b.groups))
+	for _, g := range b.groups {
+		groups = append(groups, g)
+	}
+	b.mu.RUnlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		dropped := false
+		for _, m := range append([]*member(nil), g.order...) {
+			l, loops := registry.LoopTarget(g.spec.Protocol, m.rec.Address, ls, local)
+			if !loops {
+				continue
+			}
+			g.removeMemberLocked(m)
+			b.forgetToken(m)
+			if err := b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
+				b.log.Error("cannot delete replica from store", "group", g.name, "replica", m.rec.ID, "err", err)
+			}
+			b.log.Error("replica address leads back into the balancer; replica removed", "group", g.name, "replica", m.rec.ID,
+				"address", m.rec.Address, "listener", l.Name, "listening", l.Addr)
+			dropped = true
+		}
+		if dropped {
+			g.membershipChangedLocked()
+			g.emitLocked("membership", g.membersEventLocked())
+		}
+		g.mu.Unlock()
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // TestApplyConfigRefusesLoops: config groups are checked against what the
@@ -56,4 +57,64 @@ func TestApplyConfigRefusesLoops(t *testing.T) {
 	if _, err := b.Group("web"); !errors.Is(err, balancer.ErrUnknownGroup) {
 		t.Errorf("group web exists after the refusal: %v", err)
 	}
+}
+
+// TestStartDropsLoopingReplicas: a replica stored before such addresses
+// were refused, whose address leads to one of the balancer's listeners as
+// bound at the next start, is removed at Start; the others stay.
+func TestStartDropsLoopingReplicas(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	run := func(adminAddr string, do func(b *balancer.Balancer)) {
+		t.Helper()
+		st, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		b, err := balancer.New(balancer.Options{Store: st, Logger: log, AdminAddr: adminAddr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Start(); err != nil {
+			t.Fatal(err)
+		}
+		do(b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := b.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keep, drop string
+	run("", func(b *balancer.Balancer) {
+		if _, _, err := b.PutGroup(registry.Group{Name: "g", FrontDoor: "127.0.0.1:0"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, addr := range []string{"http://127.0.0.1:9001", "http://localhost:7999"} {
+			r, _, err := b.Register("g", protocol.Registration{Address: addr})
+			if err != nil {
+				t.Fatalf("register %s without an admin address to check: %v", addr, err)
+			}
+			if addr == "http://127.0.0.1:9001" {
+				keep = r.ID
+			} else {
+				drop = r.ID
+			}
+		}
+	})
+	run("127.0.0.1:7999", func(b *balancer.Balancer) {
+		st, err := b.Group("g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range st.Replicas {
+			ids = append(ids, r.ID)
+		}
+		if len(ids) != 1 || ids[0] != keep {
+			t.Fatalf("replicas after restart %v, want only %s (%s leads to the admin API)", ids, keep, drop)
+		}
+	})
 }
