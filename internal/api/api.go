@@ -56,8 +56,9 @@ const (
 	admin
 	// joiner routes take the admin token or a join token of the group.
 	joiner
-	// self routes take the admin token, a join token of the group, or the
-	// replica's own token ({name} and {id} in the path).
+	// self routes take the admin token, the join token of the group that
+	// registered the replica, or the replica's own token ({name} and {id}
+	// in the path).
 	self
 	// drainSelf routes take the admin token or the replica's own token.
 	drainSelf

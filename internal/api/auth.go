@@ -71,7 +71,7 @@ func (a authenticator) allowed(acc access, r *http.Request) bool {
 	case joiner:
 		return a.b.JoinAllowed(name, token)
 	case self:
-		return a.b.JoinAllowed(name, token) || a.b.ReplicaTokenAllowed(name, id, token)
+		return a.b.JoinMayRemove(name, id, token) || a.b.ReplicaTokenAllowed(name, id, token)
 	case drainSelf:
 		return a.b.ReplicaTokenAllowed(name, id, token)
 	}
@@ -87,7 +87,7 @@ func (s *server) guard(acc access, h func(*server, http.ResponseWriter, *http.Re
 			case joiner:
 				msg = "registering a replica needs the admin token or a join token as \"Authorization: Bearer <token>\""
 			case self:
-				msg = "removing a replica needs the admin token, a join token or the replica's own token as \"Authorization: Bearer <token>\""
+				msg = "removing a replica needs the admin token, the join token that registered it or the replica's own token as \"Authorization: Bearer <token>\""
 			case drainSelf:
 				msg = "draining a replica needs the admin token or the replica's own token as \"Authorization: Bearer <token>\""
 			case stream:
@@ -101,4 +101,15 @@ func (s *server) guard(acc access, h func(*server, http.ResponseWriter, *http.Re
 		}
 		h(s, w, r)
 	})
+}
+
+// joinToken is the bearer token of r when it is a join token of group
+// name and not the admin token: the token a replica registers with, which
+// may later remove it. "" otherwise.
+func (a authenticator) joinToken(r *http.Request, name string) string {
+	token := bearer(r)
+	if token == "" || a.isAdmin(token) || !a.b.JoinAllowed(name, token) {
+		return ""
+	}
+	return token
 }

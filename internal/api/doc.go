@@ -12,8 +12,10 @@
 //
 // Authorisation: when Options.AdminToken is set, every route but /healthz,
 // /readyz and /v1/openapi.yaml needs "Authorization: Bearer <admin token>".
-// Registering a replica also accepts a join token; a replica's own token may
-// drain and deregister it; POST /v1/report takes only replica tokens.
+// Registering a replica also accepts a join token, which may then
+// deregister the replicas it registered (and no others); a replica's own
+// token may drain and deregister it; POST /v1/report takes only replica
+// tokens.
 //
 // Errors are always {"error": {"code", "message", "field"?, "allowed"?,
 // "existing_id"?}} with the status the code implies (see errors.go).

@@ -104,6 +104,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownGroup, Message: message(err)})
 	case errors.Is(err, balancer.ErrUnknownReplica):
 		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownReplica, Message: message(err)})
+	case errors.Is(err, balancer.ErrNotRegistrar):
+		writeError(w, http.StatusUnauthorized, apiError{Code: codeUnauthorized, Message: message(err)})
 	case errors.Is(err, balancer.ErrUnknownToken):
 		writeError(w, http.StatusUnauthorized, apiError{Code: codeUnauthorized, Message: "the bearer token is not a registered replica's token"})
 	case errors.Is(err, balancer.ErrFrontDoor):

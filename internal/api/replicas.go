@@ -32,7 +32,7 @@ func (s *server) register(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	out, created, err := s.b.Register(name, reg)
+	out, created, err := s.b.RegisterWithJoinToken(name, reg, s.auth.joinToken(r, name))
 	if err != nil {
 		s.fail(w, r, err)
 		return

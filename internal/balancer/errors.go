@@ -17,6 +17,9 @@ var (
 	ErrFrontDoor = errors.New("balancer: front door unavailable")
 	// ErrClosed: the balancer is shutting down (503).
 	ErrClosed = errors.New("balancer: shutting down")
+	// ErrNotRegistrar: a join token tried to replace a registration
+	// another join token made (401).
+	ErrNotRegistrar = errors.New("balancer: a join token may not replace a registration made with another join token")
 )
 
 // DuplicateAddressError is returned when a replica registers an address

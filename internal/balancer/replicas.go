@@ -13,6 +13,19 @@ import (
 // reg.Replace is set: then the existing replica keeps its id, gets a fresh
 // token and the old one is revoked (created is false).
 func (b *Balancer) Register(groupName string, reg protocol.Registration) (protocol.Registered, bool, error) {
+	return b.RegisterWithJoinToken(groupName, reg, "")
+}
+
+// RegisterWithJoinToken is Register by a caller that presented joinToken
+// (a join token of the group; "" for the admin token or none): the
+// replica remembers it, so that the same join token, and no other, may
+// remove it later (JoinMayRemove). A replace is a registration too: it
+// makes the replica the replacing join token's (or, by the admin token,
+// no join token's). A join token may not replace a registration another
+// join token made (ErrNotRegistrar); it may replace one made with the
+// admin token or declared in the config, which is how the monitor of a
+// static replica gets its token.
+func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registration, joinToken string) (protocol.Registered, bool, error) {
 	g, err := b.group(groupName)
 	if err != nil {
 		return protocol.Registered{}, false, err
@@ -49,6 +62,14 @@ func (b *Balancer) Register(groupName string, reg protocol.Registration) (protoc
 		g.mu.Unlock()
 		return protocol.Registered{}, false, &DuplicateAddressError{Group: groupName, Address: reg.Address, ExistingID: existing.rec.ID}
 	}
+	joinHash := ""
+	if joinToken != "" {
+		joinHash = registry.HashToken(joinToken)
+		if existing != nil && existing.rec.JoinTokenHash != "" && !registry.TokenMatches(joinToken, existing.rec.JoinTokenHash) {
+			g.mu.Unlock()
+			return protocol.Registered{}, false, fmt.Errorf("%w: replica %s at %s was registered with another join token", ErrNotRegistrar, existing.rec.ID, reg.Address)
+		}
+	}
 	created := existing == nil
 	var rec registry.Replica
 	if existing != nil {
@@ -58,6 +79,7 @@ func (b *Balancer) Register(groupName string, reg protocol.Registration) (protoc
 	} else {
 		rec = registry.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Created: b.now().UTC()}
 	}
+	rec.JoinTokenHash = joinHash // an admin's replace takes the replica over
 	oldHash := rec.TokenHash
 	rec.TokenHash = hash
 	if err := b.reg.PutReplica(rec); err != nil {

@@ -42,8 +42,13 @@ type Replica struct {
 	Static bool `json:"static,omitempty"`
 	// TokenHash is the hex SHA-256 of the replica's token; the token itself
 	// is never stored.
-	TokenHash string    `json:"token_hash"`
-	Created   time.Time `json:"created"`
+	TokenHash string `json:"token_hash"`
+	// JoinTokenHash is the hex SHA-256 of the join token that registered
+	// the replica, "" when the admin token did (or none was needed): that
+	// join token, and no other, may remove the replica or replace its
+	// registration.
+	JoinTokenHash string    `json:"join_token_hash,omitempty"`
+	Created       time.Time `json:"created"`
 }
 
 // ValidateAddress checks a replica address for a group of protocol proto.
