@@ -167,7 +167,7 @@ func (b *Balancer) ApplyConfig(groups []registry.Group) error {
 		if err := gs.Validate(); err != nil {
 			return fmt.Errorf("group %s: %w", gs.Name, err)
 		}
-		if err := b.checkGroupLoops(gs); err != nil {
+		if err := b.checkGroupLoops(gs, false); err != nil {
 			return fmt.Errorf("group %s: %w", gs.Name, err)
 		}
 		if old, err := b.reg.GetGroup(gs.Name); err == nil && !sameSettings(old.WithDefaults(), gs) {
@@ -327,7 +327,7 @@ func (b *Balancer) PutGroup(gs registry.Group) (GroupStatus, bool, error) {
 	if err := gs.Validate(); err != nil {
 		return GroupStatus{}, false, err
 	}
-	if err := b.checkGroupLoops(gs); err != nil {
+	if err := b.checkGroupLoops(gs, true); err != nil {
 		return GroupStatus{}, false, err
 	}
 	b.mu.RLock()

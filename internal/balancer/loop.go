@@ -117,15 +117,21 @@ func checkReplicaLoop(field, proto, addr string, ls []registry.Listener, local r
 
 // checkGroupLoops refuses settings gs of a group that would make the
 // balancer connect to itself: a static replica at one of its listeners
-// (the group's new front door included), or a new front door where a
-// registered replica of any group points. gs is defaulted and validated.
-func (b *Balancer) checkGroupLoops(gs registry.Group) error {
+// (the group's new front door included), or, with registered, a new front
+// door where a registered replica of any group points. gs is defaulted and
+// validated. The config file is applied without registered: a stored
+// replica must not keep the balancer from starting; Start removes it
+// (dropLoopingReplicas).
+func (b *Balancer) checkGroupLoops(gs registry.Group, registered bool) error {
 	local := b.local()
 	ls := b.listeners(gs.Name, gs.FrontDoor)
 	for i, r := range gs.Replicas {
 		if err := checkReplicaLoop(fmt.Sprintf("replicas[%d].address", i), gs.Protocol, r.Address, ls, local); err != nil {
 			return err
 		}
+	}
+	if !registered {
+		return nil
 	}
 	b.mu.RLock()
 	groups := make([]*group, 0, len(b.groups))
