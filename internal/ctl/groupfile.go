@@ -60,6 +60,9 @@ func parseGroups(data []byte) ([]registry.Group, error) {
 		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 			return nil, fmt.Errorf("line %d: a group file holds a group (a mapping with name, front_door, ...) or a mapping with a groups list", doc.Line)
 		}
+		if err := zeroWeight(&doc); err != nil {
+			return nil, err
+		}
 		if hasKey(doc.Content[0], "groups") {
 			var list struct {
 				Groups []registry.Group `yaml:"groups"`

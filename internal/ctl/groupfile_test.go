@@ -23,6 +23,9 @@ func TestParseGroups(t *testing.T) {
 		{"other keys beside groups", "admin: 127.0.0.1:7070\ngroups: []\n", nil, "admin"},
 		{"bad duration", "name: a\nreport_interval: soon\n", nil, "soon"},
 		{"no name", "front_door: :0\n", nil, "no name"},
+		{"weight zero", "name: a\nreplicas:\n  - address: http://127.0.0.1:9001\n    weight: 0\n", nil, "replicas[0].weight: invalid value 0"},
+		{"weight zero in a list", "groups:\n  - name: a\n  - name: b\n    replicas: [{address: http://x:1, weight: 2}, {address: http://x:2, weight: 0.0}]\n", nil, "groups[1].replicas[1].weight"},
+		{"weight zero in json", `{"name":"a","replicas":[{"address":"http://x:1","weight":0}]}`, nil, "leave weight out"},
 		{"not a mapping", "- a\n- b\n", nil, "line 1"},
 	}
 	for _, tc := range tests {
