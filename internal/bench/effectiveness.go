@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -161,7 +161,7 @@ func (x *Effectiveness) validate() ([]effRun, error) {
 			return nil, &protocol.FieldError{Field: "--runs", Value: s, Allowed: "a strategy among " + strings.Join(strategy.Names(), ", ")}
 		}
 		switch binding {
-		case groupreg.PerSession, groupreg.OnDemand, groupreg.PerRequest:
+		case registry.PerSession, registry.OnDemand, registry.PerRequest:
 		default:
 			return nil, &protocol.FieldError{Field: "--runs", Value: s, Allowed: "binding per-session, on-demand or per-request"}
 		}
@@ -338,7 +338,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 	end := start.Add(dur)
 	log := newServeLog(start)
 	stopSampling := func() {}
-	if env.Protocol == ProtocolGIOP && r.Binding == groupreg.PerRequest {
+	if env.Protocol == ProtocolGIOP && r.Binding == registry.PerRequest {
 		stopSampling = sampleProxied(ctx, b, log)
 	}
 	var wg sync.WaitGroup
@@ -354,7 +354,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 	if err := ctx.Err(); err != nil {
 		return effTrace{}, nil, nil, err
 	}
-	if env.Protocol == ProtocolGIOP && r.Binding == groupreg.PerRequest {
+	if env.Protocol == ProtocolGIOP && r.Binding == registry.PerRequest {
 		log.dropServed(effViaFrontDoor)
 	}
 	tr, stray := log.snapshot(ids, int(dur/time.Second))

@@ -7,7 +7,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
-	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // newEffGIOPClient is newEffClient over GIOP: a client with an ORB of its
@@ -44,12 +44,12 @@ func newEffGIOPClient(ref, binding string, rate float64, byAddr map[string]strin
 		if err != nil {
 			return "", err
 		}
-		if binding == groupreg.PerRequest {
+		if binding == registry.PerRequest {
 			return effViaFrontDoor, nil
 		}
 		return idOf(res.Target), nil
 	}
-	if binding != groupreg.PerRequest {
+	if binding != registry.PerRequest {
 		c.bound = func() string {
 			if !obj.Forwarded() {
 				return ""

@@ -15,7 +15,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/client"
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // The effectiveness load: open-loop clients at fixed rates, each keeping
@@ -257,7 +257,7 @@ func newEffClient(frontDoor, binding string, rate float64) (*pacedClient, func()
 	url := fmt.Sprintf("%s/prime/%d", frontDoor, effPrimeN)
 	c := &pacedClient{rate: rate, rec: stats.NewRecorder(), lag: stats.NewRecorder()}
 	var hc *http.Client
-	if binding == groupreg.PerRequest {
+	if binding == registry.PerRequest {
 		hc = &http.Client{Transport: base, Timeout: effCallTimeout}
 	} else {
 		tr := client.NewTransport(client.Options{Base: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

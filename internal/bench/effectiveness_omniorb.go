@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // omniEffWarmup is the time an omniORB run gives its client processes to
@@ -106,7 +106,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 		clients[i] = c
 	}
 	stopSampling := func() {}
-	if r.Binding == groupreg.PerRequest {
+	if r.Binding == registry.PerRequest {
 		stopSampling = sampleProxied(ctx, b, log)
 	}
 	// Every client is done shortly after the end; one that is not has
@@ -133,7 +133,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 			return effTrace{}, nil, nil, fmt.Errorf("bench: %s: %w; see %s", c.p.Name, err, c.p.Log)
 		}
 	}
-	if r.Binding == groupreg.PerRequest {
+	if r.Binding == registry.PerRequest {
 		log.dropServed(effViaFrontDoor)
 	}
 	tr, stray := log.snapshot(ids, int(dur/time.Second))
@@ -180,7 +180,7 @@ func countOmniCalls(out []byte, start time.Time, rate float64, binding string, b
 			continue
 		}
 		rec.Record(time.Duration(c.Us+c.LateUs) * time.Microsecond)
-		if binding == groupreg.PerRequest {
+		if binding == registry.PerRequest {
 			log.addServed(intended, effViaFrontDoor)
 			continue
 		}

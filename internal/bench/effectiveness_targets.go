@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
@@ -69,11 +69,11 @@ func (m effMix) settings(replicas int, dur time.Duration) map[string]any {
 
 // adaptive reports whether the targets of the adaptive strategies apply.
 func (r effRun) adaptive() bool {
-	return r.Binding == groupreg.OnDemand && (r.Strategy == strategy.LeastLoadedName || r.Strategy == strategy.MinimumDispersionName)
+	return r.Binding == registry.OnDemand && (r.Strategy == strategy.LeastLoadedName || r.Strategy == strategy.MinimumDispersionName)
 }
 
 func (r effRun) roundRobinPerSession() bool {
-	return r.Strategy == strategy.RoundRobinName && r.Binding == groupreg.PerSession
+	return r.Strategy == strategy.RoundRobinName && r.Binding == registry.PerSession
 }
 
 // row computes a run's results row and verdict.

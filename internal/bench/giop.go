@@ -9,7 +9,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
-	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // GIOP runs of the bench: the replicas are "fulcrum backend prime --giop"
@@ -78,7 +78,7 @@ func (ep Endpoint) name() string {
 // Reference returns a GIOP group's object reference,
 // corbaloc:iiop:<host>:<port>/<group>.
 func (b *Balancer) Reference(group string) string {
-	loc, err := groupreg.GroupCorbaloc(b.doors[group], group)
+	loc, err := registry.GroupCorbaloc(b.doors[group], group)
 	if err != nil {
 		return ""
 	}

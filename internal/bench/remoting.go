@@ -14,7 +14,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/queuemodel"
-	groupreg "github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -329,8 +329,8 @@ func (x *Remoting) Check(size Size) error {
 	if x.QueueSlots < 1 || x.QueueSlots > 1000 {
 		return &protocol.FieldError{Field: "--queue-slots", Value: x.QueueSlots, Allowed: "must be in [1, 1000]"}
 	}
-	if l := x.QueueLead; l != nil && (*l < 0 || *l > groupreg.MaxQueueLead) {
-		return &protocol.FieldError{Field: "--queue-lead", Value: l.String(), Allowed: fmt.Sprintf("must be a duration in [0s, %s]", groupreg.MaxQueueLead)}
+	if l := x.QueueLead; l != nil && (*l < 0 || *l > registry.MaxQueueLead) {
+		return &protocol.FieldError{Field: "--queue-lead", Value: l.String(), Allowed: fmt.Sprintf("must be a duration in [0s, %s]", registry.MaxQueueLead)}
 	}
 	if s.calls < 1 || s.calls > 1_000_000 {
 		return &protocol.FieldError{Field: "--calls", Value: s.calls, Allowed: "must be in [1, 1000000]"}
