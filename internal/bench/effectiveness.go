@@ -84,6 +84,9 @@ func (x *Effectiveness) Summary() string {
 	return "seed 000 Fig. 15/16: per-replica load over time, time to equilibrium and steady dispersion per strategy"
 }
 
+// OverGIOP implements bench.OverGIOP: effectiveness also runs over GIOP.
+func (*Effectiveness) OverGIOP() bool { return true }
+
 // AddFlags implements FlagAdder.
 func (x *Effectiveness) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&x.Replicas, "replicas", x.Replicas, "number of prime replicas")

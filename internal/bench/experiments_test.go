@@ -33,11 +33,11 @@ func TestOverheadRatiosAreMediansOfPerRoundRatios(t *testing.T) {
 	ms := time.Millisecond
 	// direct drifts from round to round; on-demand is 1.02× slower in
 	// every round but one outlier, which the median ignores.
-	direct := overheadConf(cfgDirect, constantRun(100, 100*time.Microsecond, 10*ms), constantRun(100, 200*time.Microsecond, 20*ms),
+	direct := overheadConf(ConfigDirect, constantRun(100, 100*time.Microsecond, 10*ms), constantRun(100, 200*time.Microsecond, 20*ms),
 		constantRun(100, 100*time.Microsecond, 10*ms), constantRun(100, 150*time.Microsecond, 15*ms), constantRun(100, 100*time.Microsecond, 10*ms))
-	onDemand := overheadConf(cfgOnDemand, constantRun(100, 102*time.Microsecond, 10200*time.Microsecond), constantRun(100, 204*time.Microsecond, 20400*time.Microsecond),
+	onDemand := overheadConf(ConfigOnDemand, constantRun(100, 102*time.Microsecond, 10200*time.Microsecond), constantRun(100, 204*time.Microsecond, 20400*time.Microsecond),
 		constantRun(100, 900*time.Microsecond, 90*ms), constantRun(100, 153*time.Microsecond, 15300*time.Microsecond), constantRun(100, 102*time.Microsecond, 10200*time.Microsecond))
-	skipped := &overheadConfig{name: cfgHAProxy, skipped: "haproxy is not installed (apt-get install haproxy)"}
+	skipped := &overheadConfig{name: ConfigHAProxy, skipped: "haproxy is not installed (apt-get install haproxy)"}
 	rows := overheadRows([]*overheadConfig{direct, onDemand, skipped})
 
 	if *rows[0].ThroughputRatio != 1 || *rows[0].LatencyRatio != 1 {
@@ -99,18 +99,18 @@ func TestOverheadCheck(t *testing.T) {
 
 func TestScalabilityRegressionPerConfiguration(t *testing.T) {
 	t.Parallel()
-	targets := []*scalTarget{{name: cfgDirect, grid: true}, {name: cfgHAProxy, grid: true, skipped: "missing"}, {name: cfgNGINX}}
+	targets := []*scalTarget{{name: ConfigDirect, grid: true}, {name: ConfigHAProxy, grid: true, skipped: "missing"}, {name: ConfigNGINX}}
 	var rows []ScalabilityRow
 	for _, x := range []int{1, 2, 4} {
 		for _, y := range []int{1, 4, 16} {
-			r := ScalabilityRow{Part: "grid", Name: cfgDirect, Processes: x, Callers: y}
+			r := ScalabilityRow{Part: "grid", Name: ConfigDirect, Processes: x, Callers: y}
 			r.Count = 10
 			r.Mean = 50 + 3*float64(x) + 5*float64(y) + 7*float64(x*y)
 			rows = append(rows, r)
 		}
 	}
 	fits, notes := regressions(rows, targets)
-	f, ok := fits[cfgDirect]
+	f, ok := fits[ConfigDirect]
 	if !ok {
 		t.Fatalf("no fit: %v", notes)
 	}
@@ -119,10 +119,10 @@ func TestScalabilityRegressionPerConfiguration(t *testing.T) {
 			t.Errorf("coefficient %d = %v, want %v", i, got, want)
 		}
 	}
-	if _, ok := fits[cfgHAProxy]; ok || notes[cfgHAProxy] != "missing" {
-		t.Errorf("skipped configuration: fit %v, note %q", fits[cfgHAProxy], notes[cfgHAProxy])
+	if _, ok := fits[ConfigHAProxy]; ok || notes[ConfigHAProxy] != "missing" {
+		t.Errorf("skipped configuration: fit %v, note %q", fits[ConfigHAProxy], notes[ConfigHAProxy])
 	}
-	if _, ok := fits[cfgNGINX]; ok {
+	if _, ok := fits[ConfigNGINX]; ok {
 		t.Error("nginx is not in the grid, yet fitted")
 	}
 }

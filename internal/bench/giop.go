@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
@@ -140,8 +139,30 @@ func giopHostPort(ref string) string {
 	return p.Address().HostPort()
 }
 
-// GIOPExperiments are the experiments that run over GIOP.
-var GIOPExperiments = []string{"overhead", EffectivenessName}
+// OverGIOP is implemented by experiments that also run over GIOP
+// (--protocol giop): overhead and effectiveness.
+type OverGIOP interface {
+	OverGIOP() bool
+}
+
+// GIOPNames lists the registered experiments that run over GIOP, in Names'
+// order.
+func GIOPNames() []string {
+	var out []string
+	for _, n := range Names() {
+		if RunsOverGIOP(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // RunsOverGIOP reports whether the experiment name runs over GIOP.
-func RunsOverGIOP(name string) bool { return slices.Contains(GIOPExperiments, name) }
+func RunsOverGIOP(name string) bool {
+	exp, ok := New(name)
+	if !ok {
+		return false
+	}
+	g, ok := exp.(OverGIOP)
+	return ok && g.OverGIOP()
+}

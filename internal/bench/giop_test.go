@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
@@ -69,6 +70,9 @@ func TestGIOPHelpers(t *testing.T) {
 	}
 	if !RunsOverGIOP("overhead") || !RunsOverGIOP(EffectivenessName) || RunsOverGIOP("scalability") {
 		t.Error("RunsOverGIOP")
+	}
+	if got := GIOPNames(); !slices.Equal(got, []string{"overhead", EffectivenessName}) {
+		t.Errorf("GIOPNames = %v, want overhead, effectiveness", got)
 	}
 	// A caller with a bad reference fails every call with the reason.
 	cs := NewCallers(Endpoint{GIOP: &GIOPCall{Ref: "corbaloc:rir:/x", N: 7}}, 1)

@@ -13,21 +13,12 @@ import (
 
 func init() { Register("overhead", func() Experiment { return &Overhead{} }) }
 
-// The overhead experiment's configurations, in the order of every round.
-const (
-	cfgDirect     = "direct"
-	cfgPerSession = "per-session"
-	cfgPerRequest = "per-request"
-	cfgOnDemand   = "on-demand"
-	cfgHAProxy    = "haproxy"
-	cfgNGINX      = "nginx"
-	// cfgControl is direct again, with a replica process of its own: an
-	// A/A control. How far its ratio to direct lands from 1 is what two
-	// identical configurations differ by in this run (replica processes
-	// differ from one another for the whole run on a shared machine).
-	// Reported beside the rows, not as one.
-	cfgControl = "direct-control"
-)
+// cfgControl is direct again, with a replica process of its own: an A/A
+// control. How far its ratio to direct lands from 1 is what two identical
+// configurations differ by in this run (replica processes differ from one
+// another for the whole run on a shared machine). Reported beside the
+// rows, not as one.
+const cfgControl = "direct-control"
 
 // overheadPrimeN is the n of GET /prime/{n}: small, so that the path of
 // the call, not the trial division, is what is measured.
@@ -52,6 +43,9 @@ func (*Overhead) Name() string { return "overhead" }
 func (*Overhead) Summary() string {
 	return "seed 000 Fig. 13/14: one client, one replica; direct, per-session, per-request, on-demand, HAProxy, NGINX"
 }
+
+// OverGIOP implements bench.OverGIOP: overhead also runs over GIOP.
+func (*Overhead) OverGIOP() bool { return true }
 
 // AddFlags implements FlagAdder.
 func (o *Overhead) AddFlags(fs *pflag.FlagSet) {
@@ -215,8 +209,8 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 		return o.setUpGIOP(ctx, env)
 	}
 	plain := map[string]*Replica{}
-	for _, name := range []string{cfgDirect, cfgPerRequest, cfgHAProxy, cfgNGINX, cfgControl} {
-		if name == cfgHAProxy && env.HAProxy.Missing != "" || name == cfgNGINX && env.NGINX.Missing != "" {
+	for _, name := range []string{ConfigDirect, ConfigPerRequest, ConfigHAProxy, ConfigNGINX, cfgControl} {
+		if name == ConfigHAProxy && env.HAProxy.Missing != "" || name == ConfigNGINX && env.NGINX.Missing != "" {
 			continue
 		}
 		r, err := env.StartReplica(ctx, "replica-"+name, nil)
@@ -227,26 +221,26 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 	}
 	// per-request proxies to a plain replica, as HAProxy and NGINX do:
 	// the paper's forwarding server in front of an unmodified server.
-	bal, joined, err := startOverheadGroups(ctx, env, "", plain[cfgPerRequest].URL)
+	bal, joined, err := startOverheadGroups(ctx, env, "", plain[ConfigPerRequest].URL)
 	if err != nil {
 		return nil, err
 	}
 	path := "/prime/" + strconv.Itoa(overheadPrimeN)
 	cfgs := []*overheadConfig{
-		{name: cfgDirect, callers: NewCallers(Endpoint{URL: plain[cfgDirect].URL + path}, 1),
-			replicaCPU: newCPUMeter(plain[cfgDirect].Proc)},
-		{name: cfgPerSession, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerSession) + path, Binding: true}, 1),
-			replicaCPU: newCPUMeter(joined[cfgPerSession].Proc)},
-		{name: cfgPerRequest, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgPerRequest) + path}, 1),
-			replicaCPU: newCPUMeter(plain[cfgPerRequest].Proc), proxyCPU: newCPUMeter(bal.Proc)},
-		{name: cfgOnDemand, callers: NewCallers(Endpoint{URL: bal.FrontDoor(cfgOnDemand) + path, Binding: true}, 1),
-			replicaCPU: newCPUMeter(joined[cfgOnDemand].Proc)},
-		{name: cfgHAProxy, skipped: env.HAProxy.Missing},
-		{name: cfgNGINX, skipped: env.NGINX.Missing},
+		{name: ConfigDirect, callers: NewCallers(Endpoint{URL: plain[ConfigDirect].URL + path}, 1),
+			replicaCPU: newCPUMeter(plain[ConfigDirect].Proc)},
+		{name: ConfigPerSession, callers: NewCallers(Endpoint{URL: bal.FrontDoor(ConfigPerSession) + path, Binding: true}, 1),
+			replicaCPU: newCPUMeter(joined[ConfigPerSession].Proc)},
+		{name: ConfigPerRequest, callers: NewCallers(Endpoint{URL: bal.FrontDoor(ConfigPerRequest) + path}, 1),
+			replicaCPU: newCPUMeter(plain[ConfigPerRequest].Proc), proxyCPU: newCPUMeter(bal.Proc)},
+		{name: ConfigOnDemand, callers: NewCallers(Endpoint{URL: bal.FrontDoor(ConfigOnDemand) + path, Binding: true}, 1),
+			replicaCPU: newCPUMeter(joined[ConfigOnDemand].Proc)},
+		{name: ConfigHAProxy, skipped: env.HAProxy.Missing},
+		{name: ConfigNGINX, skipped: env.NGINX.Missing},
 		{name: cfgControl, control: true, callers: NewCallers(Endpoint{URL: plain[cfgControl].URL + path}, 1),
 			replicaCPU: newCPUMeter(plain[cfgControl].Proc)},
 	}
-	if r := plain[cfgHAProxy]; r != nil {
+	if r := plain[ConfigHAProxy]; r != nil {
 		px, err := env.StartHAProxy(ctx, []string{r.URL})
 		if err != nil {
 			return nil, err
@@ -254,7 +248,7 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 		cfgs[4].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
 		cfgs[4].replicaCPU, cfgs[4].proxyCPU = newCPUMeter(r.Proc), newCPUMeter(px.Proc)
 	}
-	if r := plain[cfgNGINX]; r != nil {
+	if r := plain[ConfigNGINX]; r != nil {
 		px, err := env.StartNGINX(ctx, []string{r.URL})
 		if err != nil {
 			return nil, err
@@ -380,7 +374,7 @@ func (o *Overhead) write(env *Env, cfgs []*overheadConfig, rows []OverheadRow) e
 
 // comparePaper sets the run beside seed 000's findings (Fig. 13/14).
 func comparePaper(rep *Report, rows map[string]OverheadRow) {
-	ps, pr, od := rows[cfgPerSession], rows[cfgPerRequest], rows[cfgOnDemand]
+	ps, pr, od := rows[ConfigPerSession], rows[ConfigPerRequest], rows[ConfigOnDemand]
 	if ps.LatencyRatio == nil || pr.LatencyRatio == nil || od.LatencyRatio == nil {
 		return
 	}
@@ -502,7 +496,7 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, contro
 
 // judgeOverhead records the targets for the overhead experiment.
 func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
-	od := rows[cfgOnDemand]
+	od := rows[ConfigOnDemand]
 	if od.ThroughputRatio != nil {
 		rep.Target("on-demand throughput ≥ 0.97 × direct", *od.ThroughputRatio >= 0.97, "median per-round ratio %.3f", *od.ThroughputRatio)
 		rep.Target("on-demand mean latency ≤ 1.05 × direct", *od.LatencyRatio <= 1.05, "median per-round ratio %.3f", *od.LatencyRatio)
@@ -510,7 +504,7 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 	// Per-session calls the replica directly, but its binding header lines
 	// cost the replica 3–4.6% of the small /prime/1009 call: the target
 	// allows 5%. The noise is printed beside it, not judged.
-	ps := rows[cfgPerSession]
+	ps := rows[ConfigPerSession]
 	if ps.ThroughputRatio != nil {
 		tn, ln, of := overheadNoise(ps, overheadControl(cfgs))
 		rep.Target("per-session throughput ≥ 0.95 × direct", *ps.ThroughputRatio >= 0.95,
@@ -519,9 +513,9 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 	var pr, hp *overheadConfig
 	for _, c := range cfgs {
 		switch c.name {
-		case cfgPerRequest:
+		case ConfigPerRequest:
 			pr = c
-		case cfgHAProxy:
+		case ConfigHAProxy:
 			hp = c
 		}
 	}
@@ -537,14 +531,14 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 	thr, _ := roundRatios(pr, hp)
 	med := stats.Median(thr)
 	rep.Target("per-request throughput ≥ 1.0 × HAProxy", med >= 1.0,
-		"median per-round ratio %.3f (%.0f vs %.0f calls/s overall)", med, rows[cfgPerRequest].ThroughputRPS, rows[cfgHAProxy].ThroughputRPS)
+		"median per-round ratio %.3f (%.0f vs %.0f calls/s overall)", med, rows[ConfigPerRequest].ThroughputRPS, rows[ConfigHAProxy].ThroughputRPS)
 	// The p99 is judged like the throughput: per round, against HAProxy's
 	// in the same round, the median of the ratios (a whole-run p99 is
 	// set by the machine's worst seconds, which fall on whichever
 	// configuration was running then).
 	p99 := stats.Median(roundP99Ratios(pr, hp))
 	rep.Target("per-request p99 ≤ HAProxy p99", p99 <= 1.0,
-		"median per-round p99 ratio %.3f (whole run %.0f µs vs %.0f µs)", p99, rows[cfgPerRequest].P99, rows[cfgHAProxy].P99)
+		"median per-round p99 ratio %.3f (whole run %.0f µs vs %.0f µs)", p99, rows[ConfigPerRequest].P99, rows[ConfigHAProxy].P99)
 }
 
 // roundP99Ratios are a configuration's per-round p99 latencies over
@@ -586,15 +580,15 @@ func abs(x float64) float64 {
 // every group is ready.
 func startOverheadGroups(ctx context.Context, env *Env, proto, perRequestReplica string) (*Balancer, map[string]*Replica, error) {
 	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: cfgPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: proto},
-		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: proto},
-		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: proto, Replicas: []string{perRequestReplica}},
+		GroupSpec{Name: ConfigPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: proto},
+		GroupSpec{Name: ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: proto},
+		GroupSpec{Name: ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: proto, Replicas: []string{perRequestReplica}},
 	)
 	if err != nil {
 		return nil, nil, err
 	}
 	joined := map[string]*Replica{}
-	for _, g := range []string{cfgPerSession, cfgOnDemand} {
+	for _, g := range []string{ConfigPerSession, ConfigOnDemand} {
 		r, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g})
 		if err != nil {
 			return nil, nil, err
@@ -604,7 +598,7 @@ func startOverheadGroups(ctx context.Context, env *Env, proto, perRequestReplica
 			return nil, nil, err
 		}
 	}
-	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
+	if err := bal.WaitReady(ctx, ConfigPerRequest, 1, false); err != nil {
 		return nil, nil, err
 	}
 	return bal, joined, nil

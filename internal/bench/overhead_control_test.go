@@ -25,18 +25,18 @@ func rounds5(us ...float64) []LoadResult {
 // spread.
 func TestOverheadControlIsReportedApartAndSetsPerSessionNoise(t *testing.T) {
 	t.Parallel()
-	direct := overheadConf(cfgDirect, rounds5(100, 200, 100, 150, 100)...)
+	direct := overheadConf(ConfigDirect, rounds5(100, 200, 100, 150, 100)...)
 	// The control's replica is 5% slower in every round; per-session is
 	// 4% slower: within the 0.95 target. The per-round spread of
 	// per-session's ratios is zero, so without the control the noise is
 	// the 2% floor.
 	control := overheadConf(cfgControl, rounds5(105, 210, 105, 157.5, 105)...)
 	control.control = true
-	ps := overheadConf(cfgPerSession, rounds5(104, 208, 104, 156, 104)...)
+	ps := overheadConf(ConfigPerSession, rounds5(104, 208, 104, 156, 104)...)
 	cfgs := []*overheadConfig{direct, ps, control}
 
 	rows := overheadRows(cfgs)
-	if len(rows) != 2 || rows[0].Name != cfgDirect || rows[1].Name != cfgPerSession {
+	if len(rows) != 2 || rows[0].Name != ConfigDirect || rows[1].Name != ConfigPerSession {
 		t.Fatalf("rows %+v, want direct and per-session only", rows)
 	}
 	c := overheadControl(cfgs)
@@ -69,7 +69,7 @@ func TestOverheadControlIsReportedApartAndSetsPerSessionNoise(t *testing.T) {
 		t.Errorf("without the control: %+v, want met with the 2%% floor as the noise", tg)
 	}
 	// 6% slower: missed, whatever the noise.
-	slow := overheadConf(cfgPerSession, rounds5(106, 212, 106, 159, 106)...)
+	slow := overheadConf(ConfigPerSession, rounds5(106, 212, 106, 159, 106)...)
 	if tg := judge([]*overheadConfig{direct, slow, control}); tg.Status != "missed" || !strings.Contains(tg.Detail, "ratio 0.943") {
 		t.Errorf("6%% slower: %+v, want missed at 0.943", tg)
 	}

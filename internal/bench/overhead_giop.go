@@ -15,26 +15,26 @@ import (
 // skipped.
 func (o *Overhead) setUpGIOP(ctx context.Context, env *Env) ([]*overheadConfig, error) {
 	plain := map[string]*Replica{}
-	for _, name := range []string{cfgDirect, cfgPerRequest} {
+	for _, name := range []string{ConfigDirect, ConfigPerRequest} {
 		r, err := env.StartReplica(ctx, "replica-"+name, nil)
 		if err != nil {
 			return nil, err
 		}
 		plain[name] = r
 	}
-	bal, joined, err := startOverheadGroups(ctx, env, ProtocolGIOP, plain[cfgPerRequest].URL)
+	bal, joined, err := startOverheadGroups(ctx, env, ProtocolGIOP, plain[ConfigPerRequest].URL)
 	if err != nil {
 		return nil, err
 	}
 	call := func(ref string) Endpoint { return Endpoint{GIOP: &GIOPCall{Ref: ref, N: overheadPrimeN}} }
 	cfgs := []*overheadConfig{
-		{name: cfgDirect, callers: NewCallers(call(plain[cfgDirect].URL), 1), replicaCPU: newCPUMeter(plain[cfgDirect].Proc)},
-		{name: cfgPerSession, callers: NewCallers(call(bal.Reference(cfgPerSession)), 1), replicaCPU: newCPUMeter(joined[cfgPerSession].Proc)},
-		{name: cfgPerRequest, callers: NewCallers(call(bal.Reference(cfgPerRequest)), 1),
-			replicaCPU: newCPUMeter(plain[cfgPerRequest].Proc), proxyCPU: newCPUMeter(bal.Proc)},
-		{name: cfgOnDemand, callers: NewCallers(call(bal.Reference(cfgOnDemand)), 1), replicaCPU: newCPUMeter(joined[cfgOnDemand].Proc)},
-		{name: cfgHAProxy, skipped: httpOnly},
-		{name: cfgNGINX, skipped: httpOnly},
+		{name: ConfigDirect, callers: NewCallers(call(plain[ConfigDirect].URL), 1), replicaCPU: newCPUMeter(plain[ConfigDirect].Proc)},
+		{name: ConfigPerSession, callers: NewCallers(call(bal.Reference(ConfigPerSession)), 1), replicaCPU: newCPUMeter(joined[ConfigPerSession].Proc)},
+		{name: ConfigPerRequest, callers: NewCallers(call(bal.Reference(ConfigPerRequest)), 1),
+			replicaCPU: newCPUMeter(plain[ConfigPerRequest].Proc), proxyCPU: newCPUMeter(bal.Proc)},
+		{name: ConfigOnDemand, callers: NewCallers(call(bal.Reference(ConfigOnDemand)), 1), replicaCPU: newCPUMeter(joined[ConfigOnDemand].Proc)},
+		{name: ConfigHAProxy, skipped: httpOnly},
+		{name: ConfigNGINX, skipped: httpOnly},
 	}
 	if err := warmOverhead(ctx, cfgs); err != nil {
 		return nil, err

@@ -45,7 +45,7 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overhead
 		}
 	}()
 	servers := map[string]*omniServer{}
-	for _, name := range []string{cfgDirect, cfgAgent, cfgPerSession, cfgPerRequest, cfgOnDemand} {
+	for _, name := range []string{ConfigDirect, cfgAgent, ConfigPerSession, ConfigPerRequest, ConfigOnDemand} {
 		s, err := env.startOmniServer(ctx, progs, "omniorb-server-"+name)
 		if err != nil {
 			return nil, err
@@ -53,9 +53,9 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overhead
 		servers[name] = s
 	}
 	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: cfgPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: ProtocolGIOP},
-		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
-		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: ProtocolGIOP, Replicas: []string{servers[cfgPerRequest].IOR}},
+		GroupSpec{Name: ConfigPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: ProtocolGIOP},
+		GroupSpec{Name: ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
+		GroupSpec{Name: ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: ProtocolGIOP, Replicas: []string{servers[ConfigPerRequest].IOR}},
 		// The agent must join a group; nobody calls through this one.
 		GroupSpec{Name: cfgAgent, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
 	)
@@ -63,7 +63,7 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overhead
 		return nil, err
 	}
 	agents := map[string]*omniAgent{}
-	for _, name := range []string{cfgAgent, cfgPerSession, cfgOnDemand} {
+	for _, name := range []string{cfgAgent, ConfigPerSession, ConfigOnDemand} {
 		a, err := env.startOmniAgent(ctx, "agent-"+name, servers[name].IOR, &Join{Admin: bal.Admin, Group: name})
 		if err != nil {
 			return nil, err
@@ -73,31 +73,31 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overhead
 			return nil, err
 		}
 	}
-	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
+	if err := bal.WaitReady(ctx, ConfigPerRequest, 1, false); err != nil {
 		return nil, err
 	}
 	refs := map[string]string{
-		cfgDirect:     servers[cfgDirect].IOR,
-		cfgAgent:      agents[cfgAgent].Ref,
-		cfgPerSession: bal.Reference(cfgPerSession),
-		cfgPerRequest: bal.Reference(cfgPerRequest),
-		cfgOnDemand:   bal.Reference(cfgOnDemand),
+		ConfigDirect:     servers[ConfigDirect].IOR,
+		cfgAgent:         agents[cfgAgent].Ref,
+		ConfigPerSession: bal.Reference(ConfigPerSession),
+		ConfigPerRequest: bal.Reference(ConfigPerRequest),
+		ConfigOnDemand:   bal.Reference(ConfigOnDemand),
 	}
-	for _, name := range []string{cfgDirect, cfgAgent, cfgPerSession, cfgPerRequest, cfgOnDemand} {
+	for _, name := range []string{ConfigDirect, cfgAgent, ConfigPerSession, ConfigPerRequest, ConfigOnDemand} {
 		cl, err := env.startOmniLoop(progs, "omniorb-client-"+name, refs[name], overheadPrimeN)
 		if err != nil {
 			return nil, err
 		}
 		c := &overheadConfig{name: name, callers: cl, replicaCPU: newCPUMeter(servers[name].Proc)}
 		switch name {
-		case cfgAgent, cfgPerSession, cfgOnDemand:
+		case cfgAgent, ConfigPerSession, ConfigOnDemand:
 			c.proxyCPU = newCPUMeter(agents[name].Proc)
-		case cfgPerRequest:
+		case ConfigPerRequest:
 			c.proxyCPU = newCPUMeter(bal.Proc)
 		}
 		cfgs = append(cfgs, c)
 	}
-	cfgs = append(cfgs, &overheadConfig{name: cfgHAProxy, skipped: httpOnly}, &overheadConfig{name: cfgNGINX, skipped: httpOnly})
+	cfgs = append(cfgs, &overheadConfig{name: ConfigHAProxy, skipped: httpOnly}, &overheadConfig{name: ConfigNGINX, skipped: httpOnly})
 	if err := warmOverhead(ctx, cfgs); err != nil {
 		return nil, err
 	}
@@ -129,18 +129,18 @@ const overheadOmniORBSetUp = "Every configuration has an omniORB C++ Prime serve
 // side-car's own overhead against direct, and on-demand against the agent
 // (what the balancer adds beyond the side-car every call passes through).
 func judgeOmniORB(rep *Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
-	ag, od := rows[cfgAgent], rows[cfgOnDemand]
+	ag, od := rows[cfgAgent], rows[ConfigOnDemand]
 	if ag.ThroughputRatio == nil {
 		return
 	}
 	rep.Heading("The side-car agent's own overhead")
 	rep.Para("`agent` is client → `fulcrum agent giop` → server, the front door not involved: throughput %.3f × direct, mean latency %.3f × direct (%.1f µs against %.1f µs), "+
 		"the agent using %s µs of CPU per call. On-demand through a group of agent-fronted servers pays this hop on every call, and the front door only once per client.",
-		*ag.ThroughputRatio, *ag.LatencyRatio, ag.Mean, rows[cfgDirect].Mean, ptrNum(ag.ProxyCPUUS))
+		*ag.ThroughputRatio, *ag.LatencyRatio, ag.Mean, rows[ConfigDirect].Mean, ptrNum(ag.ProxyCPUUS))
 	var odc, agc *overheadConfig
 	for _, c := range cfgs {
 		switch c.name {
-		case cfgOnDemand:
+		case ConfigOnDemand:
 			odc = c
 		case cfgAgent:
 			agc = c

@@ -10,8 +10,8 @@ import (
 // configuration's) moves one ratio, not the verdict.
 func TestRoundP99RatiosArePerRound(t *testing.T) {
 	t.Parallel()
-	hp := overheadConf(cfgHAProxy, rounds5(100, 100, 100, 100, 100)...)
-	pr := overheadConf(cfgPerRequest, rounds5(90, 90, 2000, 90, 95)...)
+	hp := overheadConf(ConfigHAProxy, rounds5(100, 100, 100, 100, 100)...)
+	pr := overheadConf(ConfigPerRequest, rounds5(90, 90, 2000, 90, 95)...)
 	got := roundP99Ratios(pr, hp)
 	want := []float64{0.9, 0.9, 20, 0.9, 0.95}
 	if len(got) != len(want) {

@@ -158,15 +158,15 @@ func (s *Scalability) Run(ctx context.Context, env *Env) (*Results, error) {
 // overhead experiment), the balancer and the competitors.
 func (s *Scalability) setUp(ctx context.Context, env *Env) ([]*scalTarget, error) {
 	targets := []*scalTarget{
-		{name: cfgDirect, grid: true},
-		{name: cfgPerRequest, grid: true},
-		{name: cfgOnDemand, binding: true},
-		{name: cfgHAProxy, grid: true, skipped: env.HAProxy.Missing},
-		{name: cfgNGINX, skipped: env.NGINX.Missing},
+		{name: ConfigDirect, grid: true},
+		{name: ConfigPerRequest, grid: true},
+		{name: ConfigOnDemand, binding: true},
+		{name: ConfigHAProxy, grid: true, skipped: env.HAProxy.Missing},
+		{name: ConfigNGINX, skipped: env.NGINX.Missing},
 	}
 	plain := map[string]*Replica{}
 	for _, t := range targets {
-		if t.skipped != "" || t.name == cfgOnDemand {
+		if t.skipped != "" || t.name == ConfigOnDemand {
 			continue
 		}
 		r, err := env.StartReplica(ctx, "replica-"+t.name, nil)
@@ -176,19 +176,19 @@ func (s *Scalability) setUp(ctx context.Context, env *Env) ([]*scalTarget, error
 		plain[t.name] = r
 	}
 	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: cfgPerRequest, Binding: "per-request", Strategy: "round-robin", Replicas: []string{plain[cfgPerRequest].URL}},
-		GroupSpec{Name: cfgOnDemand, Binding: "on-demand", Strategy: "least-loaded"},
+		GroupSpec{Name: ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Replicas: []string{plain[ConfigPerRequest].URL}},
+		GroupSpec{Name: ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded"},
 	)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := env.StartReplica(ctx, "replica-"+cfgOnDemand, &Join{Admin: bal.Admin, Group: cfgOnDemand}); err != nil {
+	if _, err := env.StartReplica(ctx, "replica-"+ConfigOnDemand, &Join{Admin: bal.Admin, Group: ConfigOnDemand}); err != nil {
 		return nil, err
 	}
-	if err := bal.WaitReady(ctx, cfgOnDemand, 1, true); err != nil {
+	if err := bal.WaitReady(ctx, ConfigOnDemand, 1, true); err != nil {
 		return nil, err
 	}
-	if err := bal.WaitReady(ctx, cfgPerRequest, 1, false); err != nil {
+	if err := bal.WaitReady(ctx, ConfigPerRequest, 1, false); err != nil {
 		return nil, err
 	}
 	for _, t := range targets {
@@ -196,18 +196,18 @@ func (s *Scalability) setUp(ctx context.Context, env *Env) ([]*scalTarget, error
 			continue
 		}
 		switch t.name {
-		case cfgDirect:
-			t.base = plain[cfgDirect].URL
-		case cfgPerRequest, cfgOnDemand:
+		case ConfigDirect:
+			t.base = plain[ConfigDirect].URL
+		case ConfigPerRequest, ConfigOnDemand:
 			t.base = bal.FrontDoor(t.name)
-		case cfgHAProxy:
-			px, err := env.StartHAProxy(ctx, []string{plain[cfgHAProxy].URL})
+		case ConfigHAProxy:
+			px, err := env.StartHAProxy(ctx, []string{plain[ConfigHAProxy].URL})
 			if err != nil {
 				return nil, err
 			}
 			t.base = px.URL
-		case cfgNGINX:
-			px, err := env.StartNGINX(ctx, []string{plain[cfgNGINX].URL})
+		case ConfigNGINX:
+			px, err := env.StartNGINX(ctx, []string{plain[ConfigNGINX].URL})
 			if err != nil {
 				return nil, err
 			}

@@ -119,7 +119,7 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 			case bench.ProtocolGIOP:
 				for _, exp := range exps {
 					if !bench.RunsOverGIOP(exp.Name()) {
-						return usageErr(cmd, "--protocol %q: experiment %s runs over %q only; over GIOP: %s", o.Protocol, exp.Name(), bench.ProtocolHTTP, strings.Join(bench.GIOPExperiments, ", "))
+						return usageErr(cmd, "--protocol %q: experiment %s runs over %q only; over GIOP: %s", o.Protocol, exp.Name(), bench.ProtocolHTTP, strings.Join(bench.GIOPNames(), ", "))
 					}
 				}
 			default:
