@@ -18,3 +18,8 @@ const (
 	// ConfigNGINX goes through NGINX.
 	ConfigNGINX = "nginx"
 )
+
+// PrimeN is the n of GET /prime/{n} (is_prime(n) over GIOP) that the
+// overhead experiment and scalability's load grid call: small, so that the
+// path of the call, not the trial division, is what is measured.
+const PrimeN = 1009

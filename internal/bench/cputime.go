@@ -35,20 +35,20 @@ func (p *Proc) CPUTime() (time.Duration, bool) {
 	return sum, true
 }
 
-// cpuMeter adds up the CPU time processes use while a segment runs.
-type cpuMeter struct {
+// CPUMeter adds up the CPU time processes use while a segment runs.
+type CPUMeter struct {
 	procs []*Proc
 	start []time.Duration
 	total time.Duration
 	ok    bool
 }
 
-func newCPUMeter(procs ...*Proc) *cpuMeter {
-	return &cpuMeter{procs: procs, ok: len(procs) > 0}
+func NewCPUMeter(procs ...*Proc) *CPUMeter {
+	return &CPUMeter{procs: procs, ok: len(procs) > 0}
 }
 
-// begin notes the processes' CPU times before a segment.
-func (m *cpuMeter) begin() {
+// Begin notes the processes' CPU times before a segment.
+func (m *CPUMeter) Begin() {
 	if m == nil {
 		return
 	}
@@ -60,8 +60,8 @@ func (m *cpuMeter) begin() {
 	}
 }
 
-// end adds what they used since begin.
-func (m *cpuMeter) end() {
+// End adds what they used since begin.
+func (m *CPUMeter) End() {
 	if m == nil {
 		return
 	}
@@ -74,8 +74,8 @@ func (m *cpuMeter) end() {
 	}
 }
 
-// perCall is the CPU time per call in µs, nil when unknown.
-func (m *cpuMeter) perCall(calls int64) *float64 {
+// PerCall is the CPU time per call in µs, nil when unknown.
+func (m *CPUMeter) PerCall(calls int64) *float64 {
 	if m == nil || !m.ok || calls <= 0 {
 		return nil
 	}

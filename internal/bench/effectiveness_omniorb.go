@@ -54,12 +54,12 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 	}
 	defer b.Proc.Stop(3 * time.Second)
 	for i := range x.Replicas {
-		s, err := env.startOmniServer(ctx, progs, fmt.Sprintf("%s-server-%d", r.slug(), i+1))
+		s, err := env.StartOmniServer(ctx, progs, fmt.Sprintf("%s-server-%d", r.slug(), i+1))
 		if err != nil {
 			return effTrace{}, nil, nil, err
 		}
 		defer s.Stop(3 * time.Second)
-		a, err := env.startOmniAgent(ctx, fmt.Sprintf("%s-agent-%d", r.slug(), i+1), s.IOR, &Join{Admin: b.Admin, Group: effGroup})
+		a, err := env.StartOmniAgent(ctx, fmt.Sprintf("%s-agent-%d", r.slug(), i+1), s.IOR, &Join{Admin: b.Admin, Group: effGroup})
 		if err != nil {
 			return effTrace{}, nil, nil, err
 		}

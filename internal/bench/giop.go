@@ -25,8 +25,8 @@ type GIOPCall struct {
 	N int32
 }
 
-// httpOnly is why the HAProxy and NGINX rows of a GIOP run are skipped.
-const httpOnly = "HTTP-only competitor: HAProxy and NGINX do not balance GIOP calls (no LOCATION_FORWARD, no request routing)"
+// HTTPOnly is why the HAProxy and NGINX rows of a GIOP run are skipped.
+const HTTPOnly = "HTTP-only competitor: HAProxy and NGINX do not balance GIOP calls (no LOCATION_FORWARD, no request routing)"
 
 // giopCaller is one GIOP caller: an ORB of its own (one connection per
 // endpoint) and the object it calls. err is why it could not be made (a

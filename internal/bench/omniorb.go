@@ -144,16 +144,16 @@ func (lp *lineProc) nextLine(ctx context.Context, prefix string, within time.Dur
 	}
 }
 
-// omniServer is a running prime_server.
-type omniServer struct {
+// OmniServer is a running prime_server.
+type OmniServer struct {
 	*lineProc
 	// IOR is its object's reference.
 	IOR string
 }
 
-// startOmniServer starts an omniORB C++ Prime server on a free loopback
+// StartOmniServer starts an omniORB C++ Prime server on a free loopback
 // port and returns once it has printed its IOR.
-func (e *Env) startOmniServer(ctx context.Context, progs *omniorb.Programs, name string) (*omniServer, error) {
+func (e *Env) StartOmniServer(ctx context.Context, progs *omniorb.Programs, name string) (*OmniServer, error) {
 	lp, err := e.startLines(name, progs.Server, nil, false)
 	if err != nil {
 		return nil, err
@@ -164,21 +164,21 @@ func (e *Env) startOmniServer(ctx context.Context, progs *omniorb.Programs, name
 		return nil, err
 	}
 	e.Logf("omniORB server %s: pid %d", lp.Name, lp.Pid())
-	return &omniServer{lineProc: lp, IOR: ior}, nil
+	return &OmniServer{lineProc: lp, IOR: ior}, nil
 }
 
-// omniAgent is a running "fulcrum agent giop" in front of a server.
-type omniAgent struct {
+// OmniAgent is a running "fulcrum agent giop" in front of a server.
+type OmniAgent struct {
 	*lineProc
 	// Ref is the reference it registered (or would register): the
 	// server's IOR pointing at the agent.
 	Ref string
 }
 
-// startOmniAgent starts a side-car agent in front of the server whose
+// StartOmniAgent starts a side-car agent in front of the server whose
 // reference is target; it registers with join's group and reports the
 // server's call rate as its load.
-func (e *Env) startOmniAgent(ctx context.Context, name, target string, join *Join) (*omniAgent, error) {
+func (e *Env) StartOmniAgent(ctx context.Context, name, target string, join *Join) (*OmniAgent, error) {
 	args := []string{"agent", "giop", "--listen", "127.0.0.1:0", "--target", target, "--register", join.Admin, "--group", join.Group}
 	lp, err := e.startLines(name, e.Binary, args, false)
 	if err != nil {
@@ -195,7 +195,7 @@ func (e *Env) startOmniAgent(ctx context.Context, name, target string, join *Joi
 	}
 	ref = strings.TrimPrefix(ref, "reference ")
 	e.Logf("agent %s: pid %d", lp.Name, lp.Pid())
-	return &omniAgent{lineProc: lp, Ref: ref}, nil
+	return &OmniAgent{lineProc: lp, Ref: ref}, nil
 }
 
 // omniSummary is a prime_client summary line.
@@ -217,8 +217,8 @@ type omniLoop struct {
 	ref string
 }
 
-// startOmniLoop starts a closed-loop client of ref calling is_prime(n).
-func (e *Env) startOmniLoop(progs *omniorb.Programs, name, ref string, n int32) (*omniLoop, error) {
+// StartOmniLoop starts a closed-loop client of ref calling is_prime(n).
+func (e *Env) StartOmniLoop(progs *omniorb.Programs, name, ref string, n int32) (*omniLoop, error) {
 	lp, err := e.startLines(name, progs.Client, []string{"--interactive", "--latencies", "--arg", strconv.Itoa(int(n)), ref}, true)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,6 @@
 package bench
 
-// roundOrder is the order in which round r runs n interleaved
+// RoundOrder is the order in which round r runs n interleaved
 // configurations: row r mod 2n of a Williams design (E. J. Williams,
 // "Experimental designs balanced for the estimation of residual effects of
 // treatments", 1949). Over any 2n consecutive rounds every configuration
@@ -14,7 +14,7 @@ package bench
 // the row number (mod n), rows n..2n−1 the same rows reversed. For an even
 // n the first n rows are already balanced; for an odd n it takes the
 // reversed ones too.
-func roundOrder(n, r int) []int {
+func RoundOrder(n, r int) []int {
 	if n <= 0 {
 		return nil
 	}

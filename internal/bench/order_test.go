@@ -15,7 +15,7 @@ func TestRoundOrderIsBalanced(t *testing.T) {
 			pos[c], next[c] = make([]int, n), make([]int, n)
 		}
 		for r := range 2 * n {
-			o := roundOrder(n, r)
+			o := RoundOrder(n, r)
 			s := slices.Sorted(slices.Values(o))
 			for i := range n {
 				if s[i] != i {
@@ -47,13 +47,13 @@ func TestRoundOrderIsBalanced(t *testing.T) {
 }
 
 func TestRoundOrderRowsRepeatAndStartAtZero(t *testing.T) {
-	if got := roundOrder(4, 0); !slices.Equal(got, []int{0, 1, 3, 2}) {
+	if got := RoundOrder(4, 0); !slices.Equal(got, []int{0, 1, 3, 2}) {
 		t.Errorf("roundOrder(4, 0) = %v, want the Williams base 0 1 3 2", got)
 	}
-	if got, want := roundOrder(5, 12), roundOrder(5, 2); !slices.Equal(got, want) {
+	if got, want := RoundOrder(5, 12), RoundOrder(5, 2); !slices.Equal(got, want) {
 		t.Errorf("roundOrder(5, 12) = %v, want row 2 again %v", got, want)
 	}
-	if got := roundOrder(0, 3); got != nil {
+	if got := RoundOrder(0, 3); got != nil {
 		t.Errorf("roundOrder(0, 3) = %v, want nil", got)
 	}
 }

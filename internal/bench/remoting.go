@@ -895,7 +895,7 @@ func (x *Remoting) runRepeat(ctx context.Context, env *Env, n int, s remotingSiz
 			// continued across the utilisations: no strategy always runs
 			// first or right after another.
 			line := fmt.Sprintf("remoting: %d replicas%s, %.0f%% (%.0f calls/s, gap %.2f ms%s), round %d/%d:", n, repeat, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), x.capacityNote(caps), round+1, s.rounds)
-			for _, i := range roundOrder(len(x.Strategies), ui*s.rounds+round) {
+			for _, i := range RoundOrder(len(x.Strategies), ui*s.rounds+round) {
 				name := x.Strategies[i]
 				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.queueLead(), x.ReportInterval); err != nil {
 					return g, err

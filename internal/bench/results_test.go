@@ -1,4 +1,4 @@
-package bench
+package bench_test
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
@@ -42,17 +44,17 @@ func TestResultsJSONFollowsTheSchema(t *testing.T) {
 		rec.Record(time.Duration(i) * time.Microsecond)
 	}
 	ratio := 1.0
-	res := &Results{
+	res := &bench.Results{
 		Experiment: "overhead",
 		Command:    "fulcrum bench overhead --quick",
 		Started:    time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC),
-		Machine:    Machine{CPUs: 2, OS: "linux", Go: "go1.26", HAProxy: "2.6.12", NGINX: ""},
-		Rows: []OverheadRow{{
+		Machine:    bench.Machine{CPUs: 2, OS: "linux", Go: "go1.26", HAProxy: "2.6.12", NGINX: ""},
+		Rows: []overhead.OverheadRow{{
 			Name:    "direct",
-			Figures: FiguresOf(LoadResult{Rec: rec, Elapsed: time.Second}),
+			Figures: bench.FiguresOf(bench.LoadResult{Rec: rec, Elapsed: time.Second}),
 			Rounds:  5, ThroughputRatio: &ratio, LatencyRatio: &ratio,
 		}, {Name: "nginx", Skipped: "nginx is not installed (apt-get install nginx)"}},
-		Extra: map[string]any{"regression": map[string]stats.Fit{"direct": {Beta0: 1, R2: 0.5}}, "targets": []Target{}},
+		Extra: map[string]any{"regression": map[string]stats.Fit{"direct": {Beta0: 1, R2: 0.5}}, "targets": []bench.Target{}},
 	}
 	path := filepath.Join(t.TempDir(), "results.json")
 	if err := res.WriteJSON(path); err != nil {
@@ -102,7 +104,7 @@ func TestResultsJSONFollowsTheSchema(t *testing.T) {
 
 func TestResultsWithoutRowsHaveAnEmptyList(t *testing.T) {
 	t.Parallel()
-	raw, err := json.Marshal(&Results{Experiment: "x"})
+	raw, err := json.Marshal(&bench.Results{Experiment: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +115,12 @@ func TestResultsWithoutRowsHaveAnEmptyList(t *testing.T) {
 
 func TestReportMarksTargets(t *testing.T) {
 	t.Parallel()
-	rep := NewReport("fulcrum bench x")
+	rep := bench.NewReport("fulcrum bench x")
 	rep.Target("fast enough", true, "ratio %.2f", 0.99)
 	rep.Target("small enough", false, "%d µs", 12)
 	rep.TargetUnknown("beats HAProxy", "haproxy is not installed")
 	rep.Table([]string{"a", "b"}, [][]string{{"1", "2"}})
-	md := rep.Markdown(&Results{Command: "fulcrum bench x --quick", Machine: Machine{CPUs: 2}})
+	md := rep.Markdown(&bench.Results{Command: "fulcrum bench x --quick", Machine: bench.Machine{CPUs: 2}})
 	for _, want := range []string{
 		"# fulcrum bench x", "`fulcrum bench x --quick`", "HAProxy not installed",
 		"| fast enough | **met** | ratio 0.99 |", "| small enough | **missed** | 12 µs |",

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -269,7 +270,7 @@ func (s *Scalability) grid(ctx context.Context, env *Env, targets []*scalTarget)
 				t := gridTargets[k]
 				row := ScalabilityRow{Part: "grid", Name: t.name, Processes: x, Callers: y, Skipped: t.skipped}
 				if t.skipped == "" {
-					ep := Endpoint{URL: t.base + "/prime/" + strconv.Itoa(overheadPrimeN), Binding: t.binding}
+					ep := Endpoint{URL: t.base + "/prime/" + strconv.Itoa(PrimeN), Binding: t.binding}
 					res, late, err := env.RunClients(ctx, ep, x, y, s.Duration)
 					if err != nil {
 						return nil, fmt.Errorf("scalability: grid %d×%d through %s: %w", x, y, t.name, err)
@@ -426,7 +427,7 @@ func (s *Scalability) report(env *Env, rows []ScalabilityRow, targets []*scalTar
 	rep.Heading("(b) Load grid")
 	rep.Para("X client processes (`fulcrum bench-client`) × Y concurrent closed-loop callers each, zero think time, `GET /prime/%d`, every process starting its calls at one wall-clock time passed on its command line (seed 002's synchronisation service), %s per cell; the configurations of a cell run one after the other, their order rotating from cell to cell. "+
 		"All processes share this machine's %d CPUs with the replica and the balancer: beyond a few callers the clients' own CPU time is part of what is measured (seed 002 §3.4.4).",
-		overheadPrimeN, s.Duration, env.Machine.CPUs)
+		PrimeN, s.Duration, env.Machine.CPUs)
 	for _, t := range targets {
 		if !t.grid {
 			continue
@@ -475,11 +476,11 @@ func (s *Scalability) report(env *Env, rows []ScalabilityRow, targets []*scalTar
 		}
 		worst, where := 0.0, ""
 		for _, r := range rows {
-			if r.Part == "grid" && r.Name == t.name && r.LittleResidual != nil && abs(*r.LittleResidual) >= abs(worst) {
+			if r.Part == "grid" && r.Name == t.name && r.LittleResidual != nil && math.Abs(*r.LittleResidual) >= math.Abs(worst) {
 				worst, where = *r.LittleResidual, fmt.Sprintf("%d×%d", r.Processes, r.Callers)
 			}
 		}
-		rep.Target(fmt.Sprintf("Little's law holds for %s (every cell within 10%%)", t.name), abs(worst) <= 0.10,
+		rep.Target(fmt.Sprintf("Little's law holds for %s (every cell within 10%%)", t.name), math.Abs(worst) <= 0.10,
 			"largest deviation %+.1f%% at %s", worst*100, where)
 	}
 	return rep

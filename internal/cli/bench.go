@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	// The experiments register themselves with the bench.
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 )
 
 func init() { subcommands = append(subcommands, newBenchCmd, newBenchClientCmd) }

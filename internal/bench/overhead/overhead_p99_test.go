@@ -1,8 +1,10 @@
-package bench
+package overhead
 
 import (
 	"math"
 	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 // TestRoundP99RatiosArePerRound: the per-request p99 is compared with
@@ -10,8 +12,8 @@ import (
 // configuration's) moves one ratio, not the verdict.
 func TestRoundP99RatiosArePerRound(t *testing.T) {
 	t.Parallel()
-	hp := overheadConf(ConfigHAProxy, rounds5(100, 100, 100, 100, 100)...)
-	pr := overheadConf(ConfigPerRequest, rounds5(90, 90, 2000, 90, 95)...)
+	hp := overheadConf(bench.ConfigHAProxy, rounds5(100, 100, 100, 100, 100)...)
+	pr := overheadConf(bench.ConfigPerRequest, rounds5(90, 90, 2000, 90, 95)...)
 	got := roundP99Ratios(pr, hp)
 	want := []float64{0.9, 0.9, 20, 0.9, 0.95}
 	if len(got) != len(want) {

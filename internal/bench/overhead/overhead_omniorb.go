@@ -1,9 +1,10 @@
-package bench
+package overhead
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
@@ -15,7 +16,7 @@ const cfgAgent = "agent"
 // setUpOmniORB is setUp with omniORB C++ on both sides: every
 // configuration has an omniORB Prime server of its own and one omniORB C++
 // client process (closed loop, one call at a time) calling is_prime(
-// overheadPrimeN):
+// bench.PrimeN):
 //
 //   - direct: the server's IOR;
 //   - agent: the reference of a "fulcrum agent giop" in front of the
@@ -29,7 +30,7 @@ const cfgAgent = "agent"
 //     proxy).
 //
 // HAProxy and NGINX rows are skipped, as in every GIOP run.
-func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overheadConfig, err error) {
+func (o *Overhead) setUpOmniORB(ctx context.Context, env *bench.Env) (cfgs []*overheadConfig, err error) {
 	progs, err := env.OmniORB(ctx)
 	if err != nil {
 		return nil, err
@@ -44,27 +45,27 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overhead
 			cfgs = nil
 		}
 	}()
-	servers := map[string]*omniServer{}
-	for _, name := range []string{ConfigDirect, cfgAgent, ConfigPerSession, ConfigPerRequest, ConfigOnDemand} {
-		s, err := env.startOmniServer(ctx, progs, "omniorb-server-"+name)
+	servers := map[string]*bench.OmniServer{}
+	for _, name := range []string{bench.ConfigDirect, cfgAgent, bench.ConfigPerSession, bench.ConfigPerRequest, bench.ConfigOnDemand} {
+		s, err := env.StartOmniServer(ctx, progs, "omniorb-server-"+name)
 		if err != nil {
 			return nil, err
 		}
 		servers[name] = s
 	}
 	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: ConfigPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: ProtocolGIOP},
-		GroupSpec{Name: ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
-		GroupSpec{Name: ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: ProtocolGIOP, Replicas: []string{servers[ConfigPerRequest].IOR}},
+		bench.GroupSpec{Name: bench.ConfigPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: bench.ProtocolGIOP},
+		bench.GroupSpec{Name: bench.ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: bench.ProtocolGIOP},
+		bench.GroupSpec{Name: bench.ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: bench.ProtocolGIOP, Replicas: []string{servers[bench.ConfigPerRequest].IOR}},
 		// The agent must join a group; nobody calls through this one.
-		GroupSpec{Name: cfgAgent, Binding: "on-demand", Strategy: "least-loaded", Protocol: ProtocolGIOP},
+		bench.GroupSpec{Name: cfgAgent, Binding: "on-demand", Strategy: "least-loaded", Protocol: bench.ProtocolGIOP},
 	)
 	if err != nil {
 		return nil, err
 	}
-	agents := map[string]*omniAgent{}
-	for _, name := range []string{cfgAgent, ConfigPerSession, ConfigOnDemand} {
-		a, err := env.startOmniAgent(ctx, "agent-"+name, servers[name].IOR, &Join{Admin: bal.Admin, Group: name})
+	agents := map[string]*bench.OmniAgent{}
+	for _, name := range []string{cfgAgent, bench.ConfigPerSession, bench.ConfigOnDemand} {
+		a, err := env.StartOmniAgent(ctx, "agent-"+name, servers[name].IOR, &bench.Join{Admin: bal.Admin, Group: name})
 		if err != nil {
 			return nil, err
 		}
@@ -73,31 +74,31 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *Env) (cfgs []*overhead
 			return nil, err
 		}
 	}
-	if err := bal.WaitReady(ctx, ConfigPerRequest, 1, false); err != nil {
+	if err := bal.WaitReady(ctx, bench.ConfigPerRequest, 1, false); err != nil {
 		return nil, err
 	}
 	refs := map[string]string{
-		ConfigDirect:     servers[ConfigDirect].IOR,
-		cfgAgent:         agents[cfgAgent].Ref,
-		ConfigPerSession: bal.Reference(ConfigPerSession),
-		ConfigPerRequest: bal.Reference(ConfigPerRequest),
-		ConfigOnDemand:   bal.Reference(ConfigOnDemand),
+		bench.ConfigDirect:     servers[bench.ConfigDirect].IOR,
+		cfgAgent:               agents[cfgAgent].Ref,
+		bench.ConfigPerSession: bal.Reference(bench.ConfigPerSession),
+		bench.ConfigPerRequest: bal.Reference(bench.ConfigPerRequest),
+		bench.ConfigOnDemand:   bal.Reference(bench.ConfigOnDemand),
 	}
-	for _, name := range []string{ConfigDirect, cfgAgent, ConfigPerSession, ConfigPerRequest, ConfigOnDemand} {
-		cl, err := env.startOmniLoop(progs, "omniorb-client-"+name, refs[name], overheadPrimeN)
+	for _, name := range []string{bench.ConfigDirect, cfgAgent, bench.ConfigPerSession, bench.ConfigPerRequest, bench.ConfigOnDemand} {
+		cl, err := env.StartOmniLoop(progs, "omniorb-client-"+name, refs[name], bench.PrimeN)
 		if err != nil {
 			return nil, err
 		}
-		c := &overheadConfig{name: name, callers: cl, replicaCPU: newCPUMeter(servers[name].Proc)}
+		c := &overheadConfig{name: name, callers: cl, replicaCPU: bench.NewCPUMeter(servers[name].Proc)}
 		switch name {
-		case cfgAgent, ConfigPerSession, ConfigOnDemand:
-			c.proxyCPU = newCPUMeter(agents[name].Proc)
-		case ConfigPerRequest:
-			c.proxyCPU = newCPUMeter(bal.Proc)
+		case cfgAgent, bench.ConfigPerSession, bench.ConfigOnDemand:
+			c.proxyCPU = bench.NewCPUMeter(agents[name].Proc)
+		case bench.ConfigPerRequest:
+			c.proxyCPU = bench.NewCPUMeter(bal.Proc)
 		}
 		cfgs = append(cfgs, c)
 	}
-	cfgs = append(cfgs, &overheadConfig{name: ConfigHAProxy, skipped: httpOnly}, &overheadConfig{name: ConfigNGINX, skipped: httpOnly})
+	cfgs = append(cfgs, &overheadConfig{name: bench.ConfigHAProxy, skipped: bench.HTTPOnly}, &overheadConfig{name: bench.ConfigNGINX, skipped: bench.HTTPOnly})
 	if err := warmOverhead(ctx, cfgs); err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func overheadOmniORBIntro(calls, rounds int) string {
 		"(closed loop, one call at a time), omniORB C++ Prime servers (`is_prime(%d)`), "+
 		"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
 		"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
-		"Latencies in µs, measured by the client around each call (whole microseconds).", overheadPrimeN, calls, rounds)
+		"Latencies in µs, measured by the client around each call (whole microseconds).", bench.PrimeN, calls, rounds)
 }
 
 // overheadOmniORBSetUp is the report's set-up paragraph for an omniORB
@@ -128,19 +129,19 @@ const overheadOmniORBSetUp = "Every configuration has an omniORB C++ Prime serve
 // judgeOmniORB records what an omniORB run adds to the targets: the
 // side-car's own overhead against direct, and on-demand against the agent
 // (what the balancer adds beyond the side-car every call passes through).
-func judgeOmniORB(rep *Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
-	ag, od := rows[cfgAgent], rows[ConfigOnDemand]
+func judgeOmniORB(rep *bench.Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
+	ag, od := rows[cfgAgent], rows[bench.ConfigOnDemand]
 	if ag.ThroughputRatio == nil {
 		return
 	}
 	rep.Heading("The side-car agent's own overhead")
 	rep.Para("`agent` is client → `fulcrum agent giop` → server, the front door not involved: throughput %.3f × direct, mean latency %.3f × direct (%.1f µs against %.1f µs), "+
 		"the agent using %s µs of CPU per call. On-demand through a group of agent-fronted servers pays this hop on every call, and the front door only once per client.",
-		*ag.ThroughputRatio, *ag.LatencyRatio, ag.Mean, rows[ConfigDirect].Mean, ptrNum(ag.ProxyCPUUS))
+		*ag.ThroughputRatio, *ag.LatencyRatio, ag.Mean, rows[bench.ConfigDirect].Mean, ptrNum(ag.ProxyCPUUS))
 	var odc, agc *overheadConfig
 	for _, c := range cfgs {
 		switch c.name {
-		case ConfigOnDemand:
+		case bench.ConfigOnDemand:
 			odc = c
 		case cfgAgent:
 			agc = c

@@ -1,4 +1,4 @@
-package bench
+package overhead
 
 import (
 	"context"
@@ -8,10 +8,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
-func init() { Register("overhead", func() Experiment { return &Overhead{} }) }
+func init() { bench.Register("overhead", func() bench.Experiment { return &Overhead{} }) }
 
 // cfgControl is direct again, with a replica process of its own: an A/A
 // control. How far its ratio to direct lands from 1 is what two identical
@@ -19,10 +20,6 @@ func init() { Register("overhead", func() Experiment { return &Overhead{} }) }
 // another for the whole run on a shared machine). Reported beside the
 // rows, not as one.
 const cfgControl = "direct-control"
-
-// overheadPrimeN is the n of GET /prime/{n}: small, so that the path of
-// the call, not the trial division, is what is measured.
-const overheadPrimeN = 1009
 
 // Overhead is seed 000's overhead experiment (§4.2, Fig. 13/14): one
 // single-threaded closed-loop client and one prime replica, the same
@@ -54,21 +51,21 @@ func (o *Overhead) AddFlags(fs *pflag.FlagSet) {
 }
 
 // sizes are the calls per configuration and the rounds for size.
-func (o *Overhead) sizes(size Size) (calls, rounds int) {
+func (o *Overhead) sizes(size bench.Size) (calls, rounds int) {
 	calls, rounds = o.Calls, o.Rounds
 	if calls <= 0 {
-		calls = Pick(size, 200_000, 20_000, 200)
+		calls = bench.Pick(size, 200_000, 20_000, 200)
 	}
 	if rounds <= 0 {
 		// Short rounds: this machine's noise comes in bursts, and the
 		// configurations of one round should see the same weather.
-		rounds = Pick(size, 100, 40, 5)
+		rounds = bench.Pick(size, 100, 40, 5)
 	}
 	return calls, rounds
 }
 
 // Check implements Checker.
-func (o *Overhead) Check(size Size) error {
+func (o *Overhead) Check(size bench.Size) error {
 	calls, rounds := o.sizes(size)
 	if rounds < 5 {
 		return fmt.Errorf("overhead: --rounds %d, must be at least 5", rounds)
@@ -82,7 +79,7 @@ func (o *Overhead) Check(size Size) error {
 // OverheadRow is one configuration's row of results.json.
 type OverheadRow struct {
 	Name string `json:"name"`
-	Figures
+	bench.Figures
 	// The medians of the per-round ratios to direct's round: throughput,
 	// and mean latency. Null when the configuration was skipped.
 	ThroughputRatio *float64 `json:"throughput_ratio_to_direct"`
@@ -102,7 +99,7 @@ type OverheadRow struct {
 // closedLoop is what makes a configuration's calls: Callers, or an
 // omniORB client process (omniLoop).
 type closedLoop interface {
-	Run(ctx context.Context, start time.Time, calls int, until time.Time) (LoadResult, error)
+	Run(ctx context.Context, start time.Time, calls int, until time.Time) (bench.LoadResult, error)
 	Warm(ctx context.Context, n int) error
 	Close()
 }
@@ -115,15 +112,15 @@ type overheadConfig struct {
 	control bool
 	callers closedLoop
 	skipped string
-	rounds  []LoadResult
-	total   LoadResult
+	rounds  []bench.LoadResult
+	total   bench.LoadResult
 	// replicaCPU and proxyCPU meter the replica's and the proxy's CPU
 	// time during the configuration's segments (proxyCPU nil: no proxy).
-	replicaCPU, proxyCPU *cpuMeter
+	replicaCPU, proxyCPU *bench.CPUMeter
 }
 
 // Run implements Experiment.
-func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
+func (o *Overhead) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	if err := o.Check(env.Size); err != nil {
 		return nil, err
 	}
@@ -153,21 +150,21 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 			share++
 		}
 		line := fmt.Sprintf("round %d/%d:", r+1, rounds)
-		// The rounds follow a Williams design (roundOrder): no
+		// The rounds follow a Williams design (bench.RoundOrder): no
 		// configuration always runs first, or always right after another.
-		for _, i := range roundOrder(len(active), r) {
+		for _, i := range bench.RoundOrder(len(active), r) {
 			c := active[i]
-			c.replicaCPU.begin()
-			c.proxyCPU.begin()
+			c.replicaCPU.Begin()
+			c.proxyCPU.Begin()
 			res, err := c.callers.Run(ctx, time.Time{}, share, time.Time{})
 			if err != nil {
 				return nil, err
 			}
-			c.replicaCPU.end()
-			c.proxyCPU.end()
+			c.replicaCPU.End()
+			c.proxyCPU.End()
 			c.rounds = append(c.rounds, res)
 			if c.total.Rec == nil {
-				c.total = LoadResult{Rec: stats.NewRecorder()}
+				c.total = bench.LoadResult{Rec: stats.NewRecorder()}
 			}
 			c.total.Rec.Merge(res.Rec)
 			c.total.Errors += res.Errors
@@ -185,8 +182,8 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 	if err := o.write(env, cfgs, rows); err != nil {
 		return nil, err
 	}
-	res := &Results{Rows: rows, Report: overheadReport(env, cfgs, rows, control, calls, rounds), Extra: map[string]any{}}
-	if env.Protocol == ProtocolGIOP {
+	res := &bench.Results{Rows: rows, Report: overheadReport(env, cfgs, rows, control, calls, rounds), Extra: map[string]any{}}
+	if env.Protocol == bench.ProtocolGIOP {
 		res.Extra["settings"] = map[string]any{"protocol": env.Protocol, "orb": env.ORB, "calls": calls, "rounds": rounds}
 	}
 	if control != nil {
@@ -201,16 +198,16 @@ func (o *Overhead) Run(ctx context.Context, env *Env) (*Results, error) {
 // its own, so that all replicas are equally busy (idle while the other
 // configurations run): a replica shared by several configurations stays
 // hotter than the others and answers faster.
-func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, error) {
-	if env.ORB == ORBOmniORB {
+func (o *Overhead) setUp(ctx context.Context, env *bench.Env) ([]*overheadConfig, error) {
+	if env.ORB == bench.ORBOmniORB {
 		return o.setUpOmniORB(ctx, env)
 	}
-	if env.Protocol == ProtocolGIOP {
+	if env.Protocol == bench.ProtocolGIOP {
 		return o.setUpGIOP(ctx, env)
 	}
-	plain := map[string]*Replica{}
-	for _, name := range []string{ConfigDirect, ConfigPerRequest, ConfigHAProxy, ConfigNGINX, cfgControl} {
-		if name == ConfigHAProxy && env.HAProxy.Missing != "" || name == ConfigNGINX && env.NGINX.Missing != "" {
+	plain := map[string]*bench.Replica{}
+	for _, name := range []string{bench.ConfigDirect, bench.ConfigPerRequest, bench.ConfigHAProxy, bench.ConfigNGINX, cfgControl} {
+		if name == bench.ConfigHAProxy && env.HAProxy.Missing != "" || name == bench.ConfigNGINX && env.NGINX.Missing != "" {
 			continue
 		}
 		r, err := env.StartReplica(ctx, "replica-"+name, nil)
@@ -221,40 +218,40 @@ func (o *Overhead) setUp(ctx context.Context, env *Env) ([]*overheadConfig, erro
 	}
 	// per-request proxies to a plain replica, as HAProxy and NGINX do:
 	// the paper's forwarding server in front of an unmodified server.
-	bal, joined, err := startOverheadGroups(ctx, env, "", plain[ConfigPerRequest].URL)
+	bal, joined, err := startOverheadGroups(ctx, env, "", plain[bench.ConfigPerRequest].URL)
 	if err != nil {
 		return nil, err
 	}
-	path := "/prime/" + strconv.Itoa(overheadPrimeN)
+	path := "/prime/" + strconv.Itoa(bench.PrimeN)
 	cfgs := []*overheadConfig{
-		{name: ConfigDirect, callers: NewCallers(Endpoint{URL: plain[ConfigDirect].URL + path}, 1),
-			replicaCPU: newCPUMeter(plain[ConfigDirect].Proc)},
-		{name: ConfigPerSession, callers: NewCallers(Endpoint{URL: bal.FrontDoor(ConfigPerSession) + path, Binding: true}, 1),
-			replicaCPU: newCPUMeter(joined[ConfigPerSession].Proc)},
-		{name: ConfigPerRequest, callers: NewCallers(Endpoint{URL: bal.FrontDoor(ConfigPerRequest) + path}, 1),
-			replicaCPU: newCPUMeter(plain[ConfigPerRequest].Proc), proxyCPU: newCPUMeter(bal.Proc)},
-		{name: ConfigOnDemand, callers: NewCallers(Endpoint{URL: bal.FrontDoor(ConfigOnDemand) + path, Binding: true}, 1),
-			replicaCPU: newCPUMeter(joined[ConfigOnDemand].Proc)},
-		{name: ConfigHAProxy, skipped: env.HAProxy.Missing},
-		{name: ConfigNGINX, skipped: env.NGINX.Missing},
-		{name: cfgControl, control: true, callers: NewCallers(Endpoint{URL: plain[cfgControl].URL + path}, 1),
-			replicaCPU: newCPUMeter(plain[cfgControl].Proc)},
+		{name: bench.ConfigDirect, callers: bench.NewCallers(bench.Endpoint{URL: plain[bench.ConfigDirect].URL + path}, 1),
+			replicaCPU: bench.NewCPUMeter(plain[bench.ConfigDirect].Proc)},
+		{name: bench.ConfigPerSession, callers: bench.NewCallers(bench.Endpoint{URL: bal.FrontDoor(bench.ConfigPerSession) + path, Binding: true}, 1),
+			replicaCPU: bench.NewCPUMeter(joined[bench.ConfigPerSession].Proc)},
+		{name: bench.ConfigPerRequest, callers: bench.NewCallers(bench.Endpoint{URL: bal.FrontDoor(bench.ConfigPerRequest) + path}, 1),
+			replicaCPU: bench.NewCPUMeter(plain[bench.ConfigPerRequest].Proc), proxyCPU: bench.NewCPUMeter(bal.Proc)},
+		{name: bench.ConfigOnDemand, callers: bench.NewCallers(bench.Endpoint{URL: bal.FrontDoor(bench.ConfigOnDemand) + path, Binding: true}, 1),
+			replicaCPU: bench.NewCPUMeter(joined[bench.ConfigOnDemand].Proc)},
+		{name: bench.ConfigHAProxy, skipped: env.HAProxy.Missing},
+		{name: bench.ConfigNGINX, skipped: env.NGINX.Missing},
+		{name: cfgControl, control: true, callers: bench.NewCallers(bench.Endpoint{URL: plain[cfgControl].URL + path}, 1),
+			replicaCPU: bench.NewCPUMeter(plain[cfgControl].Proc)},
 	}
-	if r := plain[ConfigHAProxy]; r != nil {
+	if r := plain[bench.ConfigHAProxy]; r != nil {
 		px, err := env.StartHAProxy(ctx, []string{r.URL})
 		if err != nil {
 			return nil, err
 		}
-		cfgs[4].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
-		cfgs[4].replicaCPU, cfgs[4].proxyCPU = newCPUMeter(r.Proc), newCPUMeter(px.Proc)
+		cfgs[4].callers = bench.NewCallers(bench.Endpoint{URL: px.URL + path}, 1)
+		cfgs[4].replicaCPU, cfgs[4].proxyCPU = bench.NewCPUMeter(r.Proc), bench.NewCPUMeter(px.Proc)
 	}
-	if r := plain[ConfigNGINX]; r != nil {
+	if r := plain[bench.ConfigNGINX]; r != nil {
 		px, err := env.StartNGINX(ctx, []string{r.URL})
 		if err != nil {
 			return nil, err
 		}
-		cfgs[5].callers = NewCallers(Endpoint{URL: px.URL + path}, 1)
-		cfgs[5].replicaCPU, cfgs[5].proxyCPU = newCPUMeter(r.Proc), newCPUMeter(px.Proc)
+		cfgs[5].callers = bench.NewCallers(bench.Endpoint{URL: px.URL + path}, 1)
+		cfgs[5].replicaCPU, cfgs[5].proxyCPU = bench.NewCPUMeter(r.Proc), bench.NewCPUMeter(px.Proc)
 	}
 	if err := warmOverhead(ctx, cfgs); err != nil {
 		return nil, err
@@ -322,7 +319,7 @@ func overheadRow(c, direct *overheadConfig) OverheadRow {
 	row := OverheadRow{Name: c.name, Skipped: c.skipped, Rounds: len(c.rounds)}
 	if c.skipped == "" && c.total.Rec != nil {
 		row.Figures = c.total.Figures()
-		row.ReplicaCPUUS, row.ProxyCPUUS = c.replicaCPU.perCall(row.Count+row.Errors), c.proxyCPU.perCall(row.Count+row.Errors)
+		row.ReplicaCPUUS, row.ProxyCPUUS = c.replicaCPU.PerCall(row.Count+row.Errors), c.proxyCPU.PerCall(row.Count+row.Errors)
 		thr, lat := roundRatios(c, direct)
 		if len(thr) > 0 {
 			t, l := stats.Median(thr), stats.Median(lat)
@@ -335,8 +332,8 @@ func overheadRow(c, direct *overheadConfig) OverheadRow {
 }
 
 // write writes overhead.csv, overhead-rounds.csv and the plots.
-func (o *Overhead) write(env *Env, cfgs []*overheadConfig, rows []OverheadRow) error {
-	header := append([]string{"name"}, FiguresHeader...)
+func (o *Overhead) write(env *bench.Env, cfgs []*overheadConfig, rows []OverheadRow) error {
+	header := append([]string{"name"}, bench.FiguresHeader...)
 	header = append(header, "throughput_ratio_to_direct", "latency_ratio_to_direct", "skipped")
 	var table [][]string
 	for _, r := range rows {
@@ -351,7 +348,7 @@ func (o *Overhead) write(env *Env, cfgs []*overheadConfig, rows []OverheadRow) e
 			table = append(table, append([]string{strconv.Itoa(i + 1), c.name}, res.Figures().CSV()...))
 		}
 	}
-	if err := env.WriteCSV("overhead-rounds.csv", append([]string{"round", "name"}, FiguresHeader...), table); err != nil {
+	if err := env.WriteCSV("overhead-rounds.csv", append([]string{"round", "name"}, bench.FiguresHeader...), table); err != nil {
 		return err
 	}
 	var names []string
@@ -364,17 +361,17 @@ func (o *Overhead) write(env *Env, cfgs []*overheadConfig, rows []OverheadRow) e
 		mean, p50, p99 = append(mean, r.Mean), append(p50, r.P50), append(p99, r.P99)
 		thr = append(thr, r.ThroughputRPS)
 	}
-	if err := env.BarChart("overhead-latency.png", Axes{Title: "Latency overhead (seed 000 Fig. 13)", Y: "latency (µs)"}, names,
-		[]Series{{"mean", mean}, {"p50", p50}, {"p99", p99}}); err != nil {
+	if err := env.BarChart("overhead-latency.png", bench.Axes{Title: "Latency overhead (seed 000 Fig. 13)", Y: "latency (µs)"}, names,
+		[]bench.Series{{Name: "mean", Values: mean}, {Name: "p50", Values: p50}, {Name: "p99", Values: p99}}); err != nil {
 		return err
 	}
-	return env.BarChart("overhead-throughput.png", Axes{Title: "Throughput overhead (seed 000 Fig. 14)", Y: "calls/s"}, names,
-		[]Series{{"throughput", thr}})
+	return env.BarChart("overhead-throughput.png", bench.Axes{Title: "Throughput overhead (seed 000 Fig. 14)", Y: "calls/s"}, names,
+		[]bench.Series{{Name: "throughput", Values: thr}})
 }
 
 // comparePaper sets the run beside seed 000's findings (Fig. 13/14).
-func comparePaper(rep *Report, rows map[string]OverheadRow) {
-	ps, pr, od := rows[ConfigPerSession], rows[ConfigPerRequest], rows[ConfigOnDemand]
+func comparePaper(rep *bench.Report, rows map[string]OverheadRow) {
+	ps, pr, od := rows[bench.ConfigPerSession], rows[bench.ConfigPerRequest], rows[bench.ConfigOnDemand]
 	if ps.LatencyRatio == nil || pr.LatencyRatio == nil || od.LatencyRatio == nil {
 		return
 	}
@@ -390,33 +387,33 @@ func ptrNum(p *float64) string {
 	if p == nil {
 		return ""
 	}
-	return Num(*p, 1)
+	return bench.Num(*p, 1)
 }
 
 func ratio(p *float64) string {
 	if p == nil {
 		return ""
 	}
-	return Num(*p, 3)
+	return bench.Num(*p, 3)
 }
 
 // overheadReport writes the tables and judges the targets.
-func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, control *OverheadRow, calls, rounds int) *Report {
-	rep := NewReport("fulcrum bench overhead")
+func overheadReport(env *bench.Env, cfgs []*overheadConfig, rows []OverheadRow, control *OverheadRow, calls, rounds int) *bench.Report {
+	rep := bench.NewReport("fulcrum bench overhead")
 	byName := map[string]OverheadRow{}
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
 	switch {
-	case env.ORB == ORBOmniORB:
+	case env.ORB == bench.ORBOmniORB:
 		rep.Para("%s", overheadOmniORBIntro(calls, rounds))
-	case env.Protocol == ProtocolGIOP:
+	case env.Protocol == bench.ProtocolGIOP:
 		rep.Para("%s", overheadGIOPIntro(calls, rounds))
 	default:
 		rep.Para("Seed 000 §4.2 (Fig. 13/14): one single-threaded closed-loop client, one prime replica (`GET /prime/%d`), "+
 			"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
 			"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
-			"Latencies in µs, measured by the client from sending the call to reading the whole answer.", overheadPrimeN, calls, rounds)
+			"Latencies in µs, measured by the client from sending the call to reading the whole answer.", bench.PrimeN, calls, rounds)
 	}
 	var table [][]string
 	for _, r := range rows {
@@ -425,8 +422,8 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, contro
 			continue
 		}
 		table = append(table, []string{
-			r.Name, strconv.FormatInt(r.Count, 10), Num(r.ThroughputRPS, 0), ratio(r.ThroughputRatio),
-			Num(r.Mean, 1), ratio(r.LatencyRatio), Num(r.P5, 0), Num(r.P50, 0), Num(r.P95, 0), Num(r.P99, 0), Num(r.Max, 0), Num(r.Jitter, 1),
+			r.Name, strconv.FormatInt(r.Count, 10), bench.Num(r.ThroughputRPS, 0), ratio(r.ThroughputRatio),
+			bench.Num(r.Mean, 1), ratio(r.LatencyRatio), bench.Num(r.P5, 0), bench.Num(r.P50, 0), bench.Num(r.P95, 0), bench.Num(r.P99, 0), bench.Num(r.Max, 0), bench.Num(r.Jitter, 1),
 			strconv.FormatInt(r.Errors, 10),
 		})
 	}
@@ -456,7 +453,7 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, contro
 	var cpu [][]string
 	for _, r := range rows {
 		if r.Skipped == "" && r.ReplicaCPUUS != nil {
-			cpu = append(cpu, []string{r.Name, Num(*r.ReplicaCPUUS, 1), ptrNum(r.ProxyCPUUS)})
+			cpu = append(cpu, []string{r.Name, bench.Num(*r.ReplicaCPUUS, 1), ptrNum(r.ProxyCPUUS)})
 		}
 	}
 	if len(cpu) > 0 {
@@ -467,17 +464,17 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, contro
 	}
 
 	judgeOverhead(rep, cfgs, byName)
-	if env.ORB == ORBOmniORB {
+	if env.ORB == bench.ORBOmniORB {
 		judgeOmniORB(rep, cfgs, byName)
 	}
 	comparePaper(rep, byName)
 
 	rep.Heading("Set-up")
-	if env.ORB == ORBOmniORB {
+	if env.ORB == bench.ORBOmniORB {
 		rep.Para("%s", overheadOmniORBSetUp)
 		return rep
 	}
-	if env.Protocol == ProtocolGIOP {
+	if env.Protocol == bench.ProtocolGIOP {
 		rep.Para("%s", overheadGIOPSetUp)
 		return rep
 	}
@@ -495,8 +492,8 @@ func overheadReport(env *Env, cfgs []*overheadConfig, rows []OverheadRow, contro
 }
 
 // judgeOverhead records the issue's targets for the overhead experiment.
-func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
-	od := rows[ConfigOnDemand]
+func judgeOverhead(rep *bench.Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
+	od := rows[bench.ConfigOnDemand]
 	if od.ThroughputRatio != nil {
 		rep.Target("on-demand throughput ≥ 0.97 × direct", *od.ThroughputRatio >= 0.97, "median per-round ratio %.3f", *od.ThroughputRatio)
 		rep.Target("on-demand mean latency ≤ 1.05 × direct", *od.LatencyRatio <= 1.05, "median per-round ratio %.3f", *od.LatencyRatio)
@@ -504,7 +501,7 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 	// Per-session calls the replica directly, but its binding header lines
 	// cost the replica 3–4.6% of the small /prime/1009 call: the target
 	// allows 5%. The noise is printed beside it, not judged.
-	ps := rows[ConfigPerSession]
+	ps := rows[bench.ConfigPerSession]
 	if ps.ThroughputRatio != nil {
 		tn, ln, of := overheadNoise(ps, overheadControl(cfgs))
 		rep.Target("per-session throughput ≥ 0.95 × direct", *ps.ThroughputRatio >= 0.95,
@@ -513,9 +510,9 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 	var pr, hp *overheadConfig
 	for _, c := range cfgs {
 		switch c.name {
-		case ConfigPerRequest:
+		case bench.ConfigPerRequest:
 			pr = c
-		case ConfigHAProxy:
+		case bench.ConfigHAProxy:
 			hp = c
 		}
 	}
@@ -531,14 +528,14 @@ func judgeOverhead(rep *Report, cfgs []*overheadConfig, rows map[string]Overhead
 	thr, _ := roundRatios(pr, hp)
 	med := stats.Median(thr)
 	rep.Target("per-request throughput ≥ 1.0 × HAProxy", med >= 1.0,
-		"median per-round ratio %.3f (%.0f vs %.0f calls/s overall)", med, rows[ConfigPerRequest].ThroughputRPS, rows[ConfigHAProxy].ThroughputRPS)
+		"median per-round ratio %.3f (%.0f vs %.0f calls/s overall)", med, rows[bench.ConfigPerRequest].ThroughputRPS, rows[bench.ConfigHAProxy].ThroughputRPS)
 	// The p99 is judged like the throughput: per round, against HAProxy's
 	// in the same round, the median of the ratios (a whole-run p99 is
 	// set by the machine's worst seconds, which fall on whichever
 	// configuration was running then).
 	p99 := stats.Median(roundP99Ratios(pr, hp))
 	rep.Target("per-request p99 ≤ HAProxy p99", p99 <= 1.0,
-		"median per-round p99 ratio %.3f (whole run %.0f µs vs %.0f µs)", p99, rows[ConfigPerRequest].P99, rows[ConfigHAProxy].P99)
+		"median per-round p99 ratio %.3f (whole run %.0f µs vs %.0f µs)", p99, rows[bench.ConfigPerRequest].P99, rows[bench.ConfigHAProxy].P99)
 }
 
 // roundP99Ratios are a configuration's per-round p99 latencies over
@@ -578,18 +575,18 @@ func abs(x float64) float64 {
 // HTTP), a monitored replica joined to each of the first two, and
 // perRequestReplica as the per-request group's static member; it returns once
 // every group is ready.
-func startOverheadGroups(ctx context.Context, env *Env, proto, perRequestReplica string) (*Balancer, map[string]*Replica, error) {
+func startOverheadGroups(ctx context.Context, env *bench.Env, proto, perRequestReplica string) (*bench.Balancer, map[string]*bench.Replica, error) {
 	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: ConfigPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: proto},
-		GroupSpec{Name: ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: proto},
-		GroupSpec{Name: ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: proto, Replicas: []string{perRequestReplica}},
+		bench.GroupSpec{Name: bench.ConfigPerSession, Binding: "per-session", Strategy: "round-robin", Protocol: proto},
+		bench.GroupSpec{Name: bench.ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded", Protocol: proto},
+		bench.GroupSpec{Name: bench.ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Protocol: proto, Replicas: []string{perRequestReplica}},
 	)
 	if err != nil {
 		return nil, nil, err
 	}
-	joined := map[string]*Replica{}
-	for _, g := range []string{ConfigPerSession, ConfigOnDemand} {
-		r, err := env.StartReplica(ctx, "replica-"+g, &Join{Admin: bal.Admin, Group: g})
+	joined := map[string]*bench.Replica{}
+	for _, g := range []string{bench.ConfigPerSession, bench.ConfigOnDemand} {
+		r, err := env.StartReplica(ctx, "replica-"+g, &bench.Join{Admin: bal.Admin, Group: g})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -598,7 +595,7 @@ func startOverheadGroups(ctx context.Context, env *Env, proto, perRequestReplica
 			return nil, nil, err
 		}
 	}
-	if err := bal.WaitReady(ctx, ConfigPerRequest, 1, false); err != nil {
+	if err := bal.WaitReady(ctx, bench.ConfigPerRequest, 1, false); err != nil {
 		return nil, nil, err
 	}
 	return bal, joined, nil

@@ -1,40 +1,44 @@
-package bench
+package overhead
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 // setUpGIOP is setUp over GIOP: the Go Prime servant as the replica (a
 // plain one for direct and per-request, one with its monitor built in and
 // registered for per-session and on-demand, as seed 000's Latency server
 // with the load monitor added), GIOP groups, and callers that are fulcrum's
-// client ORB calling is_prime(overheadPrimeN): direct through the replica's
+// client ORB calling is_prime(bench.PrimeN): direct through the replica's
 // IOR, the others through the group's corbaloc reference, following
 // LOCATION_FORWARD. HAProxy and NGINX do not speak GIOP: their rows are
 // skipped.
-func (o *Overhead) setUpGIOP(ctx context.Context, env *Env) ([]*overheadConfig, error) {
-	plain := map[string]*Replica{}
-	for _, name := range []string{ConfigDirect, ConfigPerRequest} {
+func (o *Overhead) setUpGIOP(ctx context.Context, env *bench.Env) ([]*overheadConfig, error) {
+	plain := map[string]*bench.Replica{}
+	for _, name := range []string{bench.ConfigDirect, bench.ConfigPerRequest} {
 		r, err := env.StartReplica(ctx, "replica-"+name, nil)
 		if err != nil {
 			return nil, err
 		}
 		plain[name] = r
 	}
-	bal, joined, err := startOverheadGroups(ctx, env, ProtocolGIOP, plain[ConfigPerRequest].URL)
+	bal, joined, err := startOverheadGroups(ctx, env, bench.ProtocolGIOP, plain[bench.ConfigPerRequest].URL)
 	if err != nil {
 		return nil, err
 	}
-	call := func(ref string) Endpoint { return Endpoint{GIOP: &GIOPCall{Ref: ref, N: overheadPrimeN}} }
+	call := func(ref string) bench.Endpoint {
+		return bench.Endpoint{GIOP: &bench.GIOPCall{Ref: ref, N: bench.PrimeN}}
+	}
 	cfgs := []*overheadConfig{
-		{name: ConfigDirect, callers: NewCallers(call(plain[ConfigDirect].URL), 1), replicaCPU: newCPUMeter(plain[ConfigDirect].Proc)},
-		{name: ConfigPerSession, callers: NewCallers(call(bal.Reference(ConfigPerSession)), 1), replicaCPU: newCPUMeter(joined[ConfigPerSession].Proc)},
-		{name: ConfigPerRequest, callers: NewCallers(call(bal.Reference(ConfigPerRequest)), 1),
-			replicaCPU: newCPUMeter(plain[ConfigPerRequest].Proc), proxyCPU: newCPUMeter(bal.Proc)},
-		{name: ConfigOnDemand, callers: NewCallers(call(bal.Reference(ConfigOnDemand)), 1), replicaCPU: newCPUMeter(joined[ConfigOnDemand].Proc)},
-		{name: ConfigHAProxy, skipped: httpOnly},
-		{name: ConfigNGINX, skipped: httpOnly},
+		{name: bench.ConfigDirect, callers: bench.NewCallers(call(plain[bench.ConfigDirect].URL), 1), replicaCPU: bench.NewCPUMeter(plain[bench.ConfigDirect].Proc)},
+		{name: bench.ConfigPerSession, callers: bench.NewCallers(call(bal.Reference(bench.ConfigPerSession)), 1), replicaCPU: bench.NewCPUMeter(joined[bench.ConfigPerSession].Proc)},
+		{name: bench.ConfigPerRequest, callers: bench.NewCallers(call(bal.Reference(bench.ConfigPerRequest)), 1),
+			replicaCPU: bench.NewCPUMeter(plain[bench.ConfigPerRequest].Proc), proxyCPU: bench.NewCPUMeter(bal.Proc)},
+		{name: bench.ConfigOnDemand, callers: bench.NewCallers(call(bal.Reference(bench.ConfigOnDemand)), 1), replicaCPU: bench.NewCPUMeter(joined[bench.ConfigOnDemand].Proc)},
+		{name: bench.ConfigHAProxy, skipped: bench.HTTPOnly},
+		{name: bench.ConfigNGINX, skipped: bench.HTTPOnly},
 	}
 	if err := warmOverhead(ctx, cfgs); err != nil {
 		return nil, err
@@ -47,7 +51,7 @@ func overheadGIOPIntro(calls, rounds int) string {
 	return fmt.Sprintf("Seed 000 §4.2 (Fig. 13/14) over CORBA GIOP 1.2: one single-threaded closed-loop client (fulcrum's client ORB), one Prime servant (`is_prime(%d)`), "+
 		"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
 		"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
-		"Latencies in µs, measured by the client from sending the request to decoding the reply.", overheadPrimeN, calls, rounds)
+		"Latencies in µs, measured by the client from sending the request to decoding the reply.", bench.PrimeN, calls, rounds)
 }
 
 // overheadGIOPSetUp is the report's set-up paragraph for a GIOP run.
