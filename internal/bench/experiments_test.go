@@ -6,6 +6,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/scalability"
 )
 
 func TestRegistry(t *testing.T) {

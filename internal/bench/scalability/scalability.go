@@ -1,4 +1,4 @@
-package bench
+package scalability
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
-func init() { Register("scalability", func() Experiment { return &Scalability{} }) }
+func init() { bench.Register("scalability", func() bench.Experiment { return &Scalability{} }) }
 
 // Scalability is seed 002's experiments A and L: (a) a payload sweep,
 // request bodies of 24 B to 240 KB echoed by the replica, one caller; (b)
@@ -65,7 +66,7 @@ type ScalabilityRow struct {
 	SizeBytes int    `json:"size_bytes,omitempty"`
 	Processes int    `json:"processes,omitempty"`
 	Callers   int    `json:"callers,omitempty"`
-	Figures
+	bench.Figures
 	// LittlePredictedUS is clients ÷ throughput in µs, the mean latency
 	// Little's law predicts for a closed loop with no think time;
 	// LittleResidual is (measured − predicted) ÷ predicted.
@@ -87,26 +88,26 @@ type scalTarget struct {
 }
 
 // Check implements Checker.
-func (s *Scalability) Check(size Size) error {
+func (s *Scalability) Check(size bench.Size) error {
 	c := *s
 	return c.defaults(size)
 }
 
-func (s *Scalability) defaults(size Size) error {
+func (s *Scalability) defaults(size bench.Size) error {
 	if len(s.Sizes) == 0 {
 		s.Sizes = defaultSizes
 	}
 	if s.PayloadCalls <= 0 {
-		s.PayloadCalls = Pick(size, 10_000, 2_000, 20)
+		s.PayloadCalls = bench.Pick(size, 10_000, 2_000, 20)
 	}
 	if len(s.Processes) == 0 {
-		s.Processes = Pick(size, []int{1, 2, 4}, []int{1, 2, 4}, []int{1, 2})
+		s.Processes = bench.Pick(size, []int{1, 2, 4}, []int{1, 2, 4}, []int{1, 2})
 	}
 	if len(s.Callers) == 0 {
-		s.Callers = Pick(size, []int{1, 4, 16, 64}, []int{1, 4, 16, 64}, []int{1, 4})
+		s.Callers = bench.Pick(size, []int{1, 4, 16, 64}, []int{1, 4, 16, 64}, []int{1, 4})
 	}
 	if s.Duration <= 0 {
-		s.Duration = Pick(size, 10*time.Second, 2*time.Second, 300*time.Millisecond)
+		s.Duration = bench.Pick(size, 10*time.Second, 2*time.Second, 300*time.Millisecond)
 	}
 	for _, v := range s.Sizes {
 		if v < 1 || v > 8<<20 {
@@ -127,7 +128,7 @@ func (s *Scalability) defaults(size Size) error {
 }
 
 // Run implements Experiment.
-func (s *Scalability) Run(ctx context.Context, env *Env) (*Results, error) {
+func (s *Scalability) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	if err := s.defaults(env.Size); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (s *Scalability) Run(ctx context.Context, env *Env) (*Results, error) {
 	if err := s.write(env, rows, targets); err != nil {
 		return nil, err
 	}
-	return &Results{
+	return &bench.Results{
 		Rows:   rows,
 		Extra:  map[string]any{"regression": fits},
 		Report: s.report(env, rows, targets, fits, fitNotes),
@@ -157,17 +158,17 @@ func (s *Scalability) Run(ctx context.Context, env *Env) (*Results, error) {
 
 // setUp starts a replica per configuration (equally busy, as in the
 // overhead experiment), the balancer and the competitors.
-func (s *Scalability) setUp(ctx context.Context, env *Env) ([]*scalTarget, error) {
+func (s *Scalability) setUp(ctx context.Context, env *bench.Env) ([]*scalTarget, error) {
 	targets := []*scalTarget{
-		{name: ConfigDirect, grid: true},
-		{name: ConfigPerRequest, grid: true},
-		{name: ConfigOnDemand, binding: true},
-		{name: ConfigHAProxy, grid: true, skipped: env.HAProxy.Missing},
-		{name: ConfigNGINX, skipped: env.NGINX.Missing},
+		{name: bench.ConfigDirect, grid: true},
+		{name: bench.ConfigPerRequest, grid: true},
+		{name: bench.ConfigOnDemand, binding: true},
+		{name: bench.ConfigHAProxy, grid: true, skipped: env.HAProxy.Missing},
+		{name: bench.ConfigNGINX, skipped: env.NGINX.Missing},
 	}
-	plain := map[string]*Replica{}
+	plain := map[string]*bench.Replica{}
 	for _, t := range targets {
-		if t.skipped != "" || t.name == ConfigOnDemand {
+		if t.skipped != "" || t.name == bench.ConfigOnDemand {
 			continue
 		}
 		r, err := env.StartReplica(ctx, "replica-"+t.name, nil)
@@ -177,19 +178,19 @@ func (s *Scalability) setUp(ctx context.Context, env *Env) ([]*scalTarget, error
 		plain[t.name] = r
 	}
 	bal, err := env.StartBalancer(ctx,
-		GroupSpec{Name: ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Replicas: []string{plain[ConfigPerRequest].URL}},
-		GroupSpec{Name: ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded"},
+		bench.GroupSpec{Name: bench.ConfigPerRequest, Binding: "per-request", Strategy: "round-robin", Replicas: []string{plain[bench.ConfigPerRequest].URL}},
+		bench.GroupSpec{Name: bench.ConfigOnDemand, Binding: "on-demand", Strategy: "least-loaded"},
 	)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := env.StartReplica(ctx, "replica-"+ConfigOnDemand, &Join{Admin: bal.Admin, Group: ConfigOnDemand}); err != nil {
+	if _, err := env.StartReplica(ctx, "replica-"+bench.ConfigOnDemand, &bench.Join{Admin: bal.Admin, Group: bench.ConfigOnDemand}); err != nil {
 		return nil, err
 	}
-	if err := bal.WaitReady(ctx, ConfigOnDemand, 1, true); err != nil {
+	if err := bal.WaitReady(ctx, bench.ConfigOnDemand, 1, true); err != nil {
 		return nil, err
 	}
-	if err := bal.WaitReady(ctx, ConfigPerRequest, 1, false); err != nil {
+	if err := bal.WaitReady(ctx, bench.ConfigPerRequest, 1, false); err != nil {
 		return nil, err
 	}
 	for _, t := range targets {
@@ -197,18 +198,18 @@ func (s *Scalability) setUp(ctx context.Context, env *Env) ([]*scalTarget, error
 			continue
 		}
 		switch t.name {
-		case ConfigDirect:
-			t.base = plain[ConfigDirect].URL
-		case ConfigPerRequest, ConfigOnDemand:
+		case bench.ConfigDirect:
+			t.base = plain[bench.ConfigDirect].URL
+		case bench.ConfigPerRequest, bench.ConfigOnDemand:
 			t.base = bal.FrontDoor(t.name)
-		case ConfigHAProxy:
-			px, err := env.StartHAProxy(ctx, []string{plain[ConfigHAProxy].URL})
+		case bench.ConfigHAProxy:
+			px, err := env.StartHAProxy(ctx, []string{plain[bench.ConfigHAProxy].URL})
 			if err != nil {
 				return nil, err
 			}
 			t.base = px.URL
-		case ConfigNGINX:
-			px, err := env.StartNGINX(ctx, []string{plain[ConfigNGINX].URL})
+		case bench.ConfigNGINX:
+			px, err := env.StartNGINX(ctx, []string{plain[bench.ConfigNGINX].URL})
 			if err != nil {
 				return nil, err
 			}
@@ -221,11 +222,11 @@ func (s *Scalability) setUp(ctx context.Context, env *Env) ([]*scalTarget, error
 // payload runs part (a): every size through every configuration, one
 // closed-loop caller, the configurations' order rotating from one size to
 // the next.
-func (s *Scalability) payload(ctx context.Context, env *Env, targets []*scalTarget) ([]ScalabilityRow, error) {
+func (s *Scalability) payload(ctx context.Context, env *bench.Env, targets []*scalTarget) ([]ScalabilityRow, error) {
 	env.Logf("scalability: payload sweep, %d calls per size and configuration", s.PayloadCalls)
 	var rows []ScalabilityRow
 	for si, size := range s.Sizes {
-		body := Payload(size)
+		body := bench.Payload(size)
 		line := fmt.Sprintf("payload %d B:", size)
 		cell := make([]ScalabilityRow, len(targets))
 		for i := range targets {
@@ -233,7 +234,7 @@ func (s *Scalability) payload(ctx context.Context, env *Env, targets []*scalTarg
 			t := targets[k]
 			row := ScalabilityRow{Part: "payload", Name: t.name, SizeBytes: size, Skipped: t.skipped}
 			if t.skipped == "" {
-				res, err := RunLoad(ctx, Endpoint{URL: t.base + "/echo", Method: http.MethodPost, Body: body, Binding: t.binding}, 1, s.PayloadCalls, 0)
+				res, err := bench.RunLoad(ctx, bench.Endpoint{URL: t.base + "/echo", Method: http.MethodPost, Body: body, Binding: t.binding}, 1, s.PayloadCalls, 0)
 				if err != nil {
 					return nil, fmt.Errorf("scalability: payload %d B through %s: %w", size, t.name, err)
 				}
@@ -251,7 +252,7 @@ func (s *Scalability) payload(ctx context.Context, env *Env, targets []*scalTarg
 // grid runs part (b): for every X × Y, the grid's configurations one
 // after the other (order rotating from cell to cell), each with X client
 // processes of Y callers starting together.
-func (s *Scalability) grid(ctx context.Context, env *Env, targets []*scalTarget) ([]ScalabilityRow, error) {
+func (s *Scalability) grid(ctx context.Context, env *bench.Env, targets []*scalTarget) ([]ScalabilityRow, error) {
 	var gridTargets []*scalTarget
 	for _, t := range targets {
 		if t.grid {
@@ -270,7 +271,7 @@ func (s *Scalability) grid(ctx context.Context, env *Env, targets []*scalTarget)
 				t := gridTargets[k]
 				row := ScalabilityRow{Part: "grid", Name: t.name, Processes: x, Callers: y, Skipped: t.skipped}
 				if t.skipped == "" {
-					ep := Endpoint{URL: t.base + "/prime/" + strconv.Itoa(PrimeN), Binding: t.binding}
+					ep := bench.Endpoint{URL: t.base + "/prime/" + strconv.Itoa(bench.PrimeN), Binding: t.binding}
 					res, late, err := env.RunClients(ctx, ep, x, y, s.Duration)
 					if err != nil {
 						return nil, fmt.Errorf("scalability: grid %d×%d through %s: %w", x, y, t.name, err)
@@ -320,7 +321,7 @@ func regressions(rows []ScalabilityRow, targets []*scalTarget) (map[string]stats
 }
 
 // write writes the CSV files and the plots.
-func (s *Scalability) write(env *Env, rows []ScalabilityRow, targets []*scalTarget) error {
+func (s *Scalability) write(env *bench.Env, rows []ScalabilityRow, targets []*scalTarget) error {
 	var payload, grid [][]string
 	for _, r := range rows {
 		switch r.Part {
@@ -329,25 +330,25 @@ func (s *Scalability) write(env *Env, rows []ScalabilityRow, targets []*scalTarg
 		case "grid":
 			extra := []string{"", "", "", r.Skipped}
 			if r.LittlePredictedUS != nil {
-				extra = []string{Num(*r.LittlePredictedUS, 1), Num(*r.LittleResidual, 4), Num(*r.StartLateMS, 1), r.Skipped}
+				extra = []string{bench.Num(*r.LittlePredictedUS, 1), bench.Num(*r.LittleResidual, 4), bench.Num(*r.StartLateMS, 1), r.Skipped}
 			}
 			grid = append(grid, append([]string{r.Name, strconv.Itoa(r.Processes), strconv.Itoa(r.Callers)}, append(r.Figures.CSV(), extra...)...))
 		}
 	}
-	if err := env.WriteCSV("scalability-payload.csv", append(append([]string{"name", "size_bytes"}, FiguresHeader...), "skipped"), payload); err != nil {
+	if err := env.WriteCSV("scalability-payload.csv", append(append([]string{"name", "size_bytes"}, bench.FiguresHeader...), "skipped"), payload); err != nil {
 		return err
 	}
-	if err := env.WriteCSV("scalability-grid.csv", append(append([]string{"name", "processes", "callers"}, FiguresHeader...),
+	if err := env.WriteCSV("scalability-grid.csv", append(append([]string{"name", "processes", "callers"}, bench.FiguresHeader...),
 		"little_predicted_us", "little_residual", "start_late_ms", "skipped"), grid); err != nil {
 		return err
 	}
 
-	var payloadLines, gridLines, thrLines []Line
+	var payloadLines, gridLines, thrLines []bench.Line
 	for _, t := range targets {
 		if t.skipped != "" {
 			continue
 		}
-		l := Line{Name: t.name}
+		l := bench.Line{Name: t.name}
 		for _, r := range rows {
 			if r.Part == "payload" && r.Name == t.name && r.Count > 0 {
 				l.X, l.Y = append(l.X, float64(r.SizeBytes)), append(l.Y, r.Mean)
@@ -359,8 +360,8 @@ func (s *Scalability) write(env *Env, rows []ScalabilityRow, targets []*scalTarg
 			continue
 		}
 		for _, x := range s.Processes {
-			lat := Line{Name: fmt.Sprintf("%s, %d process(es)", t.name, x)}
-			thr := Line{Name: lat.Name}
+			lat := bench.Line{Name: fmt.Sprintf("%s, %d process(es)", t.name, x)}
+			thr := bench.Line{Name: lat.Name}
 			for _, r := range rows {
 				if r.Part == "grid" && r.Name == t.name && r.Processes == x && r.Count > 0 {
 					clients := float64(r.Processes * r.Callers)
@@ -372,13 +373,13 @@ func (s *Scalability) write(env *Env, rows []ScalabilityRow, targets []*scalTarg
 			gridLines, thrLines = append(gridLines, lat), append(thrLines, thr)
 		}
 	}
-	if err := env.LineChart("scalability-payload.png", Axes{Title: "Payload sweep (seed 002 exp. A): mean with 5%/95% bounds", X: "request body (bytes, echoed)", Y: "response time (µs)", LogX: true}, payloadLines); err != nil {
+	if err := env.LineChart("scalability-payload.png", bench.Axes{Title: "Payload sweep (seed 002 exp. A): mean with 5%/95% bounds", X: "request body (bytes, echoed)", Y: "response time (µs)", LogX: true}, payloadLines); err != nil {
 		return err
 	}
-	if err := env.LineChart("scalability-grid.png", Axes{Title: "Load grid (seed 002 exp. L): mean with 5%/95% bounds", X: "concurrent clients (processes × callers)", Y: "response time (µs)", LogX: true}, gridLines); err != nil {
+	if err := env.LineChart("scalability-grid.png", bench.Axes{Title: "Load grid (seed 002 exp. L): mean with 5%/95% bounds", X: "concurrent clients (processes × callers)", Y: "response time (µs)", LogX: true}, gridLines); err != nil {
 		return err
 	}
-	return env.LineChart("scalability-throughput.png", Axes{Title: "Load grid: throughput", X: "concurrent clients (processes × callers)", Y: "calls/s", LogX: true}, thrLines)
+	return env.LineChart("scalability-throughput.png", bench.Axes{Title: "Load grid: throughput", X: "concurrent clients (processes × callers)", Y: "calls/s", LogX: true}, thrLines)
 }
 
 // bounded is "mean [p5, p95]" in µs.
@@ -389,8 +390,8 @@ func bounded(r ScalabilityRow) string {
 	return fmt.Sprintf("%.0f [%.0f, %.0f]", r.Mean, r.P5, r.P95)
 }
 
-func (s *Scalability) report(env *Env, rows []ScalabilityRow, targets []*scalTarget, fits map[string]stats.Fit, notes map[string]string) *Report {
-	rep := NewReport("fulcrum bench scalability")
+func (s *Scalability) report(env *bench.Env, rows []ScalabilityRow, targets []*scalTarget, fits map[string]stats.Fit, notes map[string]string) *bench.Report {
+	rep := bench.NewReport("fulcrum bench scalability")
 	rep.Para("Seed 002 §4.3 experiments A and L, on loopback. Response times in µs, measured by the clients from sending a call to reading the whole answer, " +
 		"as the mean with the 5%% lower and 95%% upper bounds of all calls (seed 002's empirical 90%% interval). " +
 		"Every configuration has a prime replica process of its own; `per-request` is a fulcrum per-request group, `on-demand` an on-demand group whose replica reports through the Go monitor library and whose client uses fulcrum's client library; HAProxy and NGINX are configured as in the overhead experiment (configs in `logs/`).")
@@ -411,7 +412,7 @@ func (s *Scalability) report(env *Env, rows []ScalabilityRow, targets []*scalTar
 					if r.Skipped != "" {
 						th = append(th, "skipped")
 					} else {
-						th = append(th, Num(r.ThroughputRPS, 0))
+						th = append(th, bench.Num(r.ThroughputRPS, 0))
 					}
 				}
 			}
@@ -427,7 +428,7 @@ func (s *Scalability) report(env *Env, rows []ScalabilityRow, targets []*scalTar
 	rep.Heading("(b) Load grid")
 	rep.Para("X client processes (`fulcrum bench-client`) × Y concurrent closed-loop callers each, zero think time, `GET /prime/%d`, every process starting its calls at one wall-clock time passed on its command line (seed 002's synchronisation service), %s per cell; the configurations of a cell run one after the other, their order rotating from cell to cell. "+
 		"All processes share this machine's %d CPUs with the replica and the balancer: beyond a few callers the clients' own CPU time is part of what is measured (seed 002 §3.4.4).",
-		PrimeN, s.Duration, env.Machine.CPUs)
+		bench.PrimeN, s.Duration, env.Machine.CPUs)
 	for _, t := range targets {
 		if !t.grid {
 			continue
@@ -442,8 +443,8 @@ func (s *Scalability) report(env *Env, rows []ScalabilityRow, targets []*scalTar
 				continue
 			}
 			table = append(table, []string{
-				strconv.Itoa(r.Processes), strconv.Itoa(r.Callers), strconv.FormatInt(r.Count, 10), Num(r.ThroughputRPS, 0),
-				bounded(r), Num(r.P99, 0), Num(*r.LittlePredictedUS, 0), fmt.Sprintf("%+.1f%%", *r.LittleResidual*100), strconv.FormatInt(r.Errors, 10),
+				strconv.Itoa(r.Processes), strconv.Itoa(r.Callers), strconv.FormatInt(r.Count, 10), bench.Num(r.ThroughputRPS, 0),
+				bounded(r), bench.Num(r.P99, 0), bench.Num(*r.LittlePredictedUS, 0), fmt.Sprintf("%+.1f%%", *r.LittleResidual*100), strconv.FormatInt(r.Errors, 10),
 			})
 		}
 		rep.Para("**%s**", t.name)
@@ -460,7 +461,7 @@ func (s *Scalability) report(env *Env, rows []ScalabilityRow, targets []*scalTar
 			continue
 		}
 		if f, ok := fits[t.name]; ok {
-			ft = append(ft, []string{t.name, Num(f.Beta0, 2), Num(f.Beta1, 2), Num(f.Beta2, 2), Num(f.Beta3, 2), Num(f.R2, 4)})
+			ft = append(ft, []string{t.name, bench.Num(f.Beta0, 2), bench.Num(f.Beta1, 2), bench.Num(f.Beta2, 2), bench.Num(f.Beta3, 2), bench.Num(f.R2, 4)})
 		} else {
 			ft = append(ft, []string{t.name, "no fit: " + notes[t.name], "", "", "", ""})
 		}

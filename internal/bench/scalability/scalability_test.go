@@ -1,24 +1,26 @@
-package bench
+package scalability
 
 import (
 	"math"
 	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 func TestScalabilityRegressionPerConfiguration(t *testing.T) {
 	t.Parallel()
-	targets := []*scalTarget{{name: ConfigDirect, grid: true}, {name: ConfigHAProxy, grid: true, skipped: "missing"}, {name: ConfigNGINX}}
+	targets := []*scalTarget{{name: bench.ConfigDirect, grid: true}, {name: bench.ConfigHAProxy, grid: true, skipped: "missing"}, {name: bench.ConfigNGINX}}
 	var rows []ScalabilityRow
 	for _, x := range []int{1, 2, 4} {
 		for _, y := range []int{1, 4, 16} {
-			r := ScalabilityRow{Part: "grid", Name: ConfigDirect, Processes: x, Callers: y}
+			r := ScalabilityRow{Part: "grid", Name: bench.ConfigDirect, Processes: x, Callers: y}
 			r.Count = 10
 			r.Mean = 50 + 3*float64(x) + 5*float64(y) + 7*float64(x*y)
 			rows = append(rows, r)
 		}
 	}
 	fits, notes := regressions(rows, targets)
-	f, ok := fits[ConfigDirect]
+	f, ok := fits[bench.ConfigDirect]
 	if !ok {
 		t.Fatalf("no fit: %v", notes)
 	}
@@ -27,10 +29,10 @@ func TestScalabilityRegressionPerConfiguration(t *testing.T) {
 			t.Errorf("coefficient %d = %v, want %v", i, got, want)
 		}
 	}
-	if _, ok := fits[ConfigHAProxy]; ok || notes[ConfigHAProxy] != "missing" {
-		t.Errorf("skipped configuration: fit %v, note %q", fits[ConfigHAProxy], notes[ConfigHAProxy])
+	if _, ok := fits[bench.ConfigHAProxy]; ok || notes[bench.ConfigHAProxy] != "missing" {
+		t.Errorf("skipped configuration: fit %v, note %q", fits[bench.ConfigHAProxy], notes[bench.ConfigHAProxy])
 	}
-	if _, ok := fits[ConfigNGINX]; ok {
+	if _, ok := fits[bench.ConfigNGINX]; ok {
 		t.Error("nginx is not in the grid, yet fitted")
 	}
 }
@@ -38,11 +40,11 @@ func TestScalabilityRegressionPerConfiguration(t *testing.T) {
 func TestScalabilityCheck(t *testing.T) {
 	t.Parallel()
 	s := Scalability{Callers: []int{0}}
-	if err := s.Check(Quick); err == nil {
+	if err := s.Check(bench.Quick); err == nil {
 		t.Error("0 callers accepted")
 	}
 	s = Scalability{}
-	if err := s.Check(Smoke); err != nil || s.Duration != 0 {
+	if err := s.Check(bench.Smoke); err != nil || s.Duration != 0 {
 		t.Errorf("Check = %v and changed the flags (%v)", err, s.Duration)
 	}
 }
