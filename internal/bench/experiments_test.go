@@ -47,3 +47,14 @@ func TestAllNamesLeavesTestbedOut(t *testing.T) {
 		t.Errorf("bench.AllNames(true) = %v, want every experiment %v", got, bench.Names())
 	}
 }
+
+// Overhead and effectiveness run over GIOP; scalability does not.
+func TestGIOPNames(t *testing.T) {
+	t.Parallel()
+	if !bench.RunsOverGIOP("overhead") || !bench.RunsOverGIOP(bench.EffectivenessName) || bench.RunsOverGIOP("scalability") {
+		t.Error("bench.RunsOverGIOP")
+	}
+	if got := bench.GIOPNames(); !slices.Equal(got, []string{"overhead", bench.EffectivenessName}) {
+		t.Errorf("GIOPNames = %v, want overhead, effectiveness", got)
+	}
+}

@@ -3,7 +3,6 @@ package bench
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
@@ -50,29 +49,6 @@ func TestGIOPHelpers(t *testing.T) {
 	}
 	if hp := giopHostPort("http://127.0.0.1:1"); hp != "" {
 		t.Errorf("giopHostPort(URL) = %q, want none", hp)
-	}
-	st := GroupStatus{}
-	st.Replicas = append(st.Replicas, struct {
-		ID          string `json:"id"`
-		Address     string `json:"address"`
-		State       string `json:"state"`
-		ReportAgeMS *int64 `json:"report_age_ms"`
-		Counters    struct {
-			Bindings   int64 `json:"bindings"`
-			Rebinds    int64 `json:"rebinds"`
-			Proxied    int64 `json:"proxied"`
-			Redirected int64 `json:"redirected"`
-			Failures   int64 `json:"failures"`
-		} `json:"counters"`
-	}{ID: "r-1", Address: ref})
-	if m := giopAddrs(st); m["127.0.0.1:9001"] != "r-1" || len(m) != 1 {
-		t.Errorf("giopAddrs = %v", m)
-	}
-	if !RunsOverGIOP("overhead") || !RunsOverGIOP(EffectivenessName) || RunsOverGIOP("scalability") {
-		t.Error("RunsOverGIOP")
-	}
-	if got := GIOPNames(); !slices.Equal(got, []string{"overhead", EffectivenessName}) {
-		t.Errorf("GIOPNames = %v, want overhead, effectiveness", got)
 	}
 	// A caller with a bad reference fails every call with the reason.
 	cs := NewCallers(Endpoint{GIOP: &GIOPCall{Ref: "corbaloc:rir:/x", N: 7}}, 1)
