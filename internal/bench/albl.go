@@ -169,9 +169,9 @@ func (x *ALBL) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run (default all: "+strings.Join(labels, ", ")+")")
 	fs.DurationVar(&x.Step, "step", x.Step, "how long each rate is held (default 30s; 5s with --quick, 1s with --smoke)")
 	fs.DurationVar(&x.Settle, "settle", x.Settle, "unrecorded run of each strategy at the first rate (default 15s; 3s with --quick, 500ms with --smoke)")
-	fs.Var((*rateList)(&x.RatesI), "rates-i", "scenario I's rates in calls/s, comma-separated (default 20,70,...,1970)")
-	fs.Var((*rateList)(&x.RatesII), "rates-ii", "scenario II's rates (default 10,20,...,120)")
-	fs.Var((*rateList)(&x.RatesIII), "rates-iii", "scenario III's rates (default 10,20,...,120)")
+	fs.Var((*RateList)(&x.RatesI), "rates-i", "scenario I's rates in calls/s, comma-separated (default 20,70,...,1970)")
+	fs.Var((*RateList)(&x.RatesII), "rates-ii", "scenario II's rates (default 10,20,...,120)")
+	fs.Var((*RateList)(&x.RatesIII), "rates-iii", "scenario III's rates (default 10,20,...,120)")
 	fs.Float64Var(&x.CPU, "cpu", x.CPU, "each replica's CPU quota in cores")
 	fs.StringVar(&x.Load, "load", x.Load, "what the agents report as load (least-loaded balances it): cpu, connections or rate")
 }
@@ -323,7 +323,7 @@ func (x *ALBL) Run(ctx context.Context, env *Env) (*Results, error) {
 // runScenario builds sc's cluster and sweeps every strategy over its
 // rates.
 func (x *ALBL) runScenario(ctx context.Context, env *Env, sc alblPlanned, runs []alblRun, step, settle time.Duration) ([]ALBLRow, error) {
-	env.Logf("albl: scenario %s: %s; rates %s calls/s, %s per rate", sc.Name, sc.What, strings.Join(formatRates(sc.Rates), ","), step)
+	env.Logf("albl: scenario %s: %s; rates %s calls/s, %s per rate", sc.Name, sc.What, strings.Join(FormatRates(sc.Rates), ","), step)
 	c, err := startALBLCluster(ctx, env, sc.alblScenario, x.CPU, x.Load)
 	if err != nil {
 		return nil, err

@@ -137,7 +137,7 @@ type nginxExtra struct{ Main, Server string }
 // only), passing /fulcrum/probe to the agent, and whatever extra adds.
 // Every answer carries X-Replica: <index>.
 func (e *Env) startReplicaNGINX(ctx context.Context, r *testbed.Replica, index int, extra nginxExtra) (*Proc, error) {
-	prefix, err := e.scratchDir("nginx-" + r.Name())
+	prefix, err := e.ScratchDir("nginx-" + r.Name())
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (e *Env) startReplicaNGINX(ctx context.Context, r *testbed.Replica, index i
 			return nil, err
 		}
 	}
-	name := e.uniqueName(fmt.Sprintf("nginx-replica%d", index))
+	name := e.UniqueName(fmt.Sprintf("nginx-replica%d", index))
 	// NGINX takes relative paths as relative to its prefix.
 	logs, err := filepath.Abs(filepath.Join(e.Dir, "logs"))
 	if err != nil {
@@ -166,11 +166,11 @@ func (e *Env) startReplicaNGINX(ctx context.Context, r *testbed.Replica, index i
 	if err := r.Wrap(cmd); err != nil {
 		return nil, err
 	}
-	p, err := e.start(procSpec{name: name, path: cmd.Path, args: cmd.Args[1:]})
+	p, err := e.Start(ProcSpec{Name: name, Path: cmd.Path, Args: cmd.Args[1:]})
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, p, alblReplicaURL(r)+"/healthz", 20*time.Second); err != nil {
+	if err := WaitHTTP(ctx, p, alblReplicaURL(r)+"/healthz", 20*time.Second); err != nil {
 		p.Stop(0)
 		return nil, err
 	}
@@ -256,11 +256,11 @@ func (e *Env) startReplicaAgent(ctx context.Context, nsenter string, r *testbed.
 		args = append(args, "--pid", strconv.Itoa(pid))
 	}
 	lines := make(chan string, 1)
-	p, err := e.start(procSpec{name: e.uniqueName("agent-" + r.Name()), path: nsenter, args: args, firstLine: lines})
+	p, err := e.Start(ProcSpec{Name: e.UniqueName("agent-" + r.Name()), Path: nsenter, Args: args, FirstLine: lines})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := waitLine(ctx, p, lines, "listening on ", 40*time.Second); err != nil {
+	if _, err := WaitLine(ctx, p, lines, "listening on ", 40*time.Second); err != nil {
 		p.Stop(0)
 		return nil, err
 	}
@@ -274,7 +274,7 @@ func (e *Env) startALBLBalancer(ctx context.Context) (*Balancer, error) {
 	// --insecure: the admin API listens beyond loopback without a token;
 	// only the testbed's namespaces, on this machine, reach it.
 	b, err := e.launchBalancer(ctx, func() (string, string, error) {
-		addr, err := freeAddr()
+		addr, err := FreeAddr()
 		if err != nil {
 			return "", "", err
 		}

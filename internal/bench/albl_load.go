@@ -123,7 +123,7 @@ func runALBLStep(ctx context.Context, hc *http.Client, url string, want int64, r
 	defer timer.Stop()
 	for _, off := range sched {
 		at := start.Add(off)
-		if !sleepUntil(ctx, timer, at) {
+		if !SleepUntil(ctx, timer, at) {
 			break
 		}
 		res.Sent++

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -177,9 +178,9 @@ func judgeVsLC(rep *Report, sc []ALBLRow, scenario string, latencyFactor float64
 		case ma != mb:
 			return 1
 		case a.ErrorRate != b.ErrorRate:
-			return cmpFloat(a.ErrorRate, b.ErrorRate)
+			return cmp.Compare(a.ErrorRate, b.ErrorRate)
 		}
-		return cmpFloat(a.LatencyMeanMS, b.LatencyMeanMS)
+		return cmp.Compare(a.LatencyMeanMS, b.LatencyMeanMS)
 	})
 	best := adaptive[0]
 	rep.Target(name, meets(best), "at %s calls/s: best adaptive %s errors %.2f%%, mean %.2f ms; least-connections errors %.2f%%, mean %.2f ms (bound %.2f ms)",

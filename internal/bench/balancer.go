@@ -46,7 +46,7 @@ type Balancer struct {
 // door serving).
 func (e *Env) StartBalancer(ctx context.Context, groups ...GroupSpec) (*Balancer, error) {
 	return e.launchBalancer(ctx, func() (string, string, error) {
-		a, err := freeAddr()
+		a, err := FreeAddr()
 		return a, a, err
 	}, groups, false)
 }
@@ -65,11 +65,11 @@ func (e *Env) launchBalancer(ctx context.Context, addr func() (listen, call stri
 		if err != nil {
 			return nil, err
 		}
-		data, err := e.scratchDir("fulcrum-data")
+		data, err := e.ScratchDir("fulcrum-data")
 		if err != nil {
 			return nil, err
 		}
-		name := e.uniqueName("fulcrum-serve")
+		name := e.UniqueName("fulcrum-serve")
 		cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
 		if err := os.WriteFile(cfgPath, []byte(balancerConfig(listen, data, groups)), 0o644); err != nil {
 			return nil, err
@@ -81,12 +81,12 @@ func (e *Env) launchBalancer(ctx context.Context, addr func() (listen, call stri
 		if e.Profile {
 			args = append(args, "--cpuprofile", filepath.Join(e.Dir, "logs", name+".cpu.pprof"))
 		}
-		p, err := e.start(procSpec{name: name, path: e.Binary, args: args})
+		p, err := e.Start(ProcSpec{Name: name, Path: e.Binary, Args: args})
 		if err != nil {
 			return nil, err
 		}
 		b := &Balancer{Admin: "http://" + call, Proc: p, doors: map[string]string{}, hc: &http.Client{Timeout: 5 * time.Second}}
-		if lastErr = waitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); lastErr != nil {
+		if lastErr = WaitHTTP(ctx, p, b.Admin+"/readyz", 20*time.Second); lastErr != nil {
 			p.Stop(0)
 			if ctx.Err() != nil {
 				break

@@ -111,7 +111,7 @@ func (e *Env) RunClients(ctx context.Context, ep Endpoint, processes, callers in
 	children := make([]*child, processes)
 	for i := range children {
 		c := &child{}
-		p, err := e.start(procSpec{name: e.uniqueName(ClientCommand), path: e.Binary, args: spec.Args(), stdout: &c.out})
+		p, err := e.Start(ProcSpec{Name: e.UniqueName(ClientCommand), Path: e.Binary, Args: spec.Args(), Stdout: &c.out})
 		if err != nil {
 			return LoadResult{}, 0, err
 		}
@@ -124,7 +124,7 @@ func (e *Env) RunClients(ctx context.Context, ep Endpoint, processes, callers in
 	for i, c := range children {
 		procs[i] = c.p
 	}
-	waitExit(wait, procs)
+	WaitExit(wait, procs)
 	res := LoadResult{Rec: stats.NewRecorder()}
 	var late time.Duration
 	for _, c := range children {

@@ -73,7 +73,7 @@ func (e *Env) StartNGINX(ctx context.Context, backends []string) (*Proxy, error)
 		return nil, fmt.Errorf("bench: %s", e.NGINX.Missing)
 	}
 	return e.startProxy(ctx, "nginx", func(addr, dir string) (string, []string, error) {
-		prefix, err := e.scratchDir("nginx")
+		prefix, err := e.ScratchDir("nginx")
 		if err != nil {
 			return "", nil, err
 		}
@@ -146,21 +146,21 @@ http {
 func (e *Env) startProxy(ctx context.Context, kind string, command func(addr, name string) (string, []string, error)) (*Proxy, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		addr, err := freeAddr()
+		addr, err := FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		name := e.uniqueName(kind)
+		name := e.UniqueName(kind)
 		path, args, err := command(addr, name)
 		if err != nil {
 			return nil, err
 		}
-		p, err := e.start(procSpec{name: name, path: path, args: args})
+		p, err := e.Start(ProcSpec{Name: name, Path: path, Args: args})
 		if err != nil {
 			return nil, err
 		}
 		url := "http://" + addr
-		if err := waitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
+		if err := WaitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
 			p.Stop(0)
 			lastErr = err
 			if ctx.Err() != nil {

@@ -101,15 +101,15 @@ func (e *Env) Logf(format string, args ...any) {
 // Path returns the path of an output file in Dir.
 func (e *Env) Path(name string) string { return filepath.Join(e.Dir, name) }
 
-// scratchDir returns a fresh directory under the scratch space, for a
+// ScratchDir returns a fresh directory under the scratch space, for a
 // balancer's data or NGINX's prefix.
-func (e *Env) scratchDir(name string) (string, error) {
+func (e *Env) ScratchDir(name string) (string, error) {
 	return os.MkdirTemp(e.scratch, name+"-")
 }
 
-// uniqueName returns name, or name-2, name-3, ... when taken, for log
+// UniqueName returns name, or name-2, name-3, ... when taken, for log
 // files.
-func (e *Env) uniqueName(name string) string {
+func (e *Env) UniqueName(name string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.names[name]++

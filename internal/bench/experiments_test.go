@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/scalability"
 )
@@ -51,10 +52,10 @@ func TestAllNamesLeavesTestbedOut(t *testing.T) {
 // Overhead and effectiveness run over GIOP; scalability does not.
 func TestGIOPNames(t *testing.T) {
 	t.Parallel()
-	if !bench.RunsOverGIOP("overhead") || !bench.RunsOverGIOP(bench.EffectivenessName) || bench.RunsOverGIOP("scalability") {
+	if !bench.RunsOverGIOP("overhead") || !bench.RunsOverGIOP(effectiveness.EffectivenessName) || bench.RunsOverGIOP("scalability") {
 		t.Error("bench.RunsOverGIOP")
 	}
-	if got := bench.GIOPNames(); !slices.Equal(got, []string{"overhead", bench.EffectivenessName}) {
+	if got := bench.GIOPNames(); !slices.Equal(got, []string{"overhead", effectiveness.EffectivenessName}) {
 		t.Errorf("GIOPNames = %v, want overhead, effectiveness", got)
 	}
 }

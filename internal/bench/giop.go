@@ -125,9 +125,9 @@ func locateOnce(ctx context.Context, ref string) error {
 	return err
 }
 
-// giopHostPort is the endpoint of a GIOP reference's first IIOP profile,
+// GIOPHostPort is the endpoint of a GIOP reference's first IIOP profile,
 // the key replicas are told apart by on the client's side.
-func giopHostPort(ref string) string {
+func GIOPHostPort(ref string) string {
 	r, err := ior.Parse(ref)
 	if err != nil {
 		return ""

@@ -41,13 +41,13 @@ func TestBalancerConfigGIOP(t *testing.T) {
 func TestGIOPHelpers(t *testing.T) {
 	t.Parallel()
 	ref := backend.NewGIOPPrime(backend.GIOPPrimeOptions{}).Reference("127.0.0.1", 9001).String()
-	if hp := giopHostPort(ref); hp != "127.0.0.1:9001" {
+	if hp := GIOPHostPort(ref); hp != "127.0.0.1:9001" {
 		t.Errorf("giopHostPort(IOR) = %q", hp)
 	}
-	if hp := giopHostPort("corbaloc:iiop:1.2@[::1]:7/x"); hp != "[::1]:7" {
+	if hp := GIOPHostPort("corbaloc:iiop:1.2@[::1]:7/x"); hp != "[::1]:7" {
 		t.Errorf("giopHostPort(corbaloc) = %q", hp)
 	}
-	if hp := giopHostPort("http://127.0.0.1:1"); hp != "" {
+	if hp := GIOPHostPort("http://127.0.0.1:1"); hp != "" {
 		t.Errorf("giopHostPort(URL) = %q, want none", hp)
 	}
 	// A caller with a bad reference fails every call with the reason.

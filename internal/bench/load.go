@@ -307,10 +307,10 @@ func Payload(n int) []byte {
 	return b
 }
 
-// sleepUntil waits on timer until at, at once if at has passed; it
+// SleepUntil waits on timer until at, at once if at has passed; it
 // returns false when ctx ended first. The open-loop pacers share one timer
 // per sender (Reset on a fired or stopped timer is safe since Go 1.23).
-func sleepUntil(ctx context.Context, timer *time.Timer, at time.Time) bool {
+func SleepUntil(ctx context.Context, timer *time.Timer, at time.Time) bool {
 	if wait := time.Until(at); wait > 0 {
 		timer.Reset(wait)
 		select {

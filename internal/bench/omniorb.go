@@ -74,7 +74,7 @@ func (e *Env) startLines(name, path string, args []string, withStdin bool) (*lin
 	if err != nil {
 		return nil, err
 	}
-	spec := procSpec{name: e.uniqueName(name), path: path, args: args, stdout: w}
+	spec := ProcSpec{Name: e.UniqueName(name), Path: path, Args: args, Stdout: w}
 	var inW *os.File
 	if withStdin {
 		inR, iw, err := os.Pipe()
@@ -83,10 +83,10 @@ func (e *Env) startLines(name, path string, args []string, withStdin bool) (*lin
 			w.Close()
 			return nil, err
 		}
-		spec.stdin, inW = inR, iw
+		spec.Stdin, inW = inR, iw
 		defer inR.Close()
 	}
-	p, err := e.start(spec)
+	p, err := e.Start(spec)
 	w.Close()
 	if err != nil {
 		r.Close()

@@ -63,7 +63,7 @@ func (e *Env) BarChart(name string, ax Axes, categories []string, series []Serie
 	}
 	p.Legend.Top = true
 	p.NominalX(categories...)
-	return e.savePlot(p, name)
+	return e.SavePlot(p, name)
 }
 
 // LineChart writes a line chart with points as a PNG into the output
@@ -114,7 +114,7 @@ func (e *Env) LineChart(name string, ax Axes, lines []Line) error {
 	if ax.LogX {
 		logRange(&p.X)
 	}
-	return e.savePlot(p, name)
+	return e.SavePlot(p, name)
 }
 
 // logRange makes a log axis's range drawable: a single value (one grid
@@ -130,10 +130,10 @@ func logRange(a *plot.Axis) {
 	}
 }
 
-// savePlot writes p as the PNG name in the output directory. A plot that
+// SavePlot writes p as the PNG name in the output directory. A plot that
 // cannot be drawn is logged, not returned: the run's figures are in
 // results.json and report.md, and a picture must not lose them.
-func (e *Env) savePlot(p *plot.Plot, name string) error {
+func (e *Env) SavePlot(p *plot.Plot, name string) error {
 	if err := save(p, name, e.Path(name)); err != nil {
 		e.Logf("warning: %v (not written; the figures are in results.json)", err)
 	}

@@ -29,53 +29,53 @@ type Proc struct {
 	err    error         // Wait's error, read after exited
 }
 
-// procSpec is what to start.
-type procSpec struct {
-	name string
-	path string
-	args []string
-	dir  string
-	// stdin, when set, is the process's standard input.
-	stdin *os.File
-	// stdout, when set, receives the process's standard output instead
+// ProcSpec is what to start.
+type ProcSpec struct {
+	Name string
+	Path string
+	Args []string
+	Dir  string
+	// Stdin, when set, is the process's standard input.
+	Stdin *os.File
+	// Stdout, when set, receives the process's standard output instead
 	// of the log file (stderr still goes to the log).
-	stdout io.Writer
-	// firstLine, when set, receives the first line of standard output;
+	Stdout io.Writer
+	// FirstLine, when set, receives the first line of standard output;
 	// the rest goes to the log.
-	firstLine chan<- string
-	// wrap, when set, rewrites the command before it starts (a testbed
+	FirstLine chan<- string
+	// Wrap, when set, rewrites the command before it starts (a testbed
 	// replica's Wrap: its network namespace and cgroup).
-	wrap func(*exec.Cmd) error
+	Wrap func(*exec.Cmd) error
 }
 
-// start starts a process and tracks it for Close. s.name must be unique
+// Start starts a process and tracks it for Close. s.name must be unique
 // in the environment (uniqueName).
-func (e *Env) start(s procSpec) (*Proc, error) {
-	name := s.name
+func (e *Env) Start(s ProcSpec) (*Proc, error) {
+	name := s.Name
 	logPath := filepath.Join(e.Dir, "logs", name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	defer logFile.Close() // the child has its own descriptor once started
-	fmt.Fprintf(logFile, "# %s %s\n", s.path, strings.Join(s.args, " "))
-	cmd := exec.Command(s.path, s.args...)
-	cmd.Dir = s.dir
-	if s.wrap != nil {
-		if err := s.wrap(cmd); err != nil {
+	fmt.Fprintf(logFile, "# %s %s\n", s.Path, strings.Join(s.Args, " "))
+	cmd := exec.Command(s.Path, s.Args...)
+	cmd.Dir = s.Dir
+	if s.Wrap != nil {
+		if err := s.Wrap(cmd); err != nil {
 			return nil, fmt.Errorf("bench: starting %s: %w", name, err)
 		}
 	}
 	cmd.Stderr = logFile
 	cmd.Stdout = logFile
-	if s.stdin != nil {
-		cmd.Stdin = s.stdin
+	if s.Stdin != nil {
+		cmd.Stdin = s.Stdin
 	}
 	var pipeR *os.File
 	switch {
-	case s.stdout != nil:
-		cmd.Stdout = s.stdout
-	case s.firstLine != nil:
+	case s.Stdout != nil:
+		cmd.Stdout = s.Stdout
+	case s.FirstLine != nil:
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, err
@@ -102,7 +102,7 @@ func (e *Env) start(s procSpec) (*Proc, error) {
 			first := true
 			for sc.Scan() {
 				if first {
-					s.firstLine <- sc.Text()
+					s.FirstLine <- sc.Text()
 					first = false
 				}
 				if logCopy != nil {
@@ -110,7 +110,7 @@ func (e *Env) start(s procSpec) (*Proc, error) {
 				}
 			}
 			if first {
-				close(s.firstLine)
+				close(s.FirstLine)
 			}
 			if logCopy != nil {
 				logCopy.Close()
@@ -165,9 +165,9 @@ func (p *Proc) Stop(grace time.Duration) {
 	<-p.exited
 }
 
-// waitExit waits until every process in ps has exited, killing those
+// WaitExit waits until every process in ps has exited, killing those
 // still running when ctx ends.
-func waitExit(ctx context.Context, ps []*Proc) {
+func WaitExit(ctx context.Context, ps []*Proc) {
 	var wg sync.WaitGroup
 	for _, p := range ps {
 		wg.Go(func() {
@@ -181,9 +181,9 @@ func waitExit(ctx context.Context, ps []*Proc) {
 	wg.Wait()
 }
 
-// waitLine waits for the first line of a process started with firstLine
+// WaitLine waits for the first line of a process started with firstLine
 // and returns what follows prefix in it.
-func waitLine(ctx context.Context, p *Proc, lines <-chan string, prefix string, within time.Duration) (string, error) {
+func WaitLine(ctx context.Context, p *Proc, lines <-chan string, prefix string, within time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	select {
@@ -201,9 +201,9 @@ func waitLine(ctx context.Context, p *Proc, lines <-chan string, prefix string, 
 	}
 }
 
-// waitHTTP polls url every 20ms until it answers 200 (true from ok), the
+// WaitHTTP polls url every 20ms until it answers 200 (true from ok), the
 // process exits, or within passes.
-func waitHTTP(ctx context.Context, p *Proc, url string, within time.Duration) error {
+func WaitHTTP(ctx context.Context, p *Proc, url string, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -236,10 +236,10 @@ func waitHTTP(ctx context.Context, p *Proc, url string, within time.Duration) er
 	}
 }
 
-// freeAddr returns a loopback address with a port that was free a moment
+// FreeAddr returns a loopback address with a port that was free a moment
 // ago, for programs that cannot listen on port 0 and say which port they
 // got (HAProxy, NGINX, the admin API).
-func freeAddr() (string, error) {
+func FreeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err

@@ -132,7 +132,7 @@ func runRemotingSample(ctx context.Context, hc *http.Client, base string, client
 			at := start
 			for _, c := range sample {
 				at = at.Add(c.Gap)
-				if !sleepUntil(ctx, timer, at) {
+				if !SleepUntil(ctx, timer, at) {
 					return
 				}
 				select {

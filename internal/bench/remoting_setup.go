@@ -111,16 +111,16 @@ func (cl *remotingCluster) startGoReplicas(ctx context.Context, env *Env) error 
 			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 			return r.Wrap(cmd)
 		}
-		p, err := env.start(procSpec{name: env.uniqueName(fmt.Sprintf("replica-%d-of-%d", i+1, n)), path: env.Binary, args: args, firstLine: lines, wrap: wrap})
+		p, err := env.Start(ProcSpec{Name: env.UniqueName(fmt.Sprintf("replica-%d-of-%d", i+1, n)), Path: env.Binary, Args: args, FirstLine: lines, Wrap: wrap})
 		if err != nil {
 			return err
 		}
 		cl.procs = append(cl.procs, p)
-		url, err := waitLine(ctx, p, lines, "listening on ", 20*time.Second)
+		url, err := WaitLine(ctx, p, lines, "listening on ", 20*time.Second)
 		if err != nil {
 			return err
 		}
-		if err := waitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
+		if err := WaitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
 			return err
 		}
 		env.Logf("replica %s: %s in %s (%.3g cores, GOMAXPROCS %d), pid %d", p.Name, url, r.Name(), r.CPU(), procs, p.Pid())

@@ -35,16 +35,16 @@ func (e *Env) StartReplica(ctx context.Context, name string, join *Join) (*Repli
 		args = append(args, "--register", join.Admin, "--group", join.Group)
 	}
 	lines := make(chan string, 1)
-	p, err := e.start(procSpec{name: e.uniqueName(name), path: e.Binary, args: args, firstLine: lines})
+	p, err := e.Start(ProcSpec{Name: e.UniqueName(name), Path: e.Binary, Args: args, FirstLine: lines})
 	if err != nil {
 		return nil, err
 	}
-	url, err := waitLine(ctx, p, lines, "listening on ", 20*time.Second)
+	url, err := WaitLine(ctx, p, lines, "listening on ", 20*time.Second)
 	if err != nil {
 		p.Stop(0)
 		return nil, err
 	}
-	wait := func() error { return waitHTTP(ctx, p, url+"/healthz", 20*time.Second) }
+	wait := func() error { return WaitHTTP(ctx, p, url+"/healthz", 20*time.Second) }
 	if e.Protocol == ProtocolGIOP {
 		wait = func() error { return waitGIOP(ctx, p, url, 20*time.Second) }
 	}

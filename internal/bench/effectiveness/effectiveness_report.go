@@ -1,22 +1,23 @@
-package bench
+package effectiveness
 
 import (
 	"fmt"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
 // effReport writes the effectiveness report: the targets, the settings,
 // one table of all runs and each run's plot.
-func effReport(rows []EffRow, m effMix, replicas int, dur time.Duration, size Size) *Report {
-	rep := NewReport("fulcrum bench effectiveness")
+func effReport(rows []EffRow, m effMix, replicas int, dur time.Duration, size bench.Size) *bench.Report {
+	rep := bench.NewReport("fulcrum bench effectiveness")
 	for _, row := range rows {
 		name := row.Name
 		switch row.Target {
-		case string(Met):
+		case string(bench.Met):
 			rep.Target(name, true, "%s", row.TargetDetail)
-		case string(Missed):
+		case string(bench.Missed):
 			rep.Target(name, false, "%s", row.TargetDetail)
 		case "not judged":
 			rep.TargetUnknown(name, "%s", row.TargetDetail)
@@ -52,9 +53,9 @@ func effReport(rows []EffRow, m effMix, replicas int, dur time.Duration, size Si
 			eq += fmt.Sprintf(" (±%.0f%%: %s)", m.band*100, fmtEq(row.TargetEquilibriumS))
 		}
 		table = append(table, []string{
-			row.Name, eq, Num(row.SteadyCV, 4), Num(row.OptimalCV, 4), Num(row.RebindsPerS, 2), joinRates(row.ReplicaRates),
-			fmt.Sprint(row.Count), fmt.Sprint(row.Errors), Num(row.P50, 0), Num(row.P99, 0), Num(row.Max, 0),
-			Num(row.SendLagP50, 0) + "/" + Num(row.SendLagP99, 0), row.Target,
+			row.Name, eq, bench.Num(row.SteadyCV, 4), bench.Num(row.OptimalCV, 4), bench.Num(row.RebindsPerS, 2), joinRates(row.ReplicaRates),
+			fmt.Sprint(row.Count), fmt.Sprint(row.Errors), bench.Num(row.P50, 0), bench.Num(row.P99, 0), bench.Num(row.Max, 0),
+			bench.Num(row.SendLagP50, 0) + "/" + bench.Num(row.SendLagP99, 0), row.Target,
 		})
 	}
 	rep.Table(header, table)

@@ -1,4 +1,4 @@
-package bench
+package effectiveness
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
@@ -43,12 +44,12 @@ type omniCall struct {
 // counters, as in the Go runs); its latency counts from its intended send
 // time; a change of the answering replica between a client's calls is a
 // rebind.
-func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, order []float64, dur time.Duration) (effTrace, *stats.Recorder, *stats.Recorder, error) {
+func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *bench.Env, r effRun, order []float64, dur time.Duration) (effTrace, *stats.Recorder, *stats.Recorder, error) {
 	progs, err := env.OmniORB(ctx)
 	if err != nil {
 		return effTrace{}, nil, nil, err
 	}
-	b, err := env.StartBalancer(ctx, GroupSpec{Name: effGroup, Binding: r.Binding, Strategy: r.Strategy, Protocol: ProtocolGIOP})
+	b, err := env.StartBalancer(ctx, bench.GroupSpec{Name: effGroup, Binding: r.Binding, Strategy: r.Strategy, Protocol: bench.ProtocolGIOP})
 	if err != nil {
 		return effTrace{}, nil, nil, err
 	}
@@ -59,7 +60,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 			return effTrace{}, nil, nil, err
 		}
 		defer s.Stop(3 * time.Second)
-		a, err := env.StartOmniAgent(ctx, fmt.Sprintf("%s-agent-%d", r.slug(), i+1), s.IOR, &Join{Admin: b.Admin, Group: effGroup})
+		a, err := env.StartOmniAgent(ctx, fmt.Sprintf("%s-agent-%d", r.slug(), i+1), s.IOR, &bench.Join{Admin: b.Admin, Group: effGroup})
 		if err != nil {
 			return effTrace{}, nil, nil, err
 		}
@@ -83,7 +84,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 	end := start.Add(dur)
 	log := newServeLog(start)
 	type client struct {
-		p     *Proc
+		p     *bench.Proc
 		out   bytes.Buffer
 		start time.Time
 		rate  float64
@@ -97,7 +98,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 		}
 		args := []string{"--calls", strconv.Itoa(calls), "--rate", strconv.FormatFloat(rate, 'f', -1, 64), "--per-call",
 			"--start-at", strconv.FormatInt(c.start.UnixMicro(), 10), "--arg", strconv.Itoa(effPrimeN), ref}
-		p, err := env.start(procSpec{name: env.uniqueName(fmt.Sprintf("%s-client-%d", r.slug(), i+1)), path: progs.Client, args: args, stdout: &c.out})
+		p, err := env.Start(bench.ProcSpec{Name: env.UniqueName(fmt.Sprintf("%s-client-%d", r.slug(), i+1)), Path: progs.Client, Args: args, Stdout: &c.out})
 		if err != nil {
 			return effTrace{}, nil, nil, err
 		}
@@ -113,11 +114,11 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 	// hung (its calls time out after omniORB's own limits at worst).
 	wait, cancel := context.WithDeadline(ctx, end.Add(time.Minute))
 	defer cancel()
-	procs := make([]*Proc, len(clients))
+	procs := make([]*bench.Proc, len(clients))
 	for i, c := range clients {
 		procs[i] = c.p
 	}
-	waitExit(wait, procs)
+	bench.WaitExit(wait, procs)
 	stopSampling()
 	if err := ctx.Err(); err != nil {
 		return effTrace{}, nil, nil, err
@@ -126,8 +127,8 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *Env, r effRun, o
 	for _, c := range clients {
 		appendLog(c.p, c.out.Bytes())
 		// Exit status 3: some calls failed, which the lines say.
-		if ee := (*exec.ExitError)(nil); c.p.err != nil && !(errors.As(c.p.err, &ee) && ee.ExitCode() == 3) {
-			return effTrace{}, nil, nil, fmt.Errorf("bench: %s: %v; see %s", c.p.Name, c.p.err, c.p.Log)
+		if ee := (*exec.ExitError)(nil); c.p.Err() != nil && !(errors.As(c.p.Err(), &ee) && ee.ExitCode() == 3) {
+			return effTrace{}, nil, nil, fmt.Errorf("bench: %s: %v; see %s", c.p.Name, c.p.Err(), c.p.Log)
 		}
 		if err := countOmniCalls(c.out.Bytes(), c.start, c.rate, r.Binding, byAddr, log, rec, lag); err != nil {
 			return effTrace{}, nil, nil, fmt.Errorf("bench: %s: %w; see %s", c.p.Name, err, c.p.Log)
@@ -202,7 +203,7 @@ func countOmniCalls(out []byte, start time.Time, rate float64, binding string, b
 }
 
 // effOmniORBNote is the report's note on omniORB runs.
-func effOmniORBNote(rep *Report) {
+func effOmniORBNote(rep *bench.Report) {
 	rep.Heading("With omniORB on both sides")
 	rep.Para("The replicas are omniORB C++ Prime servers (`prime_server`, built from `internal/bench/omniorb/src`), each behind a side-car `fulcrum agent giop` "+
 		"that registered the server's IOR rewritten to point at itself and reports the server's call rate as its load every 500 ms. "+
@@ -216,7 +217,7 @@ func effOmniORBNote(rep *Report) {
 // appendLog adds out (a process's standard output, read by the bench) to
 // the process's log, for the record; a log that cannot be written is left
 // as it is.
-func appendLog(p *Proc, out []byte) {
+func appendLog(p *bench.Proc, out []byte) {
 	f, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return

@@ -1,9 +1,11 @@
-package bench
+package effectiveness
 
 import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 func TestEffMix(t *testing.T) {
@@ -70,7 +72,7 @@ func TestJudge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			status, detail := newEffMix(four, tt.replicas).judge(tt.run, tt.row, Full)
+			status, detail := newEffMix(four, tt.replicas).judge(tt.run, tt.row, bench.Full)
 			if status != tt.wantStatus || !strings.Contains(detail, tt.wantDetail) {
 				t.Errorf("judge = %q, %q; want %q and a detail with %q", status, detail, tt.wantStatus, tt.wantDetail)
 			}

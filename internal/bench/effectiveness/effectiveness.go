@@ -1,23 +1,17 @@
-package bench
-
-// Needs from the bench infrastructure (bench-infra helper), as used here:
-// Env.StartBalancer with GroupSpec{Name, Binding, Strategy}, Balancer.Group
-// (replicas in registration order), Balancer.WaitReady, Balancer.FrontDoor,
-// Env.StartReplica with a Join, Proc.Stop, Env.WriteCSV, Env.Path,
-// Env.Logf, Figures, Report. Nothing else is missing.
+package effectiveness
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -28,7 +22,7 @@ import (
 const EffectivenessName = "effectiveness"
 
 func init() {
-	Register(EffectivenessName, func() Experiment { return newEffectiveness() })
+	bench.Register(EffectivenessName, func() bench.Experiment { return newEffectiveness() })
 }
 
 // The defaults of seed 000 §4.3: four replicas, four clients at 100
@@ -90,39 +84,9 @@ func (*Effectiveness) OverGIOP() bool { return true }
 // AddFlags implements FlagAdder.
 func (x *Effectiveness) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&x.Replicas, "replicas", x.Replicas, "number of prime replicas")
-	fs.Var((*rateList)(&x.Rates), "rates", "the clients' open-loop call rates in calls/s, comma-separated (clients start interleaved: 1st, n/2+1st, 2nd, ...)")
+	fs.Var((*bench.RateList)(&x.Rates), "rates", "the clients' open-loop call rates in calls/s, comma-separated (clients start interleaved: 1st, n/2+1st, 2nd, ...)")
 	fs.StringSliceVar(&x.Runs, "runs", x.Runs, "strategy/binding pairs to run, in order")
 	fs.DurationVar(&x.Duration, "duration", x.Duration, "length of each run (default 60s; 20s with --quick, 3s with --smoke)")
-}
-
-// rateList is --rates: call rates, comma-separated, shown without
-// trailing zeros.
-type rateList []float64
-
-func (l *rateList) String() string { return strings.Join(formatRates(*l), ",") }
-
-func (l *rateList) Type() string { return "rates" }
-
-// Set replaces the list (a flag given twice keeps the last).
-func (l *rateList) Set(s string) error {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil {
-			return fmt.Errorf("%q is not a rate", f)
-		}
-		out = append(out, r)
-	}
-	*l = out
-	return nil
-}
-
-func formatRates(rs []float64) []string {
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = strconv.FormatFloat(r, 'f', -1, 64)
-	}
-	return parts
 }
 
 // effRun is one strategy/binding pair.
@@ -233,20 +197,20 @@ type EffRow struct {
 	// coordinated omission), so they include how late the load generator
 	// sent it: SendLagP50 and SendLagP99 (µs), mostly its timers'
 	// granularity.
-	Figures
+	bench.Figures
 	SendLagP50 float64 `json:"send_lag_p50_us"`
 	SendLagP99 float64 `json:"send_lag_p99_us"`
 }
 
 // Run implements Experiment.
-func (x *Effectiveness) Run(ctx context.Context, env *Env) (*Results, error) {
+func (x *Effectiveness) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	runs, err := x.validate()
 	if err != nil {
 		return nil, err
 	}
 	dur := x.Duration
 	if dur == 0 {
-		dur = Pick(env.Size, 60*time.Second, 20*time.Second, 3*time.Second)
+		dur = bench.Pick(env.Size, 60*time.Second, 20*time.Second, 3*time.Second)
 	}
 	dur = dur.Truncate(time.Second)
 	if dur < time.Second {
@@ -277,15 +241,15 @@ func (x *Effectiveness) Run(ctx context.Context, env *Env) (*Results, error) {
 	rep := effReport(rows, mix, x.Replicas, dur, env.Size)
 	settings := mix.settings(x.Replicas, dur)
 	switch {
-	case env.ORB == ORBOmniORB:
+	case env.ORB == bench.ORBOmniORB:
 		effOmniORBNote(rep)
-	case env.Protocol == ProtocolGIOP:
+	case env.Protocol == bench.ProtocolGIOP:
 		effGIOPNote(rep)
 	}
-	if env.Protocol == ProtocolGIOP {
+	if env.Protocol == bench.ProtocolGIOP {
 		settings["protocol"], settings["orb"] = env.Protocol, env.ORB
 	}
-	return &Results{
+	return &bench.Results{
 		Rows:   rows,
 		Extra:  map[string]any{"settings": settings},
 		Report: rep,
@@ -294,17 +258,17 @@ func (x *Effectiveness) Run(ctx context.Context, env *Env) (*Results, error) {
 
 // runOne runs one strategy/binding pair on a fresh balancer and fresh
 // replicas, and returns what the clients saw.
-func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []float64, dur time.Duration) (effTrace, *stats.Recorder, *stats.Recorder, error) {
-	if env.ORB == ORBOmniORB {
+func (x *Effectiveness) runOne(ctx context.Context, env *bench.Env, r effRun, order []float64, dur time.Duration) (effTrace, *stats.Recorder, *stats.Recorder, error) {
+	if env.ORB == bench.ORBOmniORB {
 		return x.runOneOmniORB(ctx, env, r, order, dur)
 	}
-	b, err := env.StartBalancer(ctx, GroupSpec{Name: effGroup, Binding: r.Binding, Strategy: r.Strategy, Protocol: env.Protocol})
+	b, err := env.StartBalancer(ctx, bench.GroupSpec{Name: effGroup, Binding: r.Binding, Strategy: r.Strategy, Protocol: env.Protocol})
 	if err != nil {
 		return effTrace{}, nil, nil, err
 	}
 	defer b.Proc.Stop(3 * time.Second)
 	for i := range x.Replicas {
-		rep, err := env.StartReplica(ctx, fmt.Sprintf("%s-replica-%d", r.slug(), i+1), &Join{Admin: b.Admin, Group: effGroup})
+		rep, err := env.StartReplica(ctx, fmt.Sprintf("%s-replica-%d", r.slug(), i+1), &bench.Join{Admin: b.Admin, Group: effGroup})
 		if err != nil {
 			return effTrace{}, nil, nil, err
 		}
@@ -324,7 +288,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 
 	clients := make([]*pacedClient, len(order))
 	for i, rate := range order {
-		if env.Protocol == ProtocolGIOP {
+		if env.Protocol == bench.ProtocolGIOP {
 			c, closeORB, err := newEffGIOPClient(b.Reference(effGroup), r.Binding, rate, giopAddrs(st))
 			if err != nil {
 				return effTrace{}, nil, nil, err
@@ -341,7 +305,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 	end := start.Add(dur)
 	log := newServeLog(start)
 	stopSampling := func() {}
-	if env.Protocol == ProtocolGIOP && r.Binding == registry.PerRequest {
+	if env.Protocol == bench.ProtocolGIOP && r.Binding == registry.PerRequest {
 		stopSampling = sampleProxied(ctx, b, log)
 	}
 	var wg sync.WaitGroup
@@ -357,7 +321,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 	if err := ctx.Err(); err != nil {
 		return effTrace{}, nil, nil, err
 	}
-	if env.Protocol == ProtocolGIOP && r.Binding == registry.PerRequest {
+	if env.Protocol == bench.ProtocolGIOP && r.Binding == registry.PerRequest {
 		log.dropServed(effViaFrontDoor)
 	}
 	tr, stray := log.snapshot(ids, int(dur/time.Second))
@@ -376,7 +340,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *Env, r effRun, order []
 }
 
 // writeEffRun writes a run's per-second rates (CSV) and its plot (PNG).
-func writeEffRun(env *Env, r effRun, tr effTrace, f effFigures) error {
+func writeEffRun(env *bench.Env, r effRun, tr effTrace, f effFigures) error {
 	table := rateTable(tr)
 	if err := env.WriteCSV("rates-"+r.slug()+".csv", table[0], table[1:]); err != nil {
 		return err
@@ -385,7 +349,7 @@ func writeEffRun(env *Env, r effRun, tr effTrace, f effFigures) error {
 	if err != nil {
 		return err
 	}
-	return env.savePlot(p, "rates-"+r.slug()+".png")
+	return env.SavePlot(p, "rates-"+r.slug()+".png")
 }
 
 // joinRates shows rates as 150/150/148/152: whole calls/s, one decimal
@@ -393,9 +357,9 @@ func writeEffRun(env *Env, r effRun, tr effTrace, f effFigures) error {
 func joinRates(rs []float64) string {
 	parts := make([]string, len(rs))
 	for i, r := range rs {
-		parts[i] = Num(r, 0)
+		parts[i] = bench.Num(r, 0)
 		if r < 10 && r != math.Trunc(r) {
-			parts[i] = Num(r, 1)
+			parts[i] = bench.Num(r, 1)
 		}
 	}
 	return strings.Join(parts, "/")

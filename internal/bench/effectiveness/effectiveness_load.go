@@ -1,4 +1,4 @@
-package bench
+package effectiveness
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/client"
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
@@ -200,7 +201,7 @@ func (c *pacedClient) run(ctx context.Context, start, end time.Time, log *serveL
 		if !intended.Before(end) {
 			return
 		}
-		if !sleepUntil(ctx, timer, intended) {
+		if !bench.SleepUntil(ctx, timer, intended) {
 			return
 		}
 		select {

@@ -1,9 +1,10 @@
-package bench
+package effectiveness
 
 import (
 	"context"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
@@ -65,10 +66,10 @@ func newEffGIOPClient(ref, binding string, rate float64, byAddr map[string]strin
 const effViaFrontDoor = "front-door"
 
 // giopAddrs maps the host:port of each replica's IOR to its id.
-func giopAddrs(st GroupStatus) map[string]string {
+func giopAddrs(st bench.GroupStatus) map[string]string {
 	m := map[string]string{}
 	for _, r := range st.Replicas {
-		if hp := giopHostPort(r.Address); hp != "" {
+		if hp := bench.GIOPHostPort(r.Address); hp != "" {
 			m[hp] = r.ID
 		}
 	}
@@ -76,7 +77,7 @@ func giopAddrs(st GroupStatus) map[string]string {
 }
 
 // effGIOPNote is the report's note on GIOP runs.
-func effGIOPNote(rep *Report) {
+func effGIOPNote(rep *bench.Report) {
 	rep.Heading("Over GIOP")
 	rep.Para("The replicas are Go Prime servants over GIOP (`fulcrum backend prime --giop`, monitor built in), the clients fulcrum's client ORB "+
 		"calling `is_prime(%d)` on the group's `corbaloc:iiop:` reference and following LOCATION_FORWARD as any CORBA ORB does; "+
@@ -90,7 +91,7 @@ func effGIOPNote(rep *Report) {
 // second's served calls. The calls are thus counted in the second they were
 // passed on (not the one they were meant to be sent in). stop ends the
 // sampling after a last read.
-func sampleProxied(ctx context.Context, b *Balancer, log *serveLog) (stop func()) {
+func sampleProxied(ctx context.Context, b *bench.Balancer, log *serveLog) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	prev := map[string]int64{}

@@ -1,10 +1,11 @@
-package bench
+package effectiveness
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -77,7 +78,7 @@ func (r effRun) roundRobinPerSession() bool {
 }
 
 // row computes a run's results row and verdict.
-func (m effMix) row(r effRun, tr effTrace, rec *stats.Recorder, dur time.Duration, size Size) EffRow {
+func (m effMix) row(r effRun, tr effTrace, rec *stats.Recorder, dur time.Duration, size bench.Size) EffRow {
 	f := analyseTrace(tr, stats.DefaultBand, stats.DefaultWindow)
 	row := EffRow{
 		Name: r.String(), Strategy: r.Strategy, Binding: r.Binding,
@@ -85,7 +86,7 @@ func (m effMix) row(r effRun, tr effTrace, rec *stats.Recorder, dur time.Duratio
 		SteadyFromS: f.SteadyFrom, SteadyCV: f.SteadyCV, ReplicaRates: f.ReplicaRates,
 		OptimalCV: m.optimalCV, OptimalExact: m.optimalExact, BestSpread: m.bestSpread, TargetBand: m.band,
 		RebindsPerS: f.RebindsPerS,
-		Figures:     Figures{Summary: rec.Summary(), Errors: int64(f.Failed)},
+		Figures:     bench.Figures{Summary: rec.Summary(), Errors: int64(f.Failed)},
 	}
 	if dur > 0 {
 		row.ThroughputRPS = float64(rec.Count()) / dur.Seconds()
@@ -107,7 +108,7 @@ func nilIfNegative(s int) *int {
 }
 
 // judge says whether a run met the target for its pair.
-func (m effMix) judge(r effRun, row EffRow, size Size) (status, detail string) {
+func (m effMix) judge(r effRun, row EffRow, size bench.Size) (status, detail string) {
 	// A verdict needs an equilibrium window and a steady window after
 	// the 10 s deadline.
 	if row.DurationS < 2*effEqWithin {
@@ -151,7 +152,7 @@ func (m effMix) judge(r effRun, row EffRow, size Size) (status, detail string) {
 
 func verdict(ok bool) string {
 	if ok {
-		return string(Met)
+		return string(bench.Met)
 	}
-	return string(Missed)
+	return string(bench.Missed)
 }

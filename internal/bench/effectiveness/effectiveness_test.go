@@ -1,4 +1,4 @@
-package bench
+package effectiveness
 
 import (
 	"context"
@@ -6,72 +6,36 @@ import (
 	"encoding/json"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/benchtest"
 )
-
-var effBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// effTestBinary builds the fulcrum binary once per test process: the
-// bench runs real balancers and replicas.
-func effTestBinary(t *testing.T) string {
-	t.Helper()
-	effBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "fulcrum-bench-test-")
-		if err != nil {
-			effBin.err = err
-			return
-		}
-		effBin.path = filepath.Join(dir, "fulcrum")
-		cmd := exec.Command("go", "build", "-o", effBin.path, "./cmd/fulcrum")
-		cmd.Dir = "../.." // the module root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			effBin.err = &buildError{err: err, out: string(out)}
-		}
-	})
-	if effBin.err != nil {
-		t.Fatalf("building fulcrum: %v", effBin.err)
-	}
-	return effBin.path
-}
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 func TestEffectivenessSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes for about 20 s")
 	}
-	bin := effTestBinary(t)
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Dir(bin)) })
+	bin := benchtest.Binary(t)
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	exp, ok := New(EffectivenessName)
+	exp, ok := bench.New(EffectivenessName)
 	if !ok {
 		t.Fatal("effectiveness is not registered")
 	}
-	o := Options{Out: out, Size: Smoke, Binary: bin, Command: "fulcrum bench effectiveness --smoke"}
+	o := bench.Options{Out: out, Size: bench.Smoke, Binary: bin, Command: "fulcrum bench effectiveness --smoke"}
 	if testing.Verbose() {
 		o.Progress = os.Stderr
 	}
-	outs, err := Run(ctx, []Experiment{exp}, o)
+	outs, err := bench.Run(ctx, []bench.Experiment{exp}, o)
 	if err != nil {
 		t.Fatalf("bench: %v (see %s/logs)", err, out)
 	}

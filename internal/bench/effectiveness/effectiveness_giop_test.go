@@ -1,9 +1,10 @@
-package bench
+package effectiveness
 
 import (
 	"testing"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 // giopAddrs maps a GIOP group's replicas by the host:port of their
@@ -11,7 +12,7 @@ import (
 func TestGIOPAddrs(t *testing.T) {
 	t.Parallel()
 	ref := backend.NewGIOPPrime(backend.GIOPPrimeOptions{}).Reference("127.0.0.1", 9001).String()
-	st := GroupStatus{}
+	st := bench.GroupStatus{}
 	st.Replicas = append(st.Replicas, struct {
 		ID          string `json:"id"`
 		Address     string `json:"address"`
