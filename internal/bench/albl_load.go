@@ -26,10 +26,6 @@ import (
 // so that a dead group cannot exhaust the machine's sockets.
 const alblMaxOutstanding = 16384
 
-// alblServedHeader is the header each NGINX replica adds to its answers
-// with its index (1, 2), so the load knows where calls went.
-const alblServedHeader = "X-Replica"
-
 // alblStep is what one open-loop step measured.
 type alblStep struct {
 	// Sent counts the calls sent (or refused by the client limit).
@@ -45,7 +41,7 @@ type alblStep struct {
 	Errors     int64
 	ErrorKinds map[string]int64
 	// Served counts the answered calls by the replica that served them
-	// (alblServedHeader; "" when absent).
+	// (ServedHeader; "" when absent).
 	Served map[string]int64
 	// Duration is the step's sending time.
 	Duration time.Duration
@@ -179,7 +175,7 @@ func alblCall(ctx context.Context, hc *http.Client, url string, want int64, time
 	case n != want:
 		return "", n, errors.New("short answer")
 	}
-	return resp.Header.Get(alblServedHeader), n, nil
+	return resp.Header.Get(ServedHeader), n, nil
 }
 
 // callErrorKind names a failed call's error: "timeout" when the client

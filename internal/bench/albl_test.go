@@ -40,7 +40,7 @@ func TestALBLStepCountsAnswersTimeoutsAndReplicas(t *testing.T) {
 			}
 			return
 		}
-		w.Header().Set(alblServedHeader, map[bool]string{true: "1", false: "2"}[k%2 == 1])
+		w.Header().Set(ServedHeader, map[bool]string{true: "1", false: "2"}[k%2 == 1])
 		_, _ = w.Write(Payload(1024))
 	}))
 	defer srv.Close()

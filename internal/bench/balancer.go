@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -228,4 +230,75 @@ func (b *Balancer) WaitReady(ctx context.Context, group string, n int, reported 
 		case <-tick.C:
 		}
 	}
+}
+
+// StartBalancerAt is StartBalancer with the admin API on host (a free
+// port), for replicas in other network namespaces, which cannot reach
+// the root namespace's loopback. host is a testbed gateway, reachable
+// only from this machine and its replicas, so the admin API runs without
+// a token (--insecure).
+func (e *Env) StartBalancerAt(ctx context.Context, host string, groups ...GroupSpec) (*Balancer, error) {
+	return e.launchBalancer(ctx, func() (string, string, error) {
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return "", "", err
+		}
+		a := ln.Addr().String()
+		ln.Close()
+		return a, a, nil
+	}, groups, true)
+}
+
+// StartTestbedBalancer starts "fulcrum serve" with no group, its admin
+// API on every address, so that agents in the testbed's namespaces reach
+// it at their gateways. Only the testbed's namespaces, on this machine,
+// reach it, so the admin API runs without a token (--insecure).
+func (e *Env) StartTestbedBalancer(ctx context.Context) (*Balancer, error) {
+	return e.launchBalancer(ctx, func() (string, string, error) {
+		addr, err := FreeAddr()
+		if err != nil {
+			return "", "", err
+		}
+		_, port, _ := strings.Cut(addr, ":")
+		return "0.0.0.0:" + port, "127.0.0.1:" + port, nil
+	}, nil, true)
+}
+
+// AddGroup makes the group name with spec (the admin API's group
+// object) by PUT /v1/groups/{name} and returns its front door, which
+// FrontDoor returns from then on.
+func (b *Balancer) AddGroup(ctx context.Context, name string, spec map[string]any) (string, error) {
+	if err := b.Send(ctx, http.MethodPut, "/v1/groups/"+name, spec); err != nil {
+		return "", err
+	}
+	st, err := b.Group(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	b.doors[name] = st.Advertise
+	return st.Advertise, nil
+}
+
+// Send sends body as JSON to the admin API to the admin API and fails unless it answers
+// 200 or 201.
+func (b *Balancer) Send(ctx context.Context, method, path string, body any) error {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.Admin+path, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return nil
 }

@@ -39,7 +39,7 @@ var nginxLuaModules = []string{
 // "fulcrum backend prime" answers it ({"x": X, "count": N}, the primes
 // below X by the sieve of Eratosthenes over X bytes) and with the same
 // 400 for an X out of [0, backend.MaxCountX].
-func remotingNGINXExtra() nginxExtra {
+func remotingNGINXExtra() NGINXExtra {
 	var main string
 	for _, m := range nginxLuaModules {
 		main += "load_module " + m + ";\n"
@@ -72,7 +72,7 @@ func remotingNGINXExtra() nginxExtra {
             }
         }
 `, bad, backend.MaxCountX)
-	return nginxExtra{Main: main, Server: server}
+	return NGINXExtra{Main: main, Server: server}
 }
 
 // checkNGINXReplica says what an NGINX replica needs and is missing.
@@ -102,17 +102,17 @@ func (cl *remotingCluster) startNGINXReplicas(ctx context.Context, env *Env, adm
 	}
 	extra := remotingNGINXExtra()
 	for i, r := range cl.reps {
-		p, err := env.startReplicaNGINX(ctx, r, i+1, extra)
+		p, err := env.StartReplicaNGINX(ctx, r, i+1, extra)
 		if err != nil {
 			return err
 		}
 		cl.procs = append(cl.procs, p)
-		a, err := env.startReplicaAgent(ctx, nsenter, r, admin, remotingGroup, "cpu", []int{p.Pid()})
+		a, err := env.StartReplicaAgent(ctx, nsenter, r, admin, remotingGroup, "cpu", []int{p.Pid()})
 		if err != nil {
 			return err
 		}
 		cl.procs = append(cl.procs, a)
-		cl.bases = append(cl.bases, alblReplicaURL(r))
+		cl.bases = append(cl.bases, TestbedReplicaURL(r))
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 	}
 	cl.reps = reps
 	var err error
-	cl.bal, err = env.startBalancerAt(ctx, reps[0].Gateway().String(), GroupSpec{
+	cl.bal, err = env.StartBalancerAt(ctx, reps[0].Gateway().String(), GroupSpec{
 		Name: remotingGroup, Binding: "per-request", Strategy: remotingStrategyOf(x.Strategies[0]), ReportInterval: x.ReportInterval,
 	})
 	if err != nil {
@@ -162,23 +162,6 @@ func (cl *remotingCluster) close() {
 	if cl.tb != nil {
 		_ = cl.tb.Close()
 	}
-}
-
-// startBalancerAt is StartBalancer with the admin API on host (a free
-// port), for replicas in other network namespaces, which cannot reach
-// the root namespace's loopback. host is a testbed gateway, reachable
-// only from this machine and its replicas, so the admin API runs without
-// a token (--insecure).
-func (e *Env) startBalancerAt(ctx context.Context, host string, groups ...GroupSpec) (*Balancer, error) {
-	return e.launchBalancer(ctx, func() (string, string, error) {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return "", "", err
-		}
-		a := ln.Addr().String()
-		ln.Close()
-		return a, a, nil
-	}, groups, true)
 }
 
 // remotingStrategyOf is the strategy of a --strategies entry.
