@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/albl"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/scalability"
@@ -44,7 +45,7 @@ func TestAllNamesLeavesTestbedOut(t *testing.T) {
 		t.Errorf("bench.AllNames(false) = %v, want %v", got, want)
 	}
 	got := bench.AllNames(true)
-	if len(got) != len(bench.Names()) || !slices.Contains(got, bench.ALBLName) || !slices.Contains(got, bench.RemotingName) {
+	if len(got) != len(bench.Names()) || !slices.Contains(got, albl.ALBLName) || !slices.Contains(got, bench.RemotingName) {
 		t.Errorf("bench.AllNames(true) = %v, want every experiment %v", got, bench.Names())
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package albl
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
@@ -119,7 +120,7 @@ func runALBLStep(ctx context.Context, hc *http.Client, url string, want int64, r
 	defer timer.Stop()
 	for _, off := range sched {
 		at := start.Add(off)
-		if !SleepUntil(ctx, timer, at) {
+		if !bench.SleepUntil(ctx, timer, at) {
 			break
 		}
 		res.Sent++
@@ -175,7 +176,7 @@ func alblCall(ctx context.Context, hc *http.Client, url string, want int64, time
 	case n != want:
 		return "", n, errors.New("short answer")
 	}
-	return resp.Header.Get(ServedHeader), n, nil
+	return resp.Header.Get(bench.ServedHeader), n, nil
 }
 
 // callErrorKind names a failed call's error: "timeout" when the client

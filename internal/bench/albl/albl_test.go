@@ -1,4 +1,4 @@
-package bench
+package albl
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 func TestALBLSchedule(t *testing.T) {
@@ -40,8 +42,8 @@ func TestALBLStepCountsAnswersTimeoutsAndReplicas(t *testing.T) {
 			}
 			return
 		}
-		w.Header().Set(ServedHeader, map[bool]string{true: "1", false: "2"}[k%2 == 1])
-		_, _ = w.Write(Payload(1024))
+		w.Header().Set(bench.ServedHeader, map[bool]string{true: "1", false: "2"}[k%2 == 1])
+		_, _ = w.Write(bench.Payload(1024))
 	}))
 	defer srv.Close()
 	defer close(release)
@@ -72,7 +74,7 @@ func TestALBLStepCountsAnswersTimeoutsAndReplicas(t *testing.T) {
 
 func TestALBLStepShortAnswerIsAnError(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(Payload(100)) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(bench.Payload(100)) }))
 	defer srv.Close()
 	st, err := runALBLStep(context.Background(), alblClient(time.Second), srv.URL, 1024, 50, 100*time.Millisecond, time.Second)
 	if err != nil {
@@ -86,7 +88,7 @@ func TestALBLStepShortAnswerIsAnError(t *testing.T) {
 func TestALBLPlan(t *testing.T) {
 	t.Parallel()
 	x := newALBL()
-	scs, runs, err := x.plan(Quick)
+	scs, runs, err := x.plan(bench.Quick)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,7 @@ func TestALBLPlan(t *testing.T) {
 		t.Errorf("scenario II/III settings: %+v / %+v", scs[1].alblScenario, scs[2].alblScenario)
 	}
 	x = &ALBL{CPU: 0.5, Scenarios: []string{"ii"}, Strategies: []string{"albl-low", "round-robin"}, RatesII: []float64{5, 15}}
-	scs, runs, err = x.plan(Full)
+	scs, runs, err = x.plan(bench.Full)
 	if err != nil || len(scs) != 1 || scs[0].Name != "II" || len(scs[0].Rates) != 2 || runs[0].Label != "albl-low" || runs[0].Params["threshold"] != alblLowThreshold {
 		t.Errorf("a chosen plan: %+v, %+v, %v", scs, runs, err)
 	}
@@ -118,7 +120,7 @@ func TestALBLPlan(t *testing.T) {
 		{ALBL{CPU: 1.5}, "--cpu"},
 		{ALBL{CPU: 0.5, Load: "memory"}, "--load"},
 	} {
-		if err := tc.x.Check(Quick); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := tc.x.Check(bench.Quick); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one about %s", tc.x, err, tc.want)
 		}
 	}
@@ -137,23 +139,23 @@ func TestJudgeALBL(t *testing.T) {
 		row("III", "least-connections", 120, 120, 10, 0), row("III", "round-robin", 120, 120, 1, 0),
 		row("III", "least-loaded", 120, 120, 8.5, 0), row("III", "prequal", 120, 120, 2, 0.01),
 	}
-	rep := NewReport("x")
+	rep := bench.NewReport("x")
 	judgeALBL(rep, rows)
 	ts := rep.Targets()
 	if len(ts) != 3 {
 		t.Fatalf("targets %+v", ts)
 	}
-	if ts[0].Status != Missed || !strings.Contains(ts[0].Detail, "albl-low at 200") {
+	if ts[0].Status != bench.Missed || !strings.Contains(ts[0].Detail, "albl-low at 200") {
 		t.Errorf("scenario I: %+v", ts[0])
 	}
 	// albl-low matches least-connections' errors and beats its latency;
 	// peak-ewma is faster but errs more.
-	if ts[1].Status != Met || !strings.Contains(ts[1].Detail, "albl-low") {
+	if ts[1].Status != bench.Met || !strings.Contains(ts[1].Detail, "albl-low") {
 		t.Errorf("scenario II: %+v", ts[1])
 	}
 	// least-loaded: 8.5 > 0.8 × 10; prequal errs more; round-robin is a
 	// baseline, not a candidate.
-	if ts[2].Status != Missed {
+	if ts[2].Status != bench.Missed {
 		t.Errorf("scenario III: %+v", ts[2])
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package albl
 
 import (
 	"cmp"
@@ -7,17 +7,19 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 // alblReport writes the CSV, the plots (seed 003's Fig. 3–10 and the p99
 // beside them) and report.md's tables and targets.
-func alblReport(env *Env, rep *Report, scs []alblPlanned, runs []alblRun, rows []ALBLRow, step, settle time.Duration, cpu float64, load string) error {
+func alblReport(env *bench.Env, rep *bench.Report, scs []alblPlanned, runs []alblRun, rows []ALBLRow, step, settle time.Duration, cpu float64, load string) error {
 	header := []string{"scenario", "strategy", "name", "params", "rate", "throughput_kbs", "latency_mean_ms", "latency_p99_ms", "error_rate", "sent", "answered", "replica1_share", "errors"}
 	var records [][]string
 	for _, r := range rows {
 		params, _ := json.Marshal(r.Params)
-		records = append(records, []string{r.Scenario, r.Strategy, r.Name, string(params), Num(r.Rate, 0), Num(r.ThroughputKBs, 2),
-			Num(r.LatencyMeanMS, 3), Num(r.LatencyP99MS, 3), Num(r.ErrorRate, 4), fmt.Sprint(r.Sent), fmt.Sprint(r.Answered), Num(r.Replica1Share, 3), r.Errors})
+		records = append(records, []string{r.Scenario, r.Strategy, r.Name, string(params), bench.Num(r.Rate, 0), bench.Num(r.ThroughputKBs, 2),
+			bench.Num(r.LatencyMeanMS, 3), bench.Num(r.LatencyP99MS, 3), bench.Num(r.ErrorRate, 4), fmt.Sprint(r.Sent), fmt.Sprint(r.Answered), bench.Num(r.Replica1Share, 3), r.Errors})
 	}
 	if err := env.WriteCSV("albl.csv", header, records); err != nil {
 		return err
@@ -61,9 +63,9 @@ func alblReport(env *Env, rep *Report, scs []alblPlanned, runs []alblRun, rows [
 			{"errors", "errors (no complete answer within the timeout)", "% of calls", func(r ALBLRow) float64 { return r.ErrorRate * 100 }},
 		}
 		for _, f := range figs {
-			var lines []Line
+			var lines []bench.Line
 			for _, run := range runs {
-				var l Line
+				var l bench.Line
 				l.Name = run.Label
 				for _, r := range scRows {
 					if r.Name == run.Label {
@@ -77,15 +79,15 @@ func alblReport(env *Env, rep *Report, scs []alblPlanned, runs []alblRun, rows [
 				lines = append(lines, l)
 			}
 			file := fmt.Sprintf("albl-%s-%s.png", sc.Name, f.file)
-			if err := env.LineChart(file, Axes{Title: fmt.Sprintf("Scenario %s: %s", sc.Name, f.title), X: "offered load (calls/s)", Y: f.y}, lines); err != nil {
+			if err := env.LineChart(file, bench.Axes{Title: fmt.Sprintf("Scenario %s: %s", sc.Name, f.title), X: "offered load (calls/s)", Y: f.y}, lines); err != nil {
 				return err
 			}
 			rep.Image(fmt.Sprintf("scenario %s %s", sc.Name, f.title), file)
 		}
 		var table [][]string
 		for _, r := range scRows {
-			table = append(table, []string{r.Name, Num(r.Rate, 0), Num(r.ThroughputKBs, 1), Num(r.LatencyMeanMS, 2), Num(r.LatencyP99MS, 2),
-				Num(r.ErrorRate*100, 2), Num(r.Replica1Share*100, 0), r.Errors})
+			table = append(table, []string{r.Name, bench.Num(r.Rate, 0), bench.Num(r.ThroughputKBs, 1), bench.Num(r.LatencyMeanMS, 2), bench.Num(r.LatencyP99MS, 2),
+				bench.Num(r.ErrorRate*100, 2), bench.Num(r.Replica1Share*100, 0), r.Errors})
 		}
 		rep.Table([]string{"strategy", "calls/s", "KB/s", "mean ms", "p99 ms", "errors %", "replica 1 %", "error kinds"}, table)
 	}
@@ -115,7 +117,7 @@ var alblBaselines = []string{"round-robin", "least-connections"}
 //   - scenario III: at the highest rate, some adaptive strategy with an
 //     error rate ≤ least-connections' and a mean response time ≤ 0.8 ×
 //     its.
-func judgeALBL(rep *Report, rows []ALBLRow) {
+func judgeALBL(rep *bench.Report, rows []ALBLRow) {
 	const nameI = "scenario I: no strategy's throughput more than 5% below round-robin's"
 	if sc := filterRows(rows, "I"); len(sc) > 0 {
 		worst, worstRatio, compared := "", 0.0, 0
@@ -127,7 +129,7 @@ func judgeALBL(rep *Report, rows []ALBLRow) {
 			compared++
 			ratio := r.ThroughputKBs / rr.ThroughputKBs
 			if worst == "" || ratio < worstRatio {
-				worst, worstRatio = fmt.Sprintf("%s at %s calls/s (%.1f vs %.1f KB/s)", r.Name, Num(r.Rate, 0), r.ThroughputKBs, rr.ThroughputKBs), ratio
+				worst, worstRatio = fmt.Sprintf("%s at %s calls/s (%.1f vs %.1f KB/s)", r.Name, bench.Num(r.Rate, 0), r.ThroughputKBs, rr.ThroughputKBs), ratio
 			}
 		}
 		if compared == 0 {
@@ -142,7 +144,7 @@ func judgeALBL(rep *Report, rows []ALBLRow) {
 		"scenario III: at the highest rate an adaptive strategy's error rate ≤ least-connections' and mean response time ≤ 0.8 × its")
 }
 
-func judgeVsLC(rep *Report, sc []ALBLRow, scenario string, latencyFactor float64, name string) {
+func judgeVsLC(rep *bench.Report, sc []ALBLRow, scenario string, latencyFactor float64, name string) {
 	if len(sc) == 0 {
 		return
 	}
@@ -184,7 +186,7 @@ func judgeVsLC(rep *Report, sc []ALBLRow, scenario string, latencyFactor float64
 	})
 	best := adaptive[0]
 	rep.Target(name, meets(best), "at %s calls/s: best adaptive %s errors %.2f%%, mean %.2f ms; least-connections errors %.2f%%, mean %.2f ms (bound %.2f ms)",
-		Num(top, 0), best.Name, best.ErrorRate*100, best.LatencyMeanMS, lc.ErrorRate*100, lc.LatencyMeanMS, latencyFactor*lc.LatencyMeanMS)
+		bench.Num(top, 0), best.Name, best.ErrorRate*100, best.LatencyMeanMS, lc.ErrorRate*100, lc.LatencyMeanMS, latencyFactor*lc.LatencyMeanMS)
 }
 
 func findRow(rows []ALBLRow, name string, rate float64) (ALBLRow, bool) {

@@ -1,4 +1,4 @@
-package bench
+package albl
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
@@ -26,10 +27,10 @@ const alblGroup = "web"
 type alblCluster struct {
 	tb       *testbed.Testbed
 	replicas []*testbed.Replica
-	nginx    []*Proc
-	agents   []*Proc
+	nginx    []*bench.Proc
+	agents   []*bench.Proc
 	hog      *testbed.Hog
-	bal      *Balancer
+	bal      *bench.Balancer
 	door     string
 }
 
@@ -49,7 +50,7 @@ func (c *alblCluster) close() {
 
 // startALBLCluster builds sc's cluster: two replicas of cpu cores each,
 // their agents reporting load.
-func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float64, load string) (c *alblCluster, err error) {
+func startALBLCluster(ctx context.Context, env *bench.Env, sc alblScenario, cpu float64, load string) (c *alblCluster, err error) {
 	if env.NGINX.Path == "" {
 		return nil, fmt.Errorf("bench: albl serves its objects with NGINX: %s", env.NGINX.Missing)
 	}
@@ -77,7 +78,7 @@ func startALBLCluster(ctx context.Context, env *Env, sc alblScenario, cpu float6
 			return c, err
 		}
 		c.replicas = append(c.replicas, r)
-		p, err := env.StartReplicaNGINX(ctx, r, i+1, NGINXExtra{})
+		p, err := env.StartReplicaNGINX(ctx, r, i+1, bench.NGINXExtra{})
 		if err != nil {
 			return c, err
 		}
@@ -123,7 +124,7 @@ var alblGroupSpec = map[string]any{
 
 // alblSetStrategy switches the group's strategy and parameters at run time
 // (PATCH /v1/groups/{group}).
-func alblSetStrategy(ctx context.Context, b *Balancer, group, name string, params map[string]any) error {
+func alblSetStrategy(ctx context.Context, b *bench.Balancer, group, name string, params map[string]any) error {
 	if err := b.Send(ctx, http.MethodPatch, "/v1/groups/"+group, map[string]any{"strategy": name, "params": params}); err != nil {
 		return fmt.Errorf("bench: setting strategy %s: %w", name, err)
 	}
@@ -132,7 +133,7 @@ func alblSetStrategy(ctx context.Context, b *Balancer, group, name string, param
 
 // startALBLBalancer starts "fulcrum serve" for the testbed and makes the
 // albl group (alblGroupSpec) through its admin API.
-func startALBLBalancer(ctx context.Context, env *Env) (*Balancer, error) {
+func startALBLBalancer(ctx context.Context, env *bench.Env) (*bench.Balancer, error) {
 	b, err := env.StartTestbedBalancer(ctx)
 	if err != nil {
 		return nil, err

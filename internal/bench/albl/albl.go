@@ -1,4 +1,4 @@
-package bench
+package albl
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -17,7 +18,7 @@ import (
 const ALBLName = "albl"
 
 func init() {
-	Register(ALBLName, func() Experiment { return newALBL() })
+	bench.Register(ALBLName, func() bench.Experiment { return newALBL() })
 }
 
 // alblScenario is one of seed 003 §5's scenarios.
@@ -98,9 +99,9 @@ const (
 // weighted-round-robin-orca's blackout period (A58: 10 s, during which a
 // replica's new weight is not yet used) is shortened to 2 s in --quick
 // and --smoke runs, whose steps are shorter than it; params records it.
-func alblRuns(size Size) []alblRun {
+func alblRuns(size bench.Size) []alblRun {
 	orca := map[string]any{}
-	if size != Full {
+	if size != bench.Full {
 		orca["blackout_period"] = "2s"
 	}
 	return []alblRun{
@@ -163,21 +164,21 @@ func (x *ALBL) Summary() string {
 func (x *ALBL) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&x.Scenarios, "scenarios", x.Scenarios, "scenarios to run, of I, II, III (default all)")
 	var labels []string
-	for _, r := range alblRuns(Full) {
+	for _, r := range alblRuns(bench.Full) {
 		labels = append(labels, r.Label)
 	}
 	fs.StringSliceVar(&x.Strategies, "strategies", x.Strategies, "strategies to run (default all: "+strings.Join(labels, ", ")+")")
 	fs.DurationVar(&x.Step, "step", x.Step, "how long each rate is held (default 30s; 5s with --quick, 1s with --smoke)")
 	fs.DurationVar(&x.Settle, "settle", x.Settle, "unrecorded run of each strategy at the first rate (default 15s; 3s with --quick, 500ms with --smoke)")
-	fs.Var((*RateList)(&x.RatesI), "rates-i", "scenario I's rates in calls/s, comma-separated (default 20,70,...,1970)")
-	fs.Var((*RateList)(&x.RatesII), "rates-ii", "scenario II's rates (default 10,20,...,120)")
-	fs.Var((*RateList)(&x.RatesIII), "rates-iii", "scenario III's rates (default 10,20,...,120)")
+	fs.Var((*bench.RateList)(&x.RatesI), "rates-i", "scenario I's rates in calls/s, comma-separated (default 20,70,...,1970)")
+	fs.Var((*bench.RateList)(&x.RatesII), "rates-ii", "scenario II's rates (default 10,20,...,120)")
+	fs.Var((*bench.RateList)(&x.RatesIII), "rates-iii", "scenario III's rates (default 10,20,...,120)")
 	fs.Float64Var(&x.CPU, "cpu", x.CPU, "each replica's CPU quota in cores")
 	fs.StringVar(&x.Load, "load", x.Load, "what the agents report as load (least-loaded balances it): cpu, connections or rate")
 }
 
 // Check implements Checker.
-func (x *ALBL) Check(size Size) error {
+func (x *ALBL) Check(size bench.Size) error {
 	_, _, err := x.plan(size)
 	return err
 }
@@ -189,7 +190,7 @@ type alblPlanned struct {
 }
 
 // plan checks the settings and returns the scenarios and runs to do.
-func (x *ALBL) plan(size Size) ([]alblPlanned, []alblRun, error) {
+func (x *ALBL) plan(size bench.Size) ([]alblPlanned, []alblRun, error) {
 	want := x.Scenarios
 	if len(want) == 0 {
 		want = []string{"I", "II", "III"}
@@ -206,7 +207,7 @@ func (x *ALBL) plan(size Size) ([]alblPlanned, []alblRun, error) {
 			return nil, nil, &protocol.FieldError{Field: "--scenarios", Value: name, Allowed: "each scenario once"}
 		}
 		sc := alblScenarios[i]
-		rates := Pick(size, sc.Full, sc.Quick, sc.Smoke)
+		rates := bench.Pick(size, sc.Full, sc.Quick, sc.Smoke)
 		if c := custom[name]; len(c) > 0 {
 			rates = c
 		}
@@ -289,18 +290,18 @@ type ALBLRow struct {
 }
 
 // Run implements Experiment.
-func (x *ALBL) Run(ctx context.Context, env *Env) (*Results, error) {
+func (x *ALBL) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	scs, runs, err := x.plan(env.Size)
 	if err != nil {
 		return nil, err
 	}
 	step := x.Step
 	if step == 0 {
-		step = Pick(env.Size, 30*time.Second, 5*time.Second, time.Second)
+		step = bench.Pick(env.Size, 30*time.Second, 5*time.Second, time.Second)
 	}
 	settle := x.Settle
 	if settle == 0 {
-		settle = Pick(env.Size, 15*time.Second, 3*time.Second, 500*time.Millisecond)
+		settle = bench.Pick(env.Size, 15*time.Second, 3*time.Second, 500*time.Millisecond)
 	}
 	var rows []ALBLRow
 	for _, sc := range scs {
@@ -310,7 +311,7 @@ func (x *ALBL) Run(ctx context.Context, env *Env) (*Results, error) {
 			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
 		}
 	}
-	res := &Results{Rows: rows, Report: NewReport("fulcrum bench albl"), Extra: map[string]any{
+	res := &bench.Results{Rows: rows, Report: bench.NewReport("fulcrum bench albl"), Extra: map[string]any{
 		"step_s": step.Seconds(), "settle_s": settle.Seconds(), "replica_cpu": x.CPU, "agent_load": x.Load,
 		"link": alblShapedLink.String(),
 	}}
@@ -322,8 +323,8 @@ func (x *ALBL) Run(ctx context.Context, env *Env) (*Results, error) {
 
 // runScenario builds sc's cluster and sweeps every strategy over its
 // rates.
-func (x *ALBL) runScenario(ctx context.Context, env *Env, sc alblPlanned, runs []alblRun, step, settle time.Duration) ([]ALBLRow, error) {
-	env.Logf("albl: scenario %s: %s; rates %s calls/s, %s per rate", sc.Name, sc.What, strings.Join(FormatRates(sc.Rates), ","), step)
+func (x *ALBL) runScenario(ctx context.Context, env *bench.Env, sc alblPlanned, runs []alblRun, step, settle time.Duration) ([]ALBLRow, error) {
+	env.Logf("albl: scenario %s: %s; rates %s calls/s, %s per rate", sc.Name, sc.What, strings.Join(bench.FormatRates(sc.Rates), ","), step)
 	c, err := startALBLCluster(ctx, env, sc.alblScenario, x.CPU, x.Load)
 	if err != nil {
 		return nil, err
@@ -346,7 +347,7 @@ func (x *ALBL) runScenario(ctx context.Context, env *Env, sc alblPlanned, runs [
 			}
 			row := alblRowOf(sc.alblScenario, run, rate, st, sc.Timeout)
 			env.Logf("albl: %s %-26s %6s/s: %8.1f KB/s, mean %8.2f ms, p99 %8.2f ms, errors %5.1f%%, replica 1 %3.0f%%",
-				sc.Name, run.Label, Num(rate, 0), row.ThroughputKBs, row.LatencyMeanMS, row.LatencyP99MS, row.ErrorRate*100, row.Replica1Share*100)
+				sc.Name, run.Label, bench.Num(rate, 0), row.ThroughputKBs, row.LatencyMeanMS, row.LatencyP99MS, row.ErrorRate*100, row.Replica1Share*100)
 			rows = append(rows, row)
 		}
 		hc.CloseIdleConnections()
