@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench/remoting/queuemodel"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	"github.com/fulcrum-lb/fulcrum/internal/queuemodel"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -71,7 +71,7 @@ const (
 	remotingQueueSuffix = "+queue"
 	// defaultRemotingQueueSlots is max_inflight of the "+queue" runs.
 	// Seed 004 §IV.B lets each server run k tasks at once and queues
-	// the rest; in the queueing model (internal/queuemodel,
+	// the rest; in the queueing model (internal/bench/remoting/queuemodel,
 	// held-least-cost) one slot gives the lowest mean (82% below random
 	// with 4 replicas at 90%), two 76%.
 	defaultRemotingQueueSlots = 1

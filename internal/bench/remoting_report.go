@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench/remoting/queuemodel"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	"github.com/fulcrum-lb/fulcrum/internal/queuemodel"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
@@ -321,7 +321,7 @@ type remotingModel struct {
 //   - the testbed's replicas share their CPU among the calls in progress
 //     (processor sharing) and a balancer can only choose where a call
 //     goes, not queue it centrally, so the report also gives that model,
-//     simulated (internal/queuemodel): joining the shortest queue (what
+//     simulated (internal/bench/remoting/queuemodel): joining the shortest queue (what
 //     least-connections and ett with equal replicas do), and the least
 //     added delay with every call's remaining work known, which no
 //     balancer knows (a greedy rule, not a proven optimum, but a high

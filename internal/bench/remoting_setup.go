@@ -1,18 +1,14 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/testbed"
@@ -186,20 +182,8 @@ func (cl *remotingCluster) useStrategy(ctx context.Context, name string, slots i
 		}
 		patch["queue"] = q
 	}
-	body, _ := json.Marshal(patch)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, cl.bal.Admin+"/v1/groups/"+remotingGroup, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := cl.bal.hc.Do(req)
-	if err != nil {
+	if err := cl.bal.Send(ctx, http.MethodPatch, "/v1/groups/"+remotingGroup, patch); err != nil {
 		return fmt.Errorf("bench: switching to %s: %w", name, err)
-	}
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("bench: switching to %s: %s: %s", name, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	switched := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 10*interval+10*time.Second)
