@@ -8,6 +8,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench/albl"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/scalability"
 )
 
@@ -45,7 +46,7 @@ func TestAllNamesLeavesTestbedOut(t *testing.T) {
 		t.Errorf("bench.AllNames(false) = %v, want %v", got, want)
 	}
 	got := bench.AllNames(true)
-	if len(got) != len(bench.Names()) || !slices.Contains(got, albl.ALBLName) || !slices.Contains(got, bench.RemotingName) {
+	if len(got) != len(bench.Names()) || !slices.Contains(got, albl.ALBLName) || !slices.Contains(got, remoting.RemotingName) {
 		t.Errorf("bench.AllNames(true) = %v, want every experiment %v", got, bench.Names())
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package remoting
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
@@ -38,7 +39,7 @@ const (
 // less than remotingMinCapacityCPU of their quotas (something else on
 // the machine stalled the callers) is taken again, up to
 // remotingCapacityAttempts times; a smoke run keeps the first.
-func (x *Remoting) saturate(ctx context.Context, env *Env, cl *remotingCluster, d time.Duration, seed uint64) (remotingCapacity, time.Duration, error) {
+func (x *Remoting) saturate(ctx context.Context, env *bench.Env, cl *remotingCluster, d time.Duration, seed uint64) (remotingCapacity, time.Duration, error) {
 	for attempt := 1; ; attempt++ {
 		u0, err := cl.cpuUsage()
 		if err != nil {
@@ -54,7 +55,7 @@ func (x *Remoting) saturate(ctx context.Context, env *Env, cl *remotingCluster, 
 		}
 		cpu := u1 - u0
 		err = remotingCapacityValid(cpu.Seconds() / c.Elapsed.Seconds() / x.CPU)
-		if err == nil || env.Size == Smoke {
+		if err == nil || env.Size == bench.Smoke {
 			if u := unequalReplicas(c); u != "" {
 				env.Logf("remoting: %d replicas saturated: %s", len(cl.bases), u)
 			}

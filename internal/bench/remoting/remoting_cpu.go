@@ -1,10 +1,12 @@
-package bench
+package remoting
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 // The remoting bench sets its offered load from the replicas' own CPU
@@ -167,7 +169,7 @@ func remotingLoadFlag(target, measured float64) string {
 // utilisation u (the ui-th) through the balancer, set from the CPU
 // estimate est, and returns the estimate updated from the CPU per unit
 // of X it measured.
-func (x *Remoting) calibrate(ctx context.Context, env *Env, cl *remotingCluster, n, ui int, u float64, s remotingSizes, clients int, est float64) (float64, error) {
+func (x *Remoting) calibrate(ctx context.Context, env *bench.Env, cl *remotingCluster, n, ui int, u float64, s remotingSizes, clients int, est float64) (float64, error) {
 	calCalls := max(s.calls/s.rounds/2, 5)
 	calClients, calGap := remotingPlan(1<<41|uint64(n)<<32|uint64(ui)<<24, clients, calCalls, x.XMean, u, x.CPU, est)
 	if calGap <= 0 {

@@ -1,4 +1,4 @@
-package bench
+package remoting
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/remoting/queuemodel"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -22,26 +23,26 @@ func remotingLatencyPlot(n int) string { return fmt.Sprintf("remoting-latency-%d
 const remotingReductionPlot = "remoting-reduction.png"
 
 // write writes remoting.csv and the plots.
-func (x *Remoting) write(env *Env, rows []RemotingRow) error {
+func (x *Remoting) write(env *bench.Env, rows []RemotingRow) error {
 	header := []string{"replicas", "utilization", "gap_ms", "clients", "offered_rps", "strategy", "latency_mean_ms",
 		"latency_p50_ms", "latency_p99_ms", "reduction_vs_random", "calls", "errors", "throughput_rps", "send_lag_p99_ms", "replica_cpu",
 		"measured_utilization", "cpu_per_call_ms", "capacity_utilization", "utilization_flag", "repeats"}
 	var table [][]string
 	for _, r := range rows {
 		table = append(table, []string{
-			strconv.Itoa(r.Replicas), Num(r.Utilization, 2), Num(r.GapMS, 3), strconv.Itoa(r.Clients), Num(r.OfferedRPS, 1), r.Strategy,
-			Num(r.LatencyMeanMS, 3), Num(r.LatencyP50MS, 3), Num(r.LatencyP99MS, 3), fmtReduction(r.ReductionVsRandom, 4),
-			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), Num(r.ThroughputRPS, 1), Num(r.SendLagP99MS, 3), Num(r.ReplicaCPU, 3),
-			Num(r.MeasuredUtilization, 3), Num(r.CPUPerCallMS, 4), Num(r.CapacityUtilization, 3), r.UtilizationFlag, strconv.Itoa(r.Repeats),
+			strconv.Itoa(r.Replicas), bench.Num(r.Utilization, 2), bench.Num(r.GapMS, 3), strconv.Itoa(r.Clients), bench.Num(r.OfferedRPS, 1), r.Strategy,
+			bench.Num(r.LatencyMeanMS, 3), bench.Num(r.LatencyP50MS, 3), bench.Num(r.LatencyP99MS, 3), fmtReduction(r.ReductionVsRandom, 4),
+			strconv.FormatInt(r.Calls, 10), strconv.FormatInt(r.Errors, 10), bench.Num(r.ThroughputRPS, 1), bench.Num(r.SendLagP99MS, 3), bench.Num(r.ReplicaCPU, 3),
+			bench.Num(r.MeasuredUtilization, 3), bench.Num(r.CPUPerCallMS, 4), bench.Num(r.CapacityUtilization, 3), r.UtilizationFlag, strconv.Itoa(r.Repeats),
 		})
 	}
 	if err := env.WriteCSV("remoting.csv", header, table); err != nil {
 		return err
 	}
 	for _, n := range remotingSizesOf(rows) {
-		var lines []Line
+		var lines []bench.Line
 		for _, s := range x.Strategies {
-			var l Line
+			var l bench.Line
 			l.Name = s
 			for _, r := range rows {
 				if r.Replicas == n && r.Strategy == s && r.Calls > 0 {
@@ -51,7 +52,7 @@ func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 			}
 			lines = append(lines, l)
 		}
-		ax := Axes{Title: fmt.Sprintf("getPrimeCount, %d replicas: mean response time", n), X: "offered load (% of capacity)", Y: "mean response time (ms)"}
+		ax := bench.Axes{Title: fmt.Sprintf("getPrimeCount, %d replicas: mean response time", n), X: "offered load (% of capacity)", Y: "mean response time (ms)"}
 		if err := env.LineChart(remotingLatencyPlot(n), ax, lines); err != nil {
 			return err
 		}
@@ -61,12 +62,12 @@ func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 	for _, n := range remotingSizesOf(rows) {
 		cats = append(cats, fmt.Sprintf("%d replicas", n))
 	}
-	var series []Series
+	var series []bench.Series
 	for _, s := range x.Strategies {
 		if s == remotingRandom {
 			continue
 		}
-		se := Series{Name: s}
+		se := bench.Series{Name: s}
 		for _, n := range remotingSizesOf(rows) {
 			v := 0.0
 			if r, ok := findRemotingRow(rows, n, top, s); ok && r.ReductionVsRandom != nil {
@@ -76,7 +77,7 @@ func (x *Remoting) write(env *Env, rows []RemotingRow) error {
 		}
 		series = append(series, se)
 	}
-	ax := Axes{Title: fmt.Sprintf("Reduction of the mean response time against random at %.0f%% load", top*100), X: "group", Y: "reduction (%)"}
+	ax := bench.Axes{Title: fmt.Sprintf("Reduction of the mean response time against random at %.0f%% load", top*100), X: "group", Y: "reduction (%)"}
 	return env.BarChart(remotingReductionPlot, ax, cats, series)
 }
 
@@ -84,7 +85,7 @@ func fmtReduction(r *float64, prec int) string {
 	if r == nil {
 		return ""
 	}
-	return Num(*r, prec)
+	return bench.Num(*r, prec)
 }
 
 // remotingSizesOf lists the group sizes of rows, in order.
@@ -128,7 +129,7 @@ func findRemotingRow(rows []RemotingRow, n int, u float64, s string) (RemotingRo
 // counted. Beside each it gives the model's
 // references at random's measured load (remotingReferences) and the
 // model of the sample itself (remotingSampleModel).
-func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettings, model remotingModel, slots int) {
+func judgeRemoting(rep *bench.Report, rows []RemotingRow, groups []RemotingGroupSettings, model remotingModel, slots int) {
 	for _, n := range []int{2, 4} {
 		paper := remotingPaper[n]
 		judged := strategy.ETTName + remotingQueueSuffix
@@ -146,7 +147,7 @@ func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettin
 			}
 		}
 		if plain, found := findRemotingRow(rows, n, 0.9, strategy.ETTName); found && judged != strategy.ETTName && plain.ReductionVsRandom != nil {
-			ref = fmt.Sprintf("ett without the queue %s%%; ", Num(*plain.ReductionVsRandom*100, 1)) + ref
+			ref = fmt.Sprintf("ett without the queue %s%%; ", bench.Num(*plain.ReductionVsRandom*100, 1)) + ref
 		}
 		c := countRepeats(r, base)
 		switch {
@@ -161,7 +162,7 @@ func judgeRemoting(rep *Report, rows []RemotingRow, groups []RemotingGroupSettin
 			}
 			red := "none"
 			if r.ReductionVsRandom != nil {
-				red = Num(*r.ReductionVsRandom*100, 1) + "%"
+				red = bench.Num(*r.ReductionVsRandom*100, 1) + "%"
 			}
 			rep.TargetUnknown(name, "not counted: the sample was not at 90%% load (%s); reduction %s; %s", strings.Join(why, "; "), red, ref)
 		case !c.ok:
@@ -244,7 +245,7 @@ func repeatsSpread(reds []float64) string {
 	for _, r := range reds {
 		sum += r
 	}
-	return fmt.Sprintf(", their mean %s%% and median %s%%", Num(sum/float64(len(reds))*100, 1), Num(stats.Median(reds)*100, 1))
+	return fmt.Sprintf(", their mean %s%% and median %s%%", bench.Num(sum/float64(len(reds))*100, 1), bench.Num(stats.Median(reds)*100, 1))
 }
 
 // remotingRepeatFig is one repeat of a row: its mean (ms), answered calls
@@ -341,7 +342,7 @@ func remotingReferences(n int, rho float64, calls, rounds int, model remotingMod
 	if !ok {
 		return fmt.Sprintf("no model reference at random's measured load of %.0f%% (it is not below 100%%)", rho*100)
 	}
-	text := fmt.Sprintf("at random's measured load of %.0f%%, M/M/%d (one shared queue): %s%%", rho*100, n, Num(mmn*100, 1))
+	text := fmt.Sprintf("at random's measured load of %.0f%%, M/M/%d (one shared queue): %s%%", rho*100, n, bench.Num(mmn*100, 1))
 	cfg := queuemodel.Config{Servers: n, Utilization: rho, Calls: model.calls}
 	jsq, err1 := queuemodel.Reduction(cfg, queuemodel.ShortestQueue)
 	best, err2 := queuemodel.Reduction(cfg, queuemodel.LeastDelay)
@@ -352,7 +353,7 @@ func remotingReferences(n int, rho float64, calls, rounds int, model remotingMod
 		return text + "; processor-sharing model: " + err.Error()
 	}
 	text += fmt.Sprintf("; processor-sharing replicas (simulated): shortest queue %s%%, least delay knowing every call's work %s%%, front door queue with %s per replica, least cost first, %s%%",
-		Num(jsq*100, 1), Num(best*100, 1), plural(slots, "slot"), Num(queued*100, 1))
+		bench.Num(jsq*100, 1), bench.Num(best*100, 1), plural(slots, "slot"), bench.Num(queued*100, 1))
 	if calls < 1 || rounds < 1 || rounds > calls {
 		return text
 	}
@@ -361,7 +362,7 @@ func remotingReferences(n int, rho float64, calls, rounds int, model remotingMod
 		return text + "; sample spread: " + err.Error()
 	}
 	return text + fmt.Sprintf("; shortest queue in %d model samples of %d calls in %d rounds: %s–%s%% (5th–95th percentile)",
-		model.samples, calls, rounds, Num(stats.Quantile(spread, 0.05)*100, 1), Num(stats.Quantile(spread, 0.95)*100, 1))
+		model.samples, calls, rounds, bench.Num(stats.Quantile(spread, 0.05)*100, 1), bench.Num(stats.Quantile(spread, 0.95)*100, 1))
 }
 
 // remotingSampleModel sets the sample's means beside the queueing model
@@ -402,8 +403,8 @@ func remotingSampleModel(n int, rho float64, g RemotingGroupSettings, random, ju
 	return fmt.Sprintf("in S = %s ms (a replica's time per call at capacity), random took %s S and %s %s S; the model of this sample "+
 		"(replicas held to their quota, one call at a time, %d calls in %d rounds from idle, mean of %d draws) gives random %s S "+
 		"and a front door queue with %s, least cost first, %s S (%s%% below)",
-		Num(s, 2), Num(random.LatencyMeanMS/s, 2), judged.Strategy, Num(judged.LatencyMeanMS/s, 2),
-		calls, rounds, model.samples, Num(r, 2), plural(slots, "slot"), Num(h, 2), Num((1-h/r)*100, 1))
+		bench.Num(s, 2), bench.Num(random.LatencyMeanMS/s, 2), judged.Strategy, bench.Num(judged.LatencyMeanMS/s, 2),
+		calls, rounds, model.samples, bench.Num(r, 2), plural(slots, "slot"), bench.Num(h, 2), bench.Num((1-h/r)*100, 1))
 }
 
 // mmnReduction is the reduction of the mean response time that one shared
@@ -436,8 +437,8 @@ func mmnReduction(n int, rho float64) (float64, bool) {
 
 // report writes report.md: targets, set-up, the measured capacities, one
 // table per group size with the paper's figures beside, and the plots.
-func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s remotingSizes) *Report {
-	rep := NewReport("fulcrum bench remoting")
+func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s remotingSizes) *bench.Report {
+	rep := bench.NewReport("fulcrum bench remoting")
 	judgeRemoting(rep, rows, groups, s.model, x.QueueSlots)
 	rep.Heading("Set-up")
 	rep.Para("Seed 004 §V on the testbed (docs/testbed.md): N replicas of %s, each in its own network namespace "+
@@ -459,8 +460,8 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 		"utilisation asked for; %s", remotingLoadText(x.LoadFrom))
 	var gt [][]string
 	for _, g := range groups {
-		gt = append(gt, []string{strconv.Itoa(g.Replicas), strconv.Itoa(g.Repeat), Num(g.CPUPerReplica, 3), Num(g.CPUPeriodMS, 1), Num(g.ServiceTimeMS, 2), Num(g.CapacityRPS, 0),
-			Num(g.ReplicaServiceMS, 2), Num(g.CPUPerCallMS, 2), Num(g.CapacityCPU*100, 0) + "%", strconv.Itoa(g.Clients)})
+		gt = append(gt, []string{strconv.Itoa(g.Replicas), strconv.Itoa(g.Repeat), bench.Num(g.CPUPerReplica, 3), bench.Num(g.CPUPeriodMS, 1), bench.Num(g.ServiceTimeMS, 2), bench.Num(g.CapacityRPS, 0),
+			bench.Num(g.ReplicaServiceMS, 2), bench.Num(g.CPUPerCallMS, 2), bench.Num(g.CapacityCPU*100, 0) + "%", strconv.Itoa(g.Clients)})
 	}
 	rep.Table([]string{"replicas", "repeat", "cores each", "period (ms)", "lone call of mean X (ms)", "capacity (calls/s)", "replica time per call (ms)",
 		"CPU per call (ms)", "quota used when saturated", "clients"}, gt)
@@ -474,26 +475,26 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 			}
 			red := fmtReduction(r.ReductionVsRandom, 3)
 			if r.ReductionVsRandom != nil {
-				red = Num(*r.ReductionVsRandom*100, 1) + "%"
+				red = bench.Num(*r.ReductionVsRandom*100, 1) + "%"
 				if len(r.ReductionRounds) > 1 && r.Strategy != remotingRandom {
-					red += fmt.Sprintf(" (rounds %s…%s%%, median %s%%)", Num(slices.Min(r.ReductionRounds)*100, 0), Num(slices.Max(r.ReductionRounds)*100, 0),
-						Num(stats.Median(r.ReductionRounds)*100, 0))
+					red += fmt.Sprintf(" (rounds %s…%s%%, median %s%%)", bench.Num(slices.Min(r.ReductionRounds)*100, 0), bench.Num(slices.Max(r.ReductionRounds)*100, 0),
+						bench.Num(stats.Median(r.ReductionRounds)*100, 0))
 				}
 				if len(r.ReductionRepeats) > 1 && r.Strategy != remotingRandom {
 					red += fmt.Sprintf("; repeats %s%%", fmtList(scale(r.ReductionRepeats, 100), 1))
 				}
 			}
-			measured := Num(r.MeasuredUtilization*100, 0) + "%"
+			measured := bench.Num(r.MeasuredUtilization*100, 0) + "%"
 			if r.CapacityUtilization > 0 {
-				measured = Num(r.CapacityUtilization*100, 0) + "% (CPU " + measured + ")"
+				measured = bench.Num(r.CapacityUtilization*100, 0) + "% (CPU " + measured + ")"
 			}
 			if r.UtilizationFlag != "" {
 				measured += " ⚠"
 				flagged = append(flagged, fmt.Sprintf("%.0f%% %s: %s", r.Utilization*100, r.Strategy, r.UtilizationFlag))
 			}
-			t = append(t, []string{Num(r.Utilization*100, 0) + "%", measured, Num(r.GapMS, 2), Num(r.OfferedRPS, 0), r.Strategy,
-				Num(r.LatencyMeanMS, 2), Num(r.LatencyP50MS, 2), Num(r.LatencyP99MS, 2), red, strconv.FormatInt(r.Calls, 10),
-				strconv.FormatInt(r.Errors, 10), Num(r.CPUPerCallMS, 3), Num(r.ReplicaCPU*100, 0) + "%", Num(r.SendLagP99MS, 1)})
+			t = append(t, []string{bench.Num(r.Utilization*100, 0) + "%", measured, bench.Num(r.GapMS, 2), bench.Num(r.OfferedRPS, 0), r.Strategy,
+				bench.Num(r.LatencyMeanMS, 2), bench.Num(r.LatencyP50MS, 2), bench.Num(r.LatencyP99MS, 2), red, strconv.FormatInt(r.Calls, 10),
+				strconv.FormatInt(r.Errors, 10), bench.Num(r.CPUPerCallMS, 3), bench.Num(r.ReplicaCPU*100, 0) + "%", bench.Num(r.SendLagP99MS, 1)})
 		}
 		rep.Table([]string{"load", "measured" + remotingMeasuredHead(x.LoadFrom), "mean gap (ms)", "offered (calls/s)", "strategy", "mean (ms)", "p50 (ms)", "p99 (ms)",
 			"vs random", "answered", "failed", "CPU per call (ms)", "replicas' CPU until the last answer (of quota)", "send lag p99 (ms)"}, t)
@@ -587,7 +588,7 @@ func plural(n int, word string) string {
 func fmtList(vs []float64, prec int) string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
-		s[i] = Num(v, prec)
+		s[i] = bench.Num(v, prec)
 	}
 	return strings.Join(s, ", ")
 }

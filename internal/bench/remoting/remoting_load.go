@@ -1,4 +1,4 @@
-package bench
+package remoting
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -132,7 +133,7 @@ func runRemotingSample(ctx context.Context, hc *http.Client, base string, client
 			at := start
 			for _, c := range sample {
 				at = at.Add(c.Gap)
-				if !SleepUntil(ctx, timer, at) {
+				if !bench.SleepUntil(ctx, timer, at) {
 					return
 				}
 				select {

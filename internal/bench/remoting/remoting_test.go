@@ -1,4 +1,4 @@
-package bench
+package remoting
 
 import (
 	"encoding/json"
@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
@@ -81,24 +82,24 @@ func TestFillReductionsAgainstRandom(t *testing.T) {
 		}
 	}
 
-	rep := NewReport("x")
+	rep := bench.NewReport("x")
 	judgeRemoting(rep, rows, nil, remotingModel{calls: 20_000, samples: 10}, 2)
 	var got []string
 	for _, tg := range rep.Targets() {
 		got = append(got, string(tg.Status))
 	}
 	// 2 replicas: 60% ≥ 47.6%; 4 replicas: random answered nothing.
-	if !slices.Equal(got, []string{string(Met), string(Unknown)}) {
+	if !slices.Equal(got, []string{string(bench.Met), string(bench.Unknown)}) {
 		t.Errorf("targets %v", rep.Targets())
 	}
 
 	// With ett+queue run, it is the one judged, plain ett's figure beside.
 	queued := append(slices.Clone(rows[:2]), RemotingRow{Replicas: 2, Utilization: 0.9, Strategy: "ett+queue", LatencyMeanMS: 5.5, Calls: 10})
 	fillReductions(queued)
-	rep = NewReport("x")
+	rep = bench.NewReport("x")
 	judgeRemoting(rep, queued, nil, remotingModel{calls: 20_000, samples: 10}, 2)
 	tg := rep.Targets()[0]
-	if tg.Status != Missed || !strings.Contains(tg.Name, "ett+queue's reduction") || !strings.Contains(tg.Detail, "45.0% (mean 5.50 ms); ett without the queue 60.0%") {
+	if tg.Status != bench.Missed || !strings.Contains(tg.Name, "ett+queue's reduction") || !strings.Contains(tg.Detail, "45.0% (mean 5.50 ms); ett without the queue 60.0%") {
 		t.Errorf("judged with the queue: %+v", tg)
 	}
 }
@@ -138,7 +139,7 @@ func TestRemotingCheck(t *testing.T) {
 			t.Parallel()
 			x := newRemoting()
 			tc.edit(x)
-			err := x.Check(Quick)
+			err := x.Check(bench.Quick)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Check = %v", err)
@@ -187,10 +188,10 @@ func TestRemotingQueueLead(t *testing.T) {
 func TestRemotingSizes(t *testing.T) {
 	t.Parallel()
 	x := newRemoting()
-	if s := x.sizes(Full); !slices.Equal(s.replicas, []int{2, 4, 8}) || !slices.Equal(s.utils, []float64{0.5, 0.7, 0.9}) || s.calls != 1000 {
+	if s := x.sizes(bench.Full); !slices.Equal(s.replicas, []int{2, 4, 8}) || !slices.Equal(s.utils, []float64{0.5, 0.7, 0.9}) || s.calls != 1000 {
 		t.Errorf("full sizes %+v", s)
 	}
-	if s := x.sizes(Smoke); !slices.Equal(s.replicas, []int{2}) || s.calls != 15 {
+	if s := x.sizes(bench.Smoke); !slices.Equal(s.replicas, []int{2}) || s.calls != 15 {
 		t.Errorf("smoke sizes %+v", s)
 	}
 	if x.clientsFor(4) != 8 {
@@ -420,10 +421,10 @@ func TestJudgeRemotingFlaggedSample(t *testing.T) {
 		rows[i].UtilizationFlag = remotingLoadFlag(rows[i].Utilization, rows[i].MeasuredUtilization)
 	}
 	fillReductions(rows)
-	rep := NewReport("x")
+	rep := bench.NewReport("x")
 	judgeRemoting(rep, rows, nil, remotingModel{calls: 20_000, samples: 10}, 2)
 	tg := rep.Targets()
-	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
+	if len(tg) != 2 || tg[0].Status != bench.Met || tg[1].Status != bench.Unknown {
 		t.Fatalf("targets %+v, want met (2 replicas) and not measured (4, flagged)", tg)
 	}
 	for _, want := range []string{"not counted", "ett saturated", "random saturated", "-16.4%"} {
@@ -444,7 +445,7 @@ func TestRemotingReportRounds(t *testing.T) {
 	}
 	fillReductions(rows)
 	x := newRemoting()
-	md := x.report(rows, nil, x.sizes(Quick)).Markdown(&Results{})
+	md := x.report(rows, nil, x.sizes(bench.Quick)).Markdown(&bench.Results{})
 	// Per round: 1−34/35, 1−10/18, 1−9/25, 1−36/37, 1−9/22 → 3%, 44%, 64%, 3%, 59%.
 	for _, want := range []string{"38.5% (rounds 3…64%, median 44%)"} {
 		if !strings.Contains(md, want) {
@@ -530,7 +531,7 @@ func TestRemotingSampleModel(t *testing.T) {
 	}
 	rows := []RemotingRow{random, judged}
 	fillReductions(rows)
-	rep := NewReport("x")
+	rep := bench.NewReport("x")
 	judgeRemoting(rep, rows, []RemotingGroupSettings{g}, model, 1)
 	if d := rep.Targets()[1].Detail; !strings.Contains(d, "the model of this sample") {
 		t.Errorf("4-replica target detail %q", d)
@@ -751,10 +752,10 @@ func TestJudgeRemotingRepeats(t *testing.T) {
 	if got := rows[0].ReductionRepeats; len(got) != 3 || math.Abs(got[0]-0.75) > 1e-9 || math.Abs(got[1]-0.975) > 1e-9 || math.Abs(got[2]-0.625) > 1e-9 {
 		t.Errorf("2-replica repeats' reductions %v, want 0.75, 0.975, 0.625", got)
 	}
-	rep := NewReport("x")
+	rep := bench.NewReport("x")
 	judgeRemoting(rep, rows, nil, remotingModel{calls: 20_000, samples: 10}, 1)
 	tg := rep.Targets()
-	if len(tg) != 2 || tg[0].Status != Met || tg[1].Status != Unknown {
+	if len(tg) != 2 || tg[0].Status != bench.Met || tg[1].Status != bench.Unknown {
 		t.Fatalf("targets %+v, want met (2 replicas: 66.7%% ≥ 47.6%%) and not judged (4)", tg)
 	}
 	for _, want := range []string{"66.7% over 2 of 3 repeats (mean 20.00 ms; each repeat's reduction 75.0, 97.5, 62.5%, their mean 78.3% and median 75.0%; not counted, not at 90% load: repeat 2 (random overloaded"} {

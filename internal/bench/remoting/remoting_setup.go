@@ -1,4 +1,4 @@
-package bench
+package remoting
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
@@ -22,8 +23,8 @@ import (
 type remotingCluster struct {
 	tb        *testbed.Testbed
 	reps      []*testbed.Replica
-	bal       *Balancer
-	procs     []*Proc
+	bal       *bench.Balancer
+	procs     []*bench.Proc
 	bases     []string // the replicas' base URLs
 	frontDoor string
 }
@@ -37,7 +38,7 @@ const remotingReplicaPort = "8080"
 // gateway (an address of the root namespace every replica reaches), and
 // starts the replicas (x.Replica), which register and report their CPU
 // load every x.ReportInterval.
-func (x *Remoting) startCluster(ctx context.Context, env *Env, n int) (*remotingCluster, error) {
+func (x *Remoting) startCluster(ctx context.Context, env *bench.Env, n int) (*remotingCluster, error) {
 	tb, err := testbed.New(testbed.Options{CPUPeriod: remotingPeriod(x.CPU / float64(n))})
 	if err != nil {
 		return nil, err
@@ -51,7 +52,7 @@ func (x *Remoting) startCluster(ctx context.Context, env *Env, n int) (*remoting
 }
 
 // fillCluster adds the replicas and the balancer to cl.
-func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluster, n int) error {
+func (x *Remoting) fillCluster(ctx context.Context, env *bench.Env, cl *remotingCluster, n int) error {
 	tb := cl.tb
 	var reps []*testbed.Replica
 	for range n {
@@ -63,7 +64,7 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 	}
 	cl.reps = reps
 	var err error
-	cl.bal, err = env.StartBalancerAt(ctx, reps[0].Gateway().String(), GroupSpec{
+	cl.bal, err = env.StartBalancerAt(ctx, reps[0].Gateway().String(), bench.GroupSpec{
 		Name: remotingGroup, Binding: "per-request", Strategy: remotingStrategyOf(x.Strategies[0]), ReportInterval: x.ReportInterval,
 	})
 	if err != nil {
@@ -87,7 +88,7 @@ func (x *Remoting) fillCluster(ctx context.Context, env *Env, cl *remotingCluste
 
 // startGoReplicas starts "fulcrum backend prime" in each replica; each
 // registers itself with the balancer and reports its CPU load.
-func (cl *remotingCluster) startGoReplicas(ctx context.Context, env *Env) error {
+func (cl *remotingCluster) startGoReplicas(ctx context.Context, env *bench.Env) error {
 	n := len(cl.reps)
 	for i, r := range cl.reps {
 		listen := net.JoinHostPort(r.Addr().String(), remotingReplicaPort)
@@ -107,16 +108,16 @@ func (cl *remotingCluster) startGoReplicas(ctx context.Context, env *Env) error 
 			cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 			return r.Wrap(cmd)
 		}
-		p, err := env.Start(ProcSpec{Name: env.UniqueName(fmt.Sprintf("replica-%d-of-%d", i+1, n)), Path: env.Binary, Args: args, FirstLine: lines, Wrap: wrap})
+		p, err := env.Start(bench.ProcSpec{Name: env.UniqueName(fmt.Sprintf("replica-%d-of-%d", i+1, n)), Path: env.Binary, Args: args, FirstLine: lines, Wrap: wrap})
 		if err != nil {
 			return err
 		}
 		cl.procs = append(cl.procs, p)
-		url, err := WaitLine(ctx, p, lines, "listening on ", 20*time.Second)
+		url, err := bench.WaitLine(ctx, p, lines, "listening on ", 20*time.Second)
 		if err != nil {
 			return err
 		}
-		if err := WaitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
+		if err := bench.WaitHTTP(ctx, p, url+"/healthz", 20*time.Second); err != nil {
 			return err
 		}
 		env.Logf("replica %s: %s in %s (%.3g cores, GOMAXPROCS %d), pid %d", p.Name, url, r.Name(), r.CPU(), procs, p.Pid())
@@ -226,7 +227,7 @@ func (cl *remotingCluster) queueCounts(ctx context.Context) (remotingQueueCounts
 
 // freshReports reports whether every replica of st has reported within
 // the last since.
-func freshReports(st GroupStatus, since time.Duration) bool {
+func freshReports(st bench.GroupStatus, since time.Duration) bool {
 	if len(st.Replicas) == 0 {
 		return false
 	}

@@ -1,4 +1,4 @@
-package bench
+package remoting
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/remoting/queuemodel"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
@@ -22,7 +23,7 @@ import (
 // RemotingName is the remoting experiment's name.
 const RemotingName = "remoting"
 
-func init() { Register(RemotingName, func() Experiment { return newRemoting() }) }
+func init() { bench.Register(RemotingName, func() bench.Experiment { return newRemoting() }) }
 
 // The defaults of seed 004 §V, scaled to this machine (see Remoting).
 var (
@@ -229,25 +230,25 @@ type remotingSizes struct {
 	model remotingModel
 }
 
-func (x *Remoting) sizes(size Size) remotingSizes {
+func (x *Remoting) sizes(size bench.Size) remotingSizes {
 	s := remotingSizes{replicas: x.Replicas, utils: x.Utilizations, calls: x.Calls}
 	if len(s.replicas) == 0 {
-		s.replicas = Pick(size, defaultRemotingReplicas, defaultRemotingReplicas, []int{2})
+		s.replicas = bench.Pick(size, defaultRemotingReplicas, defaultRemotingReplicas, []int{2})
 	}
 	if len(s.utils) == 0 {
-		s.utils = Pick(size, defaultRemotingUtils, defaultRemotingUtils, []float64{0.5, 0.9})
+		s.utils = bench.Pick(size, defaultRemotingUtils, defaultRemotingUtils, []float64{0.5, 0.9})
 	}
 	if s.calls <= 0 {
-		s.calls = Pick(size, 1000, 300, 15)
+		s.calls = bench.Pick(size, 1000, 300, 15)
 	}
 	s.rounds = x.Rounds
 	if s.rounds <= 0 {
-		s.rounds = Pick(size, 4, 3, 1)
+		s.rounds = bench.Pick(size, 4, 3, 1)
 	}
 	s.repeats = max(x.Repeats, 1)
 	s.model = remotingModel{
-		calls:   Pick(size, queuemodel.DefaultCalls, queuemodel.DefaultCalls, 20_000),
-		samples: Pick(size, 200, 200, 20),
+		calls:   bench.Pick(size, queuemodel.DefaultCalls, queuemodel.DefaultCalls, 20_000),
+		samples: bench.Pick(size, 200, 200, 20),
 	}
 	return s
 }
@@ -296,7 +297,7 @@ func (x *Remoting) clientsFor(n int) int {
 }
 
 // Check implements Checker.
-func (x *Remoting) Check(size Size) error {
+func (x *Remoting) Check(size bench.Size) error {
 	s := x.sizes(size)
 	for _, n := range s.replicas {
 		if n < 1 || n > 64 {
@@ -552,7 +553,7 @@ type RemotingGroupSettings struct {
 }
 
 // Run implements Experiment.
-func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
+func (x *Remoting) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	if err := x.Check(env.Size); err != nil {
 		return nil, err
 	}
@@ -574,7 +575,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 	if err := x.write(env, rows); err != nil {
 		return nil, err
 	}
-	return &Results{
+	return &bench.Results{
 		Rows: rows,
 		Extra: map[string]any{"groups": groups, "settings": map[string]any{
 			"x_mean": x.XMean, "group_cpu": x.CPU, "calls_per_client": s.calls, "rounds": s.rounds, "repeats": s.repeats,
@@ -589,7 +590,7 @@ func (x *Remoting) Run(ctx context.Context, env *Env) (*Results, error) {
 // setUpGroup starts n replicas and the balancer, checks the replicas'
 // answers and measures their lone calls and the group's capacity. The
 // caller closes the cluster.
-func (x *Remoting) setUpGroup(ctx context.Context, env *Env, n int) (*remotingCluster, RemotingGroupSettings, remotingCapacity, time.Duration, error) {
+func (x *Remoting) setUpGroup(ctx context.Context, env *bench.Env, n int) (*remotingCluster, RemotingGroupSettings, remotingCapacity, time.Duration, error) {
 	g := RemotingGroupSettings{Replicas: n, CPUPerReplica: x.CPU / float64(n), Clients: x.clientsFor(n)}
 	cl, err := x.startCluster(ctx, env, n)
 	if err != nil {
@@ -609,7 +610,7 @@ func (x *Remoting) setUpGroup(ctx context.Context, env *Env, n int) (*remotingCl
 	for i, r := range cl.reps {
 		usage[i] = r.CPUUsage
 	}
-	lone, err := measureServiceTimes(ctx, cl.bases, Pick(env.Size, 200, 100, 20), x.XMean, usage)
+	lone, err := measureServiceTimes(ctx, cl.bases, bench.Pick(env.Size, 200, 100, 20), x.XMean, usage)
 	if err != nil {
 		return fail(err)
 	}
@@ -627,7 +628,7 @@ func (x *Remoting) setUpGroup(ctx context.Context, env *Env, n int) (*remotingCl
 	}
 	env.Logf("remoting: %d replicas: lone calls of mean X %s ms; their CPU %.3f ms, of which %.3f ms whatever X (a call's work varies with c² %.2f)",
 		n, fmtList(g.ServiceTimesMS, 2), g.ServiceCPUMS, g.ServiceFixedCPUMS, scv)
-	capacity, capCPU, err := x.saturate(ctx, env, cl, Pick(env.Size, 6*time.Second, 4*time.Second, time.Second), 0)
+	capacity, capCPU, err := x.saturate(ctx, env, cl, bench.Pick(env.Size, 6*time.Second, 4*time.Second, time.Second), 0)
 	if err != nil {
 		return fail(err)
 	}
@@ -657,7 +658,7 @@ type remotingPoint struct {
 // runGroup measures every utilisation × strategy on n replicas, set up
 // afresh for each of s.repeats repeats, and makes the rows, each pooling
 // its repeats.
-func (x *Remoting) runGroup(ctx context.Context, env *Env, n int, s remotingSizes) ([]RemotingGroupSettings, []RemotingRow, error) {
+func (x *Remoting) runGroup(ctx context.Context, env *bench.Env, n int, s remotingSizes) ([]RemotingGroupSettings, []RemotingRow, error) {
 	points := newRemotingPoints(len(s.utils), x.Strategies)
 	var groups []RemotingGroupSettings
 	clients := x.clientsFor(n)
@@ -781,7 +782,7 @@ func repeatsFlag(flags []string) string {
 // runRepeat sets up n replicas and the balancer and runs repeat rep of
 // every utilisation × strategy, adding it to points (one per
 // utilisation).
-func (x *Remoting) runRepeat(ctx context.Context, env *Env, n int, s remotingSizes, rep int, points []*remotingPoint) (RemotingGroupSettings, error) {
+func (x *Remoting) runRepeat(ctx context.Context, env *bench.Env, n int, s remotingSizes, rep int, points []*remotingPoint) (RemotingGroupSettings, error) {
 	// Replicas of equal quota are the experiment's premise. Now and then
 	// one NGINX replica answers at half the others' rate for its whole
 	// life (remotingUnequalShare): the group is then set up anew, a few
@@ -852,7 +853,7 @@ func (x *Remoting) runRepeat(ctx context.Context, env *Env, n int, s remotingSiz
 			}
 		}
 		burst := func(k int) error {
-			c, _, err := x.saturate(ctx, env, cl, Pick(env.Size, 1500*time.Millisecond, time.Second, 300*time.Millisecond), repSeed|1<<42|uint64(n)<<32|uint64(ui)<<24|uint64(k)<<16)
+			c, _, err := x.saturate(ctx, env, cl, bench.Pick(env.Size, 1500*time.Millisecond, time.Second, 300*time.Millisecond), repSeed|1<<42|uint64(n)<<32|uint64(ui)<<24|uint64(k)<<16)
 			if err != nil {
 				return err
 			}
@@ -895,7 +896,7 @@ func (x *Remoting) runRepeat(ctx context.Context, env *Env, n int, s remotingSiz
 			// continued across the utilisations: no strategy always runs
 			// first or right after another.
 			line := fmt.Sprintf("remoting: %d replicas%s, %.0f%% (%.0f calls/s, gap %.2f ms%s), round %d/%d:", n, repeat, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), x.capacityNote(caps), round+1, s.rounds)
-			for _, i := range RoundOrder(len(x.Strategies), ui*s.rounds+round) {
+			for _, i := range bench.RoundOrder(len(x.Strategies), ui*s.rounds+round) {
 				name := x.Strategies[i]
 				if err := cl.useStrategy(ctx, name, x.QueueSlots, x.queueLead(), x.ReportInterval); err != nil {
 					return g, err

@@ -1,4 +1,4 @@
-package bench
+package remoting
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"os/exec"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
 // The remoting bench's replicas are NGINX by default, counting primes in
@@ -39,7 +40,7 @@ var nginxLuaModules = []string{
 // "fulcrum backend prime" answers it ({"x": X, "count": N}, the primes
 // below X by the sieve of Eratosthenes over X bytes) and with the same
 // 400 for an X out of [0, backend.MaxCountX].
-func remotingNGINXExtra() NGINXExtra {
+func remotingNGINXExtra() bench.NGINXExtra {
 	var main string
 	for _, m := range nginxLuaModules {
 		main += "load_module " + m + ";\n"
@@ -72,11 +73,11 @@ func remotingNGINXExtra() NGINXExtra {
             }
         }
 `, bad, backend.MaxCountX)
-	return NGINXExtra{Main: main, Server: server}
+	return bench.NGINXExtra{Main: main, Server: server}
 }
 
 // checkNGINXReplica says what an NGINX replica needs and is missing.
-func checkNGINXReplica(env *Env) error {
+func checkNGINXReplica(env *bench.Env) error {
 	if env.NGINX.Path == "" {
 		return fmt.Errorf("bench: remoting --replica nginx: %s", env.NGINX.Missing)
 	}
@@ -92,7 +93,7 @@ func checkNGINXReplica(env *Env) error {
 // agents register the replicas with the balancer at admin and report the
 // CPU of NGINX's process (cpu) and of the rest of its cgroup (cpu_other)
 // every report interval of the group.
-func (cl *remotingCluster) startNGINXReplicas(ctx context.Context, env *Env, admin string) error {
+func (cl *remotingCluster) startNGINXReplicas(ctx context.Context, env *bench.Env, admin string) error {
 	if err := checkNGINXReplica(env); err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (cl *remotingCluster) startNGINXReplicas(ctx context.Context, env *Env, adm
 			return err
 		}
 		cl.procs = append(cl.procs, a)
-		cl.bases = append(cl.bases, TestbedReplicaURL(r))
+		cl.bases = append(cl.bases, bench.TestbedReplicaURL(r))
 	}
 	return nil
 }
