@@ -1,14 +1,29 @@
-// Package bench runs the seeds' experiments on this machine — overhead
-// (seed 000 Fig. 13/14), effectiveness (Fig. 15/16) and scalability (seed
-// 002 experiments A and L) — with HAProxy and NGINX in the same run, and
+// Package bench is the harness of fulcrum's benchmarks: it runs the seeds'
+// experiments on this machine with HAProxy and NGINX in the same run, and
 // writes results.json, CSV files, PNG plots and report.md.
 //
-// An experiment is a value of the Experiment interface registered by name
-// in an init function; Run looks it up, gives it an Env (its output
-// directory, the fulcrum binary, the machine, fixtures that start and stop
-// real processes) and writes what it returns:
+// The harness holds what experiments share: the environment (Env: output
+// directory, fulcrum binary, machine, options), real processes (Proc,
+// replicas, balancers, the testbed's NGINX replicas and agents, omniORB
+// servers), the competitors (HAProxy, NGINX), load generators (Callers,
+// client processes), results, reports and plots, and the registry of
+// experiments. Each experiment is a package of its own that registers
+// itself by name in its init function (Register; a duplicate name
+// panics):
 //
-//	err := bench.Run(ctx, []string{"overhead"}, bench.Options{Size: bench.Quick, Command: "fulcrum bench overhead --quick"})
+//   - overhead: seed 000 §4.2, Fig. 13/14 (also over GIOP)
+//   - effectiveness: seed 000 §4.3, Fig. 15/16 (also over GIOP)
+//   - scalability: seed 002 experiments A and L
+//   - albl: seed 003 §5, Fig. 3–10, on the testbed (root)
+//   - remoting: seed 004 §V, Fig. 13/14, on the testbed (root), with its
+//     queueing model in remoting/queuemodel
+//
+// Run looks an experiment up, gives it an Env and writes what it returns:
+//
+//	import _ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead" // registers "overhead"
+//
+//	exp, _ := bench.New("overhead")
+//	outs, err := bench.Run(ctx, []bench.Experiment{exp}, bench.Options{Size: bench.Quick, Command: "fulcrum bench overhead --quick"})
 //
 // Every process an experiment starts belongs to its Env, runs in a process
 // group of its own with SIGKILL as its parent-death signal, and is killed
