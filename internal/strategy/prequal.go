@@ -14,13 +14,11 @@ import (
 // PrequalName is the registered name of the Prequal strategy.
 const PrequalName = "prequal"
 
-// PrequalConfig is prequal's configuration. The paper's values (pool of
-// 16, three probes per query, a one-second maximum age, Q_RIF 0.84) are as
-// the independent prequal-rs implementation reports them (prequal-core
-// config.rs: "Defaults follow the paper except q_rif"); the paper's own
-// text could not be consulted here. Where the paper has no equivalent
-// (fulcrum probes from a ticking loop rather than from each query), the
-// value is chosen by reasoning, said below.
+// PrequalConfig is prequal's configuration. Defaults marked "the paper's"
+// follow the paper; where the paper has no equivalent (fulcrum probes
+// from a ticking loop rather than from each query), the value is chosen
+// by reasoning, said below. Where the paper's values come from:
+// docs/strategies.md, "Where the parameters come from".
 type PrequalConfig struct {
 	// Path is where replicas answer load probes with
 	// {"rif": N, "latency_ms": x}; the Go monitor answers at
@@ -66,13 +64,11 @@ type PrequalConfig struct {
 	// Tolerance is how far apart cold probes' latencies may be and still
 	// count as equal: those within this factor of the least are ties, and
 	// the lowest RIF among them wins, then a uniform draw. 1 is the
-	// paper's strict order. With two equal NGINX replicas the strict
-	// order sent 83–93% of the calls at 20 calls/s to one of them, and 1.1
-	// spread them 41–57% at no cost in latency; but 1.1 also sent more
-	// calls to a replica behind a congested link (prequal's mean at 120
-	// calls/s 6.8–9.2 against 5.8 ms) and to one with a CPU hog
-	// (docs/results/2026-11-26-prequal-tolerance), so the default stays
-	// the paper's. Default 1, range [1,10].
+	// paper's strict order; a tolerance spreads calls between equal
+	// replicas but lets more reach one that is worse in a way its latency
+	// does not show, which is why the default stays the paper's (the
+	// measurements: docs/strategies.md, "Tolerance, and why it is off").
+	// Default 1, range [1,10].
 	Tolerance float64 `json:"tolerance"`
 }
 
