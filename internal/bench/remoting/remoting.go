@@ -84,12 +84,9 @@ const (
 	// freed 1 ms ahead of its call's expected end hides both. NGINX
 	// replicas pay nothing for idling, and there the lead cost more than
 	// it hid: the call sent ahead waits at its replica when the call
-	// before it runs late, as calls under a CPU quota often do. In 14
-	// runs (7 each) ett+queue's mean was 2.41 S on average without a
-	// lead and 2.69 S with 1 ms (5 of 7 and 3 of 7 runs met the
-	// 4-replica target; docs/results/2026-11-26-remoting-nginx-default),
-	// and the model gives 1.58 and 1.65 S. So NGINX replicas run
-	// without one.
+	// before it runs late, as calls under a CPU quota often do. So NGINX
+	// replicas run without one (the runs behind both defaults:
+	// docs/bench.md, "A front door that queues").
 	defaultRemotingGoQueueLead = time.Millisecond
 	// remotingQueueLimit and remotingQueueTimeout size the "+queue"
 	// runs' queue so that no call is refused or times out at the loads
@@ -445,9 +442,8 @@ type RemotingRow struct {
 	// calls took than the same calls under the round's median strategy
 	// (its MeasuredUtilizationRounds entry over their median, less 1; all
 	// strategies of a round answer the same calls). A round 6% or more
-	// over (remotingExcessNote) was a bad round for the strategy: in 18
-	// runs on 2026-11-25 such rounds' median reduction was −18%, against
-	// about 37% within ±3% (docs/bench.md).
+	// over (remotingExcessNote) was a bad round for the strategy (what
+	// such rounds did to the reduction: docs/bench.md).
 	CPUExcessRounds []float64 `json:"cpu_excess_rounds,omitempty"`
 
 	roundMeans []float64

@@ -14,12 +14,12 @@ import (
 // How "90%" is meant (--load-from). Seed 004 §V and the issue set the
 // offered load as a share of the group's capacity: the calls per second
 // the replicas answer when saturated. The replicas' CPU per call is not
-// the same at every load, though: on the testbed, a Go replica at 90% of
-// its quota spends 4–10% more CPU per call than saturated (waking for
-// each call instead of finding the next one queued), an NGINX one 0–9%
-// more (docs/results/2026-11-26-queue-lead). A load set as a share of the
-// CPU quota is then 81–90% of the capacity, and random's mean lands
-// well below the M/M/1 figure at the share asked. Against the capacity,
+// the same at every load, though: a replica at 90% of its quota spends
+// more CPU per call than saturated (waking for each call instead of
+// finding the next one queued; the measurements are in docs/bench.md). A
+// load set as a share of the CPU quota is then less than that share of
+// the capacity, and random's mean lands well below the M/M/1 figure at
+// the share asked. Against the capacity,
 // the bench measures it again right before every round (a core of this
 // shared machine is up to 20% faster or slower from one minute to the
 // next) and once after the last, and sets each round's gap from the
@@ -150,9 +150,9 @@ func remotingCapacityFlag(target, loadVsCapacity, cpuMeasured float64) string {
 // remotingUnequalShare is the share of the median replica's capacity
 // below which a replica breaks the experiment's premise of equal
 // replicas. On a quiet machine the replicas' shares of one saturation
-// burst lie within a few percent; in about one NGINX group start in
-// fifteen on 2026-11-26, one replica answered about half as fast as the
-// others for its whole life, which overloads random and nothing else.
+// burst lie within a few percent; now and then one replica of a group
+// answers about half as fast as the others for its whole life, which
+// overloads random and nothing else (how often: docs/bench.md).
 const remotingUnequalShare = 0.8
 
 // unequalReplicas names the replicas whose answered X in c came to less

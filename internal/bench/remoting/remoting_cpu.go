@@ -12,9 +12,8 @@ import (
 // The remoting bench sets its offered load from the replicas' own CPU
 // accounting (their cgroups), not from a capacity measured once per group
 // size: a core of this shared machine does a call's work 20% faster or
-// slower from one minute to the next (the rerun of 2026-11-22 measured
-// 0.73 ms of CPU per call at capacity and 0.88 ms during the samples, so
-// "90%" offered 107% of the quotas). The utilisation is the queueing one,
+// slower from one minute to the next (a capacity measured once made
+// "90%" offer more than the quotas; docs/bench.md). The utilisation is the queueing one,
 // ρ = calls/s × CPU per call ÷ the group's quota, and the bench steers it
 // with an estimate of the replicas' CPU time per unit of X (a call's work
 // is nearly proportional to X, so the estimate does not move with the X

@@ -372,10 +372,9 @@ func remotingReferences(n int, rho float64, calls, rounds int, model remotingMod
 // round from idle replicas, at load rho; the mean over model.samples
 // draws of random's mean response and of a front door queue's (slots per
 // replica, least cost first). Random's steady state at 90% is 10 S, but a
-// round of 2,000 calls from idle does not reach it: the model of the
-// bench's 4-replica sample gives 7.7 S, and random measured 5.5–8.8 S
-// there (docs/results/2026-11-26-load-from-capacity). "" when a figure is
-// missing.
+// round of 2,000 calls from idle does not reach it (the model and the
+// measurements side by side: docs/bench.md, "The model of this sample").
+// "" when a figure is missing.
 func remotingSampleModel(n int, rho float64, g RemotingGroupSettings, random, judged RemotingRow, model remotingModel, slots int) string {
 	s := g.ReplicaServiceMS
 	calls, rounds := int(random.Calls), random.Rounds
