@@ -43,6 +43,8 @@ type CPUMeter struct {
 	ok    bool
 }
 
+// NewCPUMeter meters the CPU time of procs. A meter of no processes, or
+// a nil one, reports nothing (PerCall returns nil).
 func NewCPUMeter(procs ...*Proc) *CPUMeter {
 	return &CPUMeter{procs: procs, ok: len(procs) > 0}
 }

@@ -42,13 +42,13 @@ func TestGIOPHelpers(t *testing.T) {
 	t.Parallel()
 	ref := backend.NewGIOPPrime(backend.GIOPPrimeOptions{}).Reference("127.0.0.1", 9001).String()
 	if hp := GIOPHostPort(ref); hp != "127.0.0.1:9001" {
-		t.Errorf("giopHostPort(IOR) = %q", hp)
+		t.Errorf("GIOPHostPort(IOR) = %q", hp)
 	}
 	if hp := GIOPHostPort("corbaloc:iiop:1.2@[::1]:7/x"); hp != "[::1]:7" {
-		t.Errorf("giopHostPort(corbaloc) = %q", hp)
+		t.Errorf("GIOPHostPort(corbaloc) = %q", hp)
 	}
 	if hp := GIOPHostPort("http://127.0.0.1:1"); hp != "" {
-		t.Errorf("giopHostPort(URL) = %q, want none", hp)
+		t.Errorf("GIOPHostPort(URL) = %q, want none", hp)
 	}
 	// A caller with a bad reference fails every call with the reason.
 	cs := NewCallers(Endpoint{GIOP: &GIOPCall{Ref: "corbaloc:rir:/x", N: 7}}, 1)

@@ -48,12 +48,12 @@ func TestRoundOrderIsBalanced(t *testing.T) {
 
 func TestRoundOrderRowsRepeatAndStartAtZero(t *testing.T) {
 	if got := RoundOrder(4, 0); !slices.Equal(got, []int{0, 1, 3, 2}) {
-		t.Errorf("roundOrder(4, 0) = %v, want the Williams base 0 1 3 2", got)
+		t.Errorf("RoundOrder(4, 0) = %v, want the Williams base 0 1 3 2", got)
 	}
 	if got, want := RoundOrder(5, 12), RoundOrder(5, 2); !slices.Equal(got, want) {
-		t.Errorf("roundOrder(5, 12) = %v, want row 2 again %v", got, want)
+		t.Errorf("RoundOrder(5, 12) = %v, want row 2 again %v", got, want)
 	}
 	if got := RoundOrder(0, 3); got != nil {
-		t.Errorf("roundOrder(0, 3) = %v, want nil", got)
+		t.Errorf("RoundOrder(0, 3) = %v, want nil", got)
 	}
 }

@@ -48,8 +48,8 @@ type ProcSpec struct {
 	Wrap func(*exec.Cmd) error
 }
 
-// Start starts a process and tracks it for Close. s.name must be unique
-// in the environment (uniqueName).
+// Start starts a process and tracks it for Close. s.Name must be unique
+// in the environment (UniqueName).
 func (e *Env) Start(s ProcSpec) (*Proc, error) {
 	name := s.Name
 	logPath := filepath.Join(e.Dir, "logs", name+".log")
@@ -181,7 +181,7 @@ func WaitExit(ctx context.Context, ps []*Proc) {
 	wg.Wait()
 }
 
-// WaitLine waits for the first line of a process started with firstLine
+// WaitLine waits for the first line of a process started with FirstLine
 // and returns what follows prefix in it.
 func WaitLine(ctx context.Context, p *Proc, lines <-chan string, prefix string, within time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)

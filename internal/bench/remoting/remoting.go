@@ -888,7 +888,7 @@ func (x *Remoting) runRepeat(ctx context.Context, env *bench.Env, n int, s remot
 			p.offeredCalls += share * g.Clients
 			var roundCPU time.Duration
 			var roundX int64
-			// The order follows a Williams design (roundOrder),
+			// The order follows a Williams design (bench.RoundOrder),
 			// continued across the utilisations: no strategy always runs
 			// first or right after another.
 			line := fmt.Sprintf("remoting: %d replicas%s, %.0f%% (%.0f calls/s, gap %.2f ms%s), round %d/%d:", n, repeat, u*100, float64(g.Clients)/gap.Seconds(), ms(gap), x.capacityNote(caps), round+1, s.rounds)
