@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
@@ -142,7 +143,9 @@ func (s *GIOPPrime) Reference(host string, port uint16) ior.IOR {
 }
 
 // Serve accepts connections on ln until Shutdown, and returns
-// ErrGIOPServerClosed then, or the listener's error.
+// ErrGIOPServerClosed then. Temporary accept errors (out of file
+// descriptors, say) are retried with a back-off (see package acceptloop);
+// any other accept error ends Serve and is returned.
 func (s *GIOPPrime) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closed {
@@ -156,21 +159,7 @@ func (s *GIOPPrime) Serve(ln net.Listener) error {
 		delete(s.listeners, ln)
 		s.mu.Unlock()
 	}()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			s.mu.Lock()
-			closed := s.closed
-			s.mu.Unlock()
-			if closed {
-				return ErrGIOPServerClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return err
-		}
+	err := acceptloop.Serve(ln, func(nc net.Conn) error {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
@@ -185,7 +174,15 @@ func (s *GIOPPrime) Serve(ln net.Listener) error {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serveConn(c)
+		return nil
+	}, acceptloop.Options{Logger: s.log, Name: "giop backend"})
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrGIOPServerClosed
 	}
+	return err
 }
 
 // Shutdown stops accepting, tells every client CloseConnection (requests

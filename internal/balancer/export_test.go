@@ -15,3 +15,17 @@ func (b *Balancer) EligibleIDs(name string) []string {
 	}
 	return ids
 }
+
+// BreakFrontDoor closes group name's listener under its front door, as a
+// listener that fails for good, and returns a channel closed once the
+// front door's Serve has returned.
+func (b *Balancer) BreakFrontDoor(name string) <-chan struct{} {
+	g, err := b.group(name)
+	if err != nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_ = g.ln.Close()
+	return g.fdExited
+}

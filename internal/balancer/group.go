@@ -51,6 +51,12 @@ type group struct {
 	probes *probeRun
 	// alerts counts the strategy's alerts (probe.go).
 	alerts atomic.Uint64
+
+	// fdStopped is the error that stopped fd's listener for good (not
+	// Shutdown or Close): the group is then not ready. Guarded by mu.
+	fdStopped error
+	// fdExited is closed when fd's Serve returns. Guarded by mu.
+	fdExited chan struct{}
 }
 
 // member is one replica at run time.
@@ -323,10 +329,18 @@ func (g *group) startFrontDoorLocked() error {
 	g.ln = ln
 	g.listenOn = g.spec.FrontDoor
 	g.fd = g.newFrontDoorLocked()
-	fd := g.fd
+	g.fdStopped = nil
+	fd, exited := g.fd, make(chan struct{})
+	g.fdExited = exited
 	go func() {
+		defer close(exited)
 		if err := fd.Serve(ln); err != nil && !serverClosed(err) {
 			g.b.log.Error("front door stopped", "group", g.name, "err", err)
+			g.mu.Lock()
+			if g.fd == fd {
+				g.fdStopped = err
+			}
+			g.mu.Unlock()
 		}
 	}()
 	g.b.log.Info("front door listening", "group", g.name, "protocol", g.spec.Protocol, "addr", ln.Addr().String(), "binding", g.spec.Binding)
@@ -336,7 +350,7 @@ func (g *group) startFrontDoorLocked() error {
 func (g *group) serving() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.running && g.fd != nil
+	return g.running && g.fd != nil && g.fdStopped == nil
 }
 
 // stop shuts the front door down (finishing calls in flight, bounded by

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/monitor"
@@ -138,7 +139,9 @@ func Reference(target ior.IOR, typeID, host string, port uint16) ior.IOR {
 func (a *Agent) Forwards() uint64 { return a.forwards.Load() }
 
 // Serve accepts client connections on ln until Shutdown or Close, and
-// returns ErrClosed then; other accept errors are returned as they come.
+// returns ErrClosed then. Temporary accept errors (out of file descriptors,
+// say) are retried with a back-off (see package acceptloop); any other
+// accept error ends Serve and is returned.
 func (a *Agent) Serve(ln net.Listener) error {
 	a.mu.Lock()
 	if a.closing {
@@ -148,25 +151,7 @@ func (a *Agent) Serve(ln net.Listener) error {
 	}
 	a.lns[ln] = struct{}{}
 	a.mu.Unlock()
-	var tempDelay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			a.mu.Lock()
-			closing := a.closing
-			a.mu.Unlock()
-			if closing {
-				return ErrClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				tempDelay = min(max(2*tempDelay, 5*time.Millisecond), time.Second)
-				time.Sleep(tempDelay) // back off from a transient accept failure, as net/http does
-				continue
-			}
-			return err
-		}
-		tempDelay = 0
+	err := acceptloop.Serve(ln, func(nc net.Conn) error {
 		c := newConn(a, nc)
 		a.mu.Lock()
 		if a.closing {
@@ -184,7 +169,15 @@ func (a *Agent) Serve(ln net.Listener) error {
 			delete(a.conns, c)
 			a.mu.Unlock()
 		}()
+		return nil
+	}, acceptloop.Options{Logger: a.log, Name: "giop agent"})
+	a.mu.Lock()
+	closing := a.closing
+	a.mu.Unlock()
+	if closing {
+		return ErrClosed
 	}
+	return err
 }
 
 // Shutdown stops accepting, then closes each client connection once it has

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
@@ -69,8 +70,9 @@ func New(g frontdoor.Group, opts Options) *Server {
 }
 
 // Serve accepts connections on ln and serves them until Shutdown or Close,
-// then returns ErrServerClosed; any other accept error is returned as is
-// (temporary ones are retried).
+// then returns ErrServerClosed. Temporary accept errors (out of file
+// descriptors, say) are retried with a back-off (see package acceptloop);
+// any other accept error ends Serve and is returned.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing.Load() {
@@ -85,22 +87,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		delete(s.listeners, ln)
 		s.mu.Unlock()
 	}()
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.closing.Load() {
-				return ErrServerClosed
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff) // accept back-off, as net/http does
-				continue
-			}
-			return err
-		}
-		backoff = 0
+	err := acceptloop.Serve(ln, func(nc net.Conn) error {
 		c := newClientConn(s, nc)
 		s.mu.Lock()
 		if s.closing.Load() {
@@ -118,7 +105,12 @@ func (s *Server) Serve(ln net.Listener) error {
 			delete(s.conns, c)
 			s.mu.Unlock()
 		}()
+		return nil
+	}, acceptloop.Options{Logger: s.log, Name: "giop front door"})
+	if s.closing.Load() {
+		return ErrServerClosed
 	}
+	return err
 }
 
 // Shutdown stops accepting connections and closes each client connection

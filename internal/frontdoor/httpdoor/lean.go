@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -88,29 +89,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	defer s.trackListener(&ln, false)
 	s.fallback.Do(func() { go func() { _ = s.srv.Serve(s.handoff) }() })
-	var backoff time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if s.inShutdown.Load() {
-				return http.ErrServerClosed
-			}
-			if te, ok := err.(interface{ Temporary() bool }); ok && te.Temporary() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				s.log.Debug("accept failed, retrying", "err", err, "in", backoff)
-				time.Sleep(backoff)
-				continue
-			}
-			return err
-		}
-		backoff = 0
+	err := acceptloop.Serve(ln, func(nc net.Conn) error {
 		c := s.newConn(nc)
 		if c == nil {
 			_ = nc.Close()
-			continue
+			return nil
 		}
 		go c.serve()
+		return nil
+	}, acceptloop.Options{Logger: s.log, Name: "http front door"})
+	if s.inShutdown.Load() {
+		return http.ErrServerClosed
 	}
+	return err
 }
 
 // trackListener adds or removes ln; adding fails once shutting down.
