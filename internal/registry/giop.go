@@ -30,6 +30,14 @@ const (
 	// MinGIOPMaxMessageSize is the smallest limit allowed, 1 KiB.
 	MinGIOPMaxMessageSize = 1 << 10
 
+	// DefaultGIOPMaxBufferedBytes is the default bound on what the
+	// half-read messages of a front door hold together, 64 MiB.
+	DefaultGIOPMaxBufferedBytes = 64 << 20
+	// MinGIOPMaxBufferedBytes and MaxGIOPMaxBufferedBytes bound it:
+	// 64 KiB and 64 GiB.
+	MinGIOPMaxBufferedBytes = 64 << 10
+	MaxGIOPMaxBufferedBytes = 64 << 30
+
 	// CORBAObjectTypeID is the type id of a group's IOR when none of its
 	// replicas says its own.
 	CORBAObjectTypeID = "IDL:omg.org/CORBA/Object:1.0"
@@ -47,6 +55,14 @@ type GIOP struct {
 	// answered MessageError and their connection closed. Default 16 MiB,
 	// range [1 KiB, 1 GiB].
 	MaxMessageSize int `json:"max_message_size,omitempty" yaml:"max_message_size,omitempty"`
+	// MaxBufferedBytes bounds what the messages the front door is still
+	// reading (bodies as far as they arrived, fragments awaiting the rest
+	// of their message) hold together, in bytes, over all its client
+	// connections. At the bound it stops reading from connections in the
+	// middle of a message until memory is given back: back-pressure, not
+	// an error. A message alone always progresses, even above the bound.
+	// Default 64 MiB, range [64 KiB, 64 GiB].
+	MaxBufferedBytes int `json:"max_buffered_bytes,omitempty" yaml:"max_buffered_bytes,omitempty"`
 }
 
 func (c *GIOP) withDefaults() {
@@ -55,6 +71,9 @@ func (c *GIOP) withDefaults() {
 	}
 	if c.MaxMessageSize == 0 {
 		c.MaxMessageSize = DefaultGIOPMaxMessageSize
+	}
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = DefaultGIOPMaxBufferedBytes
 	}
 }
 
@@ -75,6 +94,9 @@ func (g Group) validateGIOP() error {
 	}
 	if n := g.GIOP.MaxMessageSize; n < MinGIOPMaxMessageSize || n > MaxGIOPMaxMessageSize {
 		return fe("giop.max_message_size", n, fmt.Sprintf("must be in [%d, %d] bytes", MinGIOPMaxMessageSize, MaxGIOPMaxMessageSize))
+	}
+	if n := g.GIOP.MaxBufferedBytes; n < MinGIOPMaxBufferedBytes || n > MaxGIOPMaxBufferedBytes {
+		return fe("giop.max_buffered_bytes", n, fmt.Sprintf("must be in [%d, %d] bytes", MinGIOPMaxBufferedBytes, MaxGIOPMaxBufferedBytes))
 	}
 	// The derived default may carry port 0 (any free port), replaced by
 	// the bound port at run time.

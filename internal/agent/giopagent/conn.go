@@ -1,7 +1,6 @@
 package giopagent
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,11 +9,31 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 )
 
 // closeWriteTimeout bounds writing CloseConnection to a client at shutdown.
 const closeWriteTimeout = time.Second
+
+// readBufferSize is the size of each connection side's read buffer.
+const readBufferSize = 32 << 10
+
+// errProtocol wraps what a peer sent that breaks GIOP: the agent answers it
+// with MessageError and closes the connection.
+var errProtocol = errors.New("giopagent: protocol error")
+
+// fragmented is what the agent keeps about a message whose Fragment
+// messages are still to come.
+type fragmented struct {
+	// shed, on the client side, is the Request being answered with
+	// LOCATION_FORWARD once its last fragment is in; none of its fragments
+	// go upstream.
+	shed *giop.Request
+	// call, on the target side, says the reply ends a measured call when
+	// its last fragment has passed.
+	call bool
+}
 
 // conn is one client connection and the connection to the target opened
 // for it. The client loop (serve's goroutine) reads the client and is the
@@ -24,7 +43,7 @@ type conn struct {
 	a      *Agent
 	client net.Conn
 	id     string // the client id the monitor counts calls under
-	cr     *bufio.Reader
+	cr     *wire.Framer
 
 	// wmu serialises writes to the client. The target loop holds it across
 	// a GIOP 1.1 reply sent in fragments, which must reach the client with
@@ -41,8 +60,8 @@ type conn struct {
 	// drained before it is closed; guarded by mu.
 	lingering bool
 
-	in  fragments // client side; client loop only
-	out fragments // target side; target loop only
+	in  wire.Tracker[fragmented] // client side; client loop only
+	out wire.Tracker[fragmented] // target side; target loop only
 }
 
 func newConn(a *Agent, nc net.Conn) *conn {
@@ -70,12 +89,12 @@ func (c *conn) serve() {
 	}
 	c.upstream = up
 	c.mu.Unlock()
-	c.cr = bufio.NewReaderSize(c.client, readBufferSize)
+	c.cr = wire.NewFramer(c.client, wire.FramerOptions{Limits: c.a.opts.Limits, BufferSize: readBufferSize})
 
 	targetDone := make(chan struct{})
 	go func() {
 		defer close(targetDone)
-		err := c.targetLoop(bufio.NewReaderSize(up, readBufferSize))
+		err := c.targetLoop(wire.NewFramer(up, wire.FramerOptions{Limits: c.a.opts.Limits, BufferSize: readBufferSize}))
 		c.mu.Lock()
 		lingering := c.lingering
 		c.mu.Unlock()
@@ -136,11 +155,11 @@ func (c *conn) clientLoop(up net.Conn) error {
 	lim := c.a.opts.Limits
 	var buf []byte
 	for {
-		h, msg, err := readMessage(c.cr, lim, buf)
+		h, msg, err := c.cr.Read(buf, time.Time{})
 		buf = msg
 		if err != nil {
-			if errors.Is(err, errProtocol) {
-				return c.badInput(h, err)
+			if wire.IsProtocolError(err) {
+				return c.badInput(h, fmt.Errorf("%w: %w", errProtocol, err))
 			}
 			return err
 		}
@@ -151,8 +170,8 @@ func (c *conn) clientLoop(up net.Conn) error {
 		if err != nil {
 			return c.badInput(h, err)
 		}
-		if c.in.inV11() && h.Type != giop.MsgFragment {
-			if cr, ok := m.(*giop.CancelRequest); !ok || c.in.v11.id != cr.RequestID {
+		if v11 := c.in.V11(); v11 != nil && h.Type != giop.MsgFragment {
+			if cr, ok := m.(*giop.CancelRequest); !ok || v11.ID != cr.RequestID {
 				return c.badInput(h, fmt.Errorf("%w: a GIOP %v %v inside a fragmented GIOP 1.1 message", errProtocol, h.Version, h.Type))
 			}
 		}
@@ -161,20 +180,22 @@ func (c *conn) clientLoop(up net.Conn) error {
 		case *giop.Request:
 			var fm *fragmented
 			if h.MoreFragments {
-				if fm, err = c.in.open(h.Version, m.RequestID); err != nil {
+				t, err := c.in.Open(h.Version, m.RequestID)
+				if err != nil {
 					return c.badInput(h, err)
 				}
+				fm = &t.Data
 			}
 			pass, err = c.request(m, fm)
 			if err != nil {
 				return err
 			}
 		case *giop.Fragment:
-			fm, last, err := c.in.next(h, m)
+			t, last, err := c.in.Next(h, m.RequestID)
 			if err != nil {
 				return c.badInput(h, err)
 			}
-			if fm.shed != nil {
+			if fm := t.Data; fm.shed != nil {
 				pass = false
 				if last {
 					if err := c.sendBack(fm.shed); err != nil {
@@ -183,7 +204,7 @@ func (c *conn) clientLoop(up net.Conn) error {
 				}
 			}
 		case *giop.CancelRequest:
-			if fm := c.in.cancel(m.RequestID); fm != nil && fm.shed != nil {
+			if t := c.in.Cancel(m.RequestID); t != nil && t.Data.shed != nil {
 				pass = false // the target never saw it
 			}
 			c.mu.Lock()
@@ -194,8 +215,8 @@ func (c *conn) clientLoop(up net.Conn) error {
 			c.mu.Unlock()
 		default:
 			if h.MoreFragments {
-				id, _ := requestIDOf(m)
-				if _, err := c.in.open(h.Version, id); err != nil {
+				id, _ := wire.RequestID(m)
+				if _, err := c.in.Open(h.Version, id); err != nil {
 					return c.badInput(h, err)
 				}
 			}
@@ -276,7 +297,7 @@ func (c *conn) sendBack(req *giop.Request) error {
 
 // targetLoop passes the target's messages to the client and ends the calls
 // they reply to.
-func (c *conn) targetLoop(r *bufio.Reader) (err error) {
+func (c *conn) targetLoop(r *wire.Framer) (err error) {
 	lim := c.a.opts.Limits
 	var buf []byte
 	holding := false // wmu held across a GIOP 1.1 fragmented reply
@@ -286,42 +307,45 @@ func (c *conn) targetLoop(r *bufio.Reader) (err error) {
 		}
 	}()
 	for {
-		h, msg, err := readMessage(r, lim, buf)
+		h, msg, err := r.Read(buf, time.Time{})
 		buf = msg
 		if err != nil {
+			if wire.IsProtocolError(err) {
+				return fmt.Errorf("%w: %w", errProtocol, err)
+			}
 			return err
 		}
 		m, err := lim.DecodeMessage(msg)
 		if err != nil {
 			return fmt.Errorf("%w: from the target: %w", errProtocol, err)
 		}
-		if c.out.inV11() && h.Type != giop.MsgFragment {
+		if c.out.V11() != nil && h.Type != giop.MsgFragment {
 			return fmt.Errorf("%w: the target sent a GIOP %v %v inside a fragmented GIOP 1.1 message", errProtocol, h.Version, h.Type)
 		}
 		ends, endID := false, uint32(0)
 		switch m := m.(type) {
 		case *giop.Reply:
 			if h.MoreFragments {
-				fm, err := c.out.open(h.Version, m.RequestID)
+				t, err := c.out.Open(h.Version, m.RequestID)
 				if err != nil {
 					return fmt.Errorf("%w (from the target)", err)
 				}
-				fm.call = true
+				t.Data.call = true
 			} else {
 				ends, endID = true, m.RequestID
 			}
 		case *giop.Fragment:
-			fm, last, err := c.out.next(h, m)
+			t, last, err := c.out.Next(h, m.RequestID)
 			if err != nil {
 				return fmt.Errorf("%w (from the target)", err)
 			}
-			if last && fm.call {
-				ends, endID = true, fm.id
+			if last && t.Data.call {
+				ends, endID = true, t.ID
 			}
 		default:
 			if h.MoreFragments {
-				id, _ := requestIDOf(m)
-				if _, err := c.out.open(h.Version, id); err != nil {
+				id, _ := wire.RequestID(m)
+				if _, err := c.out.Open(h.Version, id); err != nil {
 					return fmt.Errorf("%w (from the target)", err)
 				}
 			}
@@ -330,7 +354,7 @@ func (c *conn) targetLoop(r *bufio.Reader) (err error) {
 			c.wmu.Lock()
 		}
 		_, werr := c.client.Write(msg)
-		holding = c.out.inV11()
+		holding = c.out.V11() != nil
 		if !holding {
 			c.wmu.Unlock()
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
@@ -23,9 +24,11 @@ const closeWriteTimeout = time.Second
 type clientConn struct {
 	s  *Server
 	nc net.Conn
-	r  *messageReader
-	// asm is used by serve only.
-	asm assembler
+	// r is used by serve only.
+	r *msgReader
+	// gone is closed when nc is: a wait for buffer memory ends.
+	gone     chan struct{}
+	goneOnce sync.Once
 	// clientHost is the host part of the peer's address (client-address
 	// keyed strategies).
 	clientHost string
@@ -45,7 +48,8 @@ type clientConn struct {
 }
 
 func newClientConn(s *Server, nc net.Conn) *clientConn {
-	c := &clientConn{s: s, nc: nc, r: newMessageReader(nc), version: giop.V10}
+	c := &clientConn{s: s, nc: nc, gone: make(chan struct{}), version: giop.V10}
+	c.r = newMsgReader(nc, s.budget, c.gone)
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.clientHost = host
 	}
@@ -55,13 +59,14 @@ func newClientConn(s *Server, nc net.Conn) *clientConn {
 // serve reads and answers messages until the connection ends.
 func (c *clientConn) serve() {
 	defer c.abort()
+	defer c.r.close()
 	for {
 		snap := c.s.g.Snapshot()
 		to := frontdoor.TimeoutsOf(snap.Timeouts)
-		limit := maxMessageSize(snap)
-		raw, hdr, err := c.r.read(to.Idle, to.Request, limit)
+		c.s.budget.SetMax(maxBufferedBytes(snap))
+		m, raw, misaligned, hdr, err := c.r.next(to.Idle, to.Request, maxMessageSize(snap))
 		if err != nil {
-			if errors.Is(err, errIdle) {
+			if errors.Is(err, wire.ErrIdle) {
 				if c.closeIfIdle() {
 					return
 				}
@@ -73,32 +78,16 @@ func (c *clientConn) serve() {
 			}
 			return
 		}
-		m, err := giop.Limits{MaxMessageSize: limit}.DecodeMessage(raw)
-		if err != nil {
-			c.fail(&protocolError{version: hdr.Version, order: hdr.Order, err: err})
-			return
+		c.mu.Lock()
+		c.version, c.order = hdr.Version, hdr.Order
+		c.mu.Unlock()
+		if m == nil {
+			continue // more fragments to come
 		}
 		// The message is served from the snapshot current when it
 		// arrived, not the one its wait began with.
 		snap = c.s.g.Snapshot()
-		c.mu.Lock()
-		c.version, c.order = hdr.Version, hdr.Order
-		c.mu.Unlock()
-		if cr, ok := m.(*giop.CancelRequest); ok {
-			c.asm.cancel(cr.RequestID)
-		}
-		whole, joined, misaligned, err := c.asm.add(m, raw, limit)
-		if err != nil {
-			var pe *protocolError
-			if errors.As(err, &pe) {
-				c.fail(pe)
-			}
-			return
-		}
-		if whole == nil {
-			continue // more fragments to come
-		}
-		if !c.handle(snap, whole, joined, misaligned) {
+		if !c.handle(snap, m, raw, misaligned) {
 			return
 		}
 	}
@@ -184,7 +173,7 @@ func (c *clientConn) closeIfIdle() bool {
 	v, o := c.version, c.order
 	c.mu.Unlock()
 	c.writeLast(closeConnection(v, o))
-	_ = c.nc.Close()
+	c.closeNC()
 	return true
 }
 
@@ -195,7 +184,7 @@ func (c *clientConn) fail(pe *protocolError) {
 	c.closed = true
 	c.mu.Unlock()
 	c.writeLast(messageError(pe))
-	_ = c.nc.Close()
+	c.closeNC()
 }
 
 // abort closes the connection at once and drops its calls in flight.
@@ -205,7 +194,7 @@ func (c *clientConn) abort() {
 	calls := c.calls
 	c.calls = nil
 	c.mu.Unlock()
-	_ = c.nc.Close()
+	c.closeNC()
 	for _, cl := range calls {
 		cl.abandon()
 	}
@@ -236,7 +225,13 @@ func (c *clientConn) sendBytes(b []byte, timeout time.Duration) error {
 	_, err := c.nc.Write(b)
 	c.wmu.Unlock()
 	if err != nil {
-		_ = c.nc.Close()
+		c.closeNC()
 	}
 	return err
+}
+
+// closeNC closes the connection, ending a wait of serve for buffer memory.
+func (c *clientConn) closeNC() {
+	c.goneOnce.Do(func() { close(c.gone) })
+	_ = c.nc.Close()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 )
 
 // probeRequestID is the request id of a probe's LocateRequest (alone on
@@ -50,9 +51,9 @@ func Locate(ctx context.Context, ref ior.IOR) error {
 	if _, err := nc.Write(b); err != nil {
 		return err
 	}
-	r := newMessageReader(nc)
+	r := wire.NewReader(nc, giop.Limits{})
 	for {
-		raw, _, err := r.read(0, 0, giop.DefaultMaxMessageSize)
+		raw, err := r.Next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

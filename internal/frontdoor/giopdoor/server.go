@@ -11,6 +11,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
@@ -42,6 +43,9 @@ type Server struct {
 	now func() time.Time
 
 	up *upstreams
+	// budget bounds what the half-read messages of all client connections
+	// hold together (giop.max_buffered_bytes).
+	budget *wire.Budget
 	// spill rotates where the in-flight limit's fall-back scan starts.
 	spill atomic.Uint32
 
@@ -66,6 +70,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 		s.now = time.Now
 	}
 	s.up = newUpstreams(s)
+	s.budget = wire.NewBudget(maxBufferedBytes(g.Snapshot()))
 	return s
 }
 
@@ -175,6 +180,15 @@ func (s *Server) connList() []*clientConn {
 		out = append(out, c)
 	}
 	return out
+}
+
+// maxBufferedBytes is the snapshot's bound on what half-read messages may
+// hold together.
+func maxBufferedBytes(snap *frontdoor.Snapshot) int {
+	if snap == nil || snap.GIOP.MaxBufferedBytes <= 0 {
+		return registry.DefaultGIOPMaxBufferedBytes
+	}
+	return snap.GIOP.MaxBufferedBytes
 }
 
 // maxMessageSize is the snapshot's GIOP message size limit.

@@ -11,6 +11,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 )
 
 // Upstream pooling: the calls of every client connection to one member,
@@ -76,7 +77,7 @@ func (u *upstreams) get(m *frontdoor.Member, v giop.Version, to frontdoor.Timeou
 	if err != nil {
 		return nil, fmt.Errorf("giopdoor: connecting to %s: %w", key.addr, err)
 	}
-	c := &upConn{u: u, key: key, nc: nc, r: newMessageReader(nc), pending: map[uint32]*call{}}
+	c := &upConn{u: u, key: key, nc: nc, r: newMsgReader(nc, nil, nil), pending: map[uint32]*call{}}
 	u.mu.Lock()
 	if u.closed {
 		u.mu.Unlock()
@@ -126,7 +127,7 @@ type upConn struct {
 	u   *upstreams
 	key poolKey
 	nc  net.Conn
-	r   *messageReader
+	r   *msgReader
 
 	wmu sync.Mutex
 
@@ -245,31 +246,25 @@ func (c *upConn) closeIfIdle() bool {
 
 // readLoop reads the member's messages and routes replies to their calls.
 func (c *upConn) readLoop() {
-	var asm assembler
+	defer c.r.close()
 	for {
 		snap := c.u.s.g.Snapshot()
 		to := frontdoor.TimeoutsOf(snap.Timeouts)
-		limit := maxMessageSize(snap)
-		raw, hdr, err := c.r.read(to.Idle, to.Request, limit)
+		whole, _, misaligned, hdr, err := c.r.next(to.Idle, to.Request, maxMessageSize(snap))
 		if err != nil {
-			if errors.Is(err, errIdle) {
+			var pe *protocolError
+			switch {
+			case errors.Is(err, wire.ErrIdle):
 				if c.closeIfIdle() {
 					return
 				}
 				continue
+			case errors.As(err, &pe):
+				c.u.s.log.Debug("bad GIOP message from a replica", "addr", c.key.addr, "err", err)
+				c.abortWith(hdr.Version, hdr.Order)
+			default:
+				c.close(false)
 			}
-			c.close(false)
-			return
-		}
-		m, err := giop.Limits{MaxMessageSize: limit}.DecodeMessage(raw)
-		if err != nil {
-			c.u.s.log.Debug("bad GIOP message from a replica", "addr", c.key.addr, "err", err)
-			c.abortWith(hdr.Version, hdr.Order)
-			return
-		}
-		whole, _, misaligned, err := asm.add(m, raw, limit)
-		if err != nil {
-			c.abortWith(hdr.Version, hdr.Order)
 			return
 		}
 		if whole == nil {

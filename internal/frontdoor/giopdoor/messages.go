@@ -1,0 +1,46 @@
+package giopdoor
+
+import (
+	"errors"
+
+	"github.com/fulcrum-lb/fulcrum/internal/giop"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
+)
+
+// errProtocol marks what the peer got wrong: the connection is answered
+// MessageError and closed.
+var errProtocol = errors.New("giopdoor: protocol error")
+
+// protocolError is a GIOP error of the peer, answered with MessageError in
+// version (Highest when the peer's is unsupported) and order.
+type protocolError struct {
+	version giop.Version
+	order   cdr.ByteOrder
+	err     error
+}
+
+func (e *protocolError) Error() string { return e.err.Error() }
+func (e *protocolError) Unwrap() []error {
+	return []error{errProtocol, e.err}
+}
+
+// encode encodes m, header included.
+func encode(m giop.Message) ([]byte, error) { return giop.EncodeMessage(m) }
+
+// messageError is the MessageError for a protocol error.
+func messageError(pe *protocolError) []byte {
+	b, err := encode(&giop.MessageError{Envelope: giop.Envelope{Version: pe.version, Order: pe.order}})
+	if err != nil {
+		b, _ = encode(&giop.MessageError{Envelope: giop.Envelope{Version: giop.Highest}})
+	}
+	return b
+}
+
+// closeConnection is a CloseConnection in version v and order o.
+func closeConnection(v giop.Version, o cdr.ByteOrder) []byte {
+	b, err := encode(&giop.CloseConnection{Envelope: giop.Envelope{Version: v, Order: o}})
+	if err != nil {
+		b, _ = encode(&giop.CloseConnection{Envelope: giop.Envelope{Version: giop.V10}})
+	}
+	return b
+}
