@@ -60,7 +60,8 @@ type GIOP struct {
 	// of their message) hold together, in bytes, over all its client
 	// connections. At the bound it stops reading from connections in the
 	// middle of a message until memory is given back: back-pressure, not
-	// an error. A message alone always progresses, even above the bound.
+	// an error. One connection at a time may go past the bound by its
+	// message, so that reading never stalls altogether.
 	// Default 64 MiB, range [64 KiB, 64 GiB].
 	MaxBufferedBytes int `json:"max_buffered_bytes,omitempty" yaml:"max_buffered_bytes,omitempty"`
 }

@@ -90,8 +90,10 @@ func TestHalfReadMessagesStayWithinTheBufferBound(t *testing.T) {
 	st := waitBudget(ctx, t, s.budget, "reading waits for memory", func(st wire.BudgetStats) bool { return st.Waiting > 0 })
 	grown := int64(heapInUse()) - int64(before)
 	t.Logf("%d connections claiming 16 MiB with %d KiB sent each: %d bytes held, heap grew %d KiB", attackers, sent>>10, st.Held, grown>>10)
-	if st.Peak > bound {
-		t.Errorf("half-read messages held %d bytes at once, above the bound of %d", st.Peak, bound)
+	// One connection at a time may go past the bound (the overdraft), by
+	// no more than its message holds: at most twice what it sent.
+	if st.Peak > bound+2*sent {
+		t.Errorf("half-read messages held %d bytes at once, above the bound of %d and one connection's overdraft", st.Peak, bound)
 	}
 	// The bound, plus each connection's read buffer and first 4 KiB: far
 	// below what the headers claim (1.6 GiB).
@@ -114,7 +116,6 @@ func TestHalfReadMessagesStayWithinTheBufferBound(t *testing.T) {
 	b := c.encode(t, big)
 	written := make(chan error, 1)
 	go func() { _, err := c.nc.Write(b); written <- err }()
-	waitBudget(ctx, t, s.budget, "the large message waits too", func(st wire.BudgetStats) bool { return st.Waiting > 0 })
 	for _, nc := range conns {
 		nc.Close()
 	}
@@ -129,8 +130,8 @@ func TestHalfReadMessagesStayWithinTheBufferBound(t *testing.T) {
 	// door closes.
 	_ = s.Close()
 	st = waitBudget(ctx, t, s.budget, "every byte is given back", func(st wire.BudgetStats) bool { return st.Held == 0 && st.Waiting == 0 })
-	if st.Peak > bound {
-		t.Errorf("half-read messages held %d bytes at once, above the bound of %d", st.Peak, bound)
+	if st.Peak > bound+len(b) {
+		t.Errorf("half-read messages held %d bytes at once, above the bound of %d and one message of %d", st.Peak, bound, len(b))
 	}
 }
 
@@ -172,4 +173,3 @@ func (c *rawConn) recv(t *testing.T) giop.Message {
 	}
 	return m
 }
-

@@ -29,7 +29,7 @@ type msgReader struct {
 func newMsgReader(nc net.Conn, budget *wire.Budget, cancel <-chan struct{}) *msgReader {
 	return &msgReader{
 		f: wire.NewFramer(nc, wire.FramerOptions{Budget: budget, Cancel: cancel}),
-		j: wire.NewJoiner(wire.JoinerOptions{MaxOpen: maxPendingFragmented, V11: true, Budget: budget, Cancel: cancel}),
+		j: wire.NewJoiner(wire.JoinerOptions{MaxOpen: maxPendingFragmented, V11: true, Budget: budget}),
 	}
 }
 
@@ -58,12 +58,9 @@ func (r *msgReader) next(idle, bodyTimeout time.Duration, maxSize int) (m giop.M
 		}
 		return nil, nil, false, h, fmt.Errorf("giopdoor: reading a message: %w", err)
 	}
-	raw, misaligned, err = r.j.Add(h, raw, maxSize, deadline)
+	raw, misaligned, err = r.j.Add(h, raw, maxSize)
 	if err != nil {
-		if wire.IsProtocolError(err) {
-			return nil, nil, false, h, peerError(h, err)
-		}
-		return nil, nil, false, h, fmt.Errorf("giopdoor: joining fragments: %w", err)
+		return nil, nil, false, h, peerError(h, err)
 	}
 	if raw == nil {
 		return nil, nil, false, h, nil

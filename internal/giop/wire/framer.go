@@ -30,7 +30,7 @@ type FramerOptions struct {
 	// Budget, when set, is taken from for every byte a message's buffer
 	// grows beyond BufferSize, and given back when Read returns: with a
 	// Budget shared by many connections, what their half-read messages
-	// hold together stays within it (see Budget).
+	// hold together stays within it, but for one message (see Budget).
 	Budget *Budget
 	// Cancel, when it closes, ends a wait for the Budget (the connection
 	// is going away).
@@ -120,12 +120,15 @@ func (f *Framer) Read(buf []byte, deadline time.Time) (giop.Header, []byte, erro
 	}
 	buf = append(buf[:0], f.hdr[:]...)
 	charged := 0
-	defer func() { f.opts.Budget.release(charged) }()
+	defer func() {
+		f.opts.Budget.release(charged)
+		f.opts.Budget.done(f)
+	}()
 	for len(buf) < n {
 		if len(buf) == cap(buf) {
 			grown := min(n, max(2*cap(buf), f.free))
 			if need := max(grown-f.free, 0) - charged; need > 0 {
-				if err := f.opts.Budget.acquire(need, deadline, f.opts.Cancel); err != nil {
+				if err := f.opts.Budget.acquire(f, need, deadline, f.opts.Cancel); err != nil {
 					return h, buf, err
 				}
 				charged += need

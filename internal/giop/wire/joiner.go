@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
@@ -16,11 +15,11 @@ type JoinerOptions struct {
 	// V11 joins GIOP 1.1 fragmented messages too; without it they are
 	// refused (ErrFragment). See Joiner on their alignment.
 	V11 bool
-	// Budget, when set, is taken from for every byte of the pieces held,
-	// and given back when the message is whole or dropped.
+	// Budget, when set, is charged with every byte of the pieces held
+	// (already read: taken at once, past its bound if need be, so that
+	// the connections' next reads wait), and given them back when the
+	// message is whole or dropped.
 	Budget *Budget
-	// Cancel, when it closes, ends a wait for the Budget.
-	Cancel <-chan struct{}
 }
 
 // Joiner joins fragmented messages (CORBA 3.x, GIOP chapter, "Fragment
@@ -59,11 +58,9 @@ func NewJoiner(opts JoinerOptions) *Joiner {
 // when it is neither fragmented nor a Fragment, nil when more fragments
 // are awaited, and the joined message when raw ends one; misaligned is set
 // on a joined message whose body alignment could not be kept. maxSize
-// bounds a joined message and all pieces held together; deadline (zero:
-// none) bounds a wait for the Budget, whose errors are returned as they
-// are. A CancelRequest ends a GIOP 1.1 message in pieces (its client sends
+// bounds a joined message and all pieces held together. A CancelRequest ends a GIOP 1.1 message in pieces (its client sends
 // no more of it); see Cancel for GIOP 1.2.
-func (j *Joiner) Add(h giop.Header, raw []byte, maxSize int, deadline time.Time) (msg []byte, misaligned bool, err error) {
+func (j *Joiner) Add(h giop.Header, raw []byte, maxSize int) (msg []byte, misaligned bool, err error) {
 	if h.Type != giop.MsgFragment {
 		if j.open.V11() != nil {
 			if h.Type != giop.MsgCancelRequest {
@@ -74,7 +71,7 @@ func (j *Joiner) Add(h giop.Header, raw []byte, maxSize int, deadline time.Time)
 		if !h.MoreFragments {
 			return raw, false, nil
 		}
-		return nil, false, j.start(h, raw, maxSize, deadline)
+		return nil, false, j.start(h, raw, maxSize)
 	}
 	var id uint32
 	data := raw[giop.HeaderSize:]
@@ -99,7 +96,7 @@ func (j *Joiner) Add(h giop.Header, raw []byte, maxSize int, deadline time.Time)
 		j.forget(t, last)
 		return nil, false, fmt.Errorf("%w: request %d joined from fragments exceeds %d bytes", giop.ErrTooLarge, t.ID, maxSize)
 	}
-	if err := j.reserve(len(data), maxSize, deadline); err != nil {
+	if err := j.reserve(len(data), maxSize); err != nil {
 		j.forget(t, last)
 		return nil, false, err
 	}
@@ -119,7 +116,7 @@ func (j *Joiner) Add(h giop.Header, raw []byte, maxSize int, deadline time.Time)
 }
 
 // start opens a message whose first piece is raw.
-func (j *Joiner) start(h giop.Header, raw []byte, maxSize int, deadline time.Time) error {
+func (j *Joiner) start(h giop.Header, raw []byte, maxSize int) error {
 	var id uint32
 	switch {
 	case h.Version == giop.V11 && !j.opts.V11:
@@ -134,7 +131,7 @@ func (j *Joiner) start(h giop.Header, raw []byte, maxSize int, deadline time.Tim
 	if err != nil {
 		return err
 	}
-	if err := j.reserve(len(raw), maxSize, deadline); err != nil {
+	if err := j.reserve(len(raw), maxSize); err != nil {
 		j.forget(t, false)
 		return err
 	}
@@ -171,13 +168,11 @@ func (j *Joiner) drop(t *Tracked[*piece]) {
 	}
 }
 
-func (j *Joiner) reserve(n, maxSize int, deadline time.Time) error {
+func (j *Joiner) reserve(n, maxSize int) error {
 	if j.held+n > maxSize {
 		return fmt.Errorf("%w: messages in fragments hold more than %d bytes", giop.ErrTooLarge, maxSize)
 	}
-	if err := j.opts.Budget.acquire(n, deadline, j.opts.Cancel); err != nil {
-		return err
-	}
+	j.opts.Budget.take(n)
 	j.held += n
 	return nil
 }

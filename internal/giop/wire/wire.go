@@ -90,7 +90,7 @@ func (r *Reader) Next() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		whole, _, err := r.j.Add(h, msg, r.max, time.Time{})
+		whole, _, err := r.j.Add(h, msg, r.max)
 		if err != nil || whole != nil {
 			return whole, err
 		}
