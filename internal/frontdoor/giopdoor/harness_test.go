@@ -347,15 +347,26 @@ func recvN[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// eventually polls cond until it holds, bounded.
-func eventually(t *testing.T, what string, cond func() bool) {
+// untilEvent checks cond after each event of group (and once at first),
+// until it holds: a wait woken by the balancer's own events, bounded.
+func untilEvent(t *testing.T, b *balancer.Balancer, group, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitBound)
+	events, cancel, err := b.Subscribe(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	timeout := time.NewTimer(waitBound)
+	defer timeout.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				t.Fatalf("group %s went away waiting until %s", group, what)
+			}
+		case <-timeout.C:
 			t.Fatalf("timed out waiting until %s", what)
 		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not standing in for synchronisation
 	}
 }
 

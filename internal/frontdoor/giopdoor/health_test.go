@@ -75,7 +75,7 @@ func TestHealthProbesTakeReplicasOut(t *testing.T) {
 		return ""
 	}
 	dying.stop()
-	eventually(t, "the stopped replica is down", func() bool { return state() == registry.StateDown })
+	untilEvent(t, b, "g", "the stopped replica is down", func() bool { return state() == registry.StateDown })
 	c := dial(t, fd)
 	for i := range 4 {
 		c.send(isPrimeRequest(giop.V12, cdr.BigEndian, uint32(i), "g", 3))

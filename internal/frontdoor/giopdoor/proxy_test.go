@@ -217,10 +217,16 @@ func TestProxyCancelForwarded(t *testing.T) {
 	if got := recvN(t, s.cancels, "the CancelRequest"); got != upID {
 		t.Fatalf("CancelRequest for %d, want %d (the remapped id)", got, upID)
 	}
-	eventually(t, "the call is released", func() bool {
-		st, _ := b.Group("g")
-		return st.Replicas[0].Inflight == 0
-	})
+	// The front door handles a connection's messages in order: once the
+	// LocateRequest sent after the CancelRequest is answered, the
+	// cancelled call has been released.
+	c.send(&giop.LocateRequest{Envelope: env(giop.V12, cdr.BigEndian), RequestID: 78, Target: giop.KeyTarget([]byte("g"))})
+	if rep, ok := c.recv().(*giop.LocateReply); !ok || rep.RequestID != 78 {
+		t.Fatalf("answer to the LocateRequest: %+v", rep)
+	}
+	if st, _ := b.Group("g"); st.Replicas[0].Inflight != 0 {
+		t.Errorf("%d calls in flight after the CancelRequest, want 0", st.Replicas[0].Inflight)
+	}
 }
 
 // TestProxyOneway: oneway calls are passed on, in per-request and in
