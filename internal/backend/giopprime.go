@@ -88,11 +88,8 @@ type GIOPPrime struct {
 	// front door.
 	forward atomic.Pointer[groupRef]
 
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
-	conns     map[*giopConn]struct{}
-	closed    bool
-	wg        sync.WaitGroup
+	// conns are the listeners and connections.
+	conns acceptloop.Conns[*giopConn]
 }
 
 // groupRef is the reference rebinds forward to, and the front door it was
@@ -130,7 +127,7 @@ func NewGIOPPrime(opts GIOPPrimeOptions) *GIOPPrime {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &GIOPPrime{opts: opts, log: log, listeners: map[net.Listener]struct{}{}, conns: map[*giopConn]struct{}{}}
+	return &GIOPPrime{opts: opts, log: log}
 }
 
 // Reference returns the servant's object reference at host and port: a
@@ -147,39 +144,14 @@ func (s *GIOPPrime) Reference(host string, port uint16) ior.IOR {
 // descriptors, say) are retried with a back-off (see package acceptloop);
 // any other accept error ends Serve and is returned.
 func (s *GIOPPrime) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return ErrGIOPServerClosed
-	}
-	s.listeners[ln] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.listeners, ln)
-		s.mu.Unlock()
-	}()
-	err := acceptloop.Serve(ln, func(nc net.Conn) error {
+	newConn := func(nc net.Conn) *giopConn {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c := &giopConn{nc: nc, w: wire.NewWriter(nc)}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			_ = nc.Close()
-			return ErrGIOPServerClosed
-		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go s.serveConn(c)
-		return nil
-	}, acceptloop.Options{Logger: s.log, Name: "giop backend"})
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
+		return &giopConn{nc: nc, w: wire.NewWriter(nc)}
+	}
+	err := s.conns.Serve(ln, newConn, s.serveConn, acceptloop.Options{Logger: s.log, Name: "giop backend"})
+	if errors.Is(err, acceptloop.ErrClosing) {
 		return ErrGIOPServerClosed
 	}
 	return err
@@ -190,16 +162,8 @@ func (s *GIOPPrime) Serve(ln net.Listener) error {
 // requests running to be answered, and closes the connections. When ctx
 // ends first, the connections are closed at once and ctx's error returned.
 func (s *GIOPPrime) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	for ln := range s.listeners {
-		_ = ln.Close()
-	}
-	conns := make([]*giopConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
+	s.conns.Close()
+	conns := s.conns.List()
 	for _, c := range conns {
 		c.closing.Store(true)
 		v, _ := c.version.Load().(giop.Version)
@@ -211,8 +175,7 @@ func (s *GIOPPrime) Shutdown(ctx context.Context) error {
 			_ = c.nc.Close()
 		}
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	done := s.conns.Done()
 	select {
 	case <-done:
 		return nil
@@ -234,10 +197,6 @@ func (s *GIOPPrime) serveConn(c *giopConn) {
 	defer func() {
 		running.Wait()
 		_ = c.nc.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		s.wg.Done()
 	}()
 	r := wire.NewReader(c.nc, s.opts.Limits)
 	for {

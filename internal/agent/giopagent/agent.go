@@ -71,11 +71,8 @@ type Agent struct {
 	typeID  string
 	fwd     atomic.Pointer[forwardRef]
 
-	mu       sync.Mutex
-	lns      map[net.Listener]struct{} // guarded by mu
-	conns    map[*conn]struct{}        // guarded by mu
-	closing  bool                      // guarded by mu
-	connWG   sync.WaitGroup
+	// conns are the listeners and client connections.
+	conns    acceptloop.Conns[*conn]
 	warnOnce sync.Once
 
 	forwards atomic.Uint64
@@ -110,8 +107,6 @@ func New(opts Options) (*Agent, error) {
 		log:     opts.Logger.With("component", "giop-agent"),
 		targets: targets,
 		typeID:  typeID,
-		lns:     map[net.Listener]struct{}{},
-		conns:   map[*conn]struct{}{},
 	}, nil
 }
 
@@ -143,38 +138,9 @@ func (a *Agent) Forwards() uint64 { return a.forwards.Load() }
 // say) are retried with a back-off (see package acceptloop); any other
 // accept error ends Serve and is returned.
 func (a *Agent) Serve(ln net.Listener) error {
-	a.mu.Lock()
-	if a.closing {
-		a.mu.Unlock()
-		ln.Close()
-		return ErrClosed
-	}
-	a.lns[ln] = struct{}{}
-	a.mu.Unlock()
-	err := acceptloop.Serve(ln, func(nc net.Conn) error {
-		c := newConn(a, nc)
-		a.mu.Lock()
-		if a.closing {
-			a.mu.Unlock()
-			nc.Close()
-			return ErrClosed
-		}
-		a.conns[c] = struct{}{}
-		a.connWG.Add(1)
-		a.mu.Unlock()
-		go func() {
-			defer a.connWG.Done()
-			c.serve()
-			a.mu.Lock()
-			delete(a.conns, c)
-			a.mu.Unlock()
-		}()
-		return nil
-	}, acceptloop.Options{Logger: a.log, Name: "giop agent"})
-	a.mu.Lock()
-	closing := a.closing
-	a.mu.Unlock()
-	if closing {
+	err := a.conns.Serve(ln, func(nc net.Conn) *conn { return newConn(a, nc) }, (*conn).serve,
+		acceptloop.Options{Logger: a.log, Name: "giop agent"})
+	if errors.Is(err, acceptloop.ErrClosing) {
 		return ErrClosed
 	}
 	return err
@@ -185,22 +151,12 @@ func (a *Agent) Serve(ln net.Listener) error {
 // ORB reissues later calls elsewhere. It returns when every connection is
 // closed, or closes the rest at once when ctx ends and returns ctx.Err().
 func (a *Agent) Shutdown(ctx context.Context) error {
-	a.closeListeners()
-	done := make(chan struct{})
-	go func() {
-		a.connWG.Wait()
-		close(done)
-	}()
+	a.conns.Close()
+	done := a.conns.Done()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		a.mu.Lock()
-		conns := make([]*conn, 0, len(a.conns))
-		for c := range a.conns {
-			conns = append(conns, c)
-		}
-		a.mu.Unlock()
-		for _, c := range conns {
+		for _, c := range a.conns.List() {
 			c.closeIfIdle()
 		}
 		select {
@@ -217,24 +173,12 @@ func (a *Agent) Shutdown(ctx context.Context) error {
 // Close stops accepting and closes every connection at once; calls in
 // flight fail on their clients with COMM_FAILURE.
 func (a *Agent) Close() error {
-	a.closeListeners()
-	a.mu.Lock()
-	for c := range a.conns {
+	a.conns.Close()
+	for _, c := range a.conns.List() {
 		c.close()
 	}
-	a.mu.Unlock()
-	a.connWG.Wait()
+	a.conns.Wait()
 	return nil
-}
-
-func (a *Agent) closeListeners() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.closing = true
-	for ln := range a.lns {
-		ln.Close()
-	}
-	clear(a.lns)
 }
 
 // dialTarget connects to the first of the target's addresses that accepts.

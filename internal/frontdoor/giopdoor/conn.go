@@ -150,7 +150,7 @@ func (c *clientConn) enter() bool {
 func (c *clientConn) leave() {
 	c.mu.Lock()
 	c.busy--
-	last := c.busy == 0 && c.s.closing.Load()
+	last := c.busy == 0 && c.s.conns.Closing()
 	c.mu.Unlock()
 	if last {
 		c.closeIfIdle()

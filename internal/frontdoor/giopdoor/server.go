@@ -49,11 +49,8 @@ type Server struct {
 	// spill rotates where the in-flight limit's fall-back scan starts.
 	spill atomic.Uint32
 
-	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
-	conns     map[*clientConn]struct{}
-	closing   atomic.Bool
-	connsWG   sync.WaitGroup
+	// conns are the listeners and client connections.
+	conns acceptloop.Conns[*clientConn]
 	// done is closed when the server shuts down; pending calls end.
 	done     chan struct{}
 	doneOnce sync.Once
@@ -61,8 +58,7 @@ type Server struct {
 
 // New returns the GIOP front door of g.
 func New(g frontdoor.Group, opts Options) *Server {
-	s := &Server{g: g, log: opts.Logger, now: opts.Now,
-		listeners: map[net.Listener]struct{}{}, conns: map[*clientConn]struct{}{}, done: make(chan struct{})}
+	s := &Server{g: g, log: opts.Logger, now: opts.Now, done: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -79,40 +75,9 @@ func New(g frontdoor.Group, opts Options) *Server {
 // descriptors, say) are retried with a back-off (see package acceptloop);
 // any other accept error ends Serve and is returned.
 func (s *Server) Serve(ln net.Listener) error {
-	s.mu.Lock()
-	if s.closing.Load() {
-		s.mu.Unlock()
-		_ = ln.Close()
-		return ErrServerClosed
-	}
-	s.listeners[ln] = struct{}{}
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.listeners, ln)
-		s.mu.Unlock()
-	}()
-	err := acceptloop.Serve(ln, func(nc net.Conn) error {
-		c := newClientConn(s, nc)
-		s.mu.Lock()
-		if s.closing.Load() {
-			s.mu.Unlock()
-			_ = nc.Close()
-			return ErrServerClosed
-		}
-		s.conns[c] = struct{}{}
-		s.connsWG.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.connsWG.Done()
-			c.serve()
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
-		return nil
-	}, acceptloop.Options{Logger: s.log, Name: "giop front door"})
-	if s.closing.Load() {
+	err := s.conns.Serve(ln, func(nc net.Conn) *clientConn { return newClientConn(s, nc) }, (*clientConn).serve,
+		acceptloop.Options{Logger: s.log, Name: "giop front door"})
+	if errors.Is(err, acceptloop.ErrClosing) {
 		return ErrServerClosed
 	}
 	return err
@@ -124,15 +89,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // answered). It returns when every connection is closed, or, when ctx ends
 // first, closes what is left and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.beginClose()
-	for _, c := range s.connList() {
+	s.conns.Close()
+	for _, c := range s.conns.List() {
 		c.closeIfIdle()
 	}
-	wait := make(chan struct{})
-	go func() {
-		s.connsWG.Wait()
-		close(wait)
-	}()
+	wait := s.conns.Done()
 	var err error
 	select {
 	case <-wait:
@@ -149,37 +110,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Close closes the listeners and every connection at once, failing calls
 // in flight.
 func (s *Server) Close() error {
-	s.beginClose()
+	s.conns.Close()
 	s.closeAll()
 	s.doneOnce.Do(func() { close(s.done) })
-	s.connsWG.Wait()
+	s.conns.Wait()
 	s.up.closeAll()
 	return nil
 }
 
-func (s *Server) beginClose() {
-	s.mu.Lock()
-	s.closing.Store(true)
-	for ln := range s.listeners {
-		_ = ln.Close()
-	}
-	s.mu.Unlock()
-}
-
 func (s *Server) closeAll() {
-	for _, c := range s.connList() {
+	for _, c := range s.conns.List() {
 		c.abort()
 	}
-}
-
-func (s *Server) connList() []*clientConn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*clientConn, 0, len(s.conns))
-	for c := range s.conns {
-		out = append(out, c)
-	}
-	return out
 }
 
 // maxBufferedBytes is the snapshot's bound on what half-read messages may
