@@ -22,15 +22,19 @@ type Conns[C comparable] struct {
 
 // Serve accepts connections on ln with Serve until Close or until ln fails
 // for good. Each connection nc becomes newConn(nc), tracked until
-// serve(c), run on a goroutine of its own, returns. It returns ErrClosing
-// once Close was called (closing ln when called after it), else ln's
-// error.
+// serve(c), run on a goroutine of its own, returns. It returns
+// opts.Closed (ErrClosing by default) once Close was called (closing ln
+// when called after it), else ln's error.
 func (s *Conns[C]) Serve(ln net.Listener, newConn func(net.Conn) C, serve func(C), opts Options) error {
+	closed := opts.Closed
+	if closed == nil {
+		closed = ErrClosing
+	}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		_ = ln.Close()
-		return ErrClosing
+		return closed
 	}
 	if s.lns == nil {
 		s.lns = map[net.Listener]struct{}{}
@@ -66,7 +70,7 @@ func (s *Conns[C]) Serve(ln net.Listener, newConn func(net.Conn) C, serve func(C
 		return nil
 	}, opts)
 	if s.Closing() {
-		return ErrClosing
+		return closed
 	}
 	return err
 }

@@ -18,6 +18,12 @@
 //	}
 //	return err // the listener failed for good
 //
+// A server that tracks its connections for Shutdown uses Conns, which
+// runs the same loop and keeps the listeners and connections:
+//
+//	return s.conns.Serve(ln, newConn, (*conn).serve,
+//		acceptloop.Options{Logger: log, Name: "giop agent", Closed: ErrClosed})
+//
 // The back-off sleeps through Options.After, so tests drive it under
 // testing/synctest or with a fake clock.
 package acceptloop

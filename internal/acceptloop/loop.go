@@ -23,6 +23,9 @@ type Options struct {
 	Name string
 	// After is the back-off's timer; time.After when nil.
 	After func(time.Duration) <-chan time.Time
+	// Closed is what Conns.Serve returns once Conns.Close was called (the
+	// server's own "server closed" error); ErrClosing when nil.
+	Closed error
 }
 
 // Serve accepts connections on ln and calls handle with each, on the

@@ -150,11 +150,7 @@ func (s *GIOPPrime) Serve(ln net.Listener) error {
 		}
 		return &giopConn{nc: nc, w: wire.NewWriter(nc)}
 	}
-	err := s.conns.Serve(ln, newConn, s.serveConn, acceptloop.Options{Logger: s.log, Name: "giop backend"})
-	if errors.Is(err, acceptloop.ErrClosing) {
-		return ErrGIOPServerClosed
-	}
-	return err
+	return s.conns.Serve(ln, newConn, s.serveConn, acceptloop.Options{Logger: s.log, Name: "giop backend", Closed: ErrGIOPServerClosed})
 }
 
 // Shutdown stops accepting, tells every client CloseConnection (requests

@@ -138,12 +138,8 @@ func (a *Agent) Forwards() uint64 { return a.forwards.Load() }
 // say) are retried with a back-off (see package acceptloop); any other
 // accept error ends Serve and is returned.
 func (a *Agent) Serve(ln net.Listener) error {
-	err := a.conns.Serve(ln, func(nc net.Conn) *conn { return newConn(a, nc) }, (*conn).serve,
-		acceptloop.Options{Logger: a.log, Name: "giop agent"})
-	if errors.Is(err, acceptloop.ErrClosing) {
-		return ErrClosed
-	}
-	return err
+	return a.conns.Serve(ln, func(nc net.Conn) *conn { return newConn(a, nc) }, (*conn).serve,
+		acceptloop.Options{Logger: a.log, Name: "giop agent", Closed: ErrClosed})
 }
 
 // Shutdown stops accepting, then closes each client connection once it has

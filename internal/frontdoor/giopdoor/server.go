@@ -75,12 +75,8 @@ func New(g frontdoor.Group, opts Options) *Server {
 // descriptors, say) are retried with a back-off (see package acceptloop);
 // any other accept error ends Serve and is returned.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.conns.Serve(ln, func(nc net.Conn) *clientConn { return newClientConn(s, nc) }, (*clientConn).serve,
-		acceptloop.Options{Logger: s.log, Name: "giop front door"})
-	if errors.Is(err, acceptloop.ErrClosing) {
-		return ErrServerClosed
-	}
-	return err
+	return s.conns.Serve(ln, func(nc net.Conn) *clientConn { return newClientConn(s, nc) }, (*clientConn).serve,
+		acceptloop.Options{Logger: s.log, Name: "giop front door", Closed: ErrServerClosed})
 }
 
 // Shutdown stops accepting connections and closes each client connection
