@@ -52,6 +52,12 @@
 // with CloseConnection; a message must arrive whole within the request
 // timeout once begun.
 //
+// Messages are framed by package wire: a body is read as it arrives, and
+// what the half-read messages of all client connections hold together is
+// bounded by giop.max_buffered_bytes (64 MiB by default); at the bound the
+// front door stops reading from those connections until memory is given
+// back, but for one at a time that may go past it by its message.
+//
 // Usage:
 //
 //	fd := giopdoor.New(group, giopdoor.Options{Logger: log})
