@@ -58,8 +58,9 @@ func NewJoiner(opts JoinerOptions) *Joiner {
 // when it is neither fragmented nor a Fragment, nil when more fragments
 // are awaited, and the joined message when raw ends one; misaligned is set
 // on a joined message whose body alignment could not be kept. maxSize
-// bounds a joined message and all pieces held together. A CancelRequest ends a GIOP 1.1 message in pieces (its client sends
-// no more of it); see Cancel for GIOP 1.2.
+// bounds a joined message and all pieces held together. A CancelRequest
+// ends a GIOP 1.1 message in pieces (its client sends no more of it); see
+// Cancel for GIOP 1.2.
 func (j *Joiner) Add(h giop.Header, raw []byte, maxSize int) (msg []byte, misaligned bool, err error) {
 	if h.Type != giop.MsgFragment {
 		if j.open.V11() != nil {
