@@ -39,13 +39,8 @@ func TestGIOPPrimeServesAfterRunningOutOfDescriptors(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	const limit = 64
-	p, addr := proctest.StartFDLimitChild(ctx, t, limit)
-	conns := proctest.ExhaustDescriptors(ctx, t, p, addr, limit, 16, 1000)
-	t.Logf("the servant ran out of descriptors after %d connections", len(conns))
-	for _, c := range conns {
-		c.Close()
-	}
+	p, addr, flood := proctest.RunOutOfDescriptors(ctx, t, 64)
+	t.Logf("the servant ran out of descriptors after %d connections", flood)
 	callCtx, cancelCall := context.WithTimeout(ctx, 20*time.Second)
 	defer cancelCall()
 
@@ -58,8 +53,5 @@ func TestGIOPPrimeServesAfterRunningOutOfDescriptors(t *testing.T) {
 	if err != nil || !got {
 		t.Fatalf("is_prime(1000003) after the flood = %v, %v; want true", got, err)
 	}
-	p.Stdin.Close()
-	if code := p.Exit(ctx, t); code != 0 {
-		t.Errorf("child exited %d", code)
-	}
+	proctest.EndFDLimitChild(ctx, t, p)
 }

@@ -108,6 +108,28 @@ func ExhaustDescriptors(ctx context.Context, t testing.TB, p *Proc, addr string,
 	return conns
 }
 
+// RunOutOfDescriptors starts the child (StartFDLimitChild), floods its
+// address with connections until it runs out of descriptors
+// (ExhaustDescriptors, 16 beyond the limit), and closes them: the child is
+// then to serve again. It returns the child, its address and how many
+// connections it took.
+func RunOutOfDescriptors(ctx context.Context, t *testing.T, limit int) (p *Proc, addr string, flood int) {
+	t.Helper()
+	p, addr = StartFDLimitChild(ctx, t, limit)
+	conns := ExhaustDescriptors(ctx, t, p, addr, limit, 16, 1000)
+	closeAll(conns)
+	return p, addr, len(conns)
+}
+
+// EndFDLimitChild closes the child's stdin and fails t unless it exits 0.
+func EndFDLimitChild(ctx context.Context, t testing.TB, p *Proc) {
+	t.Helper()
+	_ = p.Stdin.Close()
+	if code := p.Exit(ctx, t); code != 0 {
+		t.Errorf("%s exited %d", p.Name, code)
+	}
+}
+
 func closeAll(conns []net.Conn) {
 	for _, c := range conns {
 		_ = c.Close()

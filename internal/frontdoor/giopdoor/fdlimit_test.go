@@ -31,13 +31,8 @@ func TestFrontDoorServesAfterRunningOutOfDescriptors(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	const limit = 64
-	p, addr := proctest.StartFDLimitChild(ctx, t, limit)
-	conns := proctest.ExhaustDescriptors(ctx, t, p, addr, limit, 16, 1000)
-	t.Logf("the balancer ran out of descriptors after %d connections", len(conns))
-	for _, c := range conns {
-		c.Close()
-	}
+	p, addr, flood := proctest.RunOutOfDescriptors(ctx, t, 64)
+	t.Logf("the balancer ran out of descriptors after %d connections", flood)
 
 	c := dial(t, addr)
 	c.send(isPrimeRequest(giop.V12, cdr.BigEndian, 7, "g", 1_000_003))
@@ -48,8 +43,5 @@ func TestFrontDoorServesAfterRunningOutOfDescriptors(t *testing.T) {
 	if yes, err := rep.BooleanResult(); err != nil || !yes {
 		t.Fatalf("is_prime(1000003) after the flood = %v, %v; want true", yes, err)
 	}
-	p.Stdin.Close()
-	if code := p.Exit(ctx, t); code != 0 {
-		t.Errorf("child exited %d", code)
-	}
+	proctest.EndFDLimitChild(ctx, t, p)
 }
