@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -86,15 +87,21 @@ func TestBadTarget(t *testing.T) {
 	t.Parallel()
 	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{{id: "r1", url: "http://10.0.0.1:1"}}})
 	s := New(g, Options{})
-	r := httptest.NewRequest("GET", "/", nil)
-	r.URL.Path = "relative"
-	w := httptest.NewRecorder()
-	s.ServeHTTP(w, r)
-	if w.Code != http.StatusBadRequest {
-		t.Fatalf("status %d, want 400", w.Code)
-	}
-	if e := decodeError(t, w.Result(), w.Body.Bytes()); e.Code != CodeBadRequest {
-		t.Errorf("error %+v", e)
+	for _, u := range []*url.URL{
+		{Path: "relative"},
+		{Scheme: "host", Opaque: "80"}, // GET host:80, as net/http reads it
+		{Scheme: "a"},                  // GET a:
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.URL = u
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code != http.StatusBadRequest {
+			t.Fatalf("%#v: status %d, want 400", u, w.Code)
+		}
+		if e := decodeError(t, w.Result(), w.Body.Bytes()); e.Code != CodeBadRequest {
+			t.Errorf("%#v: error %+v", u, e)
+		}
 	}
 }
 
@@ -195,5 +202,130 @@ func TestAccessLog(t *testing.T) {
 		if !strings.HasPrefix(lines[i], prefix) || !strings.Contains(lines[i], want) {
 			t.Errorf("line %d:\n%s\nwant %s... %s", i, lines[i], prefix, want)
 		}
+	}
+}
+
+// framingReplica answers how it read the request: its framing, whether
+// a Content-Length field reached it, and the body.
+func framingReplica(t *testing.T) *replica {
+	return startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s te=%v cl=%q body=%q", r.Method, r.URL.Path, r.TransferEncoding, r.Header.Get("Content-Length"), b)
+	})
+}
+
+// closedAfter reports whether the front door closed conn after the
+// answers read from br.
+func closedAfter(t *testing.T, br *bufio.Reader) bool {
+	t.Helper()
+	_, err := br.ReadByte()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("no close and no byte within %v", waitBound)
+	}
+	return err != nil
+}
+
+// TestRequestFraming holds both paths (lean: per-request; net/http:
+// on-demand) to RFC 9112's framing rules on a kept-alive connection.
+func TestRequestFraming(t *testing.T) {
+	t.Parallel()
+	r1 := framingReplica(t)
+	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
+		t.Run(binding, func(t *testing.T) {
+			t.Parallel()
+			g := newTestGroup(groupConfig{binding: binding, members: []spec{r1.spec()}})
+			fd := startFrontDoor(t, g, Options{Logger: quietLogger()})
+			ok := http.StatusOK
+			if binding == registry.OnDemand {
+				ok = http.StatusTemporaryRedirect
+			}
+
+			t.Run("Content-Length with Transfer-Encoding is framed chunked, then closed", func(t *testing.T) {
+				conn, br := rawConn(t, fd.addr)
+				// Framed by Content-Length, the body would be "5\r\nh" and
+				// "ello..." the next request.
+				_, _ = io.WriteString(conn, "POST /cl-te HTTP/1.1\r\nHost: fd\r\nContent-Length: 4\r\n"+
+					"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"+
+					"GET /next HTTP/1.1\r\nHost: fd\r\n\r\n")
+				res, body := readAnswer(t, br, "POST")
+				if res.StatusCode != ok {
+					t.Fatalf("status %d, want %d: %s", res.StatusCode, ok, body)
+				}
+				if binding == registry.PerRequest && body != `POST /cl-te te=[chunked] cl="" body="hello"` {
+					t.Errorf("the replica read %s", body)
+				}
+				if !res.Close || !closedAfter(t, br) {
+					t.Error("the connection stayed open after a request with Content-Length and Transfer-Encoding")
+				}
+			})
+
+			t.Run("HTTP/1.0 with Transfer-Encoding is refused and closed", func(t *testing.T) {
+				conn, br := rawConn(t, fd.addr)
+				_, _ = io.WriteString(conn, "POST /te10 HTTP/1.0\r\nHost: fd\r\nConnection: keep-alive\r\n"+
+					"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+				res, body := readAnswer(t, br, "POST")
+				if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, "Transfer-Encoding") {
+					t.Errorf("status %d %s, want 400 naming Transfer-Encoding", res.StatusCode, body)
+				}
+				if !closedAfter(t, br) {
+					t.Error("the connection stayed open after faulty framing")
+				}
+			})
+
+			t.Run("an empty line before a request is ignored", func(t *testing.T) {
+				conn, br := rawConn(t, fd.addr)
+				_, _ = io.WriteString(conn, "POST /first HTTP/1.1\r\nHost: fd\r\nContent-Length: 4\r\n\r\nbody\r\n"+
+					"GET /second HTTP/1.1\r\nHost: fd\r\n\r\n")
+				for _, want := range []string{"/first", "/second"} {
+					res, body := readAnswer(t, br, "GET")
+					if res.StatusCode != ok {
+						t.Fatalf("%s: status %d, want %d: %s", want, res.StatusCode, ok, body)
+					}
+					if binding == registry.PerRequest && !strings.Contains(body, want) {
+						t.Errorf("%s: the replica answered %s", want, body)
+					}
+				}
+				// Also on a fresh connection, before its first request.
+				res, body := rawExchange(t, fd.addr, "\r\n\r\nGET /third HTTP/1.1\r\nHost: fd\r\n\r\n")
+				if res.StatusCode != ok {
+					t.Errorf("leading empty lines: status %d, want %d: %s", res.StatusCode, ok, body)
+				}
+			})
+
+			t.Run("an authority-form target is refused", func(t *testing.T) {
+				for _, target := range []string{"host:80", "fd:8080", "localhost:80"} {
+					conn, br := rawConn(t, fd.addr)
+					_, _ = io.WriteString(conn, "GET "+target+" HTTP/1.1\r\nHost: fd\r\n\r\n")
+					res, body := readAnswer(t, br, "GET")
+					if res.StatusCode != http.StatusBadRequest {
+						t.Errorf("GET %s: status %d, want 400: %s", target, res.StatusCode, body)
+					}
+				}
+			})
+
+			t.Run("a header section above 64 KiB gets 431", func(t *testing.T) {
+				// head builds a request head of exactly n bytes.
+				head := func(n int) string {
+					const pre, post = "GET /big HTTP/1.1\r\nHost: fd\r\nX-Big: ", "\r\n\r\n"
+					return pre + strings.Repeat("a", n-len(pre)-len(post)) + post
+				}
+				for _, tc := range []struct {
+					size, status int
+				}{
+					{8 << 10, ok},
+					{MaxHeaderBytes, ok},
+					{MaxHeaderBytes + 1, http.StatusRequestHeaderFieldsTooLarge},
+					{66_000, http.StatusRequestHeaderFieldsTooLarge},
+				} {
+					res, body := rawExchange(t, fd.addr, head(tc.size))
+					if res.StatusCode != tc.status {
+						t.Errorf("head of %d bytes: status %d, want %d: %.80s", tc.size, res.StatusCode, tc.status, body)
+					}
+				}
+			})
+			if n := g.counter("r1").Proxied.Load(); binding == registry.OnDemand && n != 0 {
+				t.Errorf("on-demand: %d calls proxied", n)
+			}
+		})
 	}
 }

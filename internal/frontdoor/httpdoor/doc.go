@@ -47,7 +47,18 @@
 // headers, and gRPC calls not at all (they carry their own deadlines);
 // Idle bounds idle keep-alive connections. The header
 // and idle timeouts are read when the Server is made; the others per
-// request. Headers larger than MaxHeaderBytes are answered 431.
+// request. A request head (request line and header fields) larger than
+// MaxHeaderBytes is answered 431.
+//
+// Framing follows RFC 9112: empty lines before a request line are ignored;
+// a request with Content-Length and Transfer-Encoding is framed by the
+// latter, sent on without the former, and its answer closes the
+// connection; an HTTP/1.0 request with Transfer-Encoding, and a target in
+// authority form (host:port) other than CONNECT's, are answered 400. The
+// lean path judges the framing of the first request of every connection;
+// later requests on a connection handed to net/http are framed by
+// net/http, which reads an HTTP/1.0 request by its Content-Length and
+// keeps the connection open after a Content-Length with chunking.
 //
 // The front door counts Counters.Redirected and Counters.Proxied itself;
 // Group.Bound is told of every binding (and counts Bindings and Rebinds),

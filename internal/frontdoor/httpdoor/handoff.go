@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // handoff is the listener of the front door's net/http server: it accepts
@@ -66,6 +67,9 @@ func (handoffAddr) String() string  { return "httpdoor-handoff" }
 type replayConn struct {
 	net.Conn
 	br *bufio.Reader // nil once drained
+	// closeAfterFirst: the first request has Content-Length and
+	// Transfer-Encoding; its answer closes the connection (ServeHTTP).
+	closeAfterFirst atomic.Bool
 }
 
 func (c *replayConn) Read(p []byte) (int, error) {

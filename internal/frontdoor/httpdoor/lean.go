@@ -2,6 +2,8 @@ package httpdoor
 
 import (
 	"bufio"
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -28,7 +30,8 @@ import (
 // listener, at the start of a request, for the rest of the connection.
 
 // Sizes of a lean connection's buffers. A request head larger than the
-// read buffer goes to net/http (which answers 431 beyond MaxHeaderBytes).
+// read buffer goes to net/http, once read whole (431 beyond
+// MaxHeaderBytes).
 const (
 	leanReadBuffer  = 8 << 10
 	leanWriteBuffer = 4 << 10
@@ -177,8 +180,10 @@ func (c *conn) serve() {
 	defer func() {
 		if !handed {
 			_ = c.nc.Close()
-			c.br.Reset(nil)
-			leanReaders.Put(c.br)
+			if c.br.Size() == leanReadBuffer {
+				c.br.Reset(nil)
+				leanReaders.Put(c.br)
+			}
 		}
 		c.bw.Reset(nil)
 		leanWriters.Put(c.bw)
@@ -198,7 +203,11 @@ func (c *conn) serve() {
 			handed = c.handOver()
 			return
 		case v == malformed:
-			c.answerBad()
+			c.answerBad(http.StatusBadRequest, "malformed request: "+c.req.why)
+			return
+		case v == tooLarge:
+			c.answerBad(http.StatusRequestHeaderFieldsTooLarge,
+				"request head larger than "+strconv.Itoa(MaxHeaderBytes)+" bytes")
 			return
 		}
 		snap := s.g.Snapshot()
@@ -256,17 +265,34 @@ func (c *conn) setReadDeadline(d time.Time, slack time.Duration) {
 // readRequestHead reads until the buffer holds a whole head, or enough of
 // one for a verdict; a head that did not come whole with its first bytes
 // must come within the request timeout. A head larger than the buffer is
-// handed over.
+// handed over, once read whole within MaxHeaderBytes (tooLarge beyond:
+// net/http does not count all that the lean path read before it).
 func (c *conn) readRequestHead() (verdict, error) {
-	for bounded := false; ; {
+	for bounded, big := false, false; ; {
 		n := c.br.Buffered()
 		b, _ := c.br.Peek(n)
-		v := parseRequest(b, &c.req)
-		if v != needMore {
-			return v, nil
+		if k := emptyLines(b); k > 0 {
+			// Empty lines before a request are ignored (RFC 9112 §2.2),
+			// such as a CRLF a client sent after a body.
+			_, _ = c.br.Discard(k)
+			n -= k
+			b = b[k:]
 		}
-		if n >= c.br.Size() {
+		v := parseRequest(b, &c.req)
+		switch {
+		case v != needMore && big && v != malformed:
+			if k := headLength(b); k == 0 || k > MaxHeaderBytes {
+				return tooLarge, nil
+			}
 			return handOver, nil
+		case v != needMore:
+			return v, nil
+		case n >= MaxHeaderBytes:
+			return tooLarge, nil
+		case n >= c.br.Size():
+			big = true
+			c.growReader()
+			continue
 		}
 		if !bounded {
 			bounded = true
@@ -278,12 +304,25 @@ func (c *conn) readRequestHead() (verdict, error) {
 	}
 }
 
+// growReader moves what c's reader holds to one that can hold a head of
+// MaxHeaderBytes, for the rest of the connection.
+func (c *conn) growReader() {
+	b, _ := c.br.Peek(c.br.Buffered())
+	nb := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), c.raw), MaxHeaderBytes+1)
+	c.br.Reset(nil)
+	leanReaders.Put(c.br)
+	c.br = nb
+}
+
 // handOver gives the connection, with what was read of it, to net/http.
 func (c *conn) handOver() bool {
 	c.s.handedOver.Add(1)
 	_ = c.nc.SetDeadline(time.Time{})
 	c.rdl, c.wdl = time.Time{}, time.Time{}
-	return c.s.handoff.give(&replayConn{Conn: c.nc, br: c.br})
+	b, _ := c.br.Peek(c.br.Buffered())
+	rc := &replayConn{Conn: c.nc, br: c.br}
+	rc.closeAfterFirst.Store(framingConflict(b))
+	return c.s.handoff.give(rc)
 }
 
 // leanSnapshot reports whether the lean path serves requests under snap:
@@ -305,17 +344,17 @@ func leanMember(m *frontdoor.Member) bool {
 	return m.URL != nil && m.URL.Scheme == "http" && m.URL.Host != "" && m.URL.User == nil
 }
 
-// answerBad answers a malformed request 400 and closes the connection.
-func (c *conn) answerBad() {
+// answerBad answers a request the front door cannot read (status 400 or
+// 431) and closes the connection.
+func (c *conn) answerBad(status int, msg string) {
 	snap := c.s.g.Snapshot()
-	e := detailAnswer(snap, http.StatusBadRequest, errorDetail{Code: CodeBadRequest,
-		Message: "malformed request: " + c.req.why})
+	e := detailAnswer(snap, status, errorDetail{Code: CodeBadRequest, Message: msg})
 	c.writeAnswer(e, true, false)
 	_ = c.bw.Flush()
 	if c.s.acc != nil {
 		now := c.s.now()
 		c.s.acc.writeEntry(&logEntry{start: now, client: c.remote, method: "-", target: "-", proto: "HTTP/1.1",
-			status: http.StatusBadRequest}, now)
+			status: status}, now)
 	}
 }
 

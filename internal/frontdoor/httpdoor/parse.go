@@ -15,7 +15,9 @@ import (
 //     obs-folded or bare-LF lines, transfer codings other than chunked,
 //     targets net/http would re-escape, heads larger than the buffer);
 //   - malformed: input net/http rejects too (400), answered by the lean
-//     path with a JSON error naming the problem;
+//     path with a JSON error naming the problem — and two that RFC 9112
+//     refuses where net/http takes them: an authority-form target
+//     without CONNECT, Transfer-Encoding in an HTTP/1.0 request;
 //   - needMore: the head is not complete in the buffer yet.
 //
 // The invariant the fuzz test checks against net/http's own parser: a head
@@ -37,6 +39,9 @@ const (
 	serveLean
 	handOver
 	malformed
+	// tooLarge: a head beyond MaxHeaderBytes (readRequestHead's verdict;
+	// parseRequest does not know the bound).
+	tooLarge
 )
 
 // maxLeanFields bounds the header fields of a head served lean; heads with
@@ -85,8 +90,8 @@ type headCommon struct {
 	// contentLength is -1 when the head has none (or chunked overrides it).
 	contentLength int64
 	chunked       bool
-	// close: the sender ends the connection after this message
-	// (Connection: close).
+	// close: the connection ends after this message (Connection:
+	// close; or a request with Content-Length and Transfer-Encoding).
 	close bool
 	// keepAlive: Connection: keep-alive (HTTP/1.0 responses).
 	keepAlive bool
@@ -217,7 +222,10 @@ func parseRequest(b []byte, h *reqHead) verdict {
 	if string(version) != "HTTP/1.1" {
 		if len(version) == 8 && string(version[:5]) == "HTTP/" && isDigit(version[5]) &&
 			version[6] == '.' && isDigit(version[7]) {
-			// HTTP/1.0, the HTTP/2 preface, versions net/http answers 505.
+			if string(version) == "HTTP/1.0" {
+				return h.http10(b, next)
+			}
+			// The HTTP/2 preface, versions net/http answers 505.
 			return handOver
 		}
 		h.why = "malformed HTTP version"
@@ -235,7 +243,13 @@ func parseRequest(b []byte, h *reqHead) verdict {
 		}
 	}
 	if target[0] != '/' || string(line[:sp1]) == "CONNECT" {
-		// OPTIONS *, absolute and authority forms, CONNECT.
+		// OPTIONS *, absolute forms, CONNECT. The authority form
+		// (host:port) is CONNECT's alone (RFC 9112 §3.2.3): net/http
+		// reads it as an opaque URI, which would be forwarded as "/".
+		if string(line[:sp1]) != "CONNECT" && string(target) != "*" && !absoluteForm(target) {
+			h.why = whyAuthorityForm
+			return malformed
+		}
 		return handOver
 	}
 	if v := h.parseTarget(target, sp1+1); v != serveLean {
@@ -355,10 +369,116 @@ func (h *reqHead) requestFields(b []byte) verdict {
 		return handOver
 	}
 	if te == 1 {
+		if cl.j != 0 {
+			// Content-Length with Transfer-Encoding: framed by the
+			// latter, the former not forwarded, and the connection
+			// closed after the answer (RFC 9112 §6.1, §6.3), so that a
+			// peer that framed it by the length cannot smuggle a request.
+			h.close = true
+		}
 		h.chunked = true
 		h.contentLength = -1
 	}
 	return serveLean
+}
+
+// Reasons for refusing what net/http would take: RFC 9112 is the
+// reference there (the fuzz test checks these apart).
+const (
+	whyAuthorityForm = "request target in authority form, which only CONNECT takes"
+	whyTE10          = "Transfer-Encoding in an HTTP/1.0 request (faulty framing)"
+)
+
+// http10 judges an HTTP/1.0 head whose fields start at off: one with a
+// Transfer-Encoding field is malformed (RFC 9112 §6.1: faulty framing —
+// net/http would ignore the field and frame by Content-Length where
+// another proxy frames by chunks); the others go to net/http once whole.
+func (h *reqHead) http10(b []byte, off int) verdict {
+	te := false
+	for {
+		end, next, _, ok := nextLine(b, off)
+		switch {
+		case !ok:
+			return needMore
+		case end == off:
+			if te {
+				h.why = whyTE10
+				return malformed
+			}
+			return handOver
+		case b[off] != ' ' && b[off] != '\t':
+			if colon := bytes.IndexByte(b[off:end], ':'); colon >= 0 &&
+				asciiEqualFold(b[off:off+colon], []byte("Transfer-Encoding")) {
+				te = true
+			}
+		}
+		off = next
+	}
+}
+
+// absoluteForm reports whether t starts like an absolute-form target
+// with an authority or a path: scheme ":/" (RFC 3986 §3.1).
+func absoluteForm(t []byte) bool {
+	if len(t) == 0 || !isAlpha(t[0]) {
+		return false
+	}
+	for i := 1; i < len(t); i++ {
+		switch c := t[i]; {
+		case isAlpha(c), isDigit(c), c == '+', c == '-', c == '.':
+		case c == ':':
+			return i+1 < len(t) && t[i+1] == '/'
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// headLength is the length of the head at the start of b, up to its empty
+// line (lines end with LF or CRLF); 0 when b holds no whole head.
+func headLength(b []byte) int {
+	for off := 0; ; {
+		end, next, _, ok := nextLine(b, off)
+		switch {
+		case !ok:
+			return 0
+		case end == off && off > 0:
+			return next
+		}
+		off = next
+	}
+}
+
+// emptyLines is the length of the empty lines (CRLF) at the start of b,
+// which a server ignores before a request line (RFC 9112 §2.2).
+func emptyLines(b []byte) int {
+	n := 0
+	for len(b) >= n+2 && b[n] == '\r' && b[n+1] == '\n' {
+		n += 2
+	}
+	return n
+}
+
+// framingConflict reports whether the head at the start of b (complete
+// or not) has both a Content-Length and a Transfer-Encoding field: a
+// request net/http frames by the latter and would keep the connection of.
+func framingConflict(b []byte) bool {
+	_, off, _, ok := nextLine(b, 0)
+	cl, te := false, false
+	for ok && !(cl && te) {
+		var end, next int
+		end, next, _, ok = nextLine(b, off)
+		if !ok || end == off {
+			break
+		}
+		if colon := bytes.IndexByte(b[off:end], ':'); colon >= 0 {
+			name := bytes.TrimRight(b[off:off+colon], " \t")
+			cl = cl || asciiEqualFold(name, []byte("Content-Length"))
+			te = te || asciiEqualFold(name, []byte("Transfer-Encoding"))
+		}
+		off = next
+	}
+	return cl && te
 }
 
 // connectionTokens reads a Connection field's tokens; it reports whether
@@ -702,6 +822,8 @@ func asciiEqualFold(a, b []byte) bool {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+func isAlpha(c byte) bool { return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') }
 
 func isHex(c byte) bool {
 	return isDigit(c) || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')

@@ -59,6 +59,13 @@ func TestParseRequestVerdicts(t *testing.T) {
 		{"negative length", "POST / HTTP/1.1\r\nContent-Length: -4\r\n" + ok, malformed, "Content-Length"},
 		{"empty length", "POST / HTTP/1.1\r\nContent-Length:\r\n" + ok, malformed, "Content-Length"},
 		{"differing lengths", "POST / HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n" + ok, malformed, "Content-Length"},
+		{"length and chunked", "POST / HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n" + ok, serveLean, ""},
+		{"HTTP/1.0 chunked", "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n", malformed, "Transfer-Encoding"},
+		{"HTTP/1.0 folded after chunked", "POST / HTTP/1.0\r\ntransfer-encoding: chunked\r\n x\r\n\r\n", malformed, "Transfer-Encoding"},
+		{"incomplete HTTP/1.0", "GET / HTTP/1.0\r\nHost: x\r\n", needMore, ""},
+		{"authority form", "GET fd:80 HTTP/1.1\r\n" + ok, malformed, "authority form"},
+		{"opaque target", "GET mailto:a HTTP/1.1\r\n" + ok, malformed, "authority form"},
+		{"authority form of CONNECT", "CONNECT fd:80 HTTP/1.1\r\n" + ok, handOver, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -217,6 +224,9 @@ func FuzzParseRequest(f *testing.F) {
 		"GET / HTTP/1.1\r\nno colon\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
 		"\x16\x03\x01",
+		"POST / HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+		"GET host:80 HTTP/1.1\r\nHost: x\r\n\r\n",
+		"GET http://x/a HTTP/1.1\r\nHost: x\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -231,11 +241,37 @@ func FuzzParseRequest(f *testing.F) {
 			if !bytes.Contains(in, []byte("\n")) {
 				full = append(append([]byte(nil), in...), "\r\n\r\n"...)
 			}
-			if req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(full))); err == nil && serverAccepts(full, req) {
+			req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(full)))
+			if err != nil || !serverAccepts(full, req) {
+				return
+			}
+			// Where RFC 9112 is the reference, net/http takes what the
+			// lean path refuses: only these two.
+			switch {
+			case h.why == whyAuthorityForm && req.Method != http.MethodConnect &&
+				(req.URL.Opaque != "" || (req.URL.Host == "" && req.URL.Path == "")):
+				// No path to forward: checkRequest refuses it too.
+			case h.why == whyTE10 && req.ProtoMinor == 0 && rawFieldPresent(full, "Transfer-Encoding"):
+			default:
 				t.Fatalf("lean refused %q (%s), net/http accepts it", in, h.why)
 			}
 		}
 	})
+}
+
+// rawFieldPresent reports whether the head in names a field, as read by
+// textproto (net/http drops some fields from Request.Header).
+func rawFieldPresent(in []byte, name string) bool {
+	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(in)))
+	if _, err := tp.ReadLine(); err != nil {
+		return false
+	}
+	mime, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return false
+	}
+	_, ok := mime[name]
+	return ok
 }
 
 // serverAccepts applies the checks net/http's server makes after
@@ -314,8 +350,14 @@ func checkLeanAgrees(t *testing.T, in []byte, h *reqHead) {
 	if chunked != h.chunked || (!h.chunked && req.ContentLength != max(h.contentLength, 0)) {
 		t.Fatalf("%q: net/http framing %v/%d, lean %v/%d", in, req.TransferEncoding, req.ContentLength, h.chunked, h.contentLength)
 	}
-	if req.Close != h.close {
-		t.Fatalf("%q: close %v vs %v", in, req.Close, h.close)
+	// A head with Content-Length and Transfer-Encoding closes the
+	// connection after its answer (RFC 9112 §6.1), which net/http does not.
+	conflict := rawFieldPresent(in, "Content-Length") && rawFieldPresent(in, "Transfer-Encoding")
+	if conflict != framingConflict(in) {
+		t.Fatalf("%q: framingConflict %v, textproto reads both fields: %v", in, !conflict, conflict)
+	}
+	if want := req.Close || conflict; h.close != want {
+		t.Fatalf("%q: close %v, want %v (net/http %v)", in, h.close, want, req.Close)
 	}
 	// Field values, by canonical name, in order.
 	got := map[string][]string{}
@@ -406,4 +448,46 @@ func FuzzCopyChunked(f *testing.F) {
 			t.Fatalf("%q: re-encoded %q decodes to %q (%v), want %q", in, out.Bytes(), got, gerr, want)
 		}
 	})
+}
+
+// TestHeadScans covers the scans the lean path makes of a head besides
+// parseRequest: empty lines before it, its length, conflicting framing,
+// and what a length with chunking does to the connection.
+func TestHeadScans(t *testing.T) {
+	t.Parallel()
+	const get = "GET / HTTP/1.1\r\nHost: fd\r\n"
+	for _, tc := range []struct {
+		name     string
+		in       string
+		empty    int
+		length   int
+		conflict bool
+	}{
+		{"plain", get + "\r\n", 0, len(get) + 2, false},
+		{"CRLF before", "\r\n\r\n" + get + "\r\n", 4, 4, false}, // the lean path discards emptyLines first
+		{"lone CR before", "\r" + get, 0, 0, false},
+		{"incomplete", get, 0, 0, false},
+		{"bare LF", "GET / HTTP/1.1\nHost: fd\n\n", 0, 25, false},
+		{"length and chunked", get + "content-length: 1\r\nTransfer-Encoding : chunked\r\n\r\n", 0, len(get) + 50, true},
+		{"after the head", get + "\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 0, len(get) + 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := []byte(tc.in)
+			if got := emptyLines(b); got != tc.empty {
+				t.Errorf("emptyLines %d, want %d", got, tc.empty)
+			}
+			if got := headLength(b); got != tc.length {
+				t.Errorf("headLength %d, want %d", got, tc.length)
+			}
+			if got := framingConflict(b); got != tc.conflict {
+				t.Errorf("framingConflict %v, want %v", got, tc.conflict)
+			}
+		})
+	}
+	var h reqHead
+	in := []byte("POST / HTTP/1.1\r\nHost: fd\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+	if v := parseRequest(in, &h); v != serveLean || !h.chunked || h.contentLength != -1 || !h.close {
+		t.Errorf("length with chunked: verdict %d chunked %v length %d close %v, want chunked, closing", v, h.chunked, h.contentLength, h.close)
+	}
 }

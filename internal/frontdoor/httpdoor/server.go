@@ -16,9 +16,14 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
-// MaxHeaderBytes bounds a request's header block; larger ones are answered
-// 431 Request Header Fields Too Large by net/http.
+// MaxHeaderBytes bounds a request's head (request line and header
+// fields); larger ones are answered 431 Request Header Fields Too Large
+// (by the lean path for a connection's first head, by net/http after).
 const MaxHeaderBytes = 64 << 10
+
+// netHTTPHeaderSlop is what net/http reads beyond http.Server's
+// MaxHeaderBytes before it answers 431 (its "bufio slop").
+const netHTTPHeaderSlop = 4096
 
 // Defaults used when the snapshot's Timeouts leave a field at zero (the
 // same as registry.Group.WithDefaults).
@@ -133,9 +138,17 @@ func New(g frontdoor.Group, opts Options) *Server {
 		ReadHeaderTimeout: to.Request,
 		// Writes are bounded per call: WriteTimeout is re-armed for each
 		// request and lifted (ResponseController) for streaming calls.
-		WriteTimeout:   to.Request,
-		IdleTimeout:    to.Idle,
-		MaxHeaderBytes: MaxHeaderBytes,
+		WriteTimeout: to.Request,
+		IdleTimeout:  to.Idle,
+		// net/http refuses a head once it has read MaxHeaderBytes +
+		// netHTTPHeaderSlop bytes without its end: this makes
+		// MaxHeaderBytes the bound of an HTTP/1 head it reads itself
+		// (the lean path bounds the first head of a connection, of
+		// which net/http reads up to 4 KiB uncounted when it looks for
+		// the HTTP/2 preface). HTTP/2 bounds its header list, HPACK sizes
+		// with 32 bytes a field, at this MaxHeaderBytes plus 320.
+		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlop,
+		ConnContext:    withReplayConn,
 		BaseContext:    func(net.Listener) context.Context { return s.base },
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
@@ -202,6 +215,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer s.acc.write(lw, r, s.now)
 	}
 
+	if closeAfter(r) {
+		w.Header().Set("Connection", "close")
+	}
 	snap := s.g.Snapshot()
 	if snap == nil {
 		s.writeError(w, r, nil, errNotReady)
@@ -219,16 +235,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkRequest rejects what no binding mode can serve: CONNECT, and
-// targets that are not a path (OPTIONS *). Absolute-form targets are served
+// targets that are not a path (OPTIONS *, the authority form "host:80",
+// which net/http reads as an opaque URI). Absolute-form targets are served
 // by their path.
 func checkRequest(r *http.Request) error {
 	if r.Method == http.MethodConnect {
 		return errMethod
 	}
-	if p := r.URL.Path; p != "" && p[0] != '/' {
+	if p := r.URL.Path; (p != "" && p[0] != '/') || r.URL.Opaque != "" || (p == "" && r.URL.Host == "") {
 		return errBadTarget
 	}
 	return nil
+}
+
+// replayConnKey is the context key of a handed-over connection.
+type replayConnKey struct{}
+
+// withReplayConn is http.Server.ConnContext: it keeps a connection handed
+// over by the lean path in the context of its requests.
+func withReplayConn(ctx context.Context, c net.Conn) context.Context {
+	if rc, ok := c.(*replayConn); ok {
+		return context.WithValue(ctx, replayConnKey{}, rc)
+	}
+	return ctx
+}
+
+// closeAfter reports whether r's answer must close its connection: the
+// first request of a handed-over connection, which had Content-Length and
+// Transfer-Encoding (RFC 9112 §6.1; net/http frames it by the latter and
+// drops the former, but would keep the connection). Reports true once.
+func closeAfter(r *http.Request) bool {
+	rc, ok := r.Context().Value(replayConnKey{}).(*replayConn)
+	return ok && r.ProtoMajor == 1 && rc.closeAfterFirst.Swap(false)
 }
 
 // tracker counts the requests being served so that Shutdown can wait for
