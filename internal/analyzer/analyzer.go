@@ -40,6 +40,11 @@ const (
 	// MoveMemoryIntervals: a client not moved for this long starts again
 	// from the shortest pin.
 	MoveMemoryIntervals = 240
+	// ConfirmAnalyses: a tentative plan (strategy.Decision.Tentative) is
+	// carried out once analyses with one outnumber those without by this
+	// many since the last plan (see Analyzer.confirm): measurement noise
+	// makes up gains that come and go.
+	ConfirmAnalyses = 4
 	// ShedHoldIntervals: after a `high` advisory that names no clients,
 	// the strategy is not asked again for this many report intervals, so
 	// the clients sent back show in the loads before more are.
@@ -104,6 +109,10 @@ type Analyzer struct {
 	moves map[string]*pendingMove // by client
 
 	history map[string]*moveHistory // by client
+
+	// confirmed counts the recent analyses with a tentative plan (see
+	// confirm).
+	confirmed int
 
 	epoch     uint64
 	holdUntil time.Time

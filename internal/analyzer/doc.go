@@ -42,6 +42,10 @@
 //   - A client that was moved is pinned for MovePinIntervals, doubled on
 //     each further move, so two clients of nearly equal rate are not
 //     swapped back and forth on measurement noise.
+//   - A tentative plan (strategy.Decision.Tentative: a refinement whose
+//     gain is within the rates' noise, which may name pinned clients) is
+//     carried out only once analyses with one outnumber those without by
+//     ConfirmAnalyses since the last plan.
 //   - A front door that cannot tell returning clients apart (GIOP;
 //     SetUnidentifiedClients) binds a client sent back where the picker
 //     says, the least loaded replica: a plan's moves out of a replica below

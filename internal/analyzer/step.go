@@ -39,7 +39,7 @@ func (a *Analyzer) Step(now time.Time) Step {
 	}
 	a.releaseSources()
 	if a.adaptive != nil && a.mayPlan(now) {
-		a.apply(a.adaptive.Analyze(a.analysis(now)), now)
+		a.apply(a.confirm(a.adaptive.Analyze(a.analysis(now))), now)
 	}
 	st := Step{Now: now, Replicas: make([]ReplicaView, len(a.order)), Changed: a.changed}
 	for i, r := range a.order {
@@ -85,6 +85,28 @@ func (a *Analyzer) mayPlan(now time.Time) bool {
 	return true
 }
 
+// confirm returns d, or no decision for a tentative plan (a refinement)
+// until enough analyses have planned one: each analysis with a tentative
+// plan counts one up, each without a plan one down (not below 0), and the
+// plan of the analysis that reaches ConfirmAnalyses is carried out. A gain
+// that measurement noise made up comes and goes; a real one stays. A plan
+// that is not tentative is carried out at once and restarts the count.
+func (a *Analyzer) confirm(d strategy.Decision) strategy.Decision {
+	switch {
+	case len(d.Moves) == 0:
+		a.confirmed = max(0, a.confirmed-1)
+		return d
+	case !d.Tentative:
+		a.confirmed = 0
+		return d
+	}
+	if a.confirmed++; a.confirmed < ConfirmAnalyses {
+		return strategy.Decision{}
+	}
+	a.confirmed = 0
+	return d
+}
+
 // analysis is the strategy's input: the active replicas, with the clients
 // that may be moved (listed, smoothed, in load units, not pinned).
 func (a *Analyzer) analysis(now time.Time) *strategy.Analysis {
@@ -95,8 +117,11 @@ func (a *Analyzer) analysis(now time.Time) *strategy.Analysis {
 		}
 		ls := strategy.LoadState{ID: r.info.ID, Weight: r.weight(), Reported: r.fresh, Load: r.load, Sample: r.sample}
 		for _, c := range r.rates {
+			cr := protocol.ClientRate{ID: c.id, Rate: c.rate}
 			if h := a.history[c.id]; h == nil || !now.Before(h.until) {
-				ls.Clients = append(ls.Clients, protocol.ClientRate{ID: c.id, Rate: c.rate})
+				ls.Clients = append(ls.Clients, cr)
+			} else {
+				ls.Pinned = append(ls.Pinned, cr)
 			}
 		}
 		in.Replicas = append(in.Replicas, ls)

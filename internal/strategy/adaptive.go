@@ -32,6 +32,10 @@ type LoadState struct {
 	Sample float64
 	// Clients are the busiest bound clients of the last report.
 	Clients []protocol.ClientRate
+	// Pinned are listed clients the analyzer moved recently and keeps out
+	// of Clients; a strategy may name them only in a tentative plan
+	// (Decision.Tentative), which the analyzer confirms before acting.
+	Pinned []protocol.ClientRate
 }
 
 // Analysis is the input of one analyzer step.
@@ -68,4 +72,9 @@ type Decision struct {
 	High []Advice
 	// Moves is the plan behind High, when the strategy planned one.
 	Moves []Move
+	// Tentative: the plan is a refinement whose gain measurement noise
+	// could have made up; the analyzer carries it out only once analyses
+	// keep planning one (analyzer.ConfirmAnalyses), and until then takes
+	// the decision as none.
+	Tentative bool
 }

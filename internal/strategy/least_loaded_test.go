@@ -59,6 +59,11 @@ func TestLeastLoadedParams(t *testing.T) {
 		{"md dampening", MinimumDispersionName, map[string]any{"dampening": 1}, "dampening"},
 		{"md per-balance", MinimumDispersionName, map[string]any{"per_balance_load": "x"}, "per_balance_load"},
 		{"md critical is not its parameter", MinimumDispersionName, map[string]any{"critical_relative": 1.1}, "critical_relative"},
+		{"md min_gain off", MinimumDispersionName, map[string]any{"min_gain": 0}, ""},
+		{"md min_gain 1", MinimumDispersionName, map[string]any{"min_gain": 1}, ""},
+		{"md min_gain negative", MinimumDispersionName, map[string]any{"min_gain": -0.01}, "min_gain"},
+		{"md min_gain above 1", MinimumDispersionName, map[string]any{"min_gain": 1.5}, "min_gain"},
+		{"md min_gain a string", MinimumDispersionName, map[string]any{"min_gain": "some"}, "min_gain"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,12 +21,19 @@ type MinimumDispersionConfig struct {
 	// until its next report. "auto" (default) or a number >= 0 in load
 	// units (0: off); see LeastLoadedConfig.PerBalanceLoad.
 	PerBalanceLoad AutoLoad `json:"per_balance_load"`
+	// MinGain: once no replica is out of the tolerance band (or no plan
+	// to bring one back was worth making), the group is still planned for
+	// while the best set of moves lowers the CV of the effective loads by
+	// at least MinGain, so that a mix that can be balanced better than the
+	// band is. 0 turns it off. Default 0.01, range [0,1].
+	MinGain float64 `json:"min_gain"`
 }
 
 var defaultMinimumDispersionConfig = MinimumDispersionConfig{
 	Dampening:      0.5,
 	Tolerance:      1.10,
 	PerBalanceLoad: AutoLoad{Auto: true},
+	MinGain:        0.01,
 }
 
 // minimumDispersion is seed 000 §3.3.3's minimum dispersion strategy:
@@ -65,6 +72,9 @@ func buildMinimumDispersion(params map[string]any, env Env) (Strategy, error) {
 	if err := cfg.PerBalanceLoad.validate(s, "per_balance_load"); err != nil {
 		return nil, err
 	}
+	if err := floatParamIn(s, "min_gain", cfg.MinGain, 0, 1); err != nil {
+		return nil, err
+	}
 	return &minimumDispersion{cfg: cfg, env: env.withDefaults()}, nil
 }
 
@@ -81,10 +91,26 @@ func (s *minimumDispersion) Picker(replicas []*Replica) Picker {
 }
 
 // Analyze implements Adaptive: the group is rebalanced when some replica
-// is above mean·Tolerance or below mean/Tolerance.
+// is above mean·Tolerance or below mean/Tolerance, by the best plan that
+// lowers the CV by MinGain (by rebalance's own, gated by the tolerance,
+// when MinGain is 0 or no such plan exists). Otherwise, while a plan
+// lowers the CV by MinGain, it is refined by tentative plans, which the
+// analyzer carries out once they last.
 func (s *minimumDispersion) Analyze(in *Analysis) Decision {
 	tol := s.cfg.Tolerance
-	return rebalance(in, func(load, mean float64) bool {
+	d := rebalance(in, func(load, mean float64) bool {
 		return load > mean*tol || load*tol < mean
 	}, tol-1)
+	if !(s.cfg.MinGain > 0) {
+		return d
+	}
+	if len(d.Moves) > 0 {
+		if r := refine(in, s.cfg.MinGain, false); len(r.Moves) > 0 {
+			return r
+		}
+	}
+	if len(d.High) > 0 {
+		return d
+	}
+	return refine(in, s.cfg.MinGain, true)
 }

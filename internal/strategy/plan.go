@@ -81,6 +81,9 @@ type PlanOptions struct {
 	MoveCost float64
 	// MaxNodes bounds the exact search; 0 means DefaultPlanNodes.
 	MaxNodes int
+	// MinCVGain, when > 0, is how much a plan must lower the CV (in CV
+	// units, not converted) to be returned, besides MinImprovement.
+	MinCVGain float64
 }
 
 // Plan is a set of moves and what they are expected to achieve.
@@ -165,7 +168,8 @@ func PlanMoves(rs []PlanReplica, opt PlanOptions) Plan {
 	}
 	best, exact := p.solve(current, opt.MaxNodes)
 	plan.Best, plan.CVBest, plan.Exact = best.spread, best.cv, exact
-	if best.moves == 0 || cur.cv-best.cv <= opt.MinImprovement*toCV {
+	if best.moves == 0 || cur.cv-best.cv <= opt.MinImprovement*toCV ||
+		(opt.MinCVGain > 0 && cur.cv-best.cv < opt.MinCVGain-planEps) {
 		return plan
 	}
 	plan.After, plan.CVAfter = best.spread, best.cv

@@ -1,6 +1,9 @@
 package strategy
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // rebalance is the analysis the adaptive strategies share. critical tells,
 // from a reported replica's effective load per unit of weight and the
@@ -56,16 +59,7 @@ func rebalance(in *Analysis, critical func(load, mean float64) bool, minImprovem
 		}
 	}
 	plan := PlanMoves(reps, PlanOptions{MinImprovement: minImprovement / 2, MoveCost: max(DefaultMoveCost, minImprovement/2)})
-	var d Decision
-	d.Moves = plan.Moves
-	for _, mv := range plan.Moves {
-		if n := len(d.High); n == 0 || d.High[n-1].ID != mv.From {
-			d.High = append(d.High, Advice{ID: mv.From})
-		}
-		a := &d.High[len(d.High)-1]
-		a.Shed += mv.Rate
-		a.Clients = append(a.Clients, mv.Client)
-	}
+	d := advise(plan.Moves)
 	sampleMean := 0.0
 	for i := range in.Replicas {
 		if r := &in.Replicas[i]; r.Reported {
@@ -84,3 +78,54 @@ func rebalance(in *Analysis, critical func(load, mean float64) bool, minImprovem
 	}
 	return d
 }
+
+// advise turns planned moves (by source replica) into a decision: a `high`
+// advisory for each source naming the clients it sends back.
+func advise(moves []Move) Decision {
+	d := Decision{Moves: moves}
+	for _, mv := range moves {
+		if n := len(d.High); n == 0 || d.High[n-1].ID != mv.From {
+			d.High = append(d.High, Advice{ID: mv.From})
+		}
+		a := &d.High[len(d.High)-1]
+		a.Shed += mv.Rate
+		a.Clients = append(a.Clients, mv.Client)
+	}
+	return d
+}
+
+// refine plans moves that lower the CV of the reported replicas' dampened
+// loads by at least minGain: the best set of moves of the listed clients,
+// each move costing DefaultMoveCost (converted as PlanMoves does). A
+// tentative refinement, for a group rebalance left alone, may also move
+// pinned clients, and each of its moves costs refineMoveCost·minGain of
+// CV: the analyzer confirms it over several analyses before acting
+// (Decision.Tentative), which is what keeps measured noise from moving
+// clients back and forth, and the pins would otherwise hold a first,
+// hurried plan's clients where rates measured once put them.
+func refine(in *Analysis, minGain float64, tentative bool) Decision {
+	reps := make([]PlanReplica, 0, len(in.Replicas))
+	for i := range in.Replicas {
+		if r := &in.Replicas[i]; r.Reported {
+			cs := r.Clients
+			if tentative && len(r.Pinned) > 0 {
+				cs = append(slices.Clone(r.Clients), r.Pinned...)
+			}
+			reps = append(reps, PlanReplica{ID: r.ID, Weight: r.Weight, Load: r.Load, Clients: cs})
+		}
+	}
+	opt := PlanOptions{MinCVGain: minGain}
+	if tentative {
+		// In spread units: PlanMoves divides by sqrt(n−1).
+		opt.MoveCost = refineMoveCost * minGain * math.Sqrt(float64(max(1, len(reps)-1)))
+	}
+	d := advise(PlanMoves(reps, opt).Moves)
+	d.Tentative = tentative && len(d.Moves) > 0
+	return d
+}
+
+// refineMoveCost is a tentative refinement's cost of one move, in units of
+// its minimum gain: a single move must lower the CV by half as much again
+// as min_gain. Lower, measurement noise moved clients in the mixes of
+// TestMinimumDispersionMixes long after the group had settled.
+const refineMoveCost = 1.5
