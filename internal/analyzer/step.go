@@ -108,7 +108,8 @@ func (a *Analyzer) confirm(d strategy.Decision) strategy.Decision {
 }
 
 // analysis is the strategy's input: the active replicas, with the clients
-// that may be moved (listed, smoothed, in load units, not pinned).
+// that may be moved (listed, smoothed, in load units, not pinned) and,
+// apart, the pinned ones (for tentative plans only).
 func (a *Analyzer) analysis(now time.Time) *strategy.Analysis {
 	in := &strategy.Analysis{Now: now, Replicas: make([]strategy.LoadState, 0, len(a.order))}
 	for _, r := range a.order {
