@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 )
 
 // accessLog writes one line per request, in logfmt:
@@ -23,29 +25,21 @@ type accessLog struct {
 }
 
 func (a *accessLog) write(lw *logWriter, r *http.Request, now func() time.Time) {
-	a.writeEntry(&logEntry{
-		start: lw.start, client: r.RemoteAddr, method: r.Method, target: r.RequestURI, proto: r.Proto,
-		status: lw.status, replica: lw.replica, bytes: lw.bytes,
+	a.WriteEntry(&lean.Entry{
+		Start: lw.start, Client: r.RemoteAddr, Method: r.Method, Target: r.RequestURI, Proto: r.Proto,
+		Status: lw.status, Replica: lw.replica, Bytes: lw.bytes,
 	}, now())
 }
 
-// logEntry is what one access log line says of a request.
-type logEntry struct {
-	start                         time.Time
-	client, method, target, proto string
-	status                        int
-	replica                       string
-	bytes                         int64
-}
-
-// writeEntry writes e's line; the request ended at end.
-func (a *accessLog) writeEntry(e *logEntry, end time.Time) {
-	d := end.Sub(e.start)
-	status := e.status
+// WriteEntry writes e's line; the request ended at end. It implements
+// lean.AccessLog.
+func (a *accessLog) WriteEntry(e *lean.Entry, end time.Time) {
+	d := end.Sub(e.Start)
+	status := e.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	replica := e.replica
+	replica := e.Replica
 	if replica == "" {
 		replica = "-"
 	}
@@ -53,15 +47,15 @@ func (a *accessLog) writeEntry(e *logEntry, end time.Time) {
 	defer a.mu.Unlock()
 	b := a.buf[:0]
 	b = append(b, "time="...)
-	b = e.start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	b = e.Start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	b = append(b, " client="...)
-	b = append(b, e.client...)
+	b = append(b, e.Client...)
 	b = append(b, " method="...)
-	b = append(b, e.method...)
+	b = append(b, e.Method...)
 	b = append(b, " path="...)
-	b = strconv.AppendQuote(b, e.target)
+	b = strconv.AppendQuote(b, e.Target)
 	b = append(b, " proto="...)
-	b = append(b, e.proto...)
+	b = append(b, e.Proto...)
 	b = append(b, " status="...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, " replica="...)
@@ -69,7 +63,7 @@ func (a *accessLog) writeEntry(e *logEntry, end time.Time) {
 	b = append(b, " duration_ms="...)
 	b = strconv.AppendFloat(b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
 	b = append(b, " bytes="...)
-	b = strconv.AppendInt(b, e.bytes, 10)
+	b = strconv.AppendInt(b, e.Bytes, 10)
 	b = append(b, '\n')
 	_, _ = a.w.Write(b)
 	a.buf = b

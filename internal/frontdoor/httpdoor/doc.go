@@ -17,18 +17,16 @@
 //     that may have run is never replayed.
 //
 // The common case — plain HTTP/1.1 requests of a per-request group to
-// http:// members — is served by the lean path (lean.go, leanproxy.go): one
+// http:// members — is served by the lean engine (package lean): one
 // goroutine per connection reads each request head with a small strict
-// parser (parse.go), sends the call on a pooled connection to the member
-// and copies the answer back (Content-Length, chunked or close-delimited
-// bodies; keep-alive and pipelined requests in order), allocating nothing
-// per call. Malformed requests are answered 400 with a JSON error that
-// says what is wrong. Everything else — HTTP/2 (h2c), upgrades, Expect,
-// CONNECT, HTTP/1.0, heads larger than 8 KiB, the redirect bindings — is
-// handed, with the bytes already read, to a net/http server running
-// ServeHTTP, for the rest of the connection. Both paths keep the same
-// behaviour: picking, limits, retries, timeouts, errors, counters and
-// access log.
+// parser, sends the call on a pooled connection to the member and copies
+// the answer back, allocating nothing per call. Everything else — HTTP/2
+// (h2c), upgrades, Expect, CONNECT, HTTP/1.0, heads larger than 8 KiB, the
+// redirect bindings — is handed, with the bytes already read, to a net/http
+// server running ServeHTTP, for the rest of the connection. With
+// Options.Engine set to EngineStdlib (config http_engine: stdlib) net/http
+// serves every connection. Both engines keep the same behaviour: picking,
+// limits, retries, timeouts, errors, counters and access log.
 //
 // Proxied calls go upstream over HTTP/1.1, except HTTP/2 calls that need
 // HTTP/2 end to end — gRPC (Content-Type application/grpc*) or any call

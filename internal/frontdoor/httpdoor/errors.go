@@ -1,6 +1,7 @@
 package httpdoor
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -25,27 +27,10 @@ const (
 )
 
 var (
-	errMethod      = errors.New("httpdoor: CONNECT is not served by a front door")
-	errBadTarget   = errors.New("httpdoor: request target must be a path")
-	errCallTimeout = errors.New("httpdoor: proxied call exceeded the group's request timeout")
-	errBodyRead    = errors.New("httpdoor: request body already sent, the call cannot be replayed")
+	errMethod    = errors.New("httpdoor: CONNECT is not served by a front door")
+	errBadTarget = errors.New("httpdoor: request target must be a path")
+	errBodyRead  = errors.New("httpdoor: request body already sent, the call cannot be replayed")
 )
-
-// dialFailedError says that no replica could be reached: every attempt
-// failed to connect (so the call never ran), and no other replica was left
-// to try. It unwraps to the pick's sentinel (frontdoor.ErrNoReplica or
-// frontdoor.ErrOverloaded).
-type dialFailedError struct {
-	pick  error
-	tried []string
-	last  error
-}
-
-func (e *dialFailedError) Error() string {
-	return fmt.Sprintf("connecting to %s failed (%v); %v", strings.Join(e.tried, ", "), e.last, e.pick)
-}
-
-func (e *dialFailedError) Unwrap() error { return e.pick }
 
 // errorBody is the JSON body of every error the front door answers itself.
 type errorBody struct {
@@ -65,26 +50,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, snap *frontd
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(e.body)))
-	if e.group != "" {
-		h.Set(protocol.HeaderGroup, e.group)
+	h.Set("Content-Length", strconv.Itoa(len(e.Body)))
+	if e.Group != "" {
+		h.Set(protocol.HeaderGroup, e.Group)
 	}
-	if e.status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", "1")
 	}
-	w.WriteHeader(e.status)
+	w.WriteHeader(e.Status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.body)
+		_, _ = w.Write(e.Body)
 	}
 }
 
 // answer is an error answer of the front door: its status, its group and
 // its JSON body (newline-terminated).
-type answer struct {
-	status int
-	group  string
-	body   []byte
-}
+type answer = lean.Answer
 
 // errorAnswer is the answer to err. snap may be nil.
 func errorAnswer(snap *frontdoor.Snapshot, err error) answer {
@@ -98,12 +79,13 @@ func detailAnswer(snap *frontdoor.Snapshot, status int, d errorDetail) answer {
 		d.Group = snap.Group
 	}
 	body, _ := json.Marshal(errorBody{Error: d})
-	return answer{status: status, group: d.Group, body: append(body, '\n')}
+	return answer{Status: status, Group: d.Group, Body: append(body, '\n')}
 }
 
 // describe maps an error to a status and error detail with errors.Is.
 func describe(snap *frontdoor.Snapshot, err error) (int, errorDetail) {
-	var df *dialFailedError
+	var df *frontdoor.UnreachableError
+	var bad *lean.BadRequestError
 	switch {
 	case errors.Is(err, errNotReady):
 		return http.StatusServiceUnavailable, errorDetail{Code: CodeNoReplica,
@@ -126,9 +108,11 @@ func describe(snap *frontdoor.Snapshot, err error) (int, errorDetail) {
 			Message: "no replica can take another call now", Reason: reason}
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, errorDetail{Code: CodeMethod, Message: err.Error()}
+	case errors.As(err, &bad):
+		return cmp.Or(bad.Status, http.StatusBadRequest), errorDetail{Code: CodeBadRequest, Message: bad.Message}
 	case errors.Is(err, errBadTarget):
 		return http.StatusBadRequest, errorDetail{Code: CodeBadRequest, Message: err.Error()}
-	case errors.Is(err, errCallTimeout):
+	case errors.Is(err, frontdoor.ErrCallTimeout):
 		return http.StatusGatewayTimeout, errorDetail{Code: CodeGatewayTimeout,
 			Message: "the replica did not answer in time", Reason: err.Error()}
 	default:

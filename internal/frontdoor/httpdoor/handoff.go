@@ -1,15 +1,13 @@
 package httpdoor
 
 import (
-	"bufio"
 	"net"
 	"sync"
-	"sync/atomic"
 )
 
 // handoff is the listener of the front door's net/http server: it accepts
-// the connections the lean path hands over, each with the bytes the lean
-// path already read. Safe for concurrent use.
+// the connections the lean engine hands over, each with the bytes the
+// engine already read. Safe for concurrent use.
 type handoff struct {
 	addr  net.Addr
 	conns chan net.Conn
@@ -60,33 +58,3 @@ type handoffAddr struct{}
 
 func (handoffAddr) Network() string { return "handoff" }
 func (handoffAddr) String() string  { return "httpdoor-handoff" }
-
-// replayConn is a client connection handed over to net/http: reads first
-// return what the lean path had buffered, then read from the connection.
-// net/http never reads a connection from two goroutines at once.
-type replayConn struct {
-	net.Conn
-	br *bufio.Reader // nil once drained
-	// closeAfterFirst: the first request has Content-Length and
-	// Transfer-Encoding; its answer closes the connection (ServeHTTP).
-	closeAfterFirst atomic.Bool
-}
-
-func (c *replayConn) Read(p []byte) (int, error) {
-	if c.br != nil {
-		if c.br.Buffered() > 0 {
-			return c.br.Read(p)
-		}
-		c.br = nil
-	}
-	return c.Conn.Read(p)
-}
-
-// CloseWrite half-closes the connection when it can (net/http uses it to
-// deliver an error answer before closing).
-func (c *replayConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
@@ -247,7 +248,7 @@ func TestLeanHandOver(t *testing.T) {
 	t.Run("large head", func(t *testing.T) {
 		t.Parallel()
 		_, fd := perRequestDoor(t, Options{}, r1)
-		res, b := do(t, h1Client(t), "GET", fd.url+"/big", "", "X-Big", strings.Repeat("b", 2*leanReadBuffer))
+		res, b := do(t, h1Client(t), "GET", fd.url+"/big", "", "X-Big", strings.Repeat("b", 2*lean.ReadBuffer))
 		if e := decodeEcho(t, b); res.StatusCode != 200 || e.Path != "/big" {
 			t.Fatalf("%d %+v", res.StatusCode, e)
 		}

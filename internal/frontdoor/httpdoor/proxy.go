@@ -12,18 +12,10 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
-
-// maxPickTries bounds the picks made for one call when picked members are
-// at their in-flight limit (or already failed to connect) before falling
-// back to a scan of the eligible members.
-const maxPickTries = 8
-
-// maxAttempts bounds the members one proxied call is sent to: only
-// attempts whose dial failed are followed by another.
-const maxAttempts = 3
 
 // deadlineGrace is how long after the request timeout a proxied call's
 // connection deadlines fall.
@@ -106,7 +98,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 		// Bounded until the 101 arrives, then the connection is the
 		// client's for as long as it wants it.
 		_ = c.rc.SetWriteDeadline(time.Time{})
-		c.timer = time.AfterFunc(c.to.Request, func() { cancel(errCallTimeout) })
+		c.timer = time.AfterFunc(c.to.Request, func() { cancel(frontdoor.ErrCallTimeout) })
 	default:
 		// The timer ends the call; the connection deadlines, a little
 		// later, are the backstop that frees the connection from a client
@@ -121,7 +113,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 			if c.finished {
 				return
 			}
-			cancel(errCallTimeout)
+			cancel(frontdoor.ErrCallTimeout)
 			// A client stalled in its body blocks the upstream send, and
 			// with it the 504: end the read now, not at the backstop.
 			_ = c.rc.SetReadDeadline(time.Now())
@@ -180,8 +172,8 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		snap = c.snap
 	}
 	switch {
-	case errors.Is(context.Cause(ctx), errCallTimeout):
-		err = errCallTimeout
+	case errors.Is(context.Cause(ctx), frontdoor.ErrCallTimeout):
+		err = frontdoor.ErrCallTimeout
 	case ctx.Err() != nil:
 		// The client went away (or a forced shutdown): nobody to answer.
 		if c != nil && c.lw != nil {
@@ -199,7 +191,7 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 
 // statusClientClosed is logged for calls whose client went away before an
 // answer (nginx's 499).
-const statusClientClosed = 499
+const statusClientClosed = lean.StatusClientClosed
 
 // acquire is snap.AcquireWait with the server's rotating spill: when every
 // member is full it waits in the group's queue, if it has one, until a

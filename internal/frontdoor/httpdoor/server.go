@@ -12,14 +12,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // MaxHeaderBytes bounds a request's head (request line and header
 // fields); larger ones are answered 431 Request Header Fields Too Large
-// (by the lean path for a connection's first head, by net/http after).
-const MaxHeaderBytes = 64 << 10
+// (by the lean engine for a connection's first head, by net/http after).
+const MaxHeaderBytes = lean.MaxHeaderBytes
 
 // netHTTPHeaderSlop is what net/http reads beyond http.Server's
 // MaxHeaderBytes before it answers 431 (its "bufio slop").
@@ -45,12 +47,26 @@ type Options struct {
 	// Group.Observe; time.Now when nil. Connection deadlines and timeouts
 	// always run on the real clock.
 	Now func() time.Time
+	// Engine chooses what serves HTTP/1.1 connections: EngineLean (the
+	// default, when empty) or EngineStdlib (net/http for every
+	// connection).
+	Engine string
 }
+
+// The HTTP/1 engines (config key http_engine).
+const (
+	// EngineLean serves plain HTTP/1.1 per-request calls on the lean
+	// engine and hands the rest to net/http.
+	EngineLean = "lean"
+	// EngineStdlib serves every connection with net/http.
+	EngineStdlib = "stdlib"
+)
 
 // Server is the HTTP front door of one group. Serve runs it on a listener
 // with the group's timeouts: plain HTTP/1.1 per-request calls on the lean
-// path (lean.go), everything else through net/http and ServeHTTP — it is
-// an http.Handler too. Safe for concurrent use.
+// engine (package lean) unless Options.Engine is EngineStdlib, everything
+// else through net/http and ServeHTTP — it is an http.Handler too. Safe
+// for concurrent use.
 type Server struct {
 	g   frontdoor.Group
 	log *slog.Logger
@@ -73,17 +89,17 @@ type Server struct {
 	// to are the server-level timeouts: reading a request head, idle
 	// keep-alive connections.
 	to frontdoor.Timeouts
-	// handoff is srv's listener: the lean path's connections for net/http.
+	// lean serves HTTP/1.1 connections first (nil: EngineStdlib).
+	lean *lean.Engine
+	// handoff is srv's listener: every connection, or, with the lean
+	// engine, those it hands over.
 	handoff  *handoff
 	fallback sync.Once
 
 	mu         sync.Mutex
 	listeners  map[*net.Listener]struct{}
-	conns      map[*conn]struct{} // lean connections
-	leanConns  tracker
 	inShutdown atomic.Bool
-	closed     atomic.Bool
-	// handedOver counts the connections the lean path gave to net/http.
+	// handedOver counts the connections the lean engine gave to net/http.
 	handedOver atomic.Int64
 }
 
@@ -111,9 +127,15 @@ func New(g frontdoor.Group, opts Options) *Server {
 	s.to = to
 	s.handoff = newHandoff()
 	s.listeners = map[*net.Listener]struct{}{}
-	s.conns = map[*conn]struct{}{}
 
 	s.up = newUpstream(s)
+	if opts.Engine != EngineStdlib {
+		cfg := lean.Config{Group: g, Members: s.up.fast, Answer: errorAnswer, Log: s.log, Now: s.now, Timeouts: to}
+		if s.acc != nil {
+			cfg.Access = s.acc
+		}
+		s.lean = lean.New(cfg)
+	}
 	s.proxy = &httputil.ReverseProxy{
 		Rewrite:      s.rewrite,
 		Transport:    s.up,
@@ -163,12 +185,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.inShutdown.Store(true)
 	s.closeListenersLocked()
 	s.mu.Unlock()
-	s.closeLeanConns(false)
-	err := s.srv.Shutdown(ctx)
-	_ = s.handoff.Close()
-	if err == nil {
-		err = s.leanConns.wait(ctx)
+	var leanDone chan error
+	if s.lean != nil {
+		leanDone = make(chan error, 1)
+		go func() { leanDone <- s.lean.Shutdown(ctx) }()
 	}
+	err := s.srv.Shutdown(ctx)
+	if leanDone != nil {
+		// Connections the lean engine hands over while net/http shuts
+		// down are refused by the closed handoff, and closed.
+		if lerr := <-leanDone; err == nil {
+			err = lerr
+		}
+	}
+	_ = s.handoff.Close()
 	if err == nil {
 		// http.Server does not wait for hijacked (upgraded) connections.
 		err = s.calls.wait(ctx)
@@ -194,11 +224,12 @@ func (s *Server) Close() error {
 
 // forceClose aborts everything still open.
 func (s *Server) forceClose() error {
-	s.closed.Store(true)
 	s.cancelBase()
 	err := s.srv.Close()
 	_ = s.handoff.Close()
-	s.closeLeanConns(true)
+	if s.lean != nil {
+		s.lean.Close()
+	}
 	return err
 }
 
@@ -234,6 +265,65 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serveRedirect(w, r, snap, lw)
 }
 
+// Serve accepts connections on ln and serves them until Shutdown. It
+// returns http.ErrServerClosed after Shutdown, any other error otherwise.
+// HTTP/1.1 and HTTP/2 with prior knowledge (h2c) are both served on ln.
+func (s *Server) Serve(ln net.Listener) error {
+	if !s.trackListener(&ln, true) {
+		return http.ErrServerClosed
+	}
+	defer s.trackListener(&ln, false)
+	s.fallback.Do(func() { go func() { _ = s.srv.Serve(s.handoff) }() })
+	err := acceptloop.Serve(ln, func(nc net.Conn) error {
+		if s.lean == nil {
+			if !s.handoff.give(nc) {
+				_ = nc.Close()
+			}
+			return nil
+		}
+		go s.serveConn(nc)
+		return nil
+	}, acceptloop.Options{Logger: s.log, Name: "http front door"})
+	if s.inShutdown.Load() {
+		return http.ErrServerClosed
+	}
+	return err
+}
+
+// serveConn serves one client connection on the lean engine until it
+// hands the connection over, then on net/http.
+func (s *Server) serveConn(nc net.Conn) {
+	if nc = s.lean.Serve(nc); nc == nil {
+		return
+	}
+	s.handedOver.Add(1)
+	if !s.handoff.give(nc) {
+		_ = nc.Close()
+	}
+}
+
+// trackListener adds or removes ln; adding fails once shutting down.
+func (s *Server) trackListener(ln *net.Listener, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !add {
+		delete(s.listeners, ln)
+		return true
+	}
+	if s.inShutdown.Load() {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+// closeListenersLocked closes the listeners. Caller must hold s.mu.
+func (s *Server) closeListenersLocked() {
+	for ln := range s.listeners {
+		_ = (*ln).Close()
+	}
+}
+
 // checkRequest rejects what no binding mode can serve: CONNECT, and
 // targets that are not a path (OPTIONS *, the authority form "host:80",
 // which net/http reads as an opaque URI). Absolute-form targets are served
@@ -251,10 +341,14 @@ func checkRequest(r *http.Request) error {
 // replayConnKey is the context key of a handed-over connection.
 type replayConnKey struct{}
 
+// closerAfterFirst is a connection the lean engine handed over, which
+// says whether its first request's answer must close it.
+type closerAfterFirst interface{ CloseAfterFirst() bool }
+
 // withReplayConn is http.Server.ConnContext: it keeps a connection handed
-// over by the lean path in the context of its requests.
+// over by the lean engine in the context of its requests.
 func withReplayConn(ctx context.Context, c net.Conn) context.Context {
-	if rc, ok := c.(*replayConn); ok {
+	if rc, ok := c.(closerAfterFirst); ok {
 		return context.WithValue(ctx, replayConnKey{}, rc)
 	}
 	return ctx
@@ -265,8 +359,8 @@ func withReplayConn(ctx context.Context, c net.Conn) context.Context {
 // Transfer-Encoding (RFC 9112 §6.1; net/http frames it by the latter and
 // drops the former, but would keep the connection). Reports true once.
 func closeAfter(r *http.Request) bool {
-	rc, ok := r.Context().Value(replayConnKey{}).(*replayConn)
-	return ok && r.ProtoMajor == 1 && rc.closeAfterFirst.Swap(false)
+	rc, ok := r.Context().Value(replayConnKey{}).(closerAfterFirst)
+	return ok && r.ProtoMajor == 1 && rc.CloseAfterFirst()
 }
 
 // tracker counts the requests being served so that Shutdown can wait for

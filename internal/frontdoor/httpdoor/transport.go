@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 )
 
 // upstream is the RoundTripper of the front door's reverse proxy. It sends
@@ -22,7 +23,7 @@ import (
 type upstream struct {
 	s      *Server
 	h1, h2 *http.Transport
-	fast   *memberClient
+	fast   *lean.MemberClient
 }
 
 func newUpstream(s *Server) *upstream {
@@ -32,7 +33,7 @@ func newUpstream(s *Server) *upstream {
 	p2 := new(http.Protocols)
 	p2.SetUnencryptedHTTP2(true)
 	p2.SetHTTP2(true)
-	return &upstream{s: s, h1: newTransport(d, p1), h2: newTransport(d, p2), fast: newMemberClient(d.dial)}
+	return &upstream{s: s, h1: newTransport(d, p1), h2: newTransport(d, p2), fast: lean.NewMemberClient(d.dial)}
 }
 
 func newTransport(d *dialer, p *http.Protocols) *http.Transport {
@@ -55,7 +56,7 @@ func newTransport(d *dialer, p *http.Protocols) *http.Transport {
 func (u *upstream) closeIdle() {
 	u.h1.CloseIdleConnections()
 	u.h2.CloseIdleConnections()
-	u.fast.closeIdle()
+	u.fast.CloseIdle()
 }
 
 // RoundTrip implements http.RoundTripper for requests made by serveProxy.
@@ -70,7 +71,7 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 		switch {
 		case c.h2c:
 			rt = u.h2
-		case u.fast.takes(out):
+		case u.fast.Takes(out):
 			rt = u.fast
 		}
 		t0 := u.s.now()
@@ -83,7 +84,7 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 			return res, nil
 		}
 		ctx := out.Context()
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errCallTimeout) {
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), frontdoor.ErrCallTimeout) {
 			// The client went away: not the replica's failure.
 			m.Counters.Proxied.Add(1)
 			return nil, err
@@ -96,12 +97,12 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 		// The call never left: try another member.
 		c.tried = append(c.tried, m)
 		c.release()
-		if attempt >= maxAttempts {
-			return nil, &dialFailedError{pick: frontdoor.ErrNoReplica, tried: ids(c.tried), last: err}
+		if attempt >= frontdoor.MaxAttempts {
+			return nil, frontdoor.Unreachable(frontdoor.ErrNoReplica, c.tried, err)
 		}
 		next, perr := u.s.acquire(c.snap, &c.req, c.tried, frontdoor.Client{Done: ctx.Done()})
 		if perr != nil {
-			return nil, &dialFailedError{pick: perr, tried: ids(c.tried), last: err}
+			return nil, frontdoor.Unreachable(perr, c.tried, err)
 		}
 		c.take(next)
 		target, terr := targetURL(next, c.in)
@@ -114,36 +115,27 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 	}
 }
 
-func ids(ms []*frontdoor.Member) []string {
-	s := make([]string, len(ms))
-	for i, m := range ms {
-		s[i] = m.ID()
-	}
-	return s
-}
-
 // dialer dials members with the connect timeout of the call that asked
 // for the connection, and marks its failures as dial errors.
 type dialer struct{ d net.Dialer }
 
 func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	timeout := DefaultConnectTimeout
 	if c := callFrom(ctx); c != nil {
-		timeout = c.to.Connect
-	} else if t, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok {
-		timeout = t
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.to.Connect)
+		defer cancel()
+	} else if _, ok := ctx.Deadline(); !ok {
+		// Not a call's dial (the lean engine bounds its own).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultConnectTimeout)
+		defer cancel()
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	conn, err := d.d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, &dialError{err: err}
 	}
 	return conn, nil
 }
-
-// connectTimeoutKey carries the connect timeout of a lean call's dial.
-type connectTimeoutKey struct{}
 
 // dialError is a failure to connect to a member: nothing was sent.
 type dialError struct{ err error }

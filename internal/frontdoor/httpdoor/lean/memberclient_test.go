@@ -1,4 +1,4 @@
-package httpdoor
+package lean
 
 import (
 	"bytes"
@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 )
+
+// waitBound bounds every wait in these tests; nothing waits by sleeping.
+const waitBound = 10 * time.Second
 
 // connCounter is a member that counts the connections it accepts.
 type connCounter struct {
@@ -39,22 +42,22 @@ func newConnCounter(t *testing.T, h http.HandlerFunc, configure ...func(*http.Se
 	return cc
 }
 
-func newTestMemberClient(t *testing.T) *memberClient {
+func newTestMemberClient(t *testing.T) *MemberClient {
 	t.Helper()
 	var d net.Dialer
-	mc := newMemberClient(func(ctx context.Context, network, addr string) (net.Conn, error) {
+	mc := NewMemberClient(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
-			return nil, &dialError{err: err}
+			return nil, &testDialError{err: err}
 		}
 		return c, nil
 	})
-	t.Cleanup(mc.closeIdle)
+	t.Cleanup(mc.CloseIdle)
 	return mc
 }
 
 // send makes one call through mc and reads the whole answer.
-func send(t *testing.T, mc *memberClient, method, url, body string) (*http.Response, string) {
+func send(t *testing.T, mc *MemberClient, method, url, body string) (*http.Response, string) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -237,7 +240,7 @@ func TestMemberClientDialFailureIsADialError(t *testing.T) {
 	ln.Close()
 	mc := newTestMemberClient(t)
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-	if _, err := mc.RoundTrip(req); !isDialError(err) {
+	if _, err := mc.RoundTrip(req); !isTestDialError(err) {
 		t.Errorf("err %v, want a dial error", err)
 	}
 }
@@ -259,7 +262,7 @@ func TestMemberClientTakesPlainHTTP1Only(t *testing.T) {
 		for i := 0; i+1 < len(tc.hdr); i += 2 {
 			req.Header.Set(tc.hdr[i], tc.hdr[i+1])
 		}
-		if got := mc.takes(req); got != tc.want {
+		if got := mc.Takes(req); got != tc.want {
 			t.Errorf("%s %v: takes %v, want %v", tc.url, tc.hdr, got, tc.want)
 		}
 	}
@@ -285,4 +288,16 @@ func TestMemberClientSweepsIdleConnections(t *testing.T) {
 	if kept || n != 1 {
 		t.Errorf("a's idle connection kept: %v; b's idle connections: %d, want 1", kept, n)
 	}
+}
+
+// testDialError marks the test dialer's failures, as the front door's
+// dialer does.
+type testDialError struct{ err error }
+
+func (e *testDialError) Error() string { return e.err.Error() }
+func (e *testDialError) Unwrap() error { return e.err }
+
+func isTestDialError(err error) bool {
+	var de *testDialError
+	return errors.As(err, &de)
 }

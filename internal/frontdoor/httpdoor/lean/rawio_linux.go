@@ -1,6 +1,6 @@
 //go:build linux
 
-package httpdoor
+package lean
 
 import (
 	"io"

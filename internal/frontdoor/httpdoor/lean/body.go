@@ -1,4 +1,4 @@
-package httpdoor
+package lean
 
 import (
 	"bufio"
@@ -57,10 +57,10 @@ func isSinkError(err error) bool {
 }
 
 // errBadChunked is a chunked body that breaks RFC 9112 §7.1.
-var errBadChunked = errors.New("httpdoor: malformed chunked body")
+var errBadChunked = errors.New("lean: malformed chunked body")
 
 // errChunkLine is a chunk-size or trailer line too long for the buffer.
-var errChunkLine = errors.New("httpdoor: chunk line too long")
+var errChunkLine = errors.New("lean: chunk line too long")
 
 // copyLength copies n bytes from src to dst and returns how many it
 // copied.

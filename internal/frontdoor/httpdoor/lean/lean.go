@@ -1,8 +1,9 @@
-package httpdoor
+package lean
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -11,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -29,11 +29,10 @@ import (
 // already read, to the net/http server (ServeHTTP) through the handoff
 // listener, at the start of a request, for the rest of the connection.
 
-// Sizes of a lean connection's buffers. A request head larger than the
-// read buffer goes to net/http, once read whole (431 beyond
-// MaxHeaderBytes).
+// Sizes of a connection's buffers. A request head larger than ReadBuffer
+// goes to net/http, once read whole (431 beyond MaxHeaderBytes).
 const (
-	leanReadBuffer  = 8 << 10
+	ReadBuffer      = 8 << 10
 	leanWriteBuffer = 4 << 10
 )
 
@@ -51,14 +50,14 @@ const (
 )
 
 var (
-	leanReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, leanReadBuffer) }}
+	leanReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, ReadBuffer) }}
 	leanWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, leanWriteBuffer) }}
 )
 
-// conn is one client connection served by the lean path. All but state
+// conn is one client connection served by the engine. All but state
 // belong to the connection's goroutine.
 type conn struct {
-	s      *Server
+	s      *Engine
 	nc     net.Conn
 	raw    *rawIO // nc's reads and writes
 	br     *bufio.Reader
@@ -72,7 +71,7 @@ type conn struct {
 	// pick and entry are the call's picker request and access log line
 	// (here, not on the call's stack, which they would escape).
 	pick  strategy.Request
-	entry logEntry
+	entry Entry
 	// deadline ends the call in progress (zero: not bounded).
 	deadline time.Time
 	// rdl and wdl are the read and write deadlines set on nc.
@@ -83,47 +82,23 @@ type conn struct {
 	lastPath, lastClient, lastTarget string
 }
 
-// Serve accepts connections on ln and serves them until Shutdown. It
-// returns http.ErrServerClosed after Shutdown, any other error otherwise.
-// HTTP/1.1 and HTTP/2 with prior knowledge (h2c) are both served on ln.
-func (s *Server) Serve(ln net.Listener) error {
-	if !s.trackListener(&ln, true) {
-		return http.ErrServerClosed
-	}
-	defer s.trackListener(&ln, false)
-	s.fallback.Do(func() { go func() { _ = s.srv.Serve(s.handoff) }() })
-	err := acceptloop.Serve(ln, func(nc net.Conn) error {
-		c := s.newConn(nc)
-		if c == nil {
-			_ = nc.Close()
-			return nil
-		}
-		go c.serve()
+// Serve serves the client connection nc on the calling goroutine until it
+// closes, or until a request comes that the engine does not serve. It
+// returns nil when the connection was served to its end (and is closed),
+// or the connection to hand over to net/http: its reads first return the
+// bytes the engine already read, and it has no deadlines set. Serve
+// closes nc at once when the engine is shutting down.
+func (s *Engine) Serve(nc net.Conn) (rest net.Conn) {
+	c := s.newConn(nc)
+	if c == nil {
+		_ = nc.Close()
 		return nil
-	}, acceptloop.Options{Logger: s.log, Name: "http front door"})
-	if s.inShutdown.Load() {
-		return http.ErrServerClosed
 	}
-	return err
-}
-
-// trackListener adds or removes ln; adding fails once shutting down.
-func (s *Server) trackListener(ln *net.Listener, add bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !add {
-		delete(s.listeners, ln)
-		return true
-	}
-	if s.inShutdown.Load() {
-		return false
-	}
-	s.listeners[ln] = struct{}{}
-	return true
+	return c.serve()
 }
 
 // newConn starts tracking nc; nil once shutting down.
-func (s *Server) newConn(nc net.Conn) *conn {
+func (s *Engine) newConn(nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc}
 	if a := nc.RemoteAddr(); a != nil {
 		c.remote = a.String()
@@ -137,29 +112,55 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		return nil
 	}
 	s.conns[c] = struct{}{}
-	s.leanConns.enter()
 	return c
 }
 
-func (s *Server) forgetConn(c *conn) {
+func (s *Engine) forgetConn(c *conn) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.conns, c)
-	s.mu.Unlock()
-	s.leanConns.leave()
+	s.drainedLocked()
 }
 
-// closeListenersLocked closes the listeners. Caller must hold s.mu.
-func (s *Server) closeListenersLocked() {
-	for ln := range s.listeners {
-		_ = (*ln).Close()
+// drainedLocked signals Shutdown once no connection is left. Caller must
+// hold s.mu.
+func (s *Engine) drainedLocked() {
+	if s.inShutdown.Load() && len(s.conns) == 0 {
+		s.drainOnce.Do(func() { close(s.drained) })
 	}
 }
 
-// closeLeanConns closes the lean connections that wait for a request (or,
-// with all, every one).
-func (s *Server) closeLeanConns(all bool) {
+// Shutdown stops serving new connections, closes those waiting for a
+// request (and each one as soon as it is), and waits for the others to
+// finish their calls. When ctx ends first it returns ctx's error; Close
+// then ends the rest.
+func (s *Engine) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.inShutdown.Store(true)
+	s.closeConnsLocked(false)
+	s.drainedLocked()
+	s.mu.Unlock()
+	select {
+	case <-s.drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close closes every connection at once, aborting calls in flight.
+func (s *Engine) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.inShutdown.Store(true)
+	s.closed.Store(true)
+	s.closeConnsLocked(true)
+	s.drainedLocked()
+}
+
+// closeConnsLocked closes the connections that wait for a request (or,
+// with all, every one). Caller must hold s.mu.
+func (s *Engine) closeConnsLocked(all bool) {
 	for c := range s.conns {
 		if c.state.CompareAndSwap(connIdle, connClosed) || all {
 			c.state.Store(connClosed)
@@ -168,19 +169,19 @@ func (s *Server) closeLeanConns(all bool) {
 	}
 }
 
-// serve runs the connection until it closes or goes to net/http.
-func (c *conn) serve() {
+// serve runs the connection until it closes or goes to net/http (the
+// connection to hand over, or nil).
+func (c *conn) serve() (rest net.Conn) {
 	s := c.s
 	c.raw = newRawIO(c.nc)
 	c.br = leanReaders.Get().(*bufio.Reader)
 	c.br.Reset(c.raw)
 	c.bw = leanWriters.Get().(*bufio.Writer)
 	c.bw.Reset(c.raw)
-	handed := false
 	defer func() {
-		if !handed {
+		if rest == nil {
 			_ = c.nc.Close()
-			if c.br.Size() == leanReadBuffer {
+			if c.br.Size() == ReadBuffer {
 				c.br.Reset(nil)
 				leanReaders.Put(c.br)
 			}
@@ -191,36 +192,33 @@ func (c *conn) serve() {
 	}()
 	for {
 		if !c.awaitRequest() {
-			return
+			return nil
 		}
 		v, err := c.readRequestHead()
 		switch {
 		case err != nil:
 			// Closed, reset, or too slow (the request timeout bounds a
 			// head): no answer, as net/http.
-			return
+			return nil
 		case v == handOver:
-			handed = c.handOver()
-			return
+			return c.handOver()
 		case v == malformed:
 			c.answerBad(http.StatusBadRequest, "malformed request: "+c.req.why)
-			return
+			return nil
 		case v == tooLarge:
 			c.answerBad(http.StatusRequestHeaderFieldsTooLarge,
 				"request head larger than "+strconv.Itoa(MaxHeaderBytes)+" bytes")
-			return
+			return nil
 		}
 		snap := s.g.Snapshot()
 		if !leanSnapshot(snap) {
-			handed = c.handOver()
-			return
+			return c.handOver()
 		}
 		switch c.proxy(snap) {
 		case callHandOver:
-			handed = c.handOver()
-			return
+			return c.handOver()
 		case callClose:
-			return
+			return nil
 		}
 	}
 }
@@ -266,7 +264,7 @@ func (c *conn) setReadDeadline(d time.Time, slack time.Duration) {
 // one for a verdict; a head that did not come whole with its first bytes
 // must come within the request timeout. A head larger than the buffer is
 // handed over, once read whole within MaxHeaderBytes (tooLarge beyond:
-// net/http does not count all that the lean path read before it).
+// net/http does not count all that the engine read before it).
 func (c *conn) readRequestHead() (verdict, error) {
 	for bounded, big := false, false; ; {
 		n := c.br.Buffered()
@@ -314,15 +312,15 @@ func (c *conn) growReader() {
 	c.br = nb
 }
 
-// handOver gives the connection, with what was read of it, to net/http.
-func (c *conn) handOver() bool {
-	c.s.handedOver.Add(1)
+// handOver returns the connection, with what was read of it, for
+// net/http.
+func (c *conn) handOver() net.Conn {
 	_ = c.nc.SetDeadline(time.Time{})
 	c.rdl, c.wdl = time.Time{}, time.Time{}
 	b, _ := c.br.Peek(c.br.Buffered())
 	rc := &replayConn{Conn: c.nc, br: c.br}
 	rc.closeAfterFirst.Store(framingConflict(b))
-	return c.s.handoff.give(rc)
+	return rc
 }
 
 // leanSnapshot reports whether the lean path serves requests under snap:
@@ -348,29 +346,29 @@ func leanMember(m *frontdoor.Member) bool {
 // 431) and closes the connection.
 func (c *conn) answerBad(status int, msg string) {
 	snap := c.s.g.Snapshot()
-	e := detailAnswer(snap, status, errorDetail{Code: CodeBadRequest, Message: msg})
+	e := c.s.answer(snap, &BadRequestError{Status: status, Message: msg})
 	c.writeAnswer(e, true, false)
 	_ = c.bw.Flush()
 	if c.s.acc != nil {
 		now := c.s.now()
-		c.s.acc.writeEntry(&logEntry{start: now, client: c.remote, method: "-", target: "-", proto: "HTTP/1.1",
-			status: status}, now)
+		c.s.acc.WriteEntry(&Entry{Start: now, Client: c.remote, Method: "-", Target: "-", Proto: "HTTP/1.1",
+			Status: status}, now)
 	}
 }
 
-// writeAnswer writes an error answer of the front door to the client.
-func (c *conn) writeAnswer(e answer, closing, head bool) {
+// writeAnswer writes an answer of the front door to the client.
+func (c *conn) writeAnswer(e Answer, closing, head bool) {
 	w := c.bw
-	writeStatusLine(w, e.status, nil)
+	writeStatusLine(w, e.Status, nil)
 	_, _ = w.WriteString("Content-Type: application/json\r\nCache-Control: no-store\r\nContent-Length: ")
-	writeInt(w, int64(len(e.body)))
+	writeInt(w, int64(len(e.Body)))
 	_, _ = w.WriteString("\r\n")
-	if e.group != "" {
+	if e.Group != "" {
 		_, _ = w.WriteString("Fulcrum-Group: ")
-		_, _ = w.WriteString(e.group)
+		_, _ = w.WriteString(e.Group)
 		_, _ = w.WriteString("\r\n")
 	}
-	if e.status == http.StatusServiceUnavailable {
+	if e.Status == http.StatusServiceUnavailable {
 		_, _ = w.WriteString("Retry-After: 1\r\n")
 	}
 	if closing {
@@ -378,7 +376,7 @@ func (c *conn) writeAnswer(e answer, closing, head bool) {
 	}
 	_, _ = w.WriteString("\r\n")
 	if !head {
-		_, _ = w.Write(e.body)
+		_, _ = w.Write(e.Body)
 	}
 }
 

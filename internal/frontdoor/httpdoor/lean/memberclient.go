@@ -1,4 +1,4 @@
-package httpdoor
+package lean
 
 import (
 	"bufio"
@@ -11,9 +11,11 @@ import (
 	"net/textproto"
 	"sync"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
-// memberClient sends plain HTTP/1.1 calls to http:// members on kept-alive
+// MemberClient sends plain HTTP/1.1 calls to http:// members on kept-alive
 // connections, writing the request and reading the answer on the calling
 // goroutine. http.Transport hands every call to a write loop and a read
 // loop goroutine of the connection, and on a lightly loaded machine each
@@ -25,7 +27,7 @@ import (
 // failure to connect is a *dialError (nothing was sent); a kept-alive
 // connection found dead before anything was written is replaced by a fresh
 // one when the body can be sent again. Safe for concurrent use.
-type memberClient struct {
+type MemberClient struct {
 	dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	maxIdle     int           // idle connections kept per member
 	idleTimeout time.Duration // an idle connection older than this is closed
@@ -63,18 +65,18 @@ func (c *memberConn) grow(size int) {
 	c.noReuse = true
 }
 
-func newMemberClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *memberClient {
-	return &memberClient{dial: dial, maxIdle: 256, idleTimeout: DefaultIdleTimeout, idle: map[string][]*memberConn{}}
+func NewMemberClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *MemberClient {
+	return &MemberClient{dial: dial, maxIdle: 256, idleTimeout: registry.DefaultIdleTimeout, idle: map[string][]*memberConn{}}
 }
 
-// takes reports whether the client handles out; other calls go to
+// Takes reports whether the client handles out; other calls go to
 // http.Transport.
-func (h *memberClient) takes(out *http.Request) bool {
+func (h *MemberClient) Takes(out *http.Request) bool {
 	return out.URL.Scheme == "http" && out.Header.Get("Upgrade") == "" && out.Header.Get("Expect") == ""
 }
 
-// closeIdle closes the idle connections.
-func (h *memberClient) closeIdle() {
+// CloseIdle closes the idle connections.
+func (h *MemberClient) CloseIdle() {
 	h.mu.Lock()
 	idle := h.idle
 	h.idle = map[string][]*memberConn{}
@@ -87,7 +89,7 @@ func (h *memberClient) closeIdle() {
 }
 
 // get returns an idle connection to addr, or dials one.
-func (h *memberClient) get(ctx context.Context, addr string) (*memberConn, error) {
+func (h *MemberClient) get(ctx context.Context, addr string) (*memberConn, error) {
 	if c := h.getIdle(addr); c != nil {
 		return c, nil
 	}
@@ -95,7 +97,7 @@ func (h *memberClient) get(ctx context.Context, addr string) (*memberConn, error
 }
 
 // getIdle returns an idle connection to addr that is still open, or nil.
-func (h *memberClient) getIdle(addr string) *memberConn {
+func (h *MemberClient) getIdle(addr string) *memberConn {
 	now := time.Now()
 	h.mu.Lock()
 	for cs := h.idle[addr]; len(cs) > 0; cs = h.idle[addr] {
@@ -118,7 +120,7 @@ func (h *memberClient) getIdle(addr string) *memberConn {
 }
 
 // dialConn dials a new connection to addr.
-func (h *memberClient) dialConn(ctx context.Context, addr string) (*memberConn, error) {
+func (h *MemberClient) dialConn(ctx context.Context, addr string) (*memberConn, error) {
 	nc, err := h.dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
@@ -142,7 +144,7 @@ const (
 // put keeps c for the next call, or closes it when the pool is full.
 // Now and then it also closes the connections idle for too long, those of
 // members no longer called included.
-func (h *memberClient) put(c *memberConn) {
+func (h *MemberClient) put(c *memberConn) {
 	now := time.Now()
 	c.idleAt = now
 	var stale []*memberConn
@@ -166,7 +168,7 @@ func (h *memberClient) put(c *memberConn) {
 
 // sweepLocked takes the connections idle for idleTimeout or more out of
 // the pool and returns them. Caller must hold h.mu.
-func (h *memberClient) sweepLocked(now time.Time) []*memberConn {
+func (h *MemberClient) sweepLocked(now time.Time) []*memberConn {
 	var stale []*memberConn
 	for addr, cs := range h.idle {
 		kept := cs[:0]
@@ -189,7 +191,7 @@ func (h *memberClient) sweepLocked(now time.Time) []*memberConn {
 // RoundTrip sends out and returns the member's answer, whose body reads
 // from the connection; the connection is kept for another call once the
 // body has been read to its end.
-func (h *memberClient) RoundTrip(out *http.Request) (*http.Response, error) {
+func (h *MemberClient) RoundTrip(out *http.Request) (*http.Response, error) {
 	ctx := out.Context()
 	addr := out.URL.Host
 	if out.URL.Port() == "" {
@@ -228,7 +230,7 @@ func (h *memberClient) RoundTrip(out *http.Request) (*http.Response, error) {
 
 // exchange writes out on c and reads the answer's header. wrote says
 // whether any of the request may have reached the member.
-func (h *memberClient) exchange(ctx context.Context, c *memberConn, out *http.Request) (resp *http.Response, wrote bool, err error) {
+func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Request) (resp *http.Response, wrote bool, err error) {
 	if !c.rdl.IsZero() || !c.wdl.IsZero() {
 		// Left by the lean path.
 		_ = c.nc.SetDeadline(time.Time{})
@@ -322,7 +324,7 @@ func (cw *countingWriter) Write(p []byte) (int, error) {
 // once read to its end, and closes it when the body is closed before (or
 // the call was cancelled).
 type memberBody struct {
-	h     *memberClient
+	h     *MemberClient
 	c     *memberConn
 	rc    io.ReadCloser
 	stop  func() bool

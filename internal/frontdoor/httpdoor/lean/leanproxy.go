@@ -1,4 +1,4 @@
-package httpdoor
+package lean
 
 import (
 	"bufio"
@@ -26,13 +26,17 @@ const (
 
 // errClientGone: the client closed or reset its connection during the
 // call (or the front door was closed). Nobody is left to answer.
-var errClientGone = errors.New("httpdoor: the client went away")
+var errClientGone = errors.New("lean: the client went away")
+
+// deadlineGrace is how long after the request timeout a call's
+// connection deadlines fall: time to answer 504.
+const deadlineGrace = time.Second
 
 // maxInterim bounds the 1xx answers forwarded before a final one.
 const maxInterim = 16
 
 // maxResponseHead bounds a member's response head.
-const maxResponseHead = MaxHeaderBytes
+const maxResponseHead = 64 << 10
 
 // badResponseError is a member's answer the lean path cannot read.
 type badResponseError struct{ why string }
@@ -53,9 +57,9 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	hasBody := h.chunked || h.contentLength > 0
 
 	e := &c.entry
-	*e = logEntry{}
+	*e = Entry{}
 	if s.acc != nil {
-		*e = logEntry{start: start, client: c.remote, method: method, target: intern(&c.lastTarget, h.target.of(b)), proto: "HTTP/1.1"}
+		*e = Entry{Start: start, Client: c.remote, Method: method, Target: intern(&c.lastTarget, h.target.of(b)), Proto: "HTTP/1.1"}
 	}
 	x := exchange{c: c, snap: snap, e: e, method: method, isHead: isHead, hasBody: hasBody}
 
@@ -87,7 +91,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	for attempt := 1; ; {
 		t0 = s.now()
 		addr := memberAddr(x.m)
-		uc = s.up.fast.getIdle(addr)
+		uc = s.members.getIdle(addr)
 		if uc == nil {
 			if uc, err = c.dial(addr, to.Connect); err != nil {
 				// The call never reached the member: try another one.
@@ -95,12 +99,12 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 				x.observe(s.now().Sub(t0), true)
 				c.tried = append(c.tried, failed)
 				x.release()
-				if attempt >= maxAttempts {
-					return x.answer(&dialFailedError{pick: frontdoor.ErrNoReplica, tried: ids(c.tried), last: err})
+				if attempt >= frontdoor.MaxAttempts {
+					return x.answer(frontdoor.Unreachable(frontdoor.ErrNoReplica, c.tried, err))
 				}
 				next, perr := s.acquire(snap, req, c.tried, c.waiting())
 				if perr != nil {
-					return x.answer(&dialFailedError{pick: perr, tried: ids(c.tried), last: err})
+					return x.answer(frontdoor.Unreachable(perr, c.tried, err))
 				}
 				x.take(next)
 				if !leanMember(next) {
@@ -134,7 +138,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 		// another when it provably did not run (nothing written) or is
 		// safe to repeat (idempotent, no answer read), as http.Transport.
 		if uc.reused && !hasBody && !x.headDone && !isSinkError(err) &&
-			!errors.Is(err, errCallTimeout) && !errors.Is(err, errClientGone) &&
+			!errors.Is(err, frontdoor.ErrCallTimeout) && !errors.Is(err, errClientGone) &&
 			(uc.cw.n == 0 || (idempotentMethod(method) && x.nothingRead)) {
 			continue
 		}
@@ -167,9 +171,9 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	ub, _ := uc.br.Peek(res.n)
 	c.writeResponseHead(ub, noBody, closing)
 	_, _ = uc.br.Discard(res.n)
-	e.status = res.status
+	e.Status = res.status
 	if s.acc != nil {
-		e.replica = x.m.ID()
+		e.Replica = x.m.ID()
 	}
 
 	src := source{br: uc.br, flush: c.bw, c: c, up: uc}
@@ -183,7 +187,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	default:
 		n, err = copyLength(c.bw, &src, res.contentLength)
 	}
-	e.bytes = n
+	e.Bytes = n
 	if err != nil {
 		// Too late for an error answer: end both connections.
 		_ = uc.nc.Close()
@@ -196,7 +200,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	if res.close || toEOF || uc.noReuse {
 		_ = uc.nc.Close()
 	} else {
-		s.up.fast.put(uc)
+		s.members.put(uc)
 	}
 	x.release()
 	if err := c.bw.Flush(); err != nil {
@@ -234,7 +238,7 @@ type exchange struct {
 	c       *conn
 	snap    *frontdoor.Snapshot
 	m       *frontdoor.Member // counted in m's Live.Inflight while not nil
-	e       *logEntry
+	e       *Entry
 	method  string
 	path    string
 	isHead  bool
@@ -275,7 +279,7 @@ func (x *exchange) observe(latency time.Duration, failed bool) {
 
 func (x *exchange) logLine() {
 	if a := x.c.s.acc; a != nil {
-		a.writeEntry(x.e, x.c.s.now())
+		a.WriteEntry(x.e, x.c.s.now())
 	}
 }
 
@@ -319,7 +323,7 @@ func (x *exchange) send(uc *memberConn, b []byte) error {
 		case errors.Is(err, errBadChunked), errors.Is(err, errChunkLine):
 			return &badBodyError{err}
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return errCallTimeout
+			return frontdoor.ErrCallTimeout
 		default:
 			return errClientGone
 		}
@@ -389,23 +393,23 @@ func (x *exchange) fail(err error, latency time.Duration) callResult {
 	case errors.Is(err, errClientGone):
 		// Not the member's failure, and nobody to answer.
 		x.m.Counters.Proxied.Add(1)
-		x.e.status = statusClientClosed
+		x.e.Status = StatusClientClosed
 		if c.s.acc != nil {
-			x.e.replica = x.m.ID()
+			x.e.Replica = x.m.ID()
 		}
 		x.logLine()
 		return callClose
 	case errors.As(err, &bad):
 		x.m.Counters.Proxied.Add(1)
 		if c.s.acc != nil {
-			x.e.replica = x.m.ID()
+			x.e.Replica = x.m.ID()
 		}
-		return x.answerDetail(http.StatusBadRequest, errorDetail{Code: CodeBadRequest, Message: "malformed request body: " + bad.Error()})
+		return x.write(c.s.answer(x.snap, &BadRequestError{Message: "malformed request body: " + bad.Error()}))
 	}
 	x.observe(latency, true)
 	x.m.Counters.Proxied.Add(1)
 	if c.s.acc != nil {
-		x.e.replica = x.m.ID()
+		x.e.Replica = x.m.ID()
 	}
 	return x.answer(err)
 }
@@ -420,17 +424,12 @@ func (x *exchange) answer(err error) callResult {
 		}
 		c.s.log.Warn("proxied call failed", "replica", replica, "method", x.method, "path", x.path, "err", err)
 	}
-	a := errorAnswer(x.snap, err)
-	return x.write(a)
-}
-
-func (x *exchange) answerDetail(status int, d errorDetail) callResult {
-	return x.write(detailAnswer(x.snap, status, d))
+	return x.write(c.s.answer(x.snap, err))
 }
 
 // write sends the front door's own answer a; the connection stays open
 // only when the request was read whole.
-func (x *exchange) write(a answer) callResult {
+func (x *exchange) write(a Answer) callResult {
 	c := x.c
 	if !x.headDone {
 		_, _ = c.br.Discard(c.req.n)
@@ -438,10 +437,10 @@ func (x *exchange) write(a answer) callResult {
 	}
 	closing := c.req.close || c.s.inShutdown.Load() || (x.hasBody && !x.bodyDone)
 	c.writeAnswer(a, closing, x.isHead)
-	x.e.status = a.status
-	x.e.bytes = int64(len(a.body))
+	x.e.Status = a.Status
+	x.e.Bytes = int64(len(a.Body))
 	if x.isHead {
-		x.e.bytes = 0
+		x.e.Bytes = 0
 	}
 	x.release()
 	err := c.bw.Flush()
@@ -455,14 +454,14 @@ func (x *exchange) write(a answer) callResult {
 // waitUpstream decides, after reading a member's connection failed with
 // err, whether to read again: the read timed out at a check of the client
 // (still there, the call's deadline not passed). It returns nil to read
-// again, errCallTimeout, errClientGone or err.
+// again, frontdoor.ErrCallTimeout, errClientGone or err.
 func (c *conn) waitUpstream(uc *memberConn, err error) error {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}
 	now := time.Now()
 	if !c.deadline.IsZero() && !now.Before(c.deadline) {
-		return errCallTimeout
+		return frontdoor.ErrCallTimeout
 	}
 	if c.clientGone() {
 		return errClientGone
@@ -515,9 +514,9 @@ func (c *conn) setWriteDeadline(d time.Time) {
 
 // dial connects to a member within the connect timeout.
 func (c *conn) dial(addr string, timeout time.Duration) (*memberConn, error) {
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), connectTimeoutKey{}, timeout), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return c.s.up.fast.dialConn(ctx, addr)
+	return c.s.members.dialConn(ctx, addr)
 }
 
 // memberAddr is the host:port of an http:// member.
@@ -652,7 +651,7 @@ func (c *conn) requestFacts(b []byte, k strategy.KeySpec, req *strategy.Request)
 			req.Client = intern(&c.lastClient, f.value.of(b))
 		case f.kind == fFulcrumCost && !cost:
 			cost = true
-			costFacts(string(f.value.of(b)), req)
+			ParseCost(string(f.value.of(b)), req)
 		}
 	}
 	switch k.Source {
@@ -675,7 +674,10 @@ func (c *conn) requestFacts(b []byte, k strategy.KeySpec, req *strategy.Request)
 			req.Key = ck.Value
 		}
 	case strategy.KeyClientAddress:
-		req.Key = clientIP(c.remote)
+		req.Key = c.ip
+		if req.Key == "" {
+			req.Key = c.remote
+		}
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package httpdoor
+package lean
 
 import "net"
 

@@ -1,4 +1,4 @@
-package httpdoor
+package lean
 
 import "net"
 

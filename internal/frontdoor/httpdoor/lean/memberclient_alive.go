@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package httpdoor
+package lean
 
 import (
 	"net"

@@ -1,0 +1,43 @@
+package frontdoor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxAttempts bounds the members one proxied call is sent to.
+const MaxAttempts = 3
+
+// ErrCallTimeout is a proxied call that exceeded its group's request
+// timeout (answered 504 over HTTP).
+var ErrCallTimeout = errors.New("frontdoor: proxied call exceeded the group's request timeout")
+
+// UnreachableError says that no replica could be reached: every attempt
+// failed to connect (so the call never ran), and no other replica was left
+// to try. It unwraps to the pick's sentinel (ErrNoReplica or
+// ErrOverloaded).
+type UnreachableError struct {
+	// Pick is why no other member was picked.
+	Pick error
+	// Tried are the ids of the members that could not be reached.
+	Tried []string
+	// Last is the last connect error.
+	Last error
+}
+
+// Unreachable returns the error of a call whose members tried all failed
+// to connect, last with last, and for which pick found no other.
+func Unreachable(pick error, tried []*Member, last error) *UnreachableError {
+	ids := make([]string, len(tried))
+	for i, m := range tried {
+		ids[i] = m.ID()
+	}
+	return &UnreachableError{Pick: pick, Tried: ids, Last: last}
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("connecting to %s failed (%v); %v", strings.Join(e.Tried, ", "), e.Last, e.Pick)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Pick }
