@@ -36,6 +36,9 @@ type Options struct {
 	JoinToken string
 	// AccessLog, when not nil, receives one line per front door request.
 	AccessLog io.Writer
+	// HTTPEngine is the HTTP front doors' engine (httpdoor.EngineLean,
+	// the default when empty, or httpdoor.EngineStdlib).
+	HTTPEngine string
 	// AdminURL is the admin API's public base URL, used in registration
 	// answers (report_url).
 	AdminURL string

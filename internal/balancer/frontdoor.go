@@ -34,7 +34,7 @@ func (g *group) newFrontDoorLocked() frontDoorServer {
 	if g.spec.Protocol == registry.ProtocolGIOP {
 		return giopdoor.New(g, giopdoor.Options{Logger: log})
 	}
-	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: g.b.opts.AccessLog})
+	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: g.b.opts.AccessLog, Engine: g.b.opts.HTTPEngine})
 }
 
 // serverClosed tells the error Serve returns after Shutdown or Close.

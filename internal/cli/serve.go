@@ -112,7 +112,7 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 	// is advertised as loopback, like a front door's.
 	adminURL := registry.AdvertiseFor(registry.ProtocolHTTP, adminLn.Addr().String())
 
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
+	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {
 		adminLn.Close()
 		return err

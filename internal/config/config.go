@@ -20,7 +20,20 @@ const (
 	DefaultDataDir         = "./fulcrum-data"
 	DefaultLogLevel        = "info"
 	DefaultShutdownTimeout = protocol.Duration(10 * time.Second)
+	DefaultHTTPEngine      = HTTPEngineLean
 )
+
+// The HTTP/1 engines of the front doors (http_engine).
+const (
+	// HTTPEngineLean serves plain HTTP/1.1 per-request calls on the lean
+	// engine, everything else on net/http.
+	HTTPEngineLean = "lean"
+	// HTTPEngineStdlib serves every connection on net/http.
+	HTTPEngineStdlib = "stdlib"
+)
+
+// httpEngines are the values http_engine allows.
+var httpEngines = []string{HTTPEngineLean, HTTPEngineStdlib}
 
 // MaxFileBytes bounds the size of a config file.
 const MaxFileBytes = 4 << 20
@@ -45,6 +58,9 @@ type File struct {
 	// ShutdownTimeout bounds the wait for calls in flight on SIGTERM;
 	// default 10s, range [0s, 1h].
 	ShutdownTimeout protocol.Duration `yaml:"shutdown_timeout"`
+	// HTTPEngine chooses what serves the HTTP front doors' HTTP/1.1
+	// connections: lean (default) or stdlib (net/http for everything).
+	HTTPEngine string `yaml:"http_engine"`
 	// Groups are applied at every start; the file wins for what it
 	// declares.
 	Groups []registry.Group `yaml:"groups"`
@@ -57,6 +73,7 @@ func Default() File {
 		DataDir:         DefaultDataDir,
 		LogLevel:        DefaultLogLevel,
 		ShutdownTimeout: DefaultShutdownTimeout,
+		HTTPEngine:      DefaultHTTPEngine,
 	}
 }
 

@@ -173,6 +173,16 @@ func TestParseGood(t *testing.T) {
 				t.Errorf("health = %+v", f.Groups[0].Health)
 			}
 		}},
+		{"http engine stdlib", "http_engine: stdlib\n", func(t *testing.T, f File) {
+			if f.HTTPEngine != HTTPEngineStdlib {
+				t.Errorf("http_engine = %q", f.HTTPEngine)
+			}
+		}},
+		{"http engine lean by default", "log_level: info\n", func(t *testing.T, f File) {
+			if f.HTTPEngine != HTTPEngineLean {
+				t.Errorf("http_engine = %q, want the default lean", f.HTTPEngine)
+			}
+		}},
 		{"access log file and warn level", "access_log: /var/log/fulcrum/access.log\nlog_level: warn\n", func(t *testing.T, f File) {
 			if f.AccessLog != "/var/log/fulcrum/access.log" || f.LogLevel != "warn" {
 				t.Errorf("f = %+v", f)
@@ -243,7 +253,7 @@ func TestParseBad(t *testing.T) {
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
 	groupKeys := "name, protocol, front_door, advertise, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, giop, join_token, replicas"
-	topKeys := "admin, admin_token, join_token, data_dir, access_log, log_level, shutdown_timeout, groups"
+	topKeys := "admin, admin_token, join_token, data_dir, access_log, log_level, shutdown_timeout, http_engine, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {
 		name string
@@ -436,6 +446,10 @@ func TestParseBad(t *testing.T) {
 			`fulcrum.yaml:1: log_level: invalid value "verbose", must be one of: debug, info, warn, error`, false},
 		{"log level case", "log_level: INFO\n", 1, "log_level",
 			`fulcrum.yaml:1: log_level: invalid value "INFO", must be one of: debug, info, warn, error`, false},
+		{"http engine", "http_engine: nginx\n", 1, "http_engine",
+			`fulcrum.yaml:1: http_engine: invalid value "nginx", must be one of: lean, stdlib`, false},
+		{"http engine empty", "http_engine: \"\"\n", 1, "http_engine",
+			`fulcrum.yaml:1: http_engine: invalid value "", must be one of: lean, stdlib`, false},
 		{"shutdown timeout", "\n\nshutdown_timeout: 2h\n", 3, "shutdown_timeout",
 			`fulcrum.yaml:3: shutdown_timeout: invalid value "2h", must be a duration in [0s, 1h]`, false},
 		{"access log with a newline", `access_log: "a\nb"` + "\n", 1, "access_log",

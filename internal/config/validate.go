@@ -46,6 +46,9 @@ func (f File) Validate() error {
 	if d := f.ShutdownTimeout.D(); d < 0 || d > time.Hour {
 		return fe("shutdown_timeout", f.ShutdownTimeout.String(), "must be a duration in [0s, 1h]")
 	}
+	if !slices.Contains(httpEngines, f.HTTPEngine) {
+		return fe("http_engine", f.HTTPEngine, "must be one of: "+strings.Join(httpEngines, ", "))
+	}
 
 	names := map[string]int{}
 	var doors []listener

@@ -50,12 +50,12 @@ func perRequestDoor(t *testing.T, opts Options, reps ...*replica) (*testGroup, *
 	return g, startFrontDoor(t, g, opts)
 }
 
-// TestLeanPipelining: requests sent back to back on one connection, one
+// testLeanPipelining: requests sent back to back on one connection, one
 // with a body, are answered in order; none goes to net/http.
-func TestLeanPipelining(t *testing.T) {
+func testLeanPipelining(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "/api", nil)
-	g, fd := perRequestDoor(t, Options{}, r1)
+	g, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 	conn, br := rawConn(t, fd.addr)
 	var reqs strings.Builder
 	for i := range 3 {
@@ -89,9 +89,7 @@ func TestLeanPipelining(t *testing.T) {
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Errorf("after Connection: close the front door kept the connection open (%v)", err)
 	}
-	if n := fd.handedOver.Load(); n != 0 {
-		t.Errorf("%d connections handed over to net/http, want 0", n)
-	}
+	checkHandedOver(t, fd, engine, 0)
 	if n := g.counter("r1").Proxied.Load(); n != 6 {
 		t.Errorf("proxied %d, want 6", n)
 	}
@@ -101,9 +99,9 @@ func TestLeanPipelining(t *testing.T) {
 	checkIdle(t, g)
 }
 
-// TestLeanChunked: a chunked upload reaches the replica whole, and a
+// testLeanChunked: a chunked upload reaches the replica whole, and a
 // chunked, streamed answer with trailers reaches the client whole.
-func TestLeanChunked(t *testing.T) {
+func testLeanChunked(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
@@ -119,7 +117,7 @@ func TestLeanChunked(t *testing.T) {
 		}
 		w.Header().Set("X-Length", fmt.Sprint(len(b)))
 	})
-	g, fd := perRequestDoor(t, Options{}, r1)
+	g, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 	conn, br := rawConn(t, fd.addr)
 	for range 2 {
 		_, _ = io.WriteString(conn, "POST /up HTTP/1.1\r\nHost: fd\r\nTransfer-Encoding: chunked\r\n\r\n"+
@@ -132,9 +130,7 @@ func TestLeanChunked(t *testing.T) {
 			t.Errorf("answer framing %v, trailers %v", res.TransferEncoding, res.Trailer)
 		}
 	}
-	if n := fd.handedOver.Load(); n != 0 {
-		t.Errorf("%d connections handed over to net/http, want 0", n)
-	}
+	checkHandedOver(t, fd, engine, 0)
 	checkIdle(t, g)
 }
 
@@ -165,13 +161,13 @@ func closingReplica(t *testing.T, body string) string {
 	return "http://" + ln.Addr().String()
 }
 
-// TestLeanCloseDelimitedAnswer: an answer that ends with the replica's
+// testLeanCloseDelimitedAnswer: an answer that ends with the replica's
 // connection reaches the client chunked, on a connection that stays open.
-func TestLeanCloseDelimitedAnswer(t *testing.T) {
+func testLeanCloseDelimitedAnswer(t *testing.T, engine string) {
 	t.Parallel()
 	url := closingReplica(t, "until the end")
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{{id: "c", url: url}}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	conn, br := rawConn(t, fd.addr)
 	for range 2 {
 		_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: fd\r\n\r\n")
@@ -183,9 +179,9 @@ func TestLeanCloseDelimitedAnswer(t *testing.T) {
 	checkIdle(t, g)
 }
 
-// TestLeanHandOver: what the lean path does not serve goes to net/http
+// testLeanHandOver: what the lean path does not serve goes to net/http
 // with the bytes already read, and is served as before.
-func TestLeanHandOver(t *testing.T) {
+func testLeanHandOver(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
 	ws := startReplica(t, "ws", "", wsEcho)
@@ -193,30 +189,26 @@ func TestLeanHandOver(t *testing.T) {
 	t.Run("websocket", func(t *testing.T) {
 		t.Parallel()
 		g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{ws.spec()}})
-		fd := startFrontDoor(t, g, Options{})
+		fd := startFrontDoor(t, g, Options{Engine: engine})
 		conn, br := dialUpgrade(t, fd.addr, "/ws")
 		_, _ = io.WriteString(conn, "ping\n")
 		if got, err := br.ReadString('\n'); err != nil || got != "ping\n" {
 			t.Fatalf("echo %q, %v", got, err)
 		}
-		if n := fd.handedOver.Load(); n != 1 {
-			t.Errorf("handed over %d, want 1", n)
-		}
+		checkHandedOver(t, fd, engine, 1)
 	})
 	t.Run("h2c prior knowledge", func(t *testing.T) {
 		t.Parallel()
-		_, fd := perRequestDoor(t, Options{}, r1)
+		_, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 		res, b := do(t, h2cClient(t), "POST", fd.url+"/h2", "over h2c")
 		if e := decodeEcho(t, b); res.ProtoMajor != 2 || e.Body != "over h2c" {
 			t.Fatalf("%s %+v", res.Proto, e)
 		}
-		if n := fd.handedOver.Load(); n != 1 {
-			t.Errorf("handed over %d, want 1", n)
-		}
+		checkHandedOver(t, fd, engine, 1)
 	})
 	t.Run("HTTP/1.0 after lean calls", func(t *testing.T) {
 		t.Parallel()
-		_, fd := perRequestDoor(t, Options{}, r1)
+		_, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 		conn, br := rawConn(t, fd.addr)
 		_, _ = io.WriteString(conn, "GET /first HTTP/1.1\r\nHost: fd\r\n\r\nGET /old HTTP/1.0\r\n\r\n")
 		if _, body := readAnswer(t, br, "GET"); decodeEcho(t, []byte(body)).Path != "/first" {
@@ -226,13 +218,11 @@ func TestLeanHandOver(t *testing.T) {
 		if e := decodeEcho(t, []byte(body)); res.StatusCode != 200 || e.Path != "/old" {
 			t.Fatalf("HTTP/1.0 answer %d %+v", res.StatusCode, e)
 		}
-		if n := fd.handedOver.Load(); n != 1 {
-			t.Errorf("handed over %d, want 1", n)
-		}
+		checkHandedOver(t, fd, engine, 1)
 	})
 	t.Run("expect 100-continue", func(t *testing.T) {
 		t.Parallel()
-		_, fd := perRequestDoor(t, Options{}, r1)
+		_, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 		conn, br := rawConn(t, fd.addr)
 		_, _ = io.WriteString(conn, "PUT /x HTTP/1.1\r\nHost: fd\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n")
 		res, _ := readAnswer(t, br, "PUT")
@@ -247,19 +237,17 @@ func TestLeanHandOver(t *testing.T) {
 	})
 	t.Run("large head", func(t *testing.T) {
 		t.Parallel()
-		_, fd := perRequestDoor(t, Options{}, r1)
+		_, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 		res, b := do(t, h1Client(t), "GET", fd.url+"/big", "", "X-Big", strings.Repeat("b", 2*lean.ReadBuffer))
 		if e := decodeEcho(t, b); res.StatusCode != 200 || e.Path != "/big" {
 			t.Fatalf("%d %+v", res.StatusCode, e)
 		}
-		if n := fd.handedOver.Load(); n != 1 {
-			t.Errorf("handed over %d, want 1", n)
-		}
+		checkHandedOver(t, fd, engine, 1)
 	})
 	t.Run("redirect binding", func(t *testing.T) {
 		t.Parallel()
 		g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{r1.spec()}})
-		fd := startFrontDoor(t, g, Options{})
+		fd := startFrontDoor(t, g, Options{Engine: engine})
 		res, _ := do(t, noFollow(t), "GET", fd.url+"/r", "")
 		if res.StatusCode != http.StatusTemporaryRedirect {
 			t.Fatalf("status %d, want 307", res.StatusCode)
@@ -268,11 +256,14 @@ func TestLeanHandOver(t *testing.T) {
 }
 
 // TestLeanBadRequest: malformed requests are answered 400 with the JSON
-// error naming the problem, and the connection is closed.
+// error naming the problem, and the connection is closed. The lean
+// engine's own parser does this; net/http (EngineStdlib) answers what it
+// cannot parse in plain text, or not at all.
 func TestLeanBadRequest(t *testing.T) {
 	t.Parallel()
+	const engine = EngineLean
 	r1 := startReplica(t, "r1", "", nil)
-	_, fd := perRequestDoor(t, Options{}, r1)
+	_, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 	for _, tc := range []struct{ raw, why string }{
 		{"GET /a%zz HTTP/1.1\r\nHost: fd\r\n\r\n", "escape"},
 		{"GET / HTTP/1.1\r\nHost: fd\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "Content-Length"},
@@ -300,14 +291,14 @@ func TestLeanBadRequest(t *testing.T) {
 	}
 }
 
-// TestLeanClientGoneFreesInflight: a client that hangs up while its call
+// testLeanClientGoneFreesInflight: a client that hangs up while its call
 // runs frees the call's in-flight slot without waiting for the replica.
-func TestLeanClientGoneFreesInflight(t *testing.T) {
+func testLeanClientGoneFreesInflight(t *testing.T, engine string) {
 	t.Parallel()
 	bl := newBlocker()
 	defer close(bl.release)
 	r1 := startReplica(t, "r1", "", bl.handler("r1"))
-	g, fd := perRequestDoor(t, Options{}, r1)
+	g, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 	conn, _ := rawConn(t, fd.addr)
 	_, _ = io.WriteString(conn, "GET /slow HTTP/1.1\r\nHost: fd\r\n\r\n")
 	recv(t, bl.entered, "the call to reach the replica")
@@ -333,9 +324,9 @@ func TestLeanClientGoneFreesInflight(t *testing.T) {
 	}
 }
 
-// TestLeanHopByHop: hop-by-hop fields go neither way; forwarding fields
+// testLeanHopByHop: hop-by-hop fields go neither way; forwarding fields
 // are the front door's.
-func TestLeanHopByHop(t *testing.T) {
+func testLeanHopByHop(t *testing.T, engine string) {
 	t.Parallel()
 	seen := make(chan http.Header, 1)
 	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
@@ -346,7 +337,7 @@ func TestLeanHopByHop(t *testing.T) {
 		w.Header().Set("X-End", "kept")
 		_, _ = io.WriteString(w, "ok")
 	})
-	_, fd := perRequestDoor(t, Options{}, r1)
+	_, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 	conn, br := rawConn(t, fd.addr)
 	_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: public.example\r\nConnection: X-Secret\r\nX-Secret: 1\r\n"+
 		"Keep-Alive: timeout=9\r\nProxy-Authorization: Basic eA==\r\nForwarded: for=evil\r\nX-Forwarded-Host: evil\r\n"+
@@ -375,13 +366,13 @@ func TestLeanHopByHop(t *testing.T) {
 	}
 }
 
-// TestLeanAccessLog: lean calls log as net/http's did.
-func TestLeanAccessLog(t *testing.T) {
+// testLeanAccessLog: lean calls log as net/http's did.
+func testLeanAccessLog(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
 	var log syncBuffer
 	at := time.Date(2026, 1, 2, 15, 4, 5, 6e6, time.UTC)
-	_, fd := perRequestDoor(t, Options{AccessLog: &log, Now: func() time.Time { return at }}, r1)
+	_, fd := perRequestDoor(t, Options{Engine: engine, AccessLog: &log, Now: func() time.Time { return at }}, r1)
 	conn, br := rawConn(t, fd.addr)
 	_, _ = io.WriteString(conn, "GET /a?b=%22c%22 HTTP/1.1\r\nHost: fd\r\n\r\n")
 	_, body := readAnswer(t, br, "GET")
@@ -392,9 +383,9 @@ func TestLeanAccessLog(t *testing.T) {
 	}
 }
 
-// TestLeanEventStream: an event stream is not bounded by the request
+// testLeanEventStream: an event stream is not bounded by the request
 // timeout, and each event reaches the client as it is written.
-func TestLeanEventStream(t *testing.T) {
+func testLeanEventStream(t *testing.T, engine string) {
 	t.Parallel()
 	next := make(chan string)
 	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
@@ -417,7 +408,7 @@ func TestLeanEventStream(t *testing.T) {
 	const requestTimeout = 50 * time.Millisecond
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	conn, br := rawConn(t, fd.addr)
 	_, _ = io.WriteString(conn, "GET /events HTTP/1.1\r\nHost: fd\r\n\r\n")
 	res, err := http.ReadResponse(br, nil)
@@ -445,22 +436,20 @@ func TestLeanEventStream(t *testing.T) {
 	if rest, err := io.ReadAll(events); err != nil || len(rest) != 0 {
 		t.Fatalf("end of stream: %q, %v", rest, err)
 	}
-	if n := fd.handedOver.Load(); n != 0 {
-		t.Errorf("handed over %d, want 0", n)
-	}
+	checkHandedOver(t, fd, engine, 0)
 	checkIdle(t, g)
 }
 
-// TestLeanEarlyAnswer: a replica that answers before it has read a large
+// testLeanEarlyAnswer: a replica that answers before it has read a large
 // body (413 here) and closes gets its answer to the client, not a 502;
 // the client's connection then ends.
-func TestLeanEarlyAnswer(t *testing.T) {
+func testLeanEarlyAnswer(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		http.Error(w, "too large", http.StatusRequestEntityTooLarge)
 	})
-	g, fd := perRequestDoor(t, Options{}, r1)
+	g, fd := perRequestDoor(t, Options{Engine: engine}, r1)
 	conn, br := rawConn(t, fd.addr)
 	const size = 32 << 20
 	sent := make(chan error, 1)

@@ -18,12 +18,12 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
-func TestProxyKeepAlive(t *testing.T) {
+func testProxyKeepAlive(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "/base", nil)
 	r2 := startReplica(t, "r2", "", nil)
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec(), r2.spec()}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
 
 	reused := 0
@@ -63,11 +63,11 @@ func TestProxyKeepAlive(t *testing.T) {
 	checkIdle(t, g)
 }
 
-func TestProxyForwardedHeaders(t *testing.T) {
+func testProxyForwardedHeaders(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
 
 	_, b := do(t, c, "GET", fd.url+"/", "")
@@ -82,11 +82,11 @@ func TestProxyForwardedHeaders(t *testing.T) {
 	}
 }
 
-func TestProxyH2CInbound(t *testing.T) {
+func testProxyH2CInbound(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h2cClient(t)
 
 	res, b := do(t, c, "POST", fd.url+"/echo", "over h2c")
@@ -130,13 +130,13 @@ func grpcEcho(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(http.TrailerPrefix+"Grpc-Message", fmt.Sprintf("%d messages", n))
 }
 
-func TestProxyGRPCStreaming(t *testing.T) {
+func testProxyGRPCStreaming(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", grpcEcho)
 	const requestTimeout = 50 * time.Millisecond
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h2cClient(t)
 
 	pr, pw := io.Pipe()
@@ -220,13 +220,13 @@ func dialUpgrade(t *testing.T, addr, path string) (net.Conn, *bufio.Reader) {
 	return conn, br
 }
 
-func TestProxyWebSocket(t *testing.T) {
+func testProxyWebSocket(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", wsEcho)
 	const requestTimeout = 50 * time.Millisecond
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 
 	conn, br := dialUpgrade(t, fd.addr, "/ws")
 	// The session outlives the request timeout, which only bounds the wait
@@ -250,7 +250,7 @@ func TestProxyWebSocket(t *testing.T) {
 	checkIdle(t, g)
 }
 
-func TestProxyNoReplica(t *testing.T) {
+func testProxyNoReplica(t *testing.T, engine string) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
@@ -269,7 +269,7 @@ func TestProxyNoReplica(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := newTestGroup(groupConfig{name: "prime", binding: tc.binding, members: tc.members})
-			fd := startFrontDoor(t, g, Options{})
+			fd := startFrontDoor(t, g, Options{Engine: engine})
 			res, b := do(t, noFollow(t), "GET", fd.url+"/prime/7", "")
 			if res.StatusCode != http.StatusServiceUnavailable {
 				t.Fatalf("status %d, want 503", res.StatusCode)
@@ -285,9 +285,9 @@ func TestProxyNoReplica(t *testing.T) {
 	}
 }
 
-// TestProxyDialFailureRetried: the first member refuses connections; the
+// testProxyDialFailureRetried: the first member refuses connections; the
 // call goes to the next one and runs exactly once.
-func TestProxyDialFailureRetried(t *testing.T) {
+func testProxyDialFailureRetried(t *testing.T, engine string) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name   string
@@ -308,7 +308,7 @@ func TestProxyDialFailureRetried(t *testing.T) {
 			g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{
 				{id: "dead", url: "http://" + deadAddress(t)}, {id: "live", url: live.url},
 			}})
-			fd := startFrontDoor(t, g, Options{})
+			fd := startFrontDoor(t, g, Options{Engine: engine})
 			res, b := do(t, tc.client(t), "POST", fd.url+"/work", "job-1", tc.hdr...)
 			if res.StatusCode != 200 {
 				t.Fatalf("status %d: %s", res.StatusCode, b)
@@ -333,12 +333,12 @@ func TestProxyDialFailureRetried(t *testing.T) {
 	}
 }
 
-func TestProxyAllDialsFail(t *testing.T) {
+func testProxyAllDialsFail(t *testing.T, engine string) {
 	t.Parallel()
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{
 		{id: "a", url: "http://" + deadAddress(t)}, {id: "b", url: "http://" + deadAddress(t)},
 	}})
-	fd := startFrontDoor(t, g, Options{Logger: quietLogger()})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	res, b := do(t, h1Client(t), "GET", fd.url+"/", "")
 	if res.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d: %s", res.StatusCode, b)
@@ -350,9 +350,9 @@ func TestProxyAllDialsFail(t *testing.T) {
 	checkIdle(t, g)
 }
 
-// TestProxyNoReplay: a call that reached a replica and then failed is not
+// testProxyNoReplay: a call that reached a replica and then failed is not
 // sent to another one.
-func TestProxyNoReplay(t *testing.T) {
+func testProxyNoReplay(t *testing.T, engine string) {
 	t.Parallel()
 	crash := startReplica(t, "crash", "", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.ReadAll(r.Body)
@@ -363,7 +363,7 @@ func TestProxyNoReplay(t *testing.T) {
 	})
 	other := startReplica(t, "other", "", nil)
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{crash.spec(), other.spec()}})
-	fd := startFrontDoor(t, g, Options{Logger: quietLogger()})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 
 	res, b := do(t, h1Client(t), "POST", fd.url+"/pay", "once")
 	if res.StatusCode != http.StatusBadGateway {
@@ -399,14 +399,14 @@ func (b *blocker) handler(id string) http.HandlerFunc {
 	}
 }
 
-func TestProxyInflightLimit(t *testing.T) {
+func testProxyInflightLimit(t *testing.T, engine string) {
 	t.Parallel()
 	bl := newBlocker()
 	r1 := startReplica(t, "r1", "", bl.handler("r1"))
 	r2 := startReplica(t, "r2", "", bl.handler("r2"))
 	cfg := groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1, picker: newFirst}
 	g := newTestGroup(cfg)
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
 
 	var wg sync.WaitGroup
@@ -466,7 +466,7 @@ func (o *recordingObserver) Observe(r *strategy.Replica, _ time.Duration, failed
 	o.calls = append(o.calls, observeEvent{r.ID, failed})
 }
 
-func TestProxyObserver(t *testing.T) {
+func testProxyObserver(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/fail" {
@@ -477,7 +477,7 @@ func TestProxyObserver(t *testing.T) {
 	})
 	obs := &recordingObserver{}
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, observer: obs})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
 	if res, _ := do(t, c, "GET", fd.url+"/ok", ""); res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
@@ -496,9 +496,9 @@ func TestProxyObserver(t *testing.T) {
 	}
 }
 
-// TestProxyCallTimeout: a replica slower than the request timeout gets
+// testProxyCallTimeout: a replica slower than the request timeout gets
 // 504, and the call's slot is freed.
-func TestProxyCallTimeout(t *testing.T) {
+func testProxyCallTimeout(t *testing.T, engine string) {
 	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
@@ -510,7 +510,7 @@ func TestProxyCallTimeout(t *testing.T) {
 	})
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(100 * time.Millisecond)}})
-	fd := startFrontDoor(t, g, Options{Logger: quietLogger()})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	res, b := do(t, h1Client(t), "GET", fd.url+"/", "")
 	if res.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("status %d: %s", res.StatusCode, b)
@@ -521,14 +521,14 @@ func TestProxyCallTimeout(t *testing.T) {
 	checkIdle(t, g)
 }
 
-// TestProxyClientGone: a client that hangs up mid-call is not the
+// testProxyClientGone: a client that hangs up mid-call is not the
 // replica's failure.
-func TestProxyClientGone(t *testing.T) {
+func testProxyClientGone(t *testing.T, engine string) {
 	t.Parallel()
 	bl := newBlocker()
 	r1 := startReplica(t, "r1", "", bl.handler("r1"))
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 
 	ctx, cancel := context.WithCancel(boundedCtx(t))
 	req, _ := http.NewRequestWithContext(ctx, "GET", fd.url+"/", nil)

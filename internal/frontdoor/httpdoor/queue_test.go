@@ -28,14 +28,14 @@ func (g *gate) handler(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "done "+r.URL.Path)
 }
 
-// queueFrontDoor starts a front door for a group of one gated replica
+// queueFrontDoor starts a front door on engine for a group of one gated replica
 // with max_inflight 1 and queue q.
-func queueFrontDoor(t *testing.T, q registry.Queue) (*gate, *testGroup, *frontDoor) {
+func queueFrontDoor(t *testing.T, engine string, q registry.Queue) (*gate, *testGroup, *frontDoor) {
 	t.Helper()
 	gt := newGate()
 	r1 := startReplica(t, "r1", "", gt.handler)
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1, queue: q})
-	return gt, g, startFrontDoor(t, g, Options{})
+	return gt, g, startFrontDoor(t, g, Options{Engine: engine})
 }
 
 // holdReplica sends /held through c and waits until the replica runs it;
@@ -71,12 +71,12 @@ func waitQueued(t *testing.T, g *testGroup, n int) {
 // With a queue, calls beyond max_inflight wait and are served in cost
 // order instead of being answered 503; over HTTP/1.1 (lean path) and h2c
 // (net/http path).
-func TestProxyQueueServesWaitingCallsByCost(t *testing.T) {
+func testProxyQueueServesWaitingCallsByCost(t *testing.T, engine string) {
 	t.Parallel()
 	for _, proto := range []string{"http1", "h2c"} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
-			gt, g, fd := queueFrontDoor(t, registry.Queue{Limit: 8, Timeout: protocol.Duration(waitBound), Order: registry.QueueCost})
+			gt, g, fd := queueFrontDoor(t, engine, registry.Queue{Limit: 8, Timeout: protocol.Duration(waitBound), Order: registry.QueueCost})
 			c := h1Client(t)
 			if proto == "h2c" {
 				c = h2cClient(t)
@@ -124,9 +124,9 @@ func TestProxyQueueServesWaitingCallsByCost(t *testing.T) {
 
 // A call that waits out queue.timeout, or finds the queue full, gets 503
 // overloaded saying why.
-func TestProxyQueueTimeoutAndFull(t *testing.T) {
+func testProxyQueueTimeoutAndFull(t *testing.T, engine string) {
 	t.Parallel()
-	gt, g, fd := queueFrontDoor(t, registry.Queue{Limit: 1, Timeout: protocol.Duration(30 * time.Millisecond), Order: registry.QueueFIFO})
+	gt, g, fd := queueFrontDoor(t, engine, registry.Queue{Limit: 1, Timeout: protocol.Duration(30 * time.Millisecond), Order: registry.QueueFIFO})
 	c := h1Client(t)
 	done := holdReplica(t, c, fd, gt)
 
@@ -173,9 +173,9 @@ func TestProxyQueueTimeoutAndFull(t *testing.T) {
 // A client that hangs up while its call waits in the queue (lean path,
 // no reader goroutine) leaves the queue, and its call never reaches the
 // replica.
-func TestProxyQueueClientHangsUp(t *testing.T) {
+func testProxyQueueClientHangsUp(t *testing.T, engine string) {
 	t.Parallel()
-	gt, g, fd := queueFrontDoor(t, registry.Queue{Limit: 4, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO})
+	gt, g, fd := queueFrontDoor(t, engine, registry.Queue{Limit: 4, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO})
 	c := h1Client(t)
 	done := holdReplica(t, c, fd, gt)
 

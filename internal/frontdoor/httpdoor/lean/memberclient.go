@@ -252,20 +252,30 @@ func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Re
 		return nil, wrote, err
 	}
 	cw := c.cw
-	cw.n = 0
-	if err := out.Write(c.bw); err != nil {
-		wrote = cw.n > 0
-		return fail(err)
+	cw.n, cw.err = 0, nil
+	err = out.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
 	}
-	if err := c.bw.Flush(); err != nil {
+	early := false
+	if err != nil {
 		wrote = cw.n > 0
-		return fail(err)
+		if !wrote || cw.err == nil {
+			return fail(err)
+		}
+		// The member stopped taking the request: it may have answered
+		// early (413, 401, a redirect) and closed. Relay that answer, as
+		// http.Transport does; the connection is not reused.
+		early = true
 	}
 	wrote = true
 	trace := httptrace.ContextClientTrace(ctx)
 	for {
 		resp, err = http.ReadResponse(c.br, out)
 		if err != nil {
+			if early {
+				err = cw.err
+			}
 			return fail(err)
 		}
 		// 1xx answers other than 101 come before the real one.
@@ -279,7 +289,7 @@ func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Re
 		}
 		break
 	}
-	reuse := !resp.Close && !out.Close
+	reuse := !resp.Close && !out.Close && !early
 	if resp.Body == http.NoBody {
 		if !stop() {
 			<-aborted
@@ -308,15 +318,21 @@ func idempotent(r *http.Request) bool {
 // aLongTimeAgo is a deadline that unblocks every read and write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// countingWriter counts the bytes that reached the connection.
+// countingWriter counts the bytes that reached the connection, and keeps
+// the connection's write error (to tell it from a failure to read the
+// request's body).
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w   io.Writer
+	n   int64
+	err error
 }
 
 func (cw *countingWriter) Write(p []byte) (int, error) {
 	n, err := cw.w.Write(p)
 	cw.n += int64(n)
+	if err != nil {
+		cw.err = err
+	}
 	return n, err
 }
 
