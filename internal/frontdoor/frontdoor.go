@@ -87,6 +87,9 @@ type Snapshot struct {
 	Queue *Queue
 	// Timeouts bound the front door's connections.
 	Timeouts registry.Timeouts
+	// Retry is the group's retry setting (RetryUnsent, RetryIdempotent;
+	// "" means DefaultRetry), applied by Decide.
+	Retry string
 	// GIOP are the GIOP front door's settings (GIOP groups).
 	GIOP registry.GIOP
 	// Observer, when not nil, learns from finished proxied calls.

@@ -6,9 +6,6 @@ import (
 	"strings"
 )
 
-// MaxAttempts bounds the members one proxied call is sent to.
-const MaxAttempts = 3
-
 // ErrCallTimeout is a proxied call that exceeded its group's request
 // timeout (answered 504 over HTTP).
 var ErrCallTimeout = errors.New("frontdoor: proxied call exceeded the group's request timeout")

@@ -9,11 +9,14 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 )
 
-// maxAttempts bounds the members one proxied call is sent to. Only
-// attempts that provably did not run the call (connect failed, the replica
-// closed the connection with CloseConnection, or forwarded the call
-// elsewhere) are followed by another.
-const maxAttempts = 3
+// A proxied call goes again only when the attempt policy says so
+// (frontdoor.Decide): it provably did not run — connecting failed (another
+// member), the connection was closing before anything was written or the
+// replica closed it with CloseConnection (the same member, on a fresh
+// connection). GIOP has no methods, so a call that may have run is never
+// sent again, whatever the group's retry setting. A replica forwarding
+// the call elsewhere (LOCATION_FORWARD) sends it to another member. At
+// most frontdoor.MaxAttempts dispatches in all.
 
 // call is one proxied Request: a client's call on its way to a member and
 // back. Fields other than the immutable ones are guarded by mu.
@@ -73,7 +76,10 @@ func (c *clientConn) proxyRequest(snap *frontdoor.Snapshot, req *giop.Request, m
 		}
 		c.calls[req.RequestID] = cl
 		c.mu.Unlock()
-		cl.timer = time.AfterFunc(to.Request, func() { cl.finish(cl.currentMember(), errCallTimeout, true) })
+		cl.timer = time.AfterFunc(to.Request, func() {
+			d := cl.decide(frontdoor.ReplicaTimeout)
+			cl.finish(cl.currentMember(), errCallTimeout, d.ReplicaFailed)
+		})
 	}
 	cl.dispatch(nil)
 	return true
@@ -82,7 +88,7 @@ func (c *clientConn) proxyRequest(snap *frontdoor.Snapshot, req *giop.Request, m
 // dispatch sends the call to a member: the one it has, when still set and
 // its connection closed without running the call, or a fresh pick that
 // avoids the members already tried. Connect failures move on to another
-// member, up to maxAttempts.
+// member, as the attempt policy decides.
 func (cl *call) dispatch(avoid *frontdoor.Member) {
 	for {
 		cl.mu.Lock()
@@ -90,7 +96,7 @@ func (cl *call) dispatch(avoid *frontdoor.Member) {
 			cl.mu.Unlock()
 			return
 		}
-		if cl.attempts >= maxAttempts {
+		if cl.attempts >= frontdoor.MaxAttempts {
 			cl.mu.Unlock()
 			cl.finish(nil, frontdoor.ErrNoReplica, false)
 			return
@@ -119,24 +125,36 @@ func (cl *call) dispatch(avoid *frontdoor.Member) {
 			continue
 		}
 		up, err := cl.c.s.up.get(m, cl.req.Version, cl.to)
-		if err != nil {
+		if err != nil && !errors.Is(err, errNotSent) {
 			cl.c.s.log.Debug("cannot reach a replica", "replica", m.ID(), "err", err)
-			cl.observe(m, 0, true)
+			d := cl.decide(frontdoor.NotSent)
+			if d.ReplicaFailed {
+				cl.observe(m, 0, true)
+			}
 			cl.retryElsewhere(m, nil)
+			if !d.Again {
+				cl.finish(nil, frontdoor.ErrNoReplica, false)
+				return
+			}
 			avoid = m
 			continue
 		}
-		switch err := up.send(cl); {
-		case err == nil:
-			return
-		case errors.Is(err, errNotSent):
-			// The connection was closing; try a fresh one (or another
-			// member once the attempts run out).
-			continue
-		default:
-			cl.finish(m, errUpstreamLost, true)
+		if err == nil {
+			err = up.send(cl)
+		}
+		if err == nil {
 			return
 		}
+		if errors.Is(err, errNotSent) {
+			// The connection was closing: the call goes again, on a
+			// fresh one (within the dispatch bound).
+			if d := cl.decide(frontdoor.Stale); d.Again {
+				continue
+			}
+		}
+		d := cl.decide(frontdoor.NoResponse)
+		cl.finish(m, errUpstreamLost, d.ReplicaFailed)
+		return
 	}
 }
 
@@ -243,11 +261,26 @@ func (cl *call) closedUpstream(up *upConn, graceful bool) {
 	cl.up = nil
 	m := cl.m
 	cl.mu.Unlock()
+	o := frontdoor.NoResponse
 	if graceful {
+		o = frontdoor.Stale
+	}
+	if d := cl.decide(o); d.Again {
 		go cl.dispatch(nil)
 		return
 	}
-	cl.finish(m, errUpstreamLost, true)
+	d := cl.decide(frontdoor.NoResponse)
+	cl.finish(m, errUpstreamLost, d.ReplicaFailed)
+}
+
+// decide applies the attempt policy to an attempt of the call that ended
+// with o. GIOP has no methods: only calls that provably did not run go
+// again. Caller must not hold cl.mu.
+func (cl *call) decide(o frontdoor.Outcome) frontdoor.Decision {
+	cl.mu.Lock()
+	n := cl.attempts
+	cl.mu.Unlock()
+	return frontdoor.Decide(frontdoor.Attempt{Outcome: o, N: n, Retry: cl.snap.Retry, Replayable: true})
 }
 
 // replicaFailure tells the system exceptions that count as the replica
@@ -279,22 +312,10 @@ func (cl *call) finish(m *frontdoor.Member, err error, failed bool) {
 // finishWith ends the call once: sends answer (when not nil) to the
 // client, observes the member, releases it and forgets the call.
 func (cl *call) finishWith(m *frontdoor.Member, answer []byte, failed bool) {
-	cl.mu.Lock()
-	if cl.done {
-		cl.mu.Unlock()
+	up, upID, held, sentAt, ok := cl.end()
+	if !ok {
 		return
 	}
-	cl.done = true
-	up, upID := cl.up, cl.upID
-	cl.up = nil
-	held := cl.m
-	cl.m = nil
-	sentAt := cl.sentAt
-	if cl.timer != nil {
-		cl.timer.Stop()
-	}
-	cl.mu.Unlock()
-
 	if up != nil {
 		up.forget(upID)
 		if !cl.oneway && answer != nil {
@@ -313,37 +334,22 @@ func (cl *call) finishWith(m *frontdoor.Member, answer []byte, failed bool) {
 	if held != nil {
 		held.Release()
 	}
-	c := cl.c
 	if !cl.oneway {
-		c.mu.Lock()
-		if c.calls[cl.clientID] == cl {
-			delete(c.calls, cl.clientID)
-		}
-		c.mu.Unlock()
+		cl.forget()
 	}
 	if answer != nil {
-		_ = c.sendBytes(answer, cl.to.Request)
+		_ = cl.c.sendBytes(answer, cl.to.Request)
 	}
-	c.leave()
+	cl.c.leave()
 }
 
 // abandon ends a call whose client went away or cancelled it: the member
-// is told with CancelRequest, nothing is observed.
+// is told with CancelRequest, nothing is observed (frontdoor.ClientGone).
 func (cl *call) abandon() {
-	cl.mu.Lock()
-	if cl.done {
-		cl.mu.Unlock()
+	up, upID, held, _, ok := cl.end()
+	if !ok {
 		return
 	}
-	cl.done = true
-	up, upID := cl.up, cl.upID
-	cl.up = nil
-	held := cl.m
-	cl.m = nil
-	if cl.timer != nil {
-		cl.timer.Stop()
-	}
-	cl.mu.Unlock()
 	if up != nil {
 		up.forget(upID)
 		up.cancel(cl.req.Version, cl.req.Order, upID)
@@ -351,13 +357,36 @@ func (cl *call) abandon() {
 	if held != nil {
 		held.Release()
 	}
+	cl.forget()
+	cl.c.leave()
+}
+
+// end marks the call done, once, and takes what it held: its upstream
+// connection and request id there, its member's slot, when it was sent.
+// ok is false when the call had ended already.
+func (cl *call) end() (up *upConn, upID uint32, held *frontdoor.Member, sentAt time.Time, ok bool) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.done {
+		return nil, 0, nil, time.Time{}, false
+	}
+	cl.done = true
+	up, upID, held, sentAt = cl.up, cl.upID, cl.m, cl.sentAt
+	cl.up, cl.m = nil, nil
+	if cl.timer != nil {
+		cl.timer.Stop()
+	}
+	return up, upID, held, sentAt, true
+}
+
+// forget drops the call from its client connection's calls in flight.
+func (cl *call) forget() {
 	c := cl.c
 	c.mu.Lock()
 	if c.calls[cl.clientID] == cl {
 		delete(c.calls, cl.clientID)
 	}
 	c.mu.Unlock()
-	c.leave()
 }
 
 // cancelCall forwards a client's CancelRequest to the member with the

@@ -280,7 +280,7 @@ func (c *upConn) readLoop() {
 			case cl == nil:
 				// Cancelled, timed out or abandoned: dropped.
 			case misaligned:
-				cl.finish(cl.currentMember(), errUpstreamLost, true)
+				cl.finish(cl.currentMember(), errUpstreamLost, cl.decide(frontdoor.BadResponse).ReplicaFailed)
 			default:
 				cl.reply(c, m)
 			}

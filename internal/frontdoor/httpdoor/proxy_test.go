@@ -223,7 +223,9 @@ func dialUpgrade(t *testing.T, addr, path string) (net.Conn, *bufio.Reader) {
 func testProxyWebSocket(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", wsEcho)
-	const requestTimeout = 50 * time.Millisecond
+	// Long enough for net/http (EngineStdlib) to read the upgrade's head
+	// on a busy machine: its ReadHeaderTimeout is the request timeout too.
+	const requestTimeout = 200 * time.Millisecond
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
 	fd := startFrontDoor(t, g, Options{Engine: engine})

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -60,12 +61,14 @@ func (u *upstream) closeIdle() {
 }
 
 // RoundTrip implements http.RoundTripper for requests made by serveProxy.
+// After each attempt the attempt policy (frontdoor.Decide) says whether
+// the call goes again to another member, and whether the member failed.
 func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 	c := callFrom(out.Context())
 	if c == nil || c.m == nil {
 		return nil, errors.New("httpdoor: proxied request without a member")
 	}
-	for attempt := 1; ; attempt++ {
+	for n := 1; ; n++ {
 		m := c.m
 		var rt http.RoundTripper = u.h1
 		switch {
@@ -78,41 +81,68 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 		res, err := rt.RoundTrip(out)
 		latency := u.s.now().Sub(t0)
 		if err == nil {
-			c.observe(m, latency, res.StatusCode >= 500)
+			d := frontdoor.Decide(frontdoor.Attempt{Outcome: frontdoor.Answered, N: n, Failed: res.StatusCode >= 500})
+			c.observe(m, latency, d.ReplicaFailed)
 			m.Counters.Proxied.Add(1)
 			c.responded(res)
 			return res, nil
 		}
 		ctx := out.Context()
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), frontdoor.ErrCallTimeout) {
-			// The client went away: not the replica's failure.
-			m.Counters.Proxied.Add(1)
+		o := c.outcome(ctx, err)
+		d := frontdoor.Decide(frontdoor.Attempt{Outcome: o, N: n, Method: out.Method, Retry: c.snap.Retry, Replayable: !c.body.wasRead()})
+		if d.ReplicaFailed {
+			c.observe(m, latency, true)
+		}
+		if !d.Again || d.SameReplica {
+			if o != frontdoor.NotSent {
+				m.Counters.Proxied.Add(1)
+			}
+			if d.Answer == frontdoor.AnswerUnreachable {
+				c.tried = append(c.tried, m)
+				c.release()
+				return nil, frontdoor.Unreachable(frontdoor.ErrNoReplica, c.tried, err)
+			}
 			return nil, err
 		}
-		c.observe(m, latency, true)
-		if !isDialError(err) || c.body.wasRead() || ctx.Err() != nil {
-			m.Counters.Proxied.Add(1)
-			return nil, err
-		}
-		// The call never left: try another member.
+		// Another member.
 		c.tried = append(c.tried, m)
 		c.release()
-		if attempt >= frontdoor.MaxAttempts {
-			return nil, frontdoor.Unreachable(frontdoor.ErrNoReplica, c.tried, err)
-		}
 		next, perr := u.s.acquire(c.snap, &c.req, c.tried, frontdoor.Client{Done: ctx.Done()})
 		if perr != nil {
-			return nil, frontdoor.Unreachable(perr, c.tried, err)
+			if o == frontdoor.NotSent {
+				return nil, frontdoor.Unreachable(perr, c.tried, err)
+			}
+			return nil, err
 		}
 		c.take(next)
 		target, terr := targetURL(next, c.in)
 		if terr != nil {
 			return nil, terr
 		}
-		u.s.log.Debug("retrying call on another replica", "failed", m.ID(), "replica", next.ID(), "err", err)
+		u.s.log.Debug("retrying call on another replica", "failed", m.ID(), "replica", next.ID(), "outcome", o, "err", err)
 		out = out.WithContext(ctx)
 		out.URL = target
 	}
+}
+
+// outcome classifies the failed attempt err of the call for the attempt
+// policy. What http.Transport returns (https members, upgrades, Expect,
+// HTTP/2) does not say whether the call ran: BadResponse, never replayed.
+func (c *call) outcome(ctx context.Context, err error) frontdoor.Outcome {
+	var ae *lean.AttemptError
+	switch {
+	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), frontdoor.ErrCallTimeout):
+		return frontdoor.ClientGone
+	case ctx.Err() != nil && c.body.stalled():
+		return frontdoor.ClientTimeout
+	case ctx.Err() != nil:
+		return frontdoor.ReplicaTimeout
+	case isDialError(err):
+		return frontdoor.NotSent
+	case errors.As(err, &ae):
+		return ae.Outcome
+	}
+	return frontdoor.BadResponse
 }
 
 // dialer dials members with the connect timeout of the call that asked
@@ -149,17 +179,27 @@ func isDialError(err error) bool {
 }
 
 // bodyGuard wraps a proxied request body to tell whether any of it was
-// read: a body that was read cannot be sent again. Read runs on the
-// transport's goroutines, hence the atomic.
+// read (a body that was read cannot be sent again) and whether the client
+// stalled in it (a read ran into the deadline the call's timer sets). Read
+// runs on the transport's goroutines, hence the atomics.
 type bodyGuard struct {
-	rc   io.ReadCloser
-	read atomic.Bool
+	rc    io.ReadCloser
+	read  atomic.Bool
+	stall atomic.Bool
 }
 
 func (b *bodyGuard) Read(p []byte) (int, error) {
 	b.read.Store(true)
-	return b.rc.Read(p)
+	n, err := b.rc.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		b.stall.Store(true)
+	}
+	return n, err
 }
+
+// stalled reports whether the client did not send its body in time; false
+// for a nil guard (no body).
+func (b *bodyGuard) stalled() bool { return b != nil && b.stall.Load() }
 
 // Close does nothing: the transport closes the body when a dial fails, and
 // the body must stay readable for the next attempt. ReverseProxy closes the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +32,11 @@ var errClientGone = errors.New("lean: the client went away")
 // deadlineGrace is how long after the request timeout a call's
 // connection deadlines fall: time to answer 504.
 const deadlineGrace = time.Second
+
+// errClientTimeout: the request timeout passed while the client was still
+// sending its request's body. Answered 504 like any timeout, but never the
+// member's failure.
+var errClientTimeout = fmt.Errorf("lean: the client did not send its request in time: %w", frontdoor.ErrCallTimeout)
 
 // maxInterim bounds the 1xx answers forwarded before a final one.
 const maxInterim = 16
@@ -88,61 +94,67 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 
 	var uc *memberConn
 	var t0 time.Time
-	for attempt := 1; ; {
+	for n := 1; ; {
 		t0 = s.now()
+		x.nothingRead = true
 		addr := memberAddr(x.m)
-		uc = s.members.getIdle(addr)
-		if uc == nil {
-			if uc, err = c.dial(addr, to.Connect); err != nil {
-				// The call never reached the member: try another one.
-				failed := x.m
-				x.observe(s.now().Sub(t0), true)
-				c.tried = append(c.tried, failed)
-				x.release()
-				if attempt >= frontdoor.MaxAttempts {
-					return x.answer(frontdoor.Unreachable(frontdoor.ErrNoReplica, c.tried, err))
-				}
-				next, perr := s.acquire(snap, req, c.tried, c.waiting())
-				if perr != nil {
-					return x.answer(frontdoor.Unreachable(perr, c.tried, err))
-				}
-				x.take(next)
-				if !leanMember(next) {
-					x.release()
-					return callHandOver
-				}
-				s.log.Debug("retrying call on another replica", "failed", failed.ID(), "replica", next.ID(), "err", err)
-				attempt++
-				continue
-			}
-		}
-		err = x.send(uc, b)
-		if err != nil && x.hasBody && isSinkError(err) {
-			// The member stopped taking the body: it may have answered
-			// early (413, 401, a redirect) and closed. Relay that answer,
-			// as net/http's Transport does, and end both connections.
-			if herr := x.readResponseHead(uc); herr == nil {
-				x.early = true
-				uc.noReuse = true
-				err = nil
-			}
-		}
-		if err == nil && !x.early {
-			err = x.readResponseHead(uc)
+		if uc = s.members.getIdle(addr); uc == nil {
+			uc, err = c.dial(addr, to.Connect)
 		}
 		if err == nil {
-			break
+			err = x.send(uc, b)
+			if err != nil && x.hasBody && isSinkError(err) {
+				// The member stopped taking the body: it may have answered
+				// early (413, 401, a redirect) and closed. Relay that
+				// answer, as net/http's Transport does, and end both
+				// connections.
+				if herr := x.readResponseHead(uc); herr == nil {
+					x.early = true
+					uc.noReuse = true
+					err = nil
+				}
+			}
+			if err == nil && !x.early {
+				err = x.readResponseHead(uc)
+			}
+			if err == nil {
+				break
+			}
+			_ = uc.nc.Close()
 		}
-		_ = uc.nc.Close()
-		// A kept-alive connection the member had closed: send the call on
-		// another when it provably did not run (nothing written) or is
-		// safe to repeat (idempotent, no answer read), as http.Transport.
-		if uc.reused && !hasBody && !x.headDone && !isSinkError(err) &&
-			!errors.Is(err, frontdoor.ErrCallTimeout) && !errors.Is(err, errClientGone) &&
-			(uc.cw.n == 0 || (idempotentMethod(method) && x.nothingRead)) {
+		latency := s.now().Sub(t0)
+		o := frontdoor.NotSent
+		if uc != nil {
+			o = x.outcome(err, uc)
+		}
+		d := frontdoor.Decide(frontdoor.Attempt{Outcome: o, N: n, Method: method, Retry: snap.Retry, Replayable: !x.headDone})
+		if d.ReplicaFailed {
+			x.observe(latency, true)
+		}
+		switch {
+		case d.Again && d.SameReplica:
 			continue
+		case !d.Again:
+			return x.fail(err, d, o)
 		}
-		return x.fail(err, s.now().Sub(t0))
+		// Another replica.
+		failed := x.m
+		c.tried = append(c.tried, failed)
+		x.release()
+		next, perr := s.acquire(snap, req, c.tried, c.waiting())
+		if perr != nil {
+			if o == frontdoor.NotSent {
+				return x.answer(frontdoor.Unreachable(perr, c.tried, err))
+			}
+			return x.answer(err)
+		}
+		x.take(next)
+		if !leanMember(next) {
+			x.release()
+			return callHandOver
+		}
+		s.log.Debug("retrying call on another replica", "failed", failed.ID(), "replica", next.ID(), "outcome", o, "err", err)
+		n++
 	}
 
 	// The member answered.
@@ -150,7 +162,12 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	latency := s.now().Sub(t0)
 	if res.status == http.StatusSwitchingProtocols {
 		_ = uc.nc.Close()
-		return x.fail(&badResponseError{why: "101 Switching Protocols to a request that asked for no upgrade"}, latency)
+		o := frontdoor.BadResponse
+		d := frontdoor.Decide(frontdoor.Attempt{Outcome: o, N: len(c.tried) + 1, Method: method, Retry: snap.Retry})
+		if d.ReplicaFailed {
+			x.observe(latency, true)
+		}
+		return x.fail(&badResponseError{why: "101 Switching Protocols to a request that asked for no upgrade"}, d, o)
 	}
 	x.observe(latency, res.status >= 500)
 	x.m.Counters.Proxied.Add(1)
@@ -323,7 +340,7 @@ func (x *exchange) send(uc *memberConn, b []byte) error {
 		case errors.Is(err, errBadChunked), errors.Is(err, errChunkLine):
 			return &badBodyError{err}
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			return frontdoor.ErrCallTimeout
+			return errClientTimeout
 		default:
 			return errClientGone
 		}
@@ -383,33 +400,62 @@ func (x *exchange) readResponseHead(uc *memberConn) error {
 	}
 }
 
-// fail ends a call that got no answer from its member (latency after it
-// was sent): the error is observed (unless the client went away) and
-// answered.
-func (x *exchange) fail(err error, latency time.Duration) callResult {
-	c := x.c
+// outcome classifies the failed attempt err on uc for the attempt
+// policy.
+func (x *exchange) outcome(err error, uc *memberConn) frontdoor.Outcome {
 	var bad *badBodyError
 	switch {
-	case errors.Is(err, errClientGone):
-		// Not the member's failure, and nobody to answer.
-		x.m.Counters.Proxied.Add(1)
-		x.e.Status = StatusClientClosed
-		if c.s.acc != nil {
-			x.e.Replica = x.m.ID()
-		}
-		x.logLine()
-		return callClose
-	case errors.As(err, &bad):
+	case errors.Is(err, errClientGone), errors.As(err, &bad):
+		return frontdoor.ClientGone
+	case errors.Is(err, errClientTimeout):
+		return frontdoor.ClientTimeout
+	case errors.Is(err, frontdoor.ErrCallTimeout):
+		return frontdoor.ReplicaTimeout
+	case !x.nothingRead:
+		return frontdoor.BadResponse
+	case uc.cw.n == 0 && uc.reused:
+		return frontdoor.Stale
+	case uc.cw.n == 0 && !isSinkError(err):
+		return frontdoor.NotSent
+	}
+	return frontdoor.NoResponse
+}
+
+// fail ends a call that got no answer from its member, as the attempt
+// policy decided (d, after an attempt that ended with o, failing with
+// err); the member was observed already.
+func (x *exchange) fail(err error, d frontdoor.Decision, o frontdoor.Outcome) callResult {
+	c := x.c
+	var bad *badBodyError
+	if errors.As(err, &bad) {
+		// Not the member's failure: the client's body broke its framing.
 		x.m.Counters.Proxied.Add(1)
 		if c.s.acc != nil {
 			x.e.Replica = x.m.ID()
 		}
 		return x.write(c.s.answer(x.snap, &BadRequestError{Message: "malformed request body: " + bad.Error()}))
 	}
-	x.observe(latency, true)
-	x.m.Counters.Proxied.Add(1)
-	if c.s.acc != nil {
-		x.e.Replica = x.m.ID()
+	if o == frontdoor.NotSent {
+		// Connecting failed: the call never reached the member.
+		c.tried = append(c.tried, x.m)
+		x.release()
+	} else {
+		x.m.Counters.Proxied.Add(1)
+		if c.s.acc != nil {
+			x.e.Replica = x.m.ID()
+		}
+	}
+	switch d.Answer {
+	case frontdoor.AnswerNothing:
+		x.e.Status = StatusClientClosed
+		x.logLine()
+		return callClose
+	case frontdoor.AnswerUnreachable:
+		err = frontdoor.Unreachable(frontdoor.ErrNoReplica, c.tried, err)
+	case frontdoor.AnswerTimeout:
+		if !errors.Is(err, frontdoor.ErrCallTimeout) {
+			err = fmt.Errorf("%w: %w", frontdoor.ErrCallTimeout, err)
+		}
 	}
 	return x.answer(err)
 }
@@ -708,12 +754,4 @@ func methodString(b []byte) string {
 		return http.MethodOptions
 	}
 	return string(b)
-}
-
-func idempotentMethod(m string) bool {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-		return true
-	}
-	return false
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
@@ -202,25 +203,23 @@ func (h *MemberClient) RoundTrip(out *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp, wrote, err := h.exchange(ctx, c, out)
+		resp, o, err := h.exchange(ctx, c, out)
 		if err == nil {
 			return resp, nil
 		}
 		c.nc.Close()
-		// A kept-alive connection the member had closed: send the call
-		// on a fresh one when it provably did not run (nothing written)
-		// or is safe to repeat (idempotent, no answer read), as
-		// http.Transport does.
-		if !c.reused || ctx.Err() != nil || (wrote && !idempotent(out)) {
-			return nil, err
+		// A kept-alive connection the member had closed before anything
+		// was written: the call goes again on a fresh one (the attempt
+		// policy's Stale). Anything else goes back to the caller.
+		replayable := out.Body == nil || out.Body == http.NoBody || out.GetBody != nil
+		d := frontdoor.Decide(frontdoor.Attempt{Outcome: o, N: 1, Method: out.Method, Replayable: replayable})
+		if ctx.Err() != nil || !d.Again || !d.SameReplica {
+			return nil, &AttemptError{Outcome: o, Err: err}
 		}
 		if out.Body != nil && out.Body != http.NoBody {
-			if out.GetBody == nil {
-				return nil, err
-			}
 			body, gerr := out.GetBody()
 			if gerr != nil {
-				return nil, err
+				return nil, &AttemptError{Outcome: o, Err: err}
 			}
 			out = out.Clone(ctx)
 			out.Body = body
@@ -228,9 +227,20 @@ func (h *MemberClient) RoundTrip(out *http.Request) (*http.Response, error) {
 	}
 }
 
-// exchange writes out on c and reads the answer's header. wrote says
-// whether any of the request may have reached the member.
-func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Request) (resp *http.Response, wrote bool, err error) {
+// AttemptError is a call of the member client that failed once connected:
+// its Outcome says how far it got (frontdoor.NotSent, Stale, NoResponse
+// or BadResponse). Failures to connect are the dialer's errors, as is.
+type AttemptError struct {
+	Outcome frontdoor.Outcome
+	Err     error
+}
+
+func (e *AttemptError) Error() string { return e.Err.Error() }
+func (e *AttemptError) Unwrap() error { return e.Err }
+
+// exchange writes out on c and reads the answer's header. On failure, o
+// says how far the call got.
+func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Request) (resp *http.Response, o frontdoor.Outcome, err error) {
 	if !c.rdl.IsZero() || !c.wdl.IsZero() {
 		// Left by the lean path.
 		_ = c.nc.SetDeadline(time.Time{})
@@ -242,14 +252,23 @@ func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Re
 		_ = c.nc.SetDeadline(aLongTimeAgo)
 		close(aborted)
 	})
-	fail := func(err error) (*http.Response, bool, error) {
+	wrote, started := false, false
+	fail := func(err error) (*http.Response, frontdoor.Outcome, error) {
 		if !stop() {
 			<-aborted
 			if cause := context.Cause(ctx); cause != nil {
 				err = cause
 			}
 		}
-		return nil, wrote, err
+		switch {
+		case started:
+			return nil, frontdoor.BadResponse, err
+		case wrote:
+			return nil, frontdoor.NoResponse, err
+		case c.reused:
+			return nil, frontdoor.Stale, err
+		}
+		return nil, frontdoor.NotSent, err
 	}
 	cw := c.cw
 	cw.n, cw.err = 0, nil
@@ -271,6 +290,13 @@ func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Re
 	wrote = true
 	trace := httptrace.ContextClientTrace(ctx)
 	for {
+		if _, err := c.br.Peek(1); err != nil {
+			if early {
+				err = cw.err
+			}
+			return fail(err)
+		}
+		started = true
 		resp, err = http.ReadResponse(c.br, out)
 		if err != nil {
 			if early {
@@ -299,20 +325,10 @@ func (h *MemberClient) exchange(ctx context.Context, c *memberConn, out *http.Re
 		} else {
 			c.nc.Close()
 		}
-		return resp, true, nil
+		return resp, frontdoor.Answered, nil
 	}
 	resp.Body = &memberBody{h: h, c: c, rc: resp.Body, stop: stop, reuse: reuse}
-	return resp, true, nil
-}
-
-// idempotent reports whether a call may be sent again after it may have
-// reached a member that answered nothing (RFC 9110 §9.2.2).
-func idempotent(r *http.Request) bool {
-	switch r.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
-		return r.Body == nil || r.Body == http.NoBody
-	}
-	return false
+	return resp, frontdoor.Answered, nil
 }
 
 // aLongTimeAgo is a deadline that unblocks every read and write at once.
