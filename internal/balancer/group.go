@@ -174,6 +174,7 @@ func (g *group) publishLocked() {
 		MaxInflight: g.spec.MaxInflight,
 		Queue:       g.queueLocked(),
 		Timeouts:    g.spec.Timeouts,
+		Retry:       g.spec.Retry,
 		GIOP:        g.spec.GIOP,
 	}
 	typeID := g.typeIDLocked()

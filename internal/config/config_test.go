@@ -57,7 +57,8 @@ func TestParseFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.Admin != "127.0.0.1:7070" || f.AdminToken != "s3cret-admin-token" || f.JoinToken != "join-me" ||
-		f.DataDir != "./fulcrum-data" || f.AccessLog != "-" || f.LogLevel != "debug" || f.ShutdownTimeout.D() != 15*time.Second {
+		f.DataDir != "./fulcrum-data" || f.AccessLog != "-" || f.LogLevel != "debug" || f.ShutdownTimeout.D() != 15*time.Second ||
+		f.HTTPEngine != HTTPEngineStdlib {
 		t.Errorf("top level = %+v", f)
 	}
 	if len(f.Groups) != 1 {
@@ -79,6 +80,7 @@ func TestParseFull(t *testing.T) {
 		},
 		Timeouts:    registry.Timeouts{Connect: protocol.Duration(2 * time.Second), Request: protocol.Duration(30 * time.Second), Idle: protocol.Duration(90 * time.Second)},
 		MaxInflight: 100,
+		Retry:       registry.RetryIdempotent,
 		JoinToken:   "prime-join",
 		Replicas: []registry.StaticReplica{
 			{Address: "http://127.0.0.1:9001", Weight: 1},
@@ -252,7 +254,7 @@ func TestParseBad(t *testing.T) {
 	t.Parallel()
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
-	groupKeys := "name, protocol, front_door, advertise, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, giop, join_token, replicas"
+	groupKeys := "name, protocol, front_door, advertise, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, join_token, replicas"
 	topKeys := "admin, admin_token, join_token, data_dir, access_log, log_level, shutdown_timeout, http_engine, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {

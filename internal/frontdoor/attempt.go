@@ -1,5 +1,7 @@
 package frontdoor
 
+import "github.com/fulcrum-lb/fulcrum/internal/registry"
+
 // This file is the front doors' one attempt policy: after each attempt of
 // a proxied call (HTTP on either engine, GIOP), Decide says whether the
 // call goes again, whether the replica is blamed, and what the client is
@@ -10,15 +12,15 @@ package frontdoor
 const (
 	// RetryUnsent sends a call again only when it provably never reached
 	// its replica: connecting failed, or nothing of it was written.
-	RetryUnsent = "unsent"
+	RetryUnsent = registry.RetryUnsent
 	// RetryIdempotent also sends again GET, HEAD and OPTIONS calls without
 	// a body consumed that received no response byte. (Calls of protocols
 	// without methods, such as GIOP, are judged as RetryUnsent.)
-	RetryIdempotent = "idempotent"
+	RetryIdempotent = registry.RetryIdempotent
 )
 
 // DefaultRetry is the retry setting of a group that sets none.
-const DefaultRetry = RetryUnsent
+const DefaultRetry = registry.DefaultRetry
 
 // MaxAttempts bounds the replicas one proxied call is sent to.
 const MaxAttempts = 3

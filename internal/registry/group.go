@@ -32,6 +32,17 @@ const (
 	DefaultBinding        = OnDemand
 	DefaultStrategy       = "least-loaded"
 	DefaultReportInterval = protocol.Duration(500 * time.Millisecond)
+	DefaultRetry          = RetryUnsent
+)
+
+// A group's retry settings (Group.Retry).
+const (
+	// RetryUnsent sends a call again only when it provably never reached
+	// its replica.
+	RetryUnsent = "unsent"
+	// RetryIdempotent also sends again GET, HEAD and OPTIONS calls that
+	// received no response byte.
+	RetryIdempotent = "idempotent"
 )
 
 // Defaults of a group's Timeouts.
@@ -79,6 +90,12 @@ type Group struct {
 	MaxInflight int `json:"max_inflight,omitempty" yaml:"max_inflight,omitempty"`
 	// Queue holds calls while every replica is at MaxInflight (queue.go).
 	Queue Queue `json:"queue,omitzero" yaml:"queue,omitempty"`
+	// Retry says which proxied calls the front door sends again to another
+	// replica after an attempt fails: unsent (default: only calls that
+	// provably never reached their replica) or idempotent (also GET, HEAD
+	// and OPTIONS calls that received no response byte; GIOP calls, which
+	// have no methods, as unsent).
+	Retry string `json:"retry,omitempty" yaml:"retry,omitempty"`
 	// GIOP configures the GIOP front door (protocol giop only; giop.go).
 	GIOP GIOP `json:"giop,omitzero" yaml:"giop,omitempty"`
 	// JoinToken lets replicas register without the admin token.
@@ -206,6 +223,9 @@ func (g Group) WithDefaults() Group {
 		g.GIOP.withDefaults()
 	}
 	g.Queue.withDefaults()
+	if g.Retry == "" {
+		g.Retry = DefaultRetry
+	}
 	return g
 }
 
@@ -314,6 +334,11 @@ func (g Group) Validate() error {
 	}
 	if err := g.validateQueue(); err != nil {
 		return err
+	}
+	switch g.Retry {
+	case "", RetryUnsent, RetryIdempotent:
+	default:
+		return fe("retry", g.Retry, "must be one of: "+RetryUnsent+", "+RetryIdempotent)
 	}
 	seen := map[string]int{}
 	for i, r := range g.Replicas {

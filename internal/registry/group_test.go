@@ -29,6 +29,9 @@ func TestWithDefaults(t *testing.T) {
 	if g.Replicas[0].Weight != 1 {
 		t.Errorf("static weight = %v, want 1", g.Replicas[0].Weight)
 	}
+	if g.Retry != RetryUnsent {
+		t.Errorf("retry = %q, want %q", g.Retry, RetryUnsent)
+	}
 	if _, ok := g.Params["dampening"]; !ok {
 		t.Errorf("params not completed with the strategy's defaults: %v", g.Params)
 	}
@@ -86,6 +89,8 @@ func TestValidateRejects(t *testing.T) {
 		{"queue lead", func(g *Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(11 * time.Second) }, "queue.lead", "[0s, 10s]"},
 		{"negative queue lead", func(g *Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(-time.Millisecond) }, "queue.lead", "[0s, 10s]"},
 		{"queue lead without a limit", func(g *Group) { g.Queue.Lead = protocol.Duration(time.Millisecond) }, "queue.limit", "queue.lead"},
+		{"retry", func(g *Group) { g.Retry = "always" }, "retry", `invalid value "always", must be one of: unsent, idempotent`},
+		{"retry case", func(g *Group) { g.Retry = "Idempotent" }, "retry", "must be one of: unsent, idempotent"},
 		{"replica address", func(g *Group) { g.Replicas[0].Address = "127.0.0.1:9001" }, "replicas[0].address", "http://"},
 		{"duplicate replica", func(g *Group) {
 			g.Replicas = append(g.Replicas, StaticReplica{Address: "HTTP://127.0.0.1:9001/"})

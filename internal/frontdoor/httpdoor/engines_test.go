@@ -20,6 +20,7 @@ var proxyBehaviour = []struct {
 	{"DialFailureRetried", testProxyDialFailureRetried},
 	{"AllDialsFail", testProxyAllDialsFail},
 	{"NoReplay", testProxyNoReplay},
+	{"RetrySetting", testProxyRetrySetting},
 	{"InflightLimit", testProxyInflightLimit},
 	{"Observer", testProxyObserver},
 	{"CallTimeout", testProxyCallTimeout},

@@ -74,6 +74,7 @@ type groupConfig struct {
 	// picker builds the picker; round-robin from the first member when nil.
 	picker func([]*strategy.Replica) strategy.Picker
 	key    strategy.KeySpec
+	retry  string // the group's retry setting ("": unsent)
 }
 
 // testGroup implements frontdoor.Group the way the balancer does: Bound
@@ -115,6 +116,7 @@ func (g *testGroup) publish(cfg groupConfig) {
 		MaxInflight: cfg.maxInflight,
 		Timeouts:    cfg.timeouts,
 		Observer:    cfg.observer,
+		Retry:       cfg.retry,
 	}
 	if g.queue == nil {
 		g.queue = frontdoor.NewQueue(g.Snapshot, nil)

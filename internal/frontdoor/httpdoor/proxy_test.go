@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,6 +382,74 @@ func testProxyNoReplay(t *testing.T, engine string) {
 		t.Errorf("failures = %d, want 1", f)
 	}
 	checkIdle(t, g)
+}
+
+// testProxyRetrySetting: a call that reached its replica, which then died
+// without a response byte, is sent to another replica only under retry:
+// idempotent, and only for GET, HEAD and OPTIONS; by default (unsent)
+// never. The call goes out on a kept-alive connection, as a replica dying
+// under load finds it.
+func testProxyRetrySetting(t *testing.T, engine string) {
+	t.Parallel()
+	for _, tc := range []struct {
+		retry, method string
+		replayed      bool
+	}{
+		{"", http.MethodGet, false},
+		{registry.RetryUnsent, http.MethodGet, false},
+		{registry.RetryUnsent, http.MethodHead, false},
+		{registry.RetryIdempotent, http.MethodGet, true},
+		{registry.RetryIdempotent, http.MethodHead, true},
+		{registry.RetryIdempotent, http.MethodOptions, true},
+		{registry.RetryIdempotent, http.MethodPost, false},
+		{registry.RetryIdempotent, http.MethodDelete, false},
+	} {
+		t.Run(tc.retry+"/"+tc.method, func(t *testing.T) {
+			t.Parallel()
+			var died atomic.Int64
+			dying := startReplica(t, "dying", "", func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/warm" {
+					_, _ = io.WriteString(w, "warm")
+					return
+				}
+				_, _ = io.ReadAll(r.Body)
+				died.Add(1)
+				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					conn.Close()
+				}
+			})
+			other := startReplica(t, "other", "", nil)
+			g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{dying.spec(), other.spec()},
+				picker: newFirst, retry: tc.retry})
+			fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
+			client := h1Client(t)
+			if res, b := do(t, client, http.MethodGet, fd.url+"/warm", ""); res.StatusCode != 200 {
+				t.Fatalf("warm-up: %d %s", res.StatusCode, b)
+			}
+			body := ""
+			if tc.method == http.MethodPost {
+				body = "once"
+			}
+			res, b := do(t, client, tc.method, fd.url+"/call", body)
+			want, wantOther := http.StatusBadGateway, int64(0)
+			if tc.replayed {
+				want, wantOther = http.StatusOK, 1
+			}
+			if res.StatusCode != want {
+				t.Fatalf("status %d, want %d: %s", res.StatusCode, want, b)
+			}
+			if d, o := died.Load(), other.hits.Load(); d != 1 || o != wantOther {
+				t.Errorf("runs: dying %d, other %d; want 1 and %d", d, o, wantOther)
+			}
+			if f := g.counter("dying").Failures.Load(); f != 1 {
+				t.Errorf("dying's failures = %d, want 1", f)
+			}
+			if n := dying.newConns.Load(); n != 1 {
+				t.Errorf("%d connections to the dying replica, want 1 (the call is not sent to it again)", n)
+			}
+			checkIdle(t, g)
+		})
+	}
 }
 
 // blocker is a replica handler that holds each call until released.
