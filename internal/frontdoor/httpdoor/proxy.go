@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
@@ -44,8 +45,9 @@ type call struct {
 	tried []*frontdoor.Member
 	// h2c sends the call upstream over HTTP/2 (h2c for http:// members).
 	h2c bool
-	// body guards the request body to tell whether it was read.
-	body *bodyGuard
+	// body guards the request body to tell whether it was read (set by
+	// rewrite, read by the timer too).
+	body atomic.Pointer[bodyGuard]
 	// timer bounds the call (or, for streaming calls, the wait for the
 	// response headers).
 	timer    *time.Timer
@@ -113,6 +115,7 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 			if c.finished {
 				return
 			}
+			c.body.Load().timedOut()
 			cancel(frontdoor.ErrCallTimeout)
 			// A client stalled in its body blocks the upstream send, and
 			// with it the 504: end the read now, not at the backstop.
@@ -150,7 +153,7 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetXForwarded()
 	if pr.Out.Body != nil {
 		g := &bodyGuard{rc: pr.Out.Body}
-		c.body = g
+		c.body.Store(g)
 		pr.Out.Body = g
 		// Lets the transport resend a call on a fresh connection when a
 		// kept-alive one turned out dead before anything was written.

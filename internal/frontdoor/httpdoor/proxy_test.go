@@ -452,6 +452,65 @@ func testProxyRetrySetting(t *testing.T, engine string) {
 	}
 }
 
+// testProxySlowClientsAreNotReplicaFailures: clients that trickle their
+// request bodies past the request timeout get 504, and the healthy
+// replica is not blamed: no failure counted, no failed observation (twelve
+// such uploads once ejected a replica).
+func testProxySlowClientsAreNotReplicaFailures(t *testing.T, engine string) {
+	t.Parallel()
+	r1 := startReplica(t, "r1", "", nil)
+	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
+		timeouts: registry.Timeouts{Request: registryDuration(100 * time.Millisecond)}})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
+	const uploads = 12
+	type answer struct {
+		status int
+		err    error
+	}
+	answers := make(chan answer, uploads)
+	for range uploads {
+		conn, br := rawConn(t, fd.addr)
+		// 1000 bytes announced, 2 sent, then nothing.
+		if _, err := io.WriteString(conn, "POST /upload HTTP/1.1\r\nHost: fd\r\nContent-Length: 1000\r\n\r\nab"); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			res, err := http.ReadResponse(br, &http.Request{Method: http.MethodPost})
+			if err != nil {
+				answers <- answer{err: err}
+				return
+			}
+			res.Body.Close()
+			answers <- answer{status: res.StatusCode}
+		}()
+	}
+	for range uploads {
+		a := recv(t, answers, "a slow upload's answer")
+		if a.err != nil || a.status != http.StatusGatewayTimeout {
+			t.Errorf("slow upload answered %d, %v; want 504", a.status, a.err)
+		}
+	}
+	if f := g.counter("r1").Failures.Load(); f != 0 {
+		t.Errorf("the replica's failures = %d after slow clients, want 0", f)
+	}
+	for {
+		select {
+		case ev := <-g.observed:
+			if ev.failed {
+				t.Errorf("a slow client's call was observed as %s's failure", ev.replica)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	checkIdle(t, g)
+	// The replica still serves.
+	if res, b := do(t, h1Client(t), "GET", fd.url+"/after", ""); res.StatusCode != 200 {
+		t.Errorf("after the slow clients: %d %s", res.StatusCode, b)
+	}
+}
+
 // blocker is a replica handler that holds each call until released.
 type blocker struct {
 	entered chan string

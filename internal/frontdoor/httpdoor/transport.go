@@ -89,7 +89,7 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 		}
 		ctx := out.Context()
 		o := c.outcome(ctx, err)
-		d := frontdoor.Decide(frontdoor.Attempt{Outcome: o, N: n, Method: out.Method, Retry: c.snap.Retry, Replayable: !c.body.wasRead()})
+		d := frontdoor.Decide(frontdoor.Attempt{Outcome: o, N: n, Method: out.Method, Retry: c.snap.Retry, Replayable: !c.body.Load().wasRead()})
 		if d.ReplicaFailed {
 			c.observe(m, latency, true)
 		}
@@ -133,7 +133,7 @@ func (c *call) outcome(ctx context.Context, err error) frontdoor.Outcome {
 	switch {
 	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), frontdoor.ErrCallTimeout):
 		return frontdoor.ClientGone
-	case ctx.Err() != nil && c.body.stalled():
+	case ctx.Err() != nil && c.body.Load().stalled():
 		return frontdoor.ClientTimeout
 	case ctx.Err() != nil:
 		return frontdoor.ReplicaTimeout
@@ -183,18 +183,30 @@ func isDialError(err error) bool {
 // stalled in it (a read ran into the deadline the call's timer sets). Read
 // runs on the transport's goroutines, hence the atomics.
 type bodyGuard struct {
-	rc    io.ReadCloser
-	read  atomic.Bool
-	stall atomic.Bool
+	rc      io.ReadCloser
+	read    atomic.Bool
+	reading atomic.Bool // a Read waits for the client
+	stall   atomic.Bool
 }
 
 func (b *bodyGuard) Read(p []byte) (int, error) {
 	b.read.Store(true)
+	b.reading.Store(true)
 	n, err := b.rc.Read(p)
+	b.reading.Store(false)
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		b.stall.Store(true)
 	}
 	return n, err
+}
+
+// timedOut records, when the call's timer fires, whether the transport
+// was then waiting for the client's body: the client's side of the call
+// timed out, not the replica's.
+func (b *bodyGuard) timedOut() {
+	if b != nil && b.reading.Load() {
+		b.stall.Store(true)
+	}
 }
 
 // stalled reports whether the client did not send its body in time; false
