@@ -10,6 +10,11 @@ import (
 // timeout (answered 504 over HTTP).
 var ErrCallTimeout = errors.New("frontdoor: proxied call exceeded the group's request timeout")
 
+// ErrLoop is a request that came back to the balancer that proxied it
+// (a replica address pointing at one of its own front doors): it is not
+// forwarded again (HTTP 508 Loop Detected).
+var ErrLoop = errors.New("frontdoor: the request already passed through this balancer (proxy loop)")
+
 // UnreachableError says that no replica could be reached: every attempt
 // failed to connect (so the call never ran), and no other replica was left
 // to try. It unwraps to the pick's sentinel (ErrNoReplica or

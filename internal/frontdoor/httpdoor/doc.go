@@ -12,9 +12,13 @@
 //     Fulcrum-Replica. It then tells the balancer (Group.Bound).
 //   - per-request: the front door is a reverse proxy (HTTP/1.1 keep-alive,
 //     HTTP/2 and h2c inbound, gRPC pass-through over h2c upstream, streamed
-//     bodies, trailers, Upgrade/WebSocket). A call that provably never
-//     reached its replica (the dial failed) is retried on another one; a call
-//     that may have run is never replayed.
+//     bodies, trailers, Upgrade/WebSocket). After each attempt the attempt
+//     policy (frontdoor.Decide) says whether the call goes again: a call
+//     that provably never reached its replica (the dial failed) is retried
+//     on another one; a call that may have run is replayed only under the
+//     group's retry: idempotent, for GET, HEAD and OPTIONS that received
+//     no response byte. Forwarded requests carry a Via entry naming this
+//     balancer; one that already does is answered 508 Loop Detected.
 //
 // The common case — plain HTTP/1.1 requests of a per-request group to
 // http:// members — is served by the lean engine (package lean): one
@@ -61,8 +65,9 @@
 // The front door counts Counters.Redirected and Counters.Proxied itself;
 // Group.Bound is told of every binding (and counts Bindings and Rebinds),
 // Group.Observe of every attempt of a proxied call with its latency to the
-// response headers and whether it failed (connection error, timeout or
-// 5xx). A call abandoned by its client is not observed.
+// response headers and whether it failed (connection error, the replica's
+// timeout or 5xx). A call abandoned by its client, or whose client did not
+// send its request in time, is not observed.
 //
 // When nothing can serve, the answer is 503 at once, with a JSON body:
 //

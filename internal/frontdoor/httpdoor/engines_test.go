@@ -21,6 +21,7 @@ var proxyBehaviour = []struct {
 	{"AllDialsFail", testProxyAllDialsFail},
 	{"NoReplay", testProxyNoReplay},
 	{"RetrySetting", testProxyRetrySetting},
+	{"ViaHopGuard", testProxyViaHopGuard},
 	{"SlowClientsAreNotReplicaFailures", testProxySlowClientsAreNotReplicaFailures},
 	{"InflightLimit", testProxyInflightLimit},
 	{"Observer", testProxyObserver},

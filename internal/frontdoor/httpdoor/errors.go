@@ -24,6 +24,7 @@ const (
 	CodeMethod         = "method_not_allowed"
 	CodeBadGateway     = "bad_gateway"
 	CodeGatewayTimeout = "gateway_timeout"
+	CodeLoopDetected   = "loop_detected"
 )
 
 var (
@@ -112,6 +113,10 @@ func describe(snap *frontdoor.Snapshot, err error) (int, errorDetail) {
 		return cmp.Or(bad.Status, http.StatusBadRequest), errorDetail{Code: CodeBadRequest, Message: bad.Message}
 	case errors.Is(err, errBadTarget):
 		return http.StatusBadRequest, errorDetail{Code: CodeBadRequest, Message: err.Error()}
+	case errors.Is(err, frontdoor.ErrLoop):
+		return http.StatusLoopDetected, errorDetail{Code: CodeLoopDetected,
+			Message: "the request came back to the balancer that proxied it",
+			Reason:  "a Via field names this balancer: a replica address points at one of its own front doors"}
 	case errors.Is(err, frontdoor.ErrCallTimeout):
 		return http.StatusGatewayTimeout, errorDetail{Code: CodeGatewayTimeout,
 			Message: "the replica did not answer in time", Reason: err.Error()}

@@ -67,6 +67,10 @@ func callFrom(ctx context.Context) *call {
 
 // serveProxy forwards one call (per-request binding).
 func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
+	if looped(r) {
+		s.writeError(w, r, snap, frontdoor.ErrLoop)
+		return
+	}
 	c := &call{s: s, snap: snap, in: r.URL, to: frontdoor.TimeoutsOf(snap.Timeouts), lw: lw}
 	c.req.Client = r.Header.Get(protocol.HeaderClient)
 	c.req.Key = requestKey(snap.Key, r)
@@ -151,6 +155,7 @@ func (s *Server) rewrite(pr *httputil.ProxyRequest) {
 		pr.Out.Header["X-Forwarded-For"] = prior
 	}
 	pr.SetXForwarded()
+	pr.Out.Header.Add("Via", viaOf(pr.In))
 	if pr.Out.Body != nil {
 		g := &bodyGuard{rc: pr.Out.Body}
 		c.body.Store(g)

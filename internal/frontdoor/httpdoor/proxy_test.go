@@ -511,6 +511,57 @@ func testProxySlowClientsAreNotReplicaFailures(t *testing.T, engine string) {
 	}
 }
 
+// testProxyViaHopGuard: proxied requests carry a Via entry naming this
+// balancer, after those they came with; a request that already carries it
+// is answered 508 and not forwarded; a group whose replica is its own front
+// door answers 508 at the second pass instead of looping.
+func testProxyViaHopGuard(t *testing.T, engine string) {
+	t.Parallel()
+	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, strings.Join(r.Header.Values("Via"), ", "))
+	})
+	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
+	c := h1Client(t)
+
+	res, b := do(t, c, "GET", fd.url+"/plain", "")
+	if want := "1.1 " + viaName; res.StatusCode != 200 || string(b) != want {
+		t.Errorf("plain request: %d, the replica saw Via %q; want %q", res.StatusCode, b, want)
+	}
+	res, b = do(t, c, "GET", fd.url+"/chained", "", "Via", "1.0 fred, 1.1 p.example.net")
+	if want := "1.0 fred, 1.1 p.example.net, 1.1 " + viaName; res.StatusCode != 200 || string(b) != want {
+		t.Errorf("request through other proxies: %d, the replica saw Via %q; want %q", res.StatusCode, b, want)
+	}
+	hits := r1.hits.Load()
+	for _, via := range []string{"1.1 " + viaName, "1.0 fred, 1.1 " + viaName + " (fulcrum)", "2 " + viaName} {
+		res, b = do(t, c, "POST", fd.url+"/looped", "body", "Via", via)
+		if res.StatusCode != http.StatusLoopDetected {
+			t.Errorf("Via %q: %d %s, want 508", via, res.StatusCode, b)
+			continue
+		}
+		if e := decodeError(t, res, b); e.Code != CodeLoopDetected {
+			t.Errorf("Via %q: error %+v", via, e)
+		}
+	}
+	if n := r1.hits.Load() - hits; n != 0 {
+		t.Errorf("looped requests reached the replica %d times", n)
+	}
+
+	// A replica address that is the group's own front door.
+	self := newTestGroup(groupConfig{binding: registry.PerRequest})
+	sfd := startFrontDoor(t, self, Options{Engine: engine, Logger: quietLogger()})
+	self.publish(groupConfig{binding: registry.PerRequest, members: []spec{{id: "self", url: sfd.url}}})
+	res, b = do(t, c, "GET", sfd.url+"/loop", "")
+	if res.StatusCode != http.StatusLoopDetected {
+		t.Fatalf("self-looping group: %d %s, want 508", res.StatusCode, b)
+	}
+	if n := self.counter("self").Proxied.Load(); n != 1 {
+		t.Errorf("self-looping group forwarded %d calls, want 1 (the first pass)", n)
+	}
+	checkIdle(t, g)
+	checkIdle(t, self)
+}
+
 // blocker is a replica handler that holds each call until released.
 type blocker struct {
 	entered chan string

@@ -130,7 +130,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 
 	s.up = newUpstream(s)
 	if opts.Engine != EngineStdlib {
-		cfg := lean.Config{Group: g, Members: s.up.fast, Answer: errorAnswer, Log: s.log, Now: s.now, Timeouts: to}
+		cfg := lean.Config{Group: g, Members: s.up.fast, Answer: errorAnswer, Log: s.log, Now: s.now, Timeouts: to, Via: viaName}
 		if s.acc != nil {
 			cfg.Access = s.acc
 		}

@@ -35,14 +35,15 @@ type Config struct {
 	// Now is the clock of the access log and of the latencies observed;
 	// time.Now when nil. Deadlines always run on the real clock.
 	Now func() time.Time
+	// Via is the name this balancer gives itself in Via fields (the
+	// received-by of RFC 9110 §7.6.3, e.g. "fulcrum-<id>"): added to every
+	// request forwarded, and a request that already names it is answered
+	// frontdoor.ErrLoop, not forwarded. "" turns the guard off.
+	Via string
 	// Timeouts are the server-level bounds: Request bounds reading a
 	// request head, Idle an idle keep-alive connection. A call's own
 	// bounds come from its snapshot.
 	Timeouts frontdoor.Timeouts
-	// ClientGone reports whether the front door is closing every
-	// connection (a forced shutdown), so that calls in flight end; nil:
-	// never.
-	ClientGone func() bool
 }
 
 // Answer is an answer of the front door itself: its status, its group
@@ -84,14 +85,14 @@ type Entry struct {
 // net/http, every connection at a request it does not serve. Safe for
 // concurrent use.
 type Engine struct {
-	g        frontdoor.Group
-	members  *MemberClient
-	answer   func(*frontdoor.Snapshot, error) Answer
-	log      *slog.Logger
-	acc      AccessLog
-	now      func() time.Time
-	to       frontdoor.Timeouts
-	stopping func() bool
+	g       frontdoor.Group
+	members *MemberClient
+	answer  func(*frontdoor.Snapshot, error) Answer
+	log     *slog.Logger
+	acc     AccessLog
+	now     func() time.Time
+	to      frontdoor.Timeouts
+	via     string
 
 	// spill rotates where the in-flight limit's fall-back scan starts.
 	spill atomic.Uint32
@@ -107,16 +108,13 @@ type Engine struct {
 // New returns an engine serving under cfg.
 func New(cfg Config) *Engine {
 	s := &Engine{g: cfg.Group, members: cfg.Members, answer: cfg.Answer, log: cfg.Log, acc: cfg.Access,
-		now: cfg.Now, to: cfg.Timeouts, stopping: cfg.ClientGone,
+		now: cfg.Now, to: cfg.Timeouts, via: cfg.Via,
 		conns: map[*conn]struct{}{}, drained: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	if s.now == nil {
 		s.now = time.Now
-	}
-	if s.stopping == nil {
-		s.stopping = func() bool { return false }
 	}
 	return s
 }

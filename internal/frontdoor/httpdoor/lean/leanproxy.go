@@ -73,6 +73,9 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	*req = strategy.Request{}
 	c.requestFacts(b, snap.Key, req)
 	x.path = req.Path
+	if c.looped(b) {
+		return x.answer(frontdoor.ErrLoop)
+	}
 	m, err := s.acquire(snap, req, nil, c.waiting())
 	if err != nil {
 		return x.answer(err)
@@ -629,6 +632,11 @@ func (c *conn) writeUpstreamHead(w *bufio.Writer, b []byte, m *frontdoor.Member)
 	_, _ = w.Write(h.host.of(b))
 	_, _ = w.WriteString("\r\n")
 	_, _ = w.WriteString("X-Forwarded-Proto: http\r\n")
+	if c.s.via != "" {
+		_, _ = w.WriteString("Via: 1.1 ")
+		_, _ = w.WriteString(c.s.via)
+		_, _ = w.WriteString("\r\n")
+	}
 	switch {
 	case h.chunked:
 		_, _ = w.WriteString("Transfer-Encoding: chunked\r\n")
@@ -725,6 +733,21 @@ func (c *conn) requestFacts(b []byte, k strategy.KeySpec, req *strategy.Request)
 			req.Key = c.remote
 		}
 	}
+}
+
+// looped reports whether the request whose head b holds already passed
+// through this balancer: a Via field names it.
+func (c *conn) looped(b []byte) bool {
+	if c.s.via == "" {
+		return false
+	}
+	h := &c.req
+	for i := range h.fields {
+		if f := &h.fields[i]; asciiEqualFold(f.name.of(b), []byte("Via")) && ViaHas(string(f.value.of(b)), c.s.via) {
+			return true
+		}
+	}
+	return false
 }
 
 // intern returns b as a string, reusing *last when equal.
