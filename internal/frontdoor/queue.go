@@ -39,6 +39,10 @@ type Queue struct {
 	head   *waiter // oldest; fifo through next
 	tail   *waiter
 
+	// changed, when not nil, is closed at the next change of the calls
+	// waiting or of the timed-out count (Changed).
+	changed chan struct{}
+
 	served, full, timedOut, early atomic.Uint64
 	// waitNS sums the served calls' waits; waitCounts counts them by
 	// QueueWaitBounds (the last: above every bound).
@@ -256,8 +260,9 @@ wait:
 	q.mu.Lock()
 	if w.queued {
 		q.removeLocked(w)
-		q.mu.Unlock()
 		q.timedOut.Add(1)
+		q.notifyLocked()
+		q.mu.Unlock()
 		return nil, &QueueError{Waited: q.now().Sub(w.since), Canceled: canceled}
 	}
 	q.mu.Unlock()
@@ -332,6 +337,7 @@ func (q *Queue) pushLocked(w *waiter) {
 	}
 	q.tail = w
 	q.waiting.Add(1)
+	q.notifyLocked()
 }
 
 func (q *Queue) removeLocked(w *waiter) {
@@ -349,6 +355,29 @@ func (q *Queue) removeLocked(w *waiter) {
 	}
 	w.prev, w.next = nil, nil
 	q.waiting.Add(-1)
+	q.notifyLocked()
+}
+
+// Changed returns a channel closed at the next change of the calls
+// waiting (Stats().Waiting) or of the calls that left the queue without a
+// member (Stats().TimedOut): a waiter for a state of the queue reads
+// Stats after taking the channel and waits on it while the state is not
+// there yet, without polling.
+func (q *Queue) Changed() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.changed == nil {
+		q.changed = make(chan struct{})
+	}
+	return q.changed
+}
+
+// notifyLocked wakes Changed's waiters. Caller must hold q.mu.
+func (q *Queue) notifyLocked() {
+	if q.changed != nil {
+		close(q.changed)
+		q.changed = nil
+	}
 }
 
 // costHeap orders waiters by cost, then by arrival.

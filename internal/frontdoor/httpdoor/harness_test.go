@@ -421,6 +421,34 @@ func decodeError(t *testing.T, res *http.Response, b []byte) errorDetail {
 	return eb.Error
 }
 
+// withSlow wraps h: a call to /slow waits until its client goes away or
+// the test ends, so that the front door answers it 504 at the request
+// timeout (witnessTimeout).
+func withSlow(t *testing.T, h http.HandlerFunc) http.HandlerFunc {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/slow" {
+			h(w, r)
+			return
+		}
+		select {
+		case <-done:
+		case <-r.Context().Done():
+		}
+	}
+}
+
+// witnessTimeout calls /slow of a replica wrapped by withSlow, on a
+// connection of its own: when it returns, the group's request timeout has
+// passed since it was called — without the test reading the clock.
+func witnessTimeout(t *testing.T, fd *frontDoor) {
+	t.Helper()
+	if res, b := do(t, h1Client(t), "GET", fd.url+"/slow", ""); res.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("witness call: %d %s, want 504 at the request timeout", res.StatusCode, b)
+	}
+}
+
 // checkIdle asserts no member still counts a call in flight.
 func checkIdle(t *testing.T, g *testGroup) {
 	t.Helper()

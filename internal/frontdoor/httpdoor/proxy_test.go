@@ -133,11 +133,11 @@ func grpcEcho(w http.ResponseWriter, r *http.Request) {
 
 func testProxyGRPCStreaming(t *testing.T, engine string) {
 	t.Parallel()
-	r1 := startReplica(t, "r1", "", grpcEcho)
-	const requestTimeout = 50 * time.Millisecond
+	r1 := startReplica(t, "r1", "", withSlow(t, grpcEcho))
+	const requestTimeout = 200 * time.Millisecond
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
-	fd := startFrontDoor(t, g, Options{Engine: engine})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	c := h2cClient(t)
 
 	pr, pw := io.Pipe()
@@ -155,10 +155,13 @@ func testProxyGRPCStreaming(t *testing.T, engine string) {
 	br := bufio.NewReader(res.Body)
 	// Each message is answered before the next is sent: both directions
 	// stream through the front door, for longer than the request timeout
-	// (gRPC calls carry their own deadlines).
-	start := time.Now()
+	// (gRPC calls carry their own deadlines): a witness call started after
+	// the first message ends at the timeout, before the last ones.
 	n := 0
-	for ; n < 3 || time.Since(start) < 3*requestTimeout; n++ {
+	for ; n < 4; n++ {
+		if n == 2 {
+			witnessTimeout(t, fd)
+		}
 		msg := fmt.Sprintf("message %d\n", n)
 		if _, err := io.WriteString(pw, msg); err != nil {
 			t.Fatal(err)
@@ -178,8 +181,8 @@ func testProxyGRPCStreaming(t *testing.T, engine string) {
 	if got := res.Trailer.Get("Grpc-Message"); got != fmt.Sprintf("%d messages", n) {
 		t.Errorf("trailer Grpc-Message = %q", got)
 	}
-	if n := g.counter("r1").Proxied.Load(); n != 1 {
-		t.Errorf("proxied %d, want 1", n)
+	if n := g.counter("r1").Proxied.Load(); n != 2 {
+		t.Errorf("proxied %d, want 2 (the stream and the witness call)", n)
 	}
 }
 
@@ -223,26 +226,29 @@ func dialUpgrade(t *testing.T, addr, path string) (net.Conn, *bufio.Reader) {
 
 func testProxyWebSocket(t *testing.T, engine string) {
 	t.Parallel()
-	r1 := startReplica(t, "r1", "", wsEcho)
+	r1 := startReplica(t, "r1", "", withSlow(t, wsEcho))
 	// Long enough for net/http (EngineStdlib) to read the upgrade's head
 	// on a busy machine: its ReadHeaderTimeout is the request timeout too.
 	const requestTimeout = 200 * time.Millisecond
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
-	fd := startFrontDoor(t, g, Options{Engine: engine})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 
 	conn, br := dialUpgrade(t, fd.addr, "/ws")
 	// The session outlives the request timeout, which only bounds the wait
-	// for the 101.
-	start := time.Now()
-	for i := 0; i < 2 || time.Since(start) < 3*requestTimeout; i++ {
+	// for the 101: a witness call started after the first ping ends at the
+	// timeout, before the last ones.
+	for i := range 4 {
+		if i == 2 {
+			witnessTimeout(t, fd)
+		}
 		msg := fmt.Sprintf("ping %d\n", i)
 		if _, err := io.WriteString(conn, msg); err != nil {
 			t.Fatal(err)
 		}
 		got, err := br.ReadString('\n')
 		if err != nil || got != msg {
-			t.Fatalf("echo of %q after %v = %q, %v", msg, time.Since(start), got, err)
+			t.Fatalf("echo of %q = %q, %v", msg, got, err)
 		}
 	}
 	if n := g.live("r1").Inflight.Load(); n != 1 {

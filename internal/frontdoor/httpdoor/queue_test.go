@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -59,12 +60,26 @@ func holdReplica(t *testing.T, c *http.Client, fd *frontDoor, gt *gate) <-chan s
 // waitQueued waits until the group's queue holds n calls.
 func waitQueued(t *testing.T, g *testGroup, n int) {
 	t.Helper()
-	deadline := time.Now().Add(waitBound)
-	for g.queue.Stats().Waiting != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue holds %d calls, want %d", g.queue.Stats().Waiting, n)
+	waitQueue(t, g, func(st frontdoor.QueueStats) bool { return st.Waiting == n },
+		fmt.Sprintf("the queue to hold %d calls", n))
+}
+
+// waitQueue waits, on the queue's change notifications, until its stats
+// satisfy ok.
+func waitQueue(t *testing.T, g *testGroup, ok func(frontdoor.QueueStats) bool, what string) {
+	t.Helper()
+	ctx := boundedCtx(t)
+	for {
+		changed := g.queue.Changed()
+		st := g.queue.Stats()
+		if ok(st) {
+			return
 		}
-		time.Sleep(200 * time.Microsecond)
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: queue stats %+v", what, st)
+		}
 	}
 }
 
@@ -188,13 +203,7 @@ func testProxyQueueClientHangsUp(t *testing.T, engine string) {
 	}
 	waitQueued(t, g, 1)
 	nc.Close()
-	deadline := time.Now().Add(waitBound)
-	for g.queue.Stats().TimedOut != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue stats %+v: the abandoned call did not leave", g.queue.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitQueue(t, g, func(st frontdoor.QueueStats) bool { return st.TimedOut == 1 }, "the abandoned call to leave the queue")
 	gt.pass <- struct{}{}
 	recv(t, done, "the held call's answer")
 	select {
