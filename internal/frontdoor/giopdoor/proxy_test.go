@@ -391,6 +391,51 @@ func TestProxyReplicaLost(t *testing.T) {
 	}
 }
 
+// TestProxyRetrySettingNeverReplays: GIOP requests carry no method to
+// judge idempotent, so whatever the group's retry setting a call lost with
+// its replica's connection is answered COMM_FAILURE and never sent to
+// another replica.
+func TestProxyRetrySettingNeverReplays(t *testing.T) {
+	t.Parallel()
+	for _, retry := range []string{registry.RetryUnsent, registry.RetryIdempotent} {
+		t.Run(retry, func(t *testing.T) {
+			t.Parallel()
+			b := newBalancer(t)
+			s1, s2 := startServant(t, "obj"), startServant(t, "obj")
+			hold := make(chan struct{})
+			s1.hold.Store(&hold)
+			s2.hold.Store(&hold)
+			defer close(hold)
+			fd := perRequest(t, b, registry.Group{Retry: retry})
+			register(t, b, "g", s1.ref.String())
+			register(t, b, "g", s2.ref.String())
+			c := dial(t, fd)
+			c.send(isPrimeRequest(giop.V12, cdr.BigEndian, 3, "g", 3))
+			ran, other := s1, s2
+			select {
+			case <-s1.seen:
+			case <-s2.seen:
+				ran, other = s2, s1
+			case <-time.After(waitBound):
+				t.Fatal("the call reached no replica")
+			}
+			ran.stop()
+			rep, ok := c.recv().(*giop.Reply)
+			if !ok || rep.RequestID != 3 {
+				t.Fatalf("answer %+v", rep)
+			}
+			if ex, _ := rep.SystemException(); ex.Name() != "COMM_FAILURE" || ex.Completed != giop.CompletedMaybe {
+				t.Errorf("exception %+v, want COMM_FAILURE COMPLETED_MAYBE", ex)
+			}
+			select {
+			case id := <-other.seen:
+				t.Errorf("the lost call was replayed on the other replica (request %d)", id)
+			default:
+			}
+		})
+	}
+}
+
 // TestProxyLocate: per-request LocateRequests are answered OBJECT_HERE.
 func TestProxyLocate(t *testing.T) {
 	t.Parallel()
