@@ -18,6 +18,7 @@ var proxyBehaviour = []struct {
 	{"WebSocket", testProxyWebSocket},
 	{"NoReplica", testProxyNoReplica},
 	{"DialFailureRetried", testProxyDialFailureRetried},
+	{"DialFailureRetriedOnPooledConnection", testProxyDialFailureRetriedOnPooledConnection},
 	{"AllDialsFail", testProxyAllDialsFail},
 	{"NoReplay", testProxyNoReplay},
 	{"RetrySetting", testProxyRetrySetting},

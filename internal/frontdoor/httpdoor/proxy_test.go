@@ -568,6 +568,35 @@ func testProxyViaHopGuard(t *testing.T, engine string) {
 	checkIdle(t, self)
 }
 
+// testProxyDialFailureRetriedOnPooledConnection: a call whose first
+// member cannot be reached goes to the next one on a kept-alive connection
+// from the pool, every time.
+func testProxyDialFailureRetriedOnPooledConnection(t *testing.T, engine string) {
+	t.Parallel()
+	live := startReplica(t, "live", "", nil)
+	g := newTestGroup(groupConfig{binding: registry.PerRequest, picker: newFirst, members: []spec{
+		{id: "dead", url: "http://" + deadAddress(t)}, {id: "live", url: live.url},
+	}})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
+	c := h1Client(t)
+	for i := range 3 {
+		res, b := do(t, c, "GET", fd.url+"/work", "")
+		if res.StatusCode != 200 {
+			t.Fatalf("call %d: status %d: %s", i, res.StatusCode, b)
+		}
+		if e := decodeEcho(t, b); e.Replica != "live" {
+			t.Errorf("call %d: answer %+v", i, e)
+		}
+	}
+	if n := live.newConns.Load(); n != 1 {
+		t.Errorf("%d connections to the live replica, want 1 (kept alive)", n)
+	}
+	if f := g.counter("dead").Failures.Load(); f != 3 {
+		t.Errorf("dead failures = %d, want 3", f)
+	}
+	checkIdle(t, g)
+}
+
 // blocker is a replica handler that holds each call until released.
 type blocker struct {
 	entered chan string

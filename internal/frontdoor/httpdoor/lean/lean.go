@@ -17,17 +17,17 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 )
 
-// The lean path serves the front door's common case — plain HTTP/1.1
+// The engine serves the front door's common case — plain HTTP/1.1
 // requests of a per-request group, proxied to http:// members — on one
 // goroutine per connection that reads requests, sends them to the member
 // and copies the answers back, with no goroutine or allocation per call.
 // net/http's server spends more than half its time per call on what the
-// lean path does not do: waking its background reader and the handler's
+// engine does not do: waking its background reader and the handler's
 // goroutines, building http.Request, header maps and contexts
-// (docs/bench.md). Whatever the lean path does not handle — HTTP/2,
-// upgrades, Expect, HTTP/1.0, other binding modes — goes, with the bytes
-// already read, to the net/http server (ServeHTTP) through the handoff
-// listener, at the start of a request, for the rest of the connection.
+// (docs/bench.md). Whatever the engine does not handle — HTTP/2,
+// upgrades, Expect, HTTP/1.0, other binding modes — Serve gives back, with
+// the bytes already read, at the start of a request, for net/http to serve
+// the rest of the connection.
 
 // Sizes of a connection's buffers. A request head larger than ReadBuffer
 // goes to net/http, once read whole (431 beyond MaxHeaderBytes).

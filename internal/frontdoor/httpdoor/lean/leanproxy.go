@@ -100,6 +100,7 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	for n := 1; ; {
 		t0 = s.now()
 		x.nothingRead = true
+		err = nil
 		addr := memberAddr(x.m)
 		if uc = s.members.getIdle(addr); uc == nil {
 			uc, err = c.dial(addr, to.Connect)
