@@ -145,14 +145,20 @@ func (cl *call) dispatch(avoid *frontdoor.Member) {
 		if err == nil {
 			return
 		}
+		// errNotSent: the connection was closing, nothing written.
+		o := frontdoor.NoResponse
 		if errors.Is(err, errNotSent) {
-			// The connection was closing: the call goes again, on a
-			// fresh one (within the dispatch bound).
-			if d := cl.decide(frontdoor.Stale); d.Again {
-				continue
-			}
+			o = frontdoor.Stale
 		}
-		d := cl.decide(frontdoor.NoResponse)
+		d := cl.decide(o)
+		switch {
+		case d.Again && d.SameReplica:
+			continue
+		case d.Again:
+			cl.retryElsewhere(m, nil)
+			avoid = m
+			continue
+		}
 		cl.finish(m, errUpstreamLost, d.ReplicaFailed)
 		return
 	}
@@ -265,11 +271,11 @@ func (cl *call) closedUpstream(up *upConn, graceful bool) {
 	if graceful {
 		o = frontdoor.Stale
 	}
-	if d := cl.decide(o); d.Again {
+	d := cl.decide(o)
+	if d.Again {
 		go cl.dispatch(nil)
 		return
 	}
-	d := cl.decide(frontdoor.NoResponse)
 	cl.finish(m, errUpstreamLost, d.ReplicaFailed)
 }
 
