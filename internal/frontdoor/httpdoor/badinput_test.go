@@ -38,14 +38,14 @@ func rawExchange(t *testing.T, addr, raw string) (*http.Response, string) {
 	return res, string(b)
 }
 
-func TestBadInput(t *testing.T) {
+func testBadInput(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
 	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			t.Parallel()
 			g := newTestGroup(groupConfig{binding: binding, members: []spec{r1.spec()}})
-			fd := startFrontDoor(t, g, Options{})
+			fd := startFrontDoor(t, g, Options{Engine: engine})
 			huge := strings.Repeat("a", MaxHeaderBytes+8<<10)
 			for _, tc := range []struct {
 				name   string
@@ -105,10 +105,10 @@ func TestBadTarget(t *testing.T) {
 	}
 }
 
-// TestStalledClients: a client that stalls in its headers, or in the body
+// testStalledClients: a client that stalls in its headers, or in the body
 // of a proxied call, is cut off after the request timeout, and meanwhile
 // the front door keeps serving others.
-func TestStalledClients(t *testing.T) {
+func testStalledClients(t *testing.T, engine string) {
 	t.Parallel()
 	bodyErr := make(chan error, 1)
 	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +122,7 @@ func TestStalledClients(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
 		timeouts: registry.Timeouts{Request: registryDuration(timeout)}})
-	fd := startFrontDoor(t, g, Options{Logger: quietLogger()})
+	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 
 	stall := func(raw string) net.Conn {
 		conn, err := net.Dial("tcp", fd.addr)

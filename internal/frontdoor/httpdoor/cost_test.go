@@ -66,9 +66,9 @@ func (p *recordingPicker) Pick(r *strategy.Request) (*strategy.Replica, error) {
 	return p.reps[0], nil
 }
 
-// TestPicksSeeTheCallsCost: both front door modes give the strategy the
+// testPicksSeeTheCallsCost: both front door modes give the strategy the
 // path and the Fulcrum-Cost hint.
-func TestPicksSeeTheCallsCost(t *testing.T) {
+func testPicksSeeTheCallsCost(t *testing.T, engine string) {
 	t.Parallel()
 	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
@@ -77,7 +77,7 @@ func TestPicksSeeTheCallsCost(t *testing.T) {
 			seen := make(chan strategy.Request, 4)
 			g := newTestGroup(groupConfig{binding: binding, members: []spec{rp.spec()},
 				picker: func(reps []*strategy.Replica) strategy.Picker { return &recordingPicker{reps: reps, seen: seen} }})
-			fd := startFrontDoor(t, g, Options{Logger: quietLogger()})
+			fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 			req, err := http.NewRequestWithContext(boundedCtx(t), http.MethodGet, fd.url+"/count/30000?n=1", nil)
 			if err != nil {
 				t.Fatal(err)

@@ -40,6 +40,11 @@ var proxyBehaviour = []struct {
 	{"AccessLog", testLeanAccessLog},
 	{"EventStream", testLeanEventStream},
 	{"EarlyAnswer", testLeanEarlyAnswer},
+	{"GracefulShutdown", testGracefulShutdown},
+	{"ShutdownBounded", testShutdownBounded},
+	{"StalledClients", testStalledClients},
+	{"BadInput", testBadInput},
+	{"PicksSeeTheCallsCost", testPicksSeeTheCallsCost},
 }
 
 // TestProxyBehaviour runs the proxy behaviour table against every engine.

@@ -12,9 +12,9 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
-// TestGracefulShutdown: Shutdown stops accepting at once and returns once
+// testGracefulShutdown: Shutdown stops accepting at once and returns once
 // the call in flight has finished, with its full answer.
-func TestGracefulShutdown(t *testing.T) {
+func testGracefulShutdown(t *testing.T, engine string) {
 	t.Parallel()
 	for _, binding := range []string{registry.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
@@ -22,7 +22,7 @@ func TestGracefulShutdown(t *testing.T) {
 			bl := newBlocker()
 			r1 := startReplica(t, "r1", "", bl.handler("r1"))
 			g := newTestGroup(groupConfig{binding: binding, members: []spec{r1.spec()}})
-			fd := startFrontDoor(t, g, Options{})
+			fd := startFrontDoor(t, g, Options{Engine: engine})
 
 			type result struct {
 				status int
@@ -75,13 +75,13 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
-// TestShutdownBounded: an upgraded connection that does not end is closed
+// testShutdownBounded: an upgraded connection that does not end is closed
 // when Shutdown's context ends.
-func TestShutdownBounded(t *testing.T) {
+func testShutdownBounded(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", wsEcho)
 	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
-	fd := startFrontDoor(t, g, Options{})
+	fd := startFrontDoor(t, g, Options{Engine: engine})
 	conn, br := dialUpgrade(t, fd.addr, "/ws")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
