@@ -25,3 +25,10 @@ func TestViaHas(t *testing.T) {
 		}
 	}
 }
+
+func TestViaHasDoesNotAllocate(t *testing.T) {
+	v := "1.0 fred, 1.1 p.example.net (proxy), 1.1 fulcrum-0123456789ab"
+	if n := testing.AllocsPerRun(100, func() { ViaHas(v, "fulcrum-0123456789ab") }); n != 0 {
+		t.Errorf("ViaHas allocates %v times per call, want 0", n)
+	}
+}
