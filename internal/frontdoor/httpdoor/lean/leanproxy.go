@@ -173,7 +173,8 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 		}
 		return x.fail(&badResponseError{why: "101 Switching Protocols to a request that asked for no upgrade"}, d, o)
 	}
-	x.observe(latency, res.status >= 500)
+	d := frontdoor.Decide(frontdoor.Attempt{Outcome: frontdoor.Answered, N: len(c.tried) + 1, Method: method, Retry: snap.Retry, Failed: res.status >= 500})
+	x.observe(latency, d.ReplicaFailed)
 	x.m.Counters.Proxied.Add(1)
 	if !x.headDone {
 		_, _ = c.br.Discard(h.n)
