@@ -1,9 +1,12 @@
 // Package frontdoor holds what every protocol's front door shares: the
 // immutable snapshot of a group that picks are made on, the members it
 // picks from with their counters, and the Group interface through which a
-// front door talks back to the balancer. The protocol front doors live in
-// sub-packages (httpdoor, giopdoor) and are shaped like net/http: a
-// listener, a handler, sentinel errors mapped to protocol statuses.
+// front door talks back to the balancer, and the one attempt policy every
+// proxying front door follows (Decide, attempt.go: after each attempt of a
+// call, whether it goes again, whether the replica failed, what the client
+// gets). The protocol front doors live in sub-packages (httpdoor, giopdoor)
+// and are shaped like net/http: a listener, a handler, sentinel errors
+// mapped to protocol statuses.
 package frontdoor
 
 import (
