@@ -369,36 +369,12 @@ func TestProxyLimits(t *testing.T) {
 
 // TestProxyReplicaLost: a replica whose connection breaks with a call in
 // flight gets COMM_FAILURE COMPLETED_MAYBE to the client (it may have run).
+// GIOP requests carry no method to judge idempotent, so whatever the
+// group's retry setting the call is never sent to another replica.
 func TestProxyReplicaLost(t *testing.T) {
 	t.Parallel()
-	b := newBalancer(t)
-	s := startServant(t, "obj")
-	hold := make(chan struct{})
-	s.hold.Store(&hold)
-	defer close(hold)
-	fd := perRequest(t, b, registry.Group{})
-	register(t, b, "g", s.ref.String())
-	c := dial(t, fd)
-	c.send(isPrimeRequest(giop.V12, cdr.BigEndian, 3, "g", 3))
-	recvN(t, s.seen, "the call")
-	s.stop()
-	rep, ok := c.recv().(*giop.Reply)
-	if !ok || rep.RequestID != 3 {
-		t.Fatalf("answer %+v", rep)
-	}
-	if ex, _ := rep.SystemException(); ex.Name() != "COMM_FAILURE" || ex.Completed != giop.CompletedMaybe {
-		t.Errorf("exception %+v, want COMM_FAILURE COMPLETED_MAYBE", ex)
-	}
-}
-
-// TestProxyRetrySettingNeverReplays: GIOP requests carry no method to
-// judge idempotent, so whatever the group's retry setting a call lost with
-// its replica's connection is answered COMM_FAILURE and never sent to
-// another replica.
-func TestProxyRetrySettingNeverReplays(t *testing.T) {
-	t.Parallel()
-	for _, retry := range []string{registry.RetryUnsent, registry.RetryIdempotent} {
-		t.Run(retry, func(t *testing.T) {
+	for _, retry := range []string{"", registry.RetryUnsent, registry.RetryIdempotent} {
+		t.Run("retry="+retry, func(t *testing.T) {
 			t.Parallel()
 			b := newBalancer(t)
 			s1, s2 := startServant(t, "obj"), startServant(t, "obj")
