@@ -25,8 +25,8 @@ type Config struct {
 	Members *MemberClient
 	// Answer renders the front door's own answer to err (an error of
 	// frontdoor's pick, a *frontdoor.UnreachableError,
-	// frontdoor.ErrCallTimeout, a *BadRequestError, or a failure of the
-	// call). snap is the call's snapshot.
+	// frontdoor.ErrCallTimeout, frontdoor.ErrLoop, a *BadRequestError, or
+	// a failure of the call). snap is the call's snapshot.
 	Answer func(snap *frontdoor.Snapshot, err error) Answer
 	// Log receives the engine's own log lines; slog.Default() when nil.
 	Log *slog.Logger
