@@ -29,8 +29,10 @@
 // redirect bindings — is handed, with the bytes already read, to a net/http
 // server running ServeHTTP, for the rest of the connection. With
 // Options.Engine set to EngineStdlib (config http_engine: stdlib) net/http
-// serves every connection. Both engines keep the same behaviour: picking,
-// limits, retries, timeouts, errors, counters and access log.
+// serves every connection. Both engines proxy alike: picking, limits,
+// retries, timeouts, errors, counters and access log; they differ in how
+// a malformed request is answered (the front door's JSON error against
+// net/http's plain text) and in framing (below).
 //
 // Proxied calls go upstream over HTTP/1.1, except HTTP/2 calls that need
 // HTTP/2 end to end — gRPC (Content-Type application/grpc*) or any call
@@ -58,9 +60,10 @@
 // connection; an HTTP/1.0 request with Transfer-Encoding, and a target in
 // authority form (host:port) other than CONNECT's, are answered 400. The
 // lean path judges the framing of the first request of every connection;
-// later requests on a connection handed to net/http are framed by
-// net/http, which reads an HTTP/1.0 request by its Content-Length and
-// keeps the connection open after a Content-Length with chunking.
+// later requests on a connection handed to net/http, and every request
+// under EngineStdlib, are framed by net/http, which reads an HTTP/1.0
+// request by its Content-Length and keeps the connection open after a
+// Content-Length with chunking.
 //
 // The front door counts Counters.Redirected and Counters.Proxied itself;
 // Group.Bound is told of every binding (and counts Bindings and Rebinds),
