@@ -65,6 +65,12 @@ func NewEnv(ctx context.Context, dir string, o Options) (*Env, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("bench: fulcrum executable: %w", err)
 	}
+	// Absolute: NGINX resolves the relative paths of its command line
+	// against its prefix (-p), not against the working directory.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bench: output directory: %w", err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		return nil, fmt.Errorf("bench: output directory: %w", err)
 	}
