@@ -10,7 +10,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// Replica states, the same strings as the registry's (registry.StateActive
+// Replica states, the same strings as protocol's (protocol.StateActive
 // and so on); the analyzer does not import the registry, which touches the
 // network and the disk.
 const (

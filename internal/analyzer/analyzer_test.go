@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/scripttest"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -23,10 +22,10 @@ import (
 func TestStatesMatchRegistry(t *testing.T) {
 	t.Parallel()
 	pairs := [][2]string{
-		{analyzer.StateActive, registry.StateActive},
-		{analyzer.StateDraining, registry.StateDraining},
-		{analyzer.StateEjected, registry.StateEjected},
-		{analyzer.StateDown, registry.StateDown},
+		{analyzer.StateActive, protocol.StateActive},
+		{analyzer.StateDraining, protocol.StateDraining},
+		{analyzer.StateEjected, protocol.StateEjected},
+		{analyzer.StateDown, protocol.StateDown},
 	}
 	for _, p := range pairs {
 		if p[0] != p[1] {

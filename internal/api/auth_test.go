@@ -7,6 +7,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 const adminToken = "s3cret-admin"
@@ -81,7 +82,7 @@ func TestJoinTokenRemovesOnlyItsOwn(t *testing.T) {
 	byGlobalJoin := join("g", "global-join", "http://127.0.0.1:9003")
 	inOtherGroup := e.mustRegister("h", "http://127.0.0.1:9004")
 	var static string
-	var st balancer.GroupStatus
+	var st protocol.GroupStatus
 	e.call("GET", "/v1/groups/g", adminToken, nil).decode(t, &st)
 	for _, rs := range st.Replicas {
 		if rs.Static {

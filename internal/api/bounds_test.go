@@ -48,7 +48,7 @@ func TestReportBounds(t *testing.T) {
 		nextStep(ctx, t, steps)
 		a := e.call("GET", "/v1/groups/g", "", nil)
 		want(t, a, http.StatusOK)
-		var st balancer.GroupStatus
+		var st protocol.GroupStatus
 		a.decode(t, &st)
 		if len(st.Replicas) != 2 || st.Replicas[0].Load == nil || st.Replicas[1].Load == nil {
 			continue

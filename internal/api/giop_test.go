@@ -14,6 +14,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func typedIOR(host string, port uint16, key string) string {
@@ -30,10 +31,10 @@ func TestGIOPGroupReference(t *testing.T) {
 	e := newEnv(t, api.Options{}, balancer.Options{})
 	e.mustGroup("primes", map[string]any{"protocol": "giop"})
 
-	status := func() (balancer.GroupStatus, map[string]any) {
+	status := func() (protocol.GroupStatus, map[string]any) {
 		a := e.call("GET", "/v1/groups/primes", "", nil)
 		want(t, a, http.StatusOK)
-		var st balancer.GroupStatus
+		var st protocol.GroupStatus
 		a.decode(t, &st)
 		var raw map[string]any
 		a.decode(t, &raw)

@@ -5,19 +5,18 @@ import (
 	"net/http"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // groupList is the body of GET /v1/groups.
 type groupList struct {
-	Groups []balancer.GroupStatus `json:"groups"`
+	Groups []protocol.GroupStatus `json:"groups"`
 }
 
 func (s *server) listGroups(w http.ResponseWriter, _ *http.Request) {
 	gs := s.b.Groups()
 	if gs == nil {
-		gs = []balancer.GroupStatus{}
+		gs = []protocol.GroupStatus{}
 	}
 	writeJSON(w, http.StatusOK, groupList{Groups: gs})
 }
@@ -36,7 +35,7 @@ func (s *server) getGroup(w http.ResponseWriter, r *http.Request) {
 // "If-None-Match: *" an existing group is not replaced (412).
 func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	var gs registry.Group
+	var gs protocol.Group
 	data, fe := readBody(w, r, s.opts.MaxBodyBytes)
 	if fe == nil {
 		fe = unmarshalStrict(data, &gs)
@@ -81,7 +80,7 @@ func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 // patchGroup changes strategy, params, binding, max_inflight or queue at
 // run time.
 func (s *server) patchGroup(w http.ResponseWriter, r *http.Request) {
-	var p balancer.GroupPatch
+	var p protocol.GroupPatch
 	if fe := decodeJSON(w, r, s.opts.MaxBodyBytes, &p); fe != nil {
 		if fe.Allowed == allowedUnknownField {
 			fe.Allowed = "is not a field PATCH changes: only strategy, params, binding, max_inflight and queue (PUT replaces the whole group)"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestGroupLifecycle(t *testing.T) {
@@ -19,7 +20,7 @@ func TestGroupLifecycle(t *testing.T) {
 	if loc := a.header.Get("Location"); loc != "/v1/groups/prime" {
 		t.Errorf("Location %q", loc)
 	}
-	var st balancer.GroupStatus
+	var st protocol.GroupStatus
 	a.decode(t, &st)
 	if st.Name != "prime" || st.Binding != "on-demand" || st.Strategy != "least-loaded" || st.Listening == "" {
 		t.Fatalf("created group %+v", st)
@@ -42,7 +43,7 @@ func TestGroupLifecycle(t *testing.T) {
 	a = e.call("GET", "/v1/groups", "", nil)
 	want(t, a, http.StatusOK)
 	var list struct {
-		Groups []balancer.GroupStatus `json:"groups"`
+		Groups []protocol.GroupStatus `json:"groups"`
 	}
 	a.decode(t, &list)
 	if len(list.Groups) != 2 || list.Groups[0].Name != "alpha" || list.Groups[1].Name != "prime" {

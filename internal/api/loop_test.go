@@ -8,6 +8,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // frontDoorPort is the port group name's front door is bound to.
@@ -85,7 +86,7 @@ func TestReplicaLoopsRefused(t *testing.T) {
 	// Nothing was registered: the groups have no replicas, and a call to
 	// prime's front door is answered at once, not looped.
 	for _, name := range []string{"prime", "other", "objects"} {
-		var st balancer.GroupStatus
+		var st protocol.GroupStatus
 		a := e.call("GET", "/v1/groups/"+name, "", nil)
 		a.decode(t, &st)
 		if len(st.Replicas) != 0 {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -31,7 +30,7 @@ func newMetricsHandler(b *balancer.Balancer, version string) http.Handler {
 }
 
 var (
-	replicaStates  = []string{registry.StateActive, registry.StateDraining, registry.StateEjected, registry.StateDown}
+	replicaStates  = []string{protocol.StateActive, protocol.StateDraining, protocol.StateEjected, protocol.StateDown}
 	advisoryLevels = []string{protocol.Nominal, protocol.High, protocol.Drain}
 )
 
@@ -139,7 +138,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			reported                      int
 			load, effective, shed, maxAge float64
 			inflight                      int64
-			sum                           balancer.CountersStatus
+			sum                           protocol.CountersStatus
 		)
 		for _, rs := range gs.Replicas {
 			labels := []string{name, rs.ID}
@@ -217,7 +216,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 // queueWaitHistogram is q's wait histogram: cumulative counts at
 // frontdoor.QueueWaitBounds, the served calls as its count.
-func queueWaitHistogram(d *prometheus.Desc, q frontdoor.QueueStats, labels ...string) prometheus.Metric {
+func queueWaitHistogram(d *prometheus.Desc, q protocol.QueueStats, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(frontdoor.QueueWaitBounds))
 	var cum uint64
 	for i, b := range frontdoor.QueueWaitBounds {

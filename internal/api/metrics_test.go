@@ -14,6 +14,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // sample finds the value of the series name{labels...}; ok is false when
@@ -173,7 +174,7 @@ func TestQueueWaitHistogram(t *testing.T) {
 	counts[0], counts[2], counts[len(counts)-1] = 1, 2, 1 // ≤0.5ms; (1ms, 2ms]; above a minute
 	d := prometheus.NewDesc("w", "w", []string{"group"}, nil)
 	var m dto.Metric
-	if err := api.QueueWaitHistogram(d, frontdoor.QueueStats{WaitSeconds: 61.5, WaitCounts: counts}, "q").Write(&m); err != nil {
+	if err := api.QueueWaitHistogram(d, protocol.QueueStats{WaitSeconds: 61.5, WaitCounts: counts}, "q").Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	h := m.GetHistogram()

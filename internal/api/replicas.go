@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -53,7 +52,7 @@ func (s *server) drain(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, replicaState{Group: name, ID: id, State: registry.StateDraining})
+	writeJSON(w, http.StatusOK, replicaState{Group: name, ID: id, State: protocol.StateDraining})
 }
 
 // activate undoes a drain.
@@ -63,7 +62,7 @@ func (s *server) activate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, replicaState{Group: name, ID: id, State: s.replicaStateOf(name, id, registry.StateActive)})
+	writeJSON(w, http.StatusOK, replicaState{Group: name, ID: id, State: s.replicaStateOf(name, id, protocol.StateActive)})
 }
 
 // removeReplica drains a replica and removes it once idle: 202.
@@ -73,7 +72,7 @@ func (s *server) removeReplica(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, replicaState{Group: name, ID: id, State: registry.StateDraining})
+	writeJSON(w, http.StatusAccepted, replicaState{Group: name, ID: id, State: protocol.StateDraining})
 }
 
 // replicaStateOf reads a replica's current state (an activated replica may

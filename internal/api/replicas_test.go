@@ -8,6 +8,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 var replicaIDRE = regexp.MustCompile(`^[a-z0-9-]+$`)
@@ -17,7 +18,7 @@ func (e *env) replicaState(group, id string) string {
 	e.t.Helper()
 	a := e.call("GET", "/v1/groups/"+group, e.admin, nil)
 	want(e.t, a, http.StatusOK)
-	var st balancer.GroupStatus
+	var st protocol.GroupStatus
 	a.decode(e.t, &st)
 	for _, r := range st.Replicas {
 		if r.ID == id {

@@ -40,7 +40,7 @@ func TestReport(t *testing.T) {
 	for {
 		nextStep(ctx, t, steps)
 		a := e.call("GET", "/v1/groups/g", "", nil)
-		var st balancer.GroupStatus
+		var st protocol.GroupStatus
 		a.decode(t, &st)
 		if len(st.Replicas) == 1 && st.Replicas[0].Load != nil {
 			if *st.Replicas[0].Load != 42.5 || st.Replicas[0].ReportAgeMS == nil {

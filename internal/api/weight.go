@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -19,7 +18,7 @@ func zeroWeight(data []byte) *protocol.FieldError {
 		Weight *float64 `json:"weight"`
 	}
 	if json.Unmarshal(data, &reg) == nil && isZero(reg.Weight) {
-		return &protocol.FieldError{Field: "weight", Value: 0, Allowed: registry.ZeroWeightAllowed}
+		return &protocol.FieldError{Field: "weight", Value: 0, Allowed: protocol.ZeroWeightAllowed}
 	}
 	return nil
 }
@@ -37,7 +36,7 @@ func zeroReplicaWeight(data []byte) *protocol.FieldError {
 	}
 	for i, r := range gs.Replicas {
 		if isZero(r.Weight) {
-			return &protocol.FieldError{Field: fmt.Sprintf("replicas[%d].weight", i), Value: 0, Allowed: registry.ZeroWeightAllowed}
+			return &protocol.FieldError{Field: fmt.Sprintf("replicas[%d].weight", i), Value: 0, Allowed: protocol.ZeroWeightAllowed}
 		}
 	}
 	return nil

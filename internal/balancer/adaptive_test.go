@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/monitor"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // TestAdaptiveLoopBalances runs seed 000's experiment in-process: 4
@@ -38,8 +38,8 @@ func TestAdaptiveLoopBalances(t *testing.T) {
 	rates := []float64{100, 100, 100, 100, 50, 50, 50, 50}
 
 	e := newEnv(t, envOptions{admin: true})
-	st := e.mustPutGroup(registry.Group{
-		Name: "prime", Binding: registry.OnDemand, Strategy: strategy.LeastLoadedName, ReportInterval: ms(100),
+	st := e.mustPutGroup(protocol.Group{
+		Name: "prime", Binding: protocol.OnDemand, Strategy: strategy.LeastLoadedName, ReportInterval: ms(100),
 	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), deadline+10*time.Second)

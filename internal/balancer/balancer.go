@@ -24,6 +24,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Options configure a Balancer.
@@ -110,8 +111,8 @@ func New(opts Options) (*Balancer, error) {
 		return nil, err
 	}
 	for _, gs := range snap.Groups {
-		gs = gs.WithDefaults()
-		if err := gs.Validate(); err != nil {
+		gs = registry.WithDefaults(gs)
+		if err := registry.Validate(gs); err != nil {
 			b.log.Warn("stored group is invalid; skipped", "group", gs.Name, "err", err)
 			continue
 		}
@@ -145,7 +146,7 @@ func New(opts Options) (*Balancer, error) {
 // ApplyConfig applies the groups declared in the config file: the file wins
 // for what it declares. A stored group that differs from its declaration
 // (a run-time change) is reverted, with a warning.
-func (b *Balancer) ApplyConfig(groups []registry.Group) error {
+func (b *Balancer) ApplyConfig(groups []protocol.Group) error {
 	declared := map[string]bool{}
 	for _, gs := range groups {
 		declared[gs.Name] = true
@@ -165,15 +166,15 @@ func (b *Balancer) ApplyConfig(groups []registry.Group) error {
 		}
 	}
 	for _, gs := range groups {
-		gs = gs.WithDefaults()
-		gs.Source = registry.SourceConfig
-		if err := gs.Validate(); err != nil {
+		gs = registry.WithDefaults(gs)
+		gs.Source = protocol.SourceConfig
+		if err := registry.Validate(gs); err != nil {
 			return fmt.Errorf("group %s: %w", gs.Name, err)
 		}
 		if err := b.checkGroupLoops(gs, false); err != nil {
 			return fmt.Errorf("group %s: %w", gs.Name, err)
 		}
-		if old, err := b.reg.GetGroup(gs.Name); err == nil && !sameSettings(old.WithDefaults(), gs) {
+		if old, err := b.reg.GetGroup(gs.Name); err == nil && !sameSettings(registry.WithDefaults(old), gs) {
 			b.log.Warn("group is declared in the config file; reverting run-time changes", "group", gs.Name)
 		}
 		if _, _, err := b.putGroup(gs, false); err != nil {
@@ -298,14 +299,14 @@ func (b *Balancer) group(name string) (*group, error) {
 }
 
 // Groups returns every group's status, sorted by name.
-func (b *Balancer) Groups() []GroupStatus {
+func (b *Balancer) Groups() []protocol.GroupStatus {
 	b.mu.RLock()
 	gs := make([]*group, 0, len(b.groups))
 	for _, g := range b.groups {
 		gs = append(gs, g)
 	}
 	b.mu.RUnlock()
-	out := make([]GroupStatus, 0, len(gs))
+	out := make([]protocol.GroupStatus, 0, len(gs))
 	for _, g := range gs {
 		out = append(out, g.status())
 	}
@@ -314,37 +315,37 @@ func (b *Balancer) Groups() []GroupStatus {
 }
 
 // Group returns one group's status.
-func (b *Balancer) Group(name string) (GroupStatus, error) {
+func (b *Balancer) Group(name string) (protocol.GroupStatus, error) {
 	g, err := b.group(name)
 	if err != nil {
-		return GroupStatus{}, err
+		return protocol.GroupStatus{}, err
 	}
 	return g.status(), nil
 }
 
 // PutGroup creates or replaces a group from the API. created is true when
 // it did not exist.
-func (b *Balancer) PutGroup(gs registry.Group) (GroupStatus, bool, error) {
-	gs = gs.WithDefaults()
-	gs.Source = registry.SourceAPI
-	if err := gs.Validate(); err != nil {
-		return GroupStatus{}, false, err
+func (b *Balancer) PutGroup(gs protocol.Group) (protocol.GroupStatus, bool, error) {
+	gs = registry.WithDefaults(gs)
+	gs.Source = protocol.SourceAPI
+	if err := registry.Validate(gs); err != nil {
+		return protocol.GroupStatus{}, false, err
 	}
 	if err := b.checkGroupLoops(gs, true); err != nil {
-		return GroupStatus{}, false, err
+		return protocol.GroupStatus{}, false, err
 	}
 	b.mu.RLock()
 	old := b.groups[gs.Name]
 	b.mu.RUnlock()
 	warning := ""
 	if old != nil && old.fromConfig.Load() {
-		gs.Source = registry.SourceConfig
+		gs.Source = protocol.SourceConfig
 		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start"
 		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
 	}
 	g, created, err := b.putGroup(gs, true)
 	if err != nil {
-		return GroupStatus{}, false, err
+		return protocol.GroupStatus{}, false, err
 	}
 	b.dropLoopingReplicas() // a front door on port 0 may have got a replica's port
 	st := g.status()
@@ -354,7 +355,7 @@ func (b *Balancer) PutGroup(gs registry.Group) (GroupStatus, bool, error) {
 
 // putGroup stores and applies gs (already defaulted and validated). When
 // start is true a new front door is started at once.
-func (b *Balancer) putGroup(gs registry.Group, start bool) (*group, bool, error) {
+func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -418,10 +419,10 @@ func (b *Balancer) discardNew(g *group) {
 // PatchGroup changes strategy, params or binding at run time. Params are
 // merged into the current ones; switching strategy resets params to the new
 // strategy's defaults unless given.
-func (b *Balancer) PatchGroup(name string, p GroupPatch) (GroupStatus, error) {
+func (b *Balancer) PatchGroup(name string, p protocol.GroupPatch) (protocol.GroupStatus, error) {
 	g, err := b.group(name)
 	if err != nil {
-		return GroupStatus{}, err
+		return protocol.GroupStatus{}, err
 	}
 	g.mu.Lock()
 	gs := g.spec
@@ -447,17 +448,17 @@ func (b *Balancer) PatchGroup(name string, p GroupPatch) (GroupStatus, error) {
 	if p.Queue != nil {
 		gs.Queue = *p.Queue
 	}
-	gs = gs.WithDefaults()
-	if err := gs.Validate(); err != nil {
-		return GroupStatus{}, err
+	gs = registry.WithDefaults(gs)
+	if err := registry.Validate(gs); err != nil {
+		return protocol.GroupStatus{}, err
 	}
 	warning := ""
-	if gs.Source == registry.SourceConfig {
+	if gs.Source == protocol.SourceConfig {
 		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start"
 		b.log.Warn("run-time change to a config-declared group", "group", name)
 	}
 	if _, _, err := b.putGroup(gs, true); err != nil {
-		return GroupStatus{}, err
+		return protocol.GroupStatus{}, err
 	}
 	st := g.status()
 	st.Warning = warning
@@ -506,7 +507,7 @@ func listen(addr string) (net.Listener, error) {
 
 // sameSettings compares two groups' settings in their JSON form (so that
 // YAML's 1 and JSON's 1.0 are equal).
-func sameSettings(a, b registry.Group) bool {
+func sameSettings(a, b protocol.Group) bool {
 	a.Source, b.Source = "", ""
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)

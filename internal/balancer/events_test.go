@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestSubscribe(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "ev", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "ev", ReportInterval: ms(20)})
 	ch, cancel, err := e.b.Subscribe("ev")
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ func TestSubscribe(t *testing.T) {
 	defer cancel()
 
 	reg := e.mustRegister("ev", "http://127.0.0.1:9001")
-	waitEvent(t, ch, 5*time.Second, membership(stateIs(reg.ID, registry.StateActive)))
+	waitEvent(t, ch, 5*time.Second, membership(stateIs(reg.ID, protocol.StateActive)))
 	step := waitEvent(t, ch, 5*time.Second, stepAfter(time.Time{}, func(r map[string]stepReplica) error {
 		if _, ok := r[reg.ID]; !ok {
 			return fmt.Errorf("step without %s", reg.ID)
@@ -34,7 +34,7 @@ func TestSubscribe(t *testing.T) {
 	}
 
 	rr := strategy.RoundRobinName
-	if _, err := e.b.PatchGroup("ev", balancer.GroupPatch{Strategy: &rr}); err != nil {
+	if _, err := e.b.PatchGroup("ev", protocol.GroupPatch{Strategy: &rr}); err != nil {
 		t.Fatal(err)
 	}
 	waitEvent(t, ch, 5*time.Second, func(ev balancer.Event) error {
@@ -61,8 +61,8 @@ func TestSubscribe(t *testing.T) {
 func TestSubscribersClosed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "one", ReportInterval: ms(20)})
-	e.mustPutGroup(registry.Group{Name: "two", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "one", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "two", ReportInterval: ms(20)})
 	one1, cancel1, err := e.b.Subscribe("one")
 	if err != nil {
 		t.Fatal(err)

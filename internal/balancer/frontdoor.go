@@ -12,6 +12,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/health"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // frontDoorServer is what a group needs of its front door, whatever the
@@ -31,7 +32,7 @@ type frontDoorServer interface {
 // holds g.mu.
 func (g *group) newFrontDoorLocked() frontDoorServer {
 	log := g.b.log.With("group", g.name)
-	if g.spec.Protocol == registry.ProtocolGIOP {
+	if g.spec.Protocol == protocol.ProtocolGIOP {
 		return giopdoor.New(g, giopdoor.Options{Logger: log})
 	}
 	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: g.b.opts.AccessLog, Engine: g.b.opts.HTTPEngine})
@@ -42,26 +43,17 @@ func serverClosed(err error) bool {
 	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopdoor.ErrServerClosed)
 }
 
-// Reference is a GIOP group's object reference, both ways clients take it.
-type Reference struct {
-	// Corbaloc is "corbaloc:iiop:<host>:<port>/<group>".
-	Corbaloc string `json:"corbaloc"`
-	// IOR is the same reference stringified, typed with the group's
-	// replicas' repository id.
-	IOR string `json:"ior"`
-}
-
 // referenceLocked is the group's object reference (GIOP groups; nil for
 // others, or when the advertise URL cannot make one). Caller holds g.mu.
-func (g *group) referenceLocked() *Reference {
-	if g.spec.Protocol != registry.ProtocolGIOP {
+func (g *group) referenceLocked() *protocol.Reference {
+	if g.spec.Protocol != protocol.ProtocolGIOP {
 		return nil
 	}
 	c, err := registry.GroupCorbaloc(g.advertiseLocked(), g.name)
 	if err != nil {
 		return nil
 	}
-	return &Reference{Corbaloc: c.String(), IOR: c.IOR(g.typeIDLocked()).String()}
+	return &protocol.Reference{Corbaloc: c.String(), IOR: c.IOR(g.typeIDLocked()).String()}
 }
 
 // frontDoorURLLocked is what monitors are told the front door is: the
@@ -90,7 +82,7 @@ func (g *group) typeIDLocked() string {
 // not yet shared).
 func (g *group) parseAddressLocked(m *member) {
 	m.url, m.ref = nil, nil
-	if g.spec.Protocol == registry.ProtocolGIOP {
+	if g.spec.Protocol == protocol.ProtocolGIOP {
 		if ref, err := registry.ParseGIOPAddress(m.rec.Address); err == nil {
 			m.ref = &ref
 		}

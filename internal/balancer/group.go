@@ -26,7 +26,7 @@ type group struct {
 	fromConfig atomic.Bool
 
 	mu       sync.Mutex
-	spec     registry.Group
+	spec     protocol.Group
 	strat    strategy.Strategy
 	an       *analyzer.Analyzer
 	members  map[string]*member
@@ -62,7 +62,7 @@ type group struct {
 // member is one replica at run time.
 type member struct {
 	g        *group
-	rec      registry.Replica
+	rec      protocol.Replica
 	live     *strategy.Live
 	counters *frontdoor.Counters
 	pace     *frontdoor.Pace
@@ -86,17 +86,17 @@ type member struct {
 func (m *member) stateLocked() string {
 	switch {
 	case m.down:
-		return registry.StateDown
+		return protocol.StateDown
 	case m.ejected:
-		return registry.StateEjected
+		return protocol.StateEjected
 	case m.rec.Draining || m.removing:
-		return registry.StateDraining
+		return protocol.StateDraining
 	default:
-		return registry.StateActive
+		return protocol.StateActive
 	}
 }
 
-func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
+func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 	s, err := strategy.New(gs.Strategy, gs.Params, strategy.Env{Now: b.now, Rand: b.opts.Rand})
 	if err != nil {
 		return nil, err
@@ -110,8 +110,8 @@ func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
 		members: map[string]*member{},
 		subs:    map[chan Event]struct{}{},
 	}
-	g.an.SetUnidentifiedClients(gs.Protocol == registry.ProtocolGIOP)
-	g.fromConfig.Store(gs.Source == registry.SourceConfig)
+	g.an.SetUnidentifiedClients(gs.Protocol == protocol.ProtocolGIOP)
+	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
 	g.queue = frontdoor.NewQueue(g.Snapshot, b.now)
 	g.queue.Configure(gs.Queue)
 	g.health = newGroupHealth(g)
@@ -123,7 +123,7 @@ func (b *Balancer) newGroup(gs registry.Group) (*group, error) {
 
 // addMemberLocked adds a member from its record. Caller holds g.mu (or g is
 // not yet shared).
-func (g *group) addMemberLocked(rec registry.Replica) *member {
+func (g *group) addMemberLocked(rec protocol.Replica) *member {
 	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters), pace: new(frontdoor.Pace)}
 	g.parseAddressLocked(m)
 	g.members[rec.ID] = m
@@ -189,7 +189,7 @@ func (g *group) publishLocked() {
 		}
 		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: m.stateLocked(), Counters: m.counters, Queue: snap.Queue, Pace: m.pace}
 		snap.Members[m.rec.ID] = fm
-		if fm.State == registry.StateActive {
+		if fm.State == protocol.StateActive {
 			rep.Index = len(eligible)
 			eligible = append(eligible, rep)
 			snap.Eligible = append(snap.Eligible, fm)
@@ -203,7 +203,7 @@ func (g *group) publishLocked() {
 		snap.Observer = o
 	}
 	for _, mv := range g.lastStep.Moves {
-		if g.spec.Binding != registry.OnDemand {
+		if g.spec.Binding != protocol.OnDemand {
 			break
 		}
 		if to := snap.Members[mv.To]; to != nil {
@@ -222,7 +222,7 @@ func (g *group) publishLocked() {
 
 // queueLocked is the group's queue when its settings enable one.
 func (g *group) queueLocked() *frontdoor.Queue {
-	if g.spec.Queue.Enabled() && g.spec.Binding == registry.PerRequest {
+	if g.spec.Queue.Enabled() && g.spec.Binding == protocol.PerRequest {
 		return g.queue
 	}
 	return nil
@@ -260,7 +260,7 @@ func (g *group) advertiseLocked() string {
 // per-request groups turn high into nominal (drain still sends per-session
 // clients away from a replica that is leaving).
 func (g *group) bindingAdvisoryLocked(adv protocol.Advisory) protocol.Advisory {
-	if adv.Advisory == protocol.High && g.spec.Binding != registry.OnDemand {
+	if adv.Advisory == protocol.High && g.spec.Binding != protocol.OnDemand {
 		adv.Advisory, adv.Shed, adv.Clients = protocol.Nominal, 0, nil
 	}
 	return adv
@@ -375,7 +375,7 @@ func (g *group) stop(ctx context.Context) error {
 		}
 	}
 	g.health.stopLocked()
-	g.queue.Configure(registry.Queue{}) // calls waiting are answered 503
+	g.queue.Configure(protocol.Queue{}) // calls waiting are answered 503
 	probesDone := g.stopProbesLocked()  // probe.go
 	g.closeSubsLocked()
 	g.mu.Unlock()
@@ -392,7 +392,7 @@ func (g *group) stop(ctx context.Context) error {
 // update applies new settings to a running group: strategy and binding at
 // once, on the next snapshot; a new front door address rebinds the
 // listener (calls in flight on the old one finish).
-func (g *group) update(gs registry.Group) error {
+func (g *group) update(gs protocol.Group) error {
 	s, err := strategy.New(gs.Strategy, gs.Params, strategy.Env{Now: g.b.now, Rand: g.b.opts.Rand})
 	if err != nil {
 		return err
@@ -427,12 +427,12 @@ func (g *group) update(gs registry.Group) error {
 			g.parseAddressLocked(m)
 		}
 	}
-	g.fromConfig.Store(gs.Source == registry.SourceConfig)
+	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
 	g.strat = s
 	g.stopProbesLocked() // probe.go: the new strategy probes afresh
 	g.startProbesLocked()
 	g.an.SetStrategy(s)
-	g.an.SetUnidentifiedClients(gs.Protocol == registry.ProtocolGIOP)
+	g.an.SetUnidentifiedClients(gs.Protocol == protocol.ProtocolGIOP)
 	if gs.ReportInterval != prevInterval {
 		g.an.SetInterval(gs.ReportInterval.D())
 	}

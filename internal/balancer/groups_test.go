@@ -24,14 +24,14 @@ func TestPutGroupCreatesStartsAndReplaces(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 
-	st, created, err := e.b.PutGroup(registry.Group{Name: "zeta", FrontDoor: "127.0.0.1:0"})
+	st, created, err := e.b.PutGroup(protocol.Group{Name: "zeta", FrontDoor: "127.0.0.1:0"})
 	if err != nil || !created {
 		t.Fatalf("PutGroup = created %v, %v; want a new group", created, err)
 	}
-	if st.Source != registry.SourceAPI || st.Warning != "" {
+	if st.Source != protocol.SourceAPI || st.Warning != "" {
 		t.Errorf("source %q warning %q, want api and none", st.Source, st.Warning)
 	}
-	if st.Binding != registry.OnDemand || st.Strategy != strategy.LeastLoadedName || st.ReportInterval != registry.DefaultReportInterval {
+	if st.Binding != protocol.OnDemand || st.Strategy != strategy.LeastLoadedName || st.ReportInterval != registry.DefaultReportInterval {
 		t.Errorf("defaults: binding %q strategy %q report_interval %s", st.Binding, st.Strategy, st.ReportInterval)
 	}
 	if st.Params["dampening"] != 0.5 {
@@ -52,18 +52,18 @@ func TestPutGroupCreatesStartsAndReplaces(t *testing.T) {
 	}
 
 	// Replacing keeps the listener and applies the new settings.
-	st2, created, err := e.b.PutGroup(registry.Group{Name: "zeta", FrontDoor: "127.0.0.1:0", Binding: registry.PerRequest, Strategy: strategy.RoundRobinName})
+	st2, created, err := e.b.PutGroup(protocol.Group{Name: "zeta", FrontDoor: "127.0.0.1:0", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName})
 	if err != nil || created {
 		t.Fatalf("second PutGroup = created %v, %v; want a replaced group", created, err)
 	}
-	if st2.Listening != st.Listening || st2.Binding != registry.PerRequest || st2.Strategy != strategy.RoundRobinName {
+	if st2.Listening != st.Listening || st2.Binding != protocol.PerRequest || st2.Strategy != strategy.RoundRobinName {
 		t.Errorf("replaced group: listening %q binding %q strategy %q", st2.Listening, st2.Binding, st2.Strategy)
 	}
 	if len(st2.Params) != 0 {
 		t.Errorf("round-robin params %v, want none", st2.Params)
 	}
 
-	e.mustPutGroup(registry.Group{Name: "alpha"})
+	e.mustPutGroup(protocol.Group{Name: "alpha"})
 	var names []string
 	for _, g := range e.b.Groups() {
 		names = append(names, g.Name)
@@ -84,17 +84,17 @@ func TestPutGroupRejectsInvalidSettings(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	tests := []struct {
 		name  string
-		group registry.Group
+		group protocol.Group
 		field string
 	}{
-		{"name", registry.Group{Name: "Bad_Name"}, "name"},
-		{"binding", registry.Group{Name: "g", Binding: "sometimes"}, "binding"},
-		{"strategy", registry.Group{Name: "g", Strategy: "magic"}, "strategy"},
-		{"param range", registry.Group{Name: "g", Params: map[string]any{"dampening": 1.5}}, "params.dampening"},
-		{"unknown param", registry.Group{Name: "g", Strategy: strategy.RoundRobinName, Params: map[string]any{"dampening": 0.5}}, "params.dampening"},
-		{"report interval", registry.Group{Name: "g", ReportInterval: ms(1)}, "report_interval"},
-		{"front door", registry.Group{Name: "g", FrontDoor: "nowhere"}, "front_door"},
-		{"static replica", registry.Group{Name: "g", Replicas: []registry.StaticReplica{{Address: "127.0.0.1:9"}}}, "replicas[0].address"},
+		{"name", protocol.Group{Name: "Bad_Name"}, "name"},
+		{"binding", protocol.Group{Name: "g", Binding: "sometimes"}, "binding"},
+		{"strategy", protocol.Group{Name: "g", Strategy: "magic"}, "strategy"},
+		{"param range", protocol.Group{Name: "g", Params: map[string]any{"dampening": 1.5}}, "params.dampening"},
+		{"unknown param", protocol.Group{Name: "g", Strategy: strategy.RoundRobinName, Params: map[string]any{"dampening": 0.5}}, "params.dampening"},
+		{"report interval", protocol.Group{Name: "g", ReportInterval: ms(1)}, "report_interval"},
+		{"front door", protocol.Group{Name: "g", FrontDoor: "nowhere"}, "front_door"},
+		{"static replica", protocol.Group{Name: "g", Replicas: []protocol.StaticReplica{{Address: "127.0.0.1:9"}}}, "replicas[0].address"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +122,7 @@ func TestPutGroupFrontDoorInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, _, err = e.b.PutGroup(registry.Group{Name: "busy", FrontDoor: ln.Addr().String()})
+	_, _, err = e.b.PutGroup(protocol.Group{Name: "busy", FrontDoor: ln.Addr().String()})
 	if !errors.Is(err, balancer.ErrFrontDoor) {
 		t.Fatalf("PutGroup on a busy port = %v, want ErrFrontDoor", err)
 	}
@@ -134,7 +134,7 @@ func TestPutGroupFrontDoorInUse(t *testing.T) {
 func TestDeleteGroup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	st := e.mustPutGroup(registry.Group{Name: "doomed", ReportInterval: ms(20)})
+	st := e.mustPutGroup(protocol.Group{Name: "doomed", ReportInterval: ms(20)})
 	reg := e.mustRegister("doomed", "http://127.0.0.1:9/")
 	events := e.subscribe("doomed")
 
@@ -202,27 +202,27 @@ func defaultsJSON(t *testing.T, name string, over map[string]any) string {
 func TestPatchGroup(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "p", Params: map[string]any{"dampening": 0.3}})
+	e.mustPutGroup(protocol.Group{Name: "p", Params: map[string]any{"dampening": 0.3}})
 	str := func(s string) *string { return &s }
 	ll, p2 := strategy.LeastLoadedName, strategy.PowerOfTwoName
 
 	steps := []struct {
 		name     string
-		patch    balancer.GroupPatch
+		patch    protocol.GroupPatch
 		strategy string
 		params   string
 	}{
-		{"params are merged", balancer.GroupPatch{Params: map[string]any{"tolerance": 1.2}},
+		{"params are merged", protocol.GroupPatch{Params: map[string]any{"tolerance": 1.2}},
 			ll, defaultsJSON(t, ll, map[string]any{"dampening": 0.3, "tolerance": 1.2})},
-		{"naming the same strategy keeps params", balancer.GroupPatch{Strategy: &ll},
+		{"naming the same strategy keeps params", protocol.GroupPatch{Strategy: &ll},
 			ll, defaultsJSON(t, ll, map[string]any{"dampening": 0.3, "tolerance": 1.2})},
-		{"a new strategy starts from its defaults", balancer.GroupPatch{Strategy: &p2},
+		{"a new strategy starts from its defaults", protocol.GroupPatch{Strategy: &p2},
 			p2, defaultsJSON(t, p2, nil)},
-		{"switching back does not restore old params", balancer.GroupPatch{Strategy: &ll},
+		{"switching back does not restore old params", protocol.GroupPatch{Strategy: &ll},
 			ll, defaultsJSON(t, ll, nil)},
-		{"a new strategy with params", balancer.GroupPatch{Strategy: &p2, Params: map[string]any{"bias": 2.0}},
+		{"a new strategy with params", protocol.GroupPatch{Strategy: &p2, Params: map[string]any{"bias": 2.0}},
 			p2, defaultsJSON(t, p2, map[string]any{"bias": 2.0})},
-		{"binding only", balancer.GroupPatch{Binding: str(registry.PerSession)},
+		{"binding only", protocol.GroupPatch{Binding: str(protocol.PerSession)},
 			p2, defaultsJSON(t, p2, map[string]any{"bias": 2.0})},
 	}
 	for _, s := range steps {
@@ -230,7 +230,7 @@ func TestPatchGroup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: PatchGroup: %v", s.name, err)
 		}
-		for _, got := range []balancer.GroupStatus{st, e.mustGroup("p")} {
+		for _, got := range []protocol.GroupStatus{st, e.mustGroup("p")} {
 			if got.Strategy != s.strategy || paramsJSON(t, got.Params) != s.params {
 				t.Fatalf("%s: strategy %s params %s; want %s %s", s.name, got.Strategy, paramsJSON(t, got.Params), s.strategy, s.params)
 			}
@@ -239,19 +239,19 @@ func TestPatchGroup(t *testing.T) {
 			t.Errorf("%s: warning %q on a group created through the API", s.name, st.Warning)
 		}
 	}
-	if got := e.mustGroup("p").Binding; got != registry.PerSession {
+	if got := e.mustGroup("p").Binding; got != protocol.PerSession {
 		t.Errorf("binding %q after patch, want per-session", got)
 	}
 
 	rejects := []struct {
 		name  string
-		patch balancer.GroupPatch
+		patch protocol.GroupPatch
 		field string
 	}{
-		{"param out of range", balancer.GroupPatch{Params: map[string]any{"bias": 99.0}}, "params.bias"},
-		{"param of another strategy", balancer.GroupPatch{Params: map[string]any{"dampening": 0.5}}, "params.dampening"},
-		{"unknown strategy", balancer.GroupPatch{Strategy: str("magic")}, "strategy"},
-		{"bad binding", balancer.GroupPatch{Binding: str("sometimes")}, "binding"},
+		{"param out of range", protocol.GroupPatch{Params: map[string]any{"bias": 99.0}}, "params.bias"},
+		{"param of another strategy", protocol.GroupPatch{Params: map[string]any{"dampening": 0.5}}, "params.dampening"},
+		{"unknown strategy", protocol.GroupPatch{Strategy: str("magic")}, "strategy"},
+		{"bad binding", protocol.GroupPatch{Binding: str("sometimes")}, "binding"},
 	}
 	before := e.mustGroup("p")
 	for _, r := range rejects {
@@ -265,7 +265,7 @@ func TestPatchGroup(t *testing.T) {
 	if after.Strategy != before.Strategy || paramsJSON(t, after.Params) != paramsJSON(t, before.Params) || after.Binding != before.Binding {
 		t.Errorf("rejected patches changed the group: %s %s %s", after.Strategy, paramsJSON(t, after.Params), after.Binding)
 	}
-	if _, err := e.b.PatchGroup("nope", balancer.GroupPatch{}); !errors.Is(err, balancer.ErrUnknownGroup) {
+	if _, err := e.b.PatchGroup("nope", protocol.GroupPatch{}); !errors.Is(err, balancer.ErrUnknownGroup) {
 		t.Errorf("PatchGroup(nope) = %v, want ErrUnknownGroup", err)
 	}
 }
@@ -293,7 +293,7 @@ func TestPatchBindingKeepsCallInFlight(t *testing.T) {
 	}))
 	t.Cleanup(unblock) // before slow.Close, which waits for the handler
 
-	st := e.mustPutGroup(registry.Group{Name: "switch", Binding: registry.PerRequest, Strategy: strategy.RoundRobinName})
+	st := e.mustPutGroup(protocol.Group{Name: "switch", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName})
 	reg := e.mustRegister("switch", slow.URL)
 	c := httpClient(t)
 
@@ -314,8 +314,8 @@ func TestPatchBindingKeepsCallInFlight(t *testing.T) {
 	}()
 	recv(t, entered, 5*time.Second, "the proxied call reaching the replica")
 
-	binding := registry.OnDemand
-	if _, err := e.b.PatchGroup("switch", balancer.GroupPatch{Binding: &binding}); err != nil {
+	binding := protocol.OnDemand
+	if _, err := e.b.PatchGroup("switch", protocol.GroupPatch{Binding: &binding}); err != nil {
 		t.Fatalf("PatchGroup: %v", err)
 	}
 	a := get(t, c, st.Advertise+"/next?q=1")
@@ -334,8 +334,8 @@ func TestPatchBindingKeepsCallInFlight(t *testing.T) {
 	}
 
 	// And back: proxied again.
-	binding = registry.PerRequest
-	if _, err := e.b.PatchGroup("switch", balancer.GroupPatch{Binding: &binding}); err != nil {
+	binding = protocol.PerRequest
+	if _, err := e.b.PatchGroup("switch", protocol.GroupPatch{Binding: &binding}); err != nil {
 		t.Fatalf("PatchGroup: %v", err)
 	}
 	if a := get(t, c, st.Advertise+"/again"); a.status != http.StatusOK || a.body != "slow answer" {
@@ -348,7 +348,7 @@ func TestPatchBindingKeepsCallInFlight(t *testing.T) {
 func TestFrontDoorMoves(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	st := e.mustPutGroup(registry.Group{Name: "mv"})
+	st := e.mustPutGroup(protocol.Group{Name: "mv"})
 	reg := e.mustRegister("mv", "http://127.0.0.1:9001")
 	c := httpClient(t)
 
@@ -357,7 +357,7 @@ func TestFrontDoorMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if _, _, err := e.b.PutGroup(registry.Group{Name: "mv", FrontDoor: ln.Addr().String()}); !errors.Is(err, balancer.ErrFrontDoor) {
+	if _, _, err := e.b.PutGroup(protocol.Group{Name: "mv", FrontDoor: ln.Addr().String()}); !errors.Is(err, balancer.ErrFrontDoor) {
 		t.Fatalf("moving the front door to a busy port: %v, want ErrFrontDoor", err)
 	}
 	got := e.mustGroup("mv")
@@ -372,7 +372,7 @@ func TestFrontDoorMoves(t *testing.T) {
 		t.Fatalf("front door after a refused move: %d %s", a.status, a.body)
 	}
 
-	moved := e.mustPutGroup(registry.Group{Name: "mv", FrontDoor: "localhost:0"})
+	moved := e.mustPutGroup(protocol.Group{Name: "mv", FrontDoor: "localhost:0"})
 	if moved.Listening == st.Listening || moved.Listening == "" {
 		t.Fatalf("after moving the front door: listening %q (was %s)", moved.Listening, st.Listening)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -41,7 +40,7 @@ type envOptions struct {
 	admin bool
 	// config groups are applied with ApplyConfig before Start (when not
 	// nil: an empty list is a config file that declares no group).
-	config []registry.Group
+	config []protocol.Group
 	// noStart leaves the balancer unstarted.
 	noStart bool
 	// joinToken is the global join token.
@@ -145,7 +144,7 @@ func (e *env) reopen(opts envOptions) *env {
 func ms(n int) protocol.Duration { return protocol.Duration(time.Duration(n) * time.Millisecond) }
 
 // mustPutGroup creates or replaces a group and returns its status.
-func (e *env) mustPutGroup(gs registry.Group) balancer.GroupStatus {
+func (e *env) mustPutGroup(gs protocol.Group) protocol.GroupStatus {
 	e.t.Helper()
 	if gs.FrontDoor == "" {
 		gs.FrontDoor = "127.0.0.1:0"
@@ -158,7 +157,7 @@ func (e *env) mustPutGroup(gs registry.Group) balancer.GroupStatus {
 }
 
 // mustGroup returns a group's status.
-func (e *env) mustGroup(name string) balancer.GroupStatus {
+func (e *env) mustGroup(name string) protocol.GroupStatus {
 	e.t.Helper()
 	st, err := e.b.Group(name)
 	if err != nil {
@@ -208,7 +207,7 @@ func (e *env) subscribe(name string) <-chan balancer.Event {
 
 // replicaOf returns the status of replica id, failing the test if the
 // group has none.
-func replicaOf(t *testing.T, st balancer.GroupStatus, id string) balancer.ReplicaStatus {
+func replicaOf(t *testing.T, st protocol.GroupStatus, id string) protocol.ReplicaStatus {
 	t.Helper()
 	for _, r := range st.Replicas {
 		if r.ID == id {
@@ -216,10 +215,10 @@ func replicaOf(t *testing.T, st balancer.GroupStatus, id string) balancer.Replic
 		}
 	}
 	t.Fatalf("group %s has no replica %s (replicas %v)", st.Name, id, replicaIDs(st))
-	return balancer.ReplicaStatus{}
+	return protocol.ReplicaStatus{}
 }
 
-func replicaIDs(st balancer.GroupStatus) []string {
+func replicaIDs(st protocol.GroupStatus) []string {
 	ids := make([]string, 0, len(st.Replicas))
 	for _, r := range st.Replicas {
 		ids = append(ids, r.ID)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/health"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // groupHealth connects a group to the health state machines: active probes
@@ -49,7 +49,7 @@ func newGroupHealth(g *group) *groupHealth {
 func (h *groupHealth) newProberLocked() {
 	g := h.g
 	opts := health.ProberOptions{Logger: g.b.log.With("group", g.name), OnResult: h.onProbeResult}
-	if g.spec.Protocol == registry.ProtocolGIOP {
+	if g.spec.Protocol == protocol.ProtocolGIOP {
 		opts.Probe = giopProbe
 	}
 	h.prober = health.NewProber(g.spec.Health, h.onProbe, opts)
@@ -59,7 +59,7 @@ func (h *groupHealth) newProberLocked() {
 // probing tells whether the group's replicas are probed actively: GIOP
 // groups always are, others when they set a health path.
 func (h *groupHealth) probingLocked() bool {
-	return h.g.spec.Health.Path != "" || h.g.spec.Protocol == registry.ProtocolGIOP
+	return h.g.spec.Health.Path != "" || h.g.spec.Protocol == protocol.ProtocolGIOP
 }
 
 // startLocked starts active probing if the group has a health path.

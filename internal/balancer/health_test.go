@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -50,9 +49,9 @@ func TestActiveHealth(t *testing.T) {
 	urlA := healthyReplica(t, "a", &healthyA)
 	urlB := healthyReplica(t, "b", &healthyB)
 
-	st := e.mustPutGroup(registry.Group{
+	st := e.mustPutGroup(protocol.Group{
 		Name: "hc", Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
-		Health: registry.Health{Path: "/healthz", Interval: ms(20), Timeout: ms(20), Rise: 2, Fall: 2},
+		Health: protocol.Health{Path: "/healthz", Interval: ms(20), Timeout: ms(20), Rise: 2, Fall: 2},
 	})
 	events := e.subscribe("hc")
 	a := e.mustRegister("hc", urlA)
@@ -60,8 +59,8 @@ func TestActiveHealth(t *testing.T) {
 	c := httpClient(t)
 
 	healthyA.Store(false)
-	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, registry.StateDown)))
-	if got := replicaOf(t, e.mustGroup("hc"), a.ID).State; got != registry.StateDown {
+	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, protocol.StateDown)))
+	if got := replicaOf(t, e.mustGroup("hc"), a.ID).State; got != protocol.StateDown {
 		t.Errorf("status of a failing replica: %s, want down", got)
 	}
 	if got := e.b.EligibleIDs("hc"); !slices.Equal(got, []string{b.ID}) {
@@ -75,7 +74,7 @@ func TestActiveHealth(t *testing.T) {
 	}
 
 	healthyA.Store(true)
-	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, registry.StateActive)))
+	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, protocol.StateActive)))
 	if seen := redirects(t, c, st.Advertise, 20); seen[a.ID] == 0 || seen[b.ID] == 0 {
 		t.Errorf("redirects after %s recovered: %v; want both (round-robin)", a.ID, seen)
 	}
@@ -91,9 +90,9 @@ func passiveGroup(t *testing.T, e *env, name string) passiveSetup {
 		failures.Add(1)
 		http.Error(w, "broken", http.StatusInternalServerError)
 	}))
-	gs := e.mustPutGroup(registry.Group{
-		Name: name, Binding: registry.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
-		Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: 3, BaseEjection: ms(200)}},
+	gs := e.mustPutGroup(protocol.Group{
+		Name: name, Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
+		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: 3, BaseEjection: ms(200)}},
 	})
 	return passiveSetup{
 		frontDoor: gs.Advertise,
@@ -142,7 +141,7 @@ func TestPassiveEjection(t *testing.T) {
 	eject := func() {
 		t.Helper()
 		callUntilEjected(t, c, g, 3)
-		waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, registry.StateEjected)))
+		waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, protocol.StateEjected)))
 		if got := e.b.EligibleIDs("pe"); !slices.Equal(got, []string{g.good}) {
 			t.Fatalf("eligible with %s ejected = %v, want [%s]", g.bad, got, g.good)
 		}
@@ -170,17 +169,17 @@ func TestPassiveEjection(t *testing.T) {
 	}
 
 	eject()
-	stepAt(199*time.Millisecond, registry.StateEjected)
-	stepAt(time.Millisecond, registry.StateActive) // 200ms: back
-	if got := replicaOf(t, e.mustGroup("pe"), g.bad); got.State != registry.StateActive || got.Counters.Failures < 3 {
+	stepAt(199*time.Millisecond, protocol.StateEjected)
+	stepAt(time.Millisecond, protocol.StateActive) // 200ms: back
+	if got := replicaOf(t, e.mustGroup("pe"), g.bad); got.State != protocol.StateActive || got.Counters.Failures < 3 {
 		t.Errorf("returned replica: state %s failures %d; want active and the failures counted", got.State, got.Counters.Failures)
 	}
 
 	// Failing again at once: the second ejection in a row lasts twice as
 	// long.
 	eject()
-	stepAt(399*time.Millisecond, registry.StateEjected)
-	stepAt(time.Millisecond, registry.StateActive)
+	stepAt(399*time.Millisecond, protocol.StateEjected)
+	stepAt(time.Millisecond, protocol.StateActive)
 }
 
 // TestPassiveEjectionRealClock is the same on the real clock: an ejected
@@ -193,8 +192,8 @@ func TestPassiveEjectionRealClock(t *testing.T) {
 	c := httpClient(t)
 
 	callUntilEjected(t, c, g, 3)
-	ejected := waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, registry.StateEjected)))
-	back := waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, registry.StateActive)))
+	ejected := waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, protocol.StateEjected)))
+	back := waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, protocol.StateActive)))
 	if d := back.Time.Sub(ejected.Time); d < 200*time.Millisecond {
 		t.Errorf("back after %s, want at least base_ejection (200ms)", d)
 	}
@@ -216,9 +215,9 @@ func TestPassiveEjectionCap(t *testing.T) {
 		calls.Add(1)
 		http.Error(w, "broken", http.StatusBadGateway)
 	})
-	st := e.mustPutGroup(registry.Group{
-		Name: "cap", Binding: registry.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
-		Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: 2, BaseEjection: ms(200), MaxEjectedPercent: 50}},
+	st := e.mustPutGroup(protocol.Group{
+		Name: "cap", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
+		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: 2, BaseEjection: ms(200), MaxEjectedPercent: 50}},
 	})
 	for range 4 {
 		e.mustRegister("cap", newReplica(t, failing).URL)
@@ -231,7 +230,7 @@ func TestPassiveEjectionCap(t *testing.T) {
 	}
 	ejected := 0
 	for _, r := range e.mustGroup("cap").Replicas {
-		if r.State == registry.StateEjected {
+		if r.State == protocol.StateEjected {
 			ejected++
 		}
 	}
@@ -248,21 +247,21 @@ func TestHealthPathRemoved(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	var healthy atomic.Bool
 	url := healthyReplica(t, "a", &healthy)
-	gs := registry.Group{
+	gs := protocol.Group{
 		Name: "nohc", FrontDoor: "127.0.0.1:0", ReportInterval: ms(20),
-		Health: registry.Health{Path: "/healthz", Interval: ms(20), Timeout: ms(20), Rise: 1, Fall: 1},
+		Health: protocol.Health{Path: "/healthz", Interval: ms(20), Timeout: ms(20), Rise: 1, Fall: 1},
 	}
 	e.mustPutGroup(gs)
 	events := e.subscribe("nohc")
 	a := e.mustRegister("nohc", url)
-	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, registry.StateDown)))
+	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, protocol.StateDown)))
 	if adv := e.mustReport(a.Token, protocol.Report{Load: 1}); adv.Advisory != protocol.Drain {
 		t.Fatalf("advisory of a down replica %+v, want drain", adv)
 	}
 
 	gs.Health.Path = ""
 	e.mustPutGroup(gs)
-	if got := replicaOf(t, e.mustGroup("nohc"), a.ID).State; got != registry.StateActive {
+	if got := replicaOf(t, e.mustGroup("nohc"), a.ID).State; got != protocol.StateActive {
 		t.Errorf("state without health checks: %s, want active", got)
 	}
 	if got := e.b.EligibleIDs("nohc"); !slices.Equal(got, []string{a.ID}) {

@@ -6,19 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // A front door whose listener stops for good (not by Shutdown) makes the
 // balancer not ready, and /readyz answer 503.
 func TestStoppedListenerIsNotReady(t *testing.T) {
 	t.Parallel()
-	for _, proto := range []string{registry.ProtocolHTTP, registry.ProtocolGIOP} {
+	for _, proto := range []string{protocol.ProtocolHTTP, protocol.ProtocolGIOP} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, envOptions{admin: true})
-			e.mustPutGroup(registry.Group{Name: "a", Protocol: proto, FrontDoor: "127.0.0.1:0"})
-			e.mustPutGroup(registry.Group{Name: "b", Protocol: proto, FrontDoor: "127.0.0.1:0"})
+			e.mustPutGroup(protocol.Group{Name: "a", Protocol: proto, FrontDoor: "127.0.0.1:0"})
+			e.mustPutGroup(protocol.Group{Name: "b", Protocol: proto, FrontDoor: "127.0.0.1:0"})
 			if code := readyz(t, e.adminURL); !e.b.Ready() || code != http.StatusOK {
 				t.Fatalf("Ready() = %v, /readyz %d with every front door serving", e.b.Ready(), code)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // LoopError refuses a replica address that would connect to the balancer
@@ -122,7 +123,7 @@ func checkReplicaLoop(field, proto, addr string, ls []registry.Listener, local r
 // validated. The config file is applied without registered: a stored
 // replica must not keep the balancer from starting; Start removes it
 // (dropLoopingReplicas).
-func (b *Balancer) checkGroupLoops(gs registry.Group, registered bool) error {
+func (b *Balancer) checkGroupLoops(gs protocol.Group, registered bool) error {
 	local := b.local()
 	ls := b.listeners(gs.Name, gs.FrontDoor)
 	for i, r := range gs.Replicas {

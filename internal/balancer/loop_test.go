@@ -40,11 +40,11 @@ func TestApplyConfigRefusesLoops(t *testing.T) {
 		defer cancel()
 		_ = b.Shutdown(ctx)
 	}()
-	ok := registry.Group{Name: "ok", FrontDoor: "127.0.0.1:0", Replicas: []registry.StaticReplica{{Address: "http://10.1.2.4:7070"}}}
-	bad := registry.Group{Name: "web", FrontDoor: "127.0.0.1:0", Replicas: []registry.StaticReplica{
+	ok := protocol.Group{Name: "ok", FrontDoor: "127.0.0.1:0", Replicas: []protocol.StaticReplica{{Address: "http://10.1.2.4:7070"}}}
+	bad := protocol.Group{Name: "web", FrontDoor: "127.0.0.1:0", Replicas: []protocol.StaticReplica{
 		{Address: "http://10.9.9.9:7070"}, {Address: "http://10.1.2.3:7070"},
 	}}
-	err = b.ApplyConfig([]registry.Group{ok, bad})
+	err = b.ApplyConfig([]protocol.Group{ok, bad})
 	var le *balancer.LoopError
 	if !errors.As(err, &le) || le.Field != "replicas[1].address" || le.Target.Name != "admin API" {
 		t.Fatalf("ApplyConfig = %v, want a LoopError for replicas[1].address at the admin API", err)
@@ -89,7 +89,7 @@ func TestStartDropsLoopingReplicas(t *testing.T) {
 	}
 	var keep, drop string
 	run("", func(b *balancer.Balancer) {
-		if _, _, err := b.PutGroup(registry.Group{Name: "g", FrontDoor: "127.0.0.1:0"}); err != nil {
+		if _, _, err := b.PutGroup(protocol.Group{Name: "g", FrontDoor: "127.0.0.1:0"}); err != nil {
 			t.Fatal(err)
 		}
 		for _, addr := range []string{"http://127.0.0.1:9001", "http://localhost:7999"} {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -21,12 +20,12 @@ import (
 // groups never get a high advisory.
 func TestOnlyOnDemandMovesClients(t *testing.T) {
 	t.Parallel()
-	for _, binding := range []string{registry.OnDemand, registry.PerSession, registry.PerRequest} {
+	for _, binding := range []string{protocol.OnDemand, protocol.PerSession, protocol.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			t.Parallel()
 			clock := newFakeClock()
 			e := newEnv(t, envOptions{clock: clock})
-			st := e.mustPutGroup(registry.Group{Name: "mv", Binding: binding, Strategy: strategy.LeastLoadedName, ReportInterval: ms(20)})
+			st := e.mustPutGroup(protocol.Group{Name: "mv", Binding: binding, Strategy: strategy.LeastLoadedName, ReportInterval: ms(20)})
 			a := e.mustRegister("mv", "http://127.0.0.1:9001")
 			b := e.mustRegister("mv", "http://127.0.0.1:9002")
 			events := e.subscribe("mv")
@@ -45,7 +44,7 @@ func TestOnlyOnDemandMovesClients(t *testing.T) {
 					t.Fatalf("the least loaded replica got %+v", adv)
 				}
 			}
-			if binding != registry.OnDemand {
+			if binding != protocol.OnDemand {
 				if high.Advisory != "" {
 					t.Fatalf("a %s group got %+v; only on-demand groups move clients", binding, high)
 				}

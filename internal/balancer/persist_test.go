@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{config: []registry.Group{{Name: "life", FrontDoor: "127.0.0.1:0"}}, noStart: true})
+	e := newEnv(t, envOptions{config: []protocol.Group{{Name: "life", FrontDoor: "127.0.0.1:0"}}, noStart: true})
 	if e.b.Ready() {
 		t.Error("Ready() before Start")
 	}
@@ -34,7 +33,7 @@ func TestLifecycle(t *testing.T) {
 	if e.b.Ready() {
 		t.Error("Ready() after Shutdown")
 	}
-	if _, _, err := e.b.PutGroup(registry.Group{Name: "late", FrontDoor: "127.0.0.1:0"}); !errors.Is(err, balancer.ErrClosed) {
+	if _, _, err := e.b.PutGroup(protocol.Group{Name: "late", FrontDoor: "127.0.0.1:0"}); !errors.Is(err, balancer.ErrClosed) {
 		t.Errorf("PutGroup after Shutdown = %v, want ErrClosed", err)
 	}
 }
@@ -46,11 +45,11 @@ func TestStateSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	e := newEnv(t, envOptions{clock: clock})
-	e.mustPutGroup(registry.Group{
-		Name: "keep", Binding: registry.PerSession, Strategy: strategy.PowerOfTwoName,
+	e.mustPutGroup(protocol.Group{
+		Name: "keep", Binding: protocol.PerSession, Strategy: strategy.PowerOfTwoName,
 		Params: map[string]any{"bias": 2.0}, ReportInterval: ms(20), JoinToken: "join-keep",
 	})
-	if _, err := e.b.PatchGroup("keep", balancer.GroupPatch{Params: map[string]any{"bias": 3.0}}); err != nil {
+	if _, err := e.b.PatchGroup("keep", protocol.GroupPatch{Params: map[string]any{"bias": 3.0}}); err != nil {
 		t.Fatal(err)
 	}
 	a := e.mustRegisterWith("keep", protocol.Registration{Address: "http://127.0.0.1:9001", Weight: 2})
@@ -69,7 +68,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 
 	e2 := e.reopen(envOptions{clock: clock, noStart: true})
 	st := e2.mustGroup("keep")
-	if st.Source != registry.SourceAPI || st.Binding != registry.PerSession || st.Strategy != strategy.PowerOfTwoName ||
+	if st.Source != protocol.SourceAPI || st.Binding != protocol.PerSession || st.Strategy != strategy.PowerOfTwoName ||
 		paramsJSON(t, st.Params) != defaultsJSON(t, strategy.PowerOfTwoName, map[string]any{"bias": 3.0}) || st.ReportInterval != ms(20) {
 		t.Errorf("group after restart: source %s binding %s strategy %s params %s interval %s",
 			st.Source, st.Binding, st.Strategy, paramsJSON(t, st.Params), st.ReportInterval)
@@ -78,7 +77,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatalf("replicas after restart = %v, want %s and %s", ids, a.ID, b.ID)
 	}
 	ra, rb := replicaOf(t, st, a.ID), replicaOf(t, st, b.ID)
-	if ra.Weight != 2 || ra.State != registry.StateActive || rb.State != registry.StateDraining {
+	if ra.Weight != 2 || ra.State != protocol.StateActive || rb.State != protocol.StateDraining {
 		t.Errorf("after restart: %s weight %v state %s, %s state %s; want weight 2 active, draining", a.ID, ra.Weight, ra.State, b.ID, rb.State)
 	}
 	if ra.Load != nil || ra.ReportAgeMS != nil {
@@ -113,7 +112,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 func TestDeletedGroupStaysDeleted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "gone"})
+	e.mustPutGroup(protocol.Group{Name: "gone"})
 	e.mustRegister("gone", "http://127.0.0.1:9001")
 	if err := e.b.DeleteGroup("gone"); err != nil {
 		t.Fatal(err)
@@ -123,7 +122,7 @@ func TestDeletedGroupStaysDeleted(t *testing.T) {
 		t.Fatalf("deleted group after restart: %v, want ErrUnknownGroup", err)
 	}
 	// Its replicas went with it.
-	if st := e2.mustPutGroup(registry.Group{Name: "gone"}); len(st.Replicas) != 0 {
+	if st := e2.mustPutGroup(protocol.Group{Name: "gone"}); len(st.Replicas) != 0 {
 		t.Errorf("a new group of a deleted one's name has its replicas: %v", replicaIDs(st))
 	}
 }
@@ -135,19 +134,19 @@ func sameIDs(got []string, want ...string) bool {
 }
 
 // configGroup is a group as declared in a config file.
-func configGroup(statics ...string) registry.Group {
-	g := registry.Group{
+func configGroup(statics ...string) protocol.Group {
+	g := protocol.Group{
 		Name: "cfg", FrontDoor: "127.0.0.1:0", Strategy: strategy.LeastLoadedName,
 		Params: map[string]any{"dampening": 0.25}, ReportInterval: ms(20),
 	}
 	for _, a := range statics {
-		g.Replicas = append(g.Replicas, registry.StaticReplica{Address: a})
+		g.Replicas = append(g.Replicas, protocol.StaticReplica{Address: a})
 	}
 	return g
 }
 
 // staticIDs returns the ids of a group's static replicas by address.
-func staticIDs(st balancer.GroupStatus) map[string]string {
+func staticIDs(st protocol.GroupStatus) map[string]string {
 	ids := map[string]string{}
 	for _, r := range st.Replicas {
 		if r.Static {
@@ -164,9 +163,9 @@ func staticIDs(st balancer.GroupStatus) map[string]string {
 func TestApplyConfig(t *testing.T) {
 	t.Parallel()
 	const s1, s2 = "http://127.0.0.1:9101", "http://127.0.0.1:9102"
-	e := newEnv(t, envOptions{config: []registry.Group{configGroup(s1, s2)}})
+	e := newEnv(t, envOptions{config: []protocol.Group{configGroup(s1, s2)}})
 	st := e.mustGroup("cfg")
-	if st.Source != registry.SourceConfig || st.Listening == "" {
+	if st.Source != protocol.SourceConfig || st.Listening == "" {
 		t.Fatalf("config group: source %q listening %q", st.Source, st.Listening)
 	}
 	ids := staticIDs(st)
@@ -176,7 +175,7 @@ func TestApplyConfig(t *testing.T) {
 	dyn := e.mustRegister("cfg", "http://127.0.0.1:9103")
 
 	rr := strategy.RoundRobinName
-	pst, err := e.b.PatchGroup("cfg", balancer.GroupPatch{Strategy: &rr})
+	pst, err := e.b.PatchGroup("cfg", protocol.GroupPatch{Strategy: &rr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,10 +186,10 @@ func TestApplyConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if put.Warning == "" || put.Source != registry.SourceConfig {
+	if put.Warning == "" || put.Source != protocol.SourceConfig {
 		t.Errorf("PutGroup over a config group: warning %q source %q; want a warning, source config", put.Warning, put.Source)
 	}
-	if _, err := e.b.PatchGroup("cfg", balancer.GroupPatch{Strategy: &rr}); err != nil {
+	if _, err := e.b.PatchGroup("cfg", protocol.GroupPatch{Strategy: &rr}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -200,7 +199,7 @@ func TestApplyConfig(t *testing.T) {
 		t.Fatalf("stored strategy %s, want the run-time change (%s)", got, rr)
 	}
 	// Restart with the file, which now drops s2: reverted.
-	e3 := e2.reopen(envOptions{config: []registry.Group{configGroup(s1)}})
+	e3 := e2.reopen(envOptions{config: []protocol.Group{configGroup(s1)}})
 	st3 := e3.mustGroup("cfg")
 	if st3.Strategy != strategy.LeastLoadedName || paramsJSON(t, st3.Params) != defaultsJSON(t, strategy.LeastLoadedName, map[string]any{"dampening": 0.25}) {
 		t.Errorf("after ApplyConfig: strategy %s params %s; want the file's", st3.Strategy, paramsJSON(t, st3.Params))
@@ -227,7 +226,7 @@ func TestApplyConfigRejectsInvalid(t *testing.T) {
 	e := newEnv(t, envOptions{noStart: true})
 	bad := configGroup()
 	bad.Binding = "sometimes"
-	err := e.b.ApplyConfig([]registry.Group{bad})
+	err := e.b.ApplyConfig([]protocol.Group{bad})
 	var fe *protocol.FieldError
 	if !errors.As(err, &fe) || fe.Field != "binding" || !strings.Contains(err.Error(), "cfg") {
 		t.Fatalf("ApplyConfig = %v, want a *protocol.FieldError for binding naming the group", err)
@@ -246,7 +245,7 @@ func TestFailedCreateLeavesNoReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	gs := registry.Group{Name: "orphan", FrontDoor: ln.Addr().String(), Replicas: []registry.StaticReplica{{Address: "http://127.0.0.1:9201"}}}
+	gs := protocol.Group{Name: "orphan", FrontDoor: ln.Addr().String(), Replicas: []protocol.StaticReplica{{Address: "http://127.0.0.1:9201"}}}
 	if _, _, err := e.b.PutGroup(gs); !errors.Is(err, balancer.ErrFrontDoor) {
 		t.Fatalf("PutGroup on a busy port = %v, want ErrFrontDoor", err)
 	}
@@ -266,7 +265,7 @@ func TestRemovalSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	e := newEnv(t, envOptions{clock: clock})
-	e.mustPutGroup(registry.Group{Name: "rmr", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "rmr", ReportInterval: ms(20)})
 	a := e.mustRegister("rmr", "http://127.0.0.1:9301")
 	e.mustRegister("rmr", "http://127.0.0.1:9302")
 	// Busy: the removal waits for it to go idle.
@@ -284,7 +283,7 @@ func TestRemovalSurvivesRestart(t *testing.T) {
 
 	e2 := e.reopen(envOptions{clock: clock, noStart: true})
 	for _, r := range e2.mustGroup("rmr").Replicas {
-		if r.ID == a.ID && r.State == registry.StateActive {
+		if r.ID == a.ID && r.State == protocol.StateActive {
 			t.Fatalf("replica %s, removed before the restart, is back active", a.ID)
 		}
 	}
@@ -297,9 +296,9 @@ func TestRemovalSurvivesRestart(t *testing.T) {
 // the file is deleted at the next start (the file wins); API groups stay.
 func TestApplyConfigDropsUndeclaredGroups(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{config: []registry.Group{configGroup("http://127.0.0.1:9111")}})
-	e.mustPutGroup(registry.Group{Name: "api", FrontDoor: "127.0.0.1:0"})
-	e2 := e.reopen(envOptions{config: []registry.Group{}})
+	e := newEnv(t, envOptions{config: []protocol.Group{configGroup("http://127.0.0.1:9111")}})
+	e.mustPutGroup(protocol.Group{Name: "api", FrontDoor: "127.0.0.1:0"})
+	e2 := e.reopen(envOptions{config: []protocol.Group{}})
 	names := []string{}
 	for _, g := range e2.b.Groups() {
 		names = append(names, g.Name)

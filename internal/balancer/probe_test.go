@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -86,13 +85,13 @@ func TestALBLOverRealSockets(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	a, b, z := newProbedReplica(t), newProbedReplica(t), newProbedReplica(t)
-	st := e.mustPutGroup(registry.Group{
-		Name: "albl", Binding: registry.PerRequest, Strategy: strategy.ALBLName,
+	st := e.mustPutGroup(protocol.Group{
+		Name: "albl", Binding: protocol.PerRequest, Strategy: strategy.ALBLName,
 		// Generous timeouts: a round whose probes all time out leaves no
 		// replica up for the period (the paper's rule), and loopback under
 		// the race detector, beside other test packages, can be slow.
 		Params: map[string]any{"period": "300ms", "delay_timeout": "300ms", "http_timeout": "300ms"},
-		Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: -1}},
+		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: -1}},
 	})
 	events := e.subscribe("albl")
 	e.mustRegister("albl", a.srv.URL)
@@ -154,12 +153,12 @@ func TestPrequalOverRealSockets(t *testing.T) {
 	a.latencyUS.Store(1000)
 	b.latencyUS.Store(80_000)
 	z.latencyUS.Store(500)
-	st := e.mustPutGroup(registry.Group{
-		Name: "pq", Binding: registry.PerRequest, Strategy: strategy.PrequalName,
+	st := e.mustPutGroup(protocol.Group{
+		Name: "pq", Binding: protocol.PerRequest, Strategy: strategy.PrequalName,
 		// Three replicas: each is about a third of the probes, so a busy
 		// one can only be hot below the 0.67 quantile (see q_rif).
 		Params: map[string]any{"probe_timeout": "1s", "q_rif": 0.5},
-		Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: -1}},
+		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: -1}},
 	})
 	e.mustRegister("pq", a.srv.URL)
 	e.mustRegister("pq", b.srv.URL)
@@ -206,10 +205,10 @@ func TestProbeLoopFollowsTheStrategy(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	rp := newProbedReplica(t)
-	e.mustPutGroup(registry.Group{Name: "sw", Binding: registry.PerRequest, Strategy: strategy.RoundRobinName})
+	e.mustPutGroup(protocol.Group{Name: "sw", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName})
 	e.mustRegister("sw", rp.srv.URL)
 	name := strategy.PrequalName
-	if _, err := e.b.PatchGroup("sw", balancer.GroupPatch{Strategy: &name}); err != nil {
+	if _, err := e.b.PatchGroup("sw", protocol.GroupPatch{Strategy: &name}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -219,7 +218,7 @@ func TestProbeLoopFollowsTheStrategy(t *testing.T) {
 		return nil
 	})
 	name = strategy.RoundRobinName
-	if _, err := e.b.PatchGroup("sw", balancer.GroupPatch{Strategy: &name}); err != nil {
+	if _, err := e.b.PatchGroup("sw", protocol.GroupPatch{Strategy: &name}); err != nil {
 		t.Fatal(err)
 	}
 	// A probe may have been out at the switch; after that, none: the count
@@ -248,8 +247,8 @@ func TestORCAWeightsFromReports(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	a, b := newProbedReplica(t), newProbedReplica(t)
-	st := e.mustPutGroup(registry.Group{
-		Name: "orca", Binding: registry.PerRequest, Strategy: strategy.WeightedRoundRobinORCAName, ReportInterval: ms(50),
+	st := e.mustPutGroup(protocol.Group{
+		Name: "orca", Binding: protocol.PerRequest, Strategy: strategy.WeightedRoundRobinORCAName, ReportInterval: ms(50),
 		Params: map[string]any{"blackout_period": "0s", "weight_update_period": "100ms"},
 	})
 	ra := e.mustRegister("orca", a.srv.URL)
@@ -272,7 +271,7 @@ func TestETTUsesReportsAndCapacitiesByAddress(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	a, b := newProbedReplica(t), newProbedReplica(t)
-	st := e.mustPutGroup(registry.Group{Name: "ett", Binding: registry.PerRequest, Strategy: strategy.ETTName, ReportInterval: ms(50)})
+	st := e.mustPutGroup(protocol.Group{Name: "ett", Binding: protocol.PerRequest, Strategy: strategy.ETTName, ReportInterval: ms(50)})
 	ra := e.mustRegister("ett", a.srv.URL)
 	rb := e.mustRegister("ett", b.srv.URL)
 	c := httpClient(t)
@@ -288,7 +287,7 @@ func TestETTUsesReportsAndCapacitiesByAddress(t *testing.T) {
 		return nil
 	})
 	// a has twenty times b's capacity: 1/(20·0.1) < 1/(1·0.9).
-	if _, err := e.b.PatchGroup("ett", balancer.GroupPatch{Params: map[string]any{"capacities": map[string]any{a.srv.URL + "/": map[string]any{"cpu": 20}}}}); err != nil {
+	if _, err := e.b.PatchGroup("ett", protocol.GroupPatch{Params: map[string]any{"capacities": map[string]any{a.srv.URL + "/": map[string]any{"cpu": 20}}}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -307,7 +306,7 @@ func TestReportedInflightCountsBeyondTheBalancers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	a, b := newProbedReplica(t), newProbedReplica(t)
-	st := e.mustPutGroup(registry.Group{Name: "lc", Binding: registry.PerRequest, Strategy: strategy.LeastConnectionsName, ReportInterval: ms(50)})
+	st := e.mustPutGroup(protocol.Group{Name: "lc", Binding: protocol.PerRequest, Strategy: strategy.LeastConnectionsName, ReportInterval: ms(50)})
 	ra := e.mustRegister("lc", a.srv.URL)
 	rb := e.mustRegister("lc", b.srv.URL)
 	c := httpClient(t)

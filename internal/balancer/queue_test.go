@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -27,11 +26,11 @@ func TestQueuedCallTakesAJoiningReplica(t *testing.T) {
 			fmt.Fprint(w, name)
 		})
 	}
-	st := e.mustPutGroup(registry.Group{
-		Name: "q", Binding: registry.PerRequest, Strategy: strategy.LeastConnectionsName, MaxInflight: 1,
-		Queue: registry.Queue{Limit: 4, Timeout: protocol.Duration(10 * time.Second)},
+	st := e.mustPutGroup(protocol.Group{
+		Name: "q", Binding: protocol.PerRequest, Strategy: strategy.LeastConnectionsName, MaxInflight: 1,
+		Queue: protocol.Queue{Limit: 4, Timeout: protocol.Duration(10 * time.Second)},
 	})
-	if st.Queue.Order != registry.QueueFIFO || st.QueueStats == nil {
+	if st.Queue.Order != protocol.QueueFIFO || st.QueueStats == nil {
 		t.Fatalf("group status queue %+v, stats %v; want fifo by default and stats shown", st.Queue, st.QueueStats)
 	}
 	e.mustRegister("q", newReplica(t, gated("a")).URL)

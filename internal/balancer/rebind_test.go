@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -24,7 +23,7 @@ import (
 func TestDrainSendsBoundClientsBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{admin: true})
-	st := e.mustPutGroup(registry.Group{Name: "dr", Strategy: strategy.RoundRobinName, ReportInterval: ms(20)})
+	st := e.mustPutGroup(protocol.Group{Name: "dr", Strategy: strategy.RoundRobinName, ReportInterval: ms(20)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

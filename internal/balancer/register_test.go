@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -20,7 +19,7 @@ var replicaIDRE = regexp.MustCompile(`^[a-z0-9-]+$`)
 func TestRegisterNewThenReplace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{admin: true})
-	st := e.mustPutGroup(registry.Group{Name: "reg", ReportInterval: ms(250)})
+	st := e.mustPutGroup(protocol.Group{Name: "reg", ReportInterval: ms(250)})
 
 	first, created, err := e.b.Register("reg", protocol.Registration{Address: "http://127.0.0.1:9001"})
 	if err != nil || !created {
@@ -33,7 +32,7 @@ func TestRegisterNewThenReplace(t *testing.T) {
 		t.Errorf("answer %+v: want front_door %s, report_url %s/v1/report, report_interval 250ms", first, st.Advertise, e.adminURL)
 	}
 	r := replicaOf(t, e.mustGroup("reg"), first.ID)
-	if r.Address != "http://127.0.0.1:9001" || r.State != registry.StateActive || r.Weight != 1 || r.Monitor != protocol.MonitorPush || r.Load != nil {
+	if r.Address != "http://127.0.0.1:9001" || r.State != protocol.StateActive || r.Weight != 1 || r.Monitor != protocol.MonitorPush || r.Load != nil {
 		t.Errorf("new replica %+v: want active, weight 1, push, unreported", r)
 	}
 	if !e.b.ReplicaTokenAllowed("reg", first.ID, first.Token) {
@@ -65,7 +64,7 @@ func TestRegisterNewThenReplace(t *testing.T) {
 func TestRegisterDuplicateAddress(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "dup"})
+	e.mustPutGroup(protocol.Group{Name: "dup"})
 	first := e.mustRegister("dup", "http://127.0.0.1:9001/base")
 
 	_, _, err := e.b.Register("dup", protocol.Registration{Address: "http://127.0.0.1:9001/base/"})
@@ -80,14 +79,14 @@ func TestRegisterDuplicateAddress(t *testing.T) {
 		t.Errorf("the first replica's token stopped working after a refused duplicate: %v", err)
 	}
 	// Another group may have the same address.
-	e.mustPutGroup(registry.Group{Name: "other"})
+	e.mustPutGroup(protocol.Group{Name: "other"})
 	e.mustRegister("other", "http://127.0.0.1:9001/base")
 }
 
 func TestRegisterRejects(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "v"})
+	e.mustPutGroup(protocol.Group{Name: "v"})
 	tests := []struct {
 		name  string
 		reg   protocol.Registration
@@ -123,8 +122,8 @@ func TestRegisterRejects(t *testing.T) {
 func TestJoinTokens(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{joinToken: "global-secret"})
-	e.mustPutGroup(registry.Group{Name: "a", JoinToken: "a-secret"})
-	e.mustPutGroup(registry.Group{Name: "b"})
+	e.mustPutGroup(protocol.Group{Name: "a", JoinToken: "a-secret"})
+	e.mustPutGroup(protocol.Group{Name: "b"})
 	tests := []struct {
 		group, token string
 		want         bool
@@ -167,7 +166,7 @@ func TestDrainAndActivate(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	e := newEnv(t, envOptions{clock: clock})
-	st := e.mustPutGroup(registry.Group{Name: "d", Strategy: strategy.RoundRobinName, ReportInterval: ms(20)})
+	st := e.mustPutGroup(protocol.Group{Name: "d", Strategy: strategy.RoundRobinName, ReportInterval: ms(20)})
 	a := e.mustRegister("d", "http://127.0.0.1:9001")
 	b := e.mustRegister("d", "http://127.0.0.1:9002")
 	c := httpClient(t)
@@ -176,7 +175,7 @@ func TestDrainAndActivate(t *testing.T) {
 	if err := e.b.Drain("d", b.ID); err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
-	if got := replicaOf(t, e.mustGroup("d"), b.ID).State; got != registry.StateDraining {
+	if got := replicaOf(t, e.mustGroup("d"), b.ID).State; got != protocol.StateDraining {
 		t.Errorf("drained replica is %s, want draining", got)
 	}
 	if got := e.b.EligibleIDs("d"); !slices.Equal(got, []string{a.ID}) {
@@ -193,7 +192,7 @@ func TestDrainAndActivate(t *testing.T) {
 	if err := e.b.Activate("d", b.ID); err != nil {
 		t.Fatalf("Activate: %v", err)
 	}
-	if got := replicaOf(t, e.mustGroup("d"), b.ID).State; got != registry.StateActive {
+	if got := replicaOf(t, e.mustGroup("d"), b.ID).State; got != protocol.StateActive {
 		t.Errorf("activated replica is %s, want active", got)
 	}
 	if adv2 := e.mustReport(b.Token, protocol.Report{Load: 1}); adv2.Advisory != protocol.Nominal || adv2.Epoch == adv.Epoch {
@@ -221,7 +220,7 @@ func TestRemoveReplicaWhenIdle(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	e := newEnv(t, envOptions{clock: clock})
-	e.mustPutGroup(registry.Group{Name: "rm", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "rm", ReportInterval: ms(20)})
 	a := e.mustRegister("rm", "http://127.0.0.1:9001")
 	b := e.mustRegister("rm", "http://127.0.0.1:9002")
 	events := e.subscribe("rm")
@@ -238,7 +237,7 @@ func TestRemoveReplicaWhenIdle(t *testing.T) {
 	if err := e.b.RemoveReplica("rm", a.ID); err != nil {
 		t.Fatalf("RemoveReplica: %v", err)
 	}
-	if got := replicaOf(t, e.mustGroup("rm"), a.ID).State; got != registry.StateDraining {
+	if got := replicaOf(t, e.mustGroup("rm"), a.ID).State; got != protocol.StateDraining {
 		t.Errorf("replica being removed is %s, want draining", got)
 	}
 	if got := e.b.EligibleIDs("rm"); !slices.Equal(got, []string{b.ID}) {
@@ -251,7 +250,7 @@ func TestRemoveReplicaWhenIdle(t *testing.T) {
 	}
 	for range 3 {
 		waitEvent(t, events, 5*time.Second, stepAfter(clock.Now(), func(r map[string]stepReplica) error {
-			if got, ok := r[a.ID]; !ok || got.State != registry.StateDraining {
+			if got, ok := r[a.ID]; !ok || got.State != protocol.StateDraining {
 				return fmt.Errorf("%s in step: %+v, want present and draining", a.ID, got)
 			}
 			return nil

@@ -71,13 +71,13 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 		}
 	}
 	created := existing == nil
-	var rec registry.Replica
+	var rec protocol.Replica
 	if existing != nil {
 		rec = existing.rec
 		rec.Weight, rec.Monitor = reg.Weight, reg.Monitor
 		rec.Draining, rec.Removing = false, false
 	} else {
-		rec = registry.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Created: b.now().UTC()}
+		rec = protocol.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Created: b.now().UTC()}
 	}
 	rec.JoinTokenHash = joinHash // an admin's replace takes the replica over
 	oldHash := rec.TokenHash
@@ -212,7 +212,7 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 // ones no longer declared are removed, weights and monitors updated.
 func (g *group) syncStaticLocked() error {
 	b := g.b
-	want := map[string]registry.StaticReplica{}
+	want := map[string]protocol.StaticReplica{}
 	for _, r := range g.spec.Replicas {
 		want[registry.NormalizeAddress(r.Address)] = r
 	}
@@ -244,7 +244,7 @@ func (g *group) syncStaticLocked() error {
 			continue
 		}
 		_, hash := registry.NewToken()
-		rec := registry.Replica{ID: g.freshIDLocked(), Group: g.name, Address: sr.Address, Weight: sr.Weight, Monitor: sr.Monitor, Static: true, TokenHash: hash, Created: b.now().UTC()}
+		rec := protocol.Replica{ID: g.freshIDLocked(), Group: g.name, Address: sr.Address, Weight: sr.Weight, Monitor: sr.Monitor, Static: true, TokenHash: hash, Created: b.now().UTC()}
 		if err := b.reg.PutReplica(rec); err != nil {
 			return err
 		}

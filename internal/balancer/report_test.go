@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -19,7 +18,7 @@ import (
 func TestReportAnswersTheGroupsInterval(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "ri", ReportInterval: ms(40)})
+	e.mustPutGroup(protocol.Group{Name: "ri", ReportInterval: ms(40)})
 	reg := e.mustRegister("ri", "http://127.0.0.1:9001")
 
 	adv := e.mustReport(reg.Token, protocol.Report{Load: 3})
@@ -28,7 +27,7 @@ func TestReportAnswersTheGroupsInterval(t *testing.T) {
 	}
 	// The group's interval is authoritative: a change shows in the next
 	// answer.
-	e.mustPutGroup(registry.Group{Name: "ri", ReportInterval: ms(70)})
+	e.mustPutGroup(protocol.Group{Name: "ri", ReportInterval: ms(70)})
 	if adv := e.mustReport(reg.Token, protocol.Report{Load: 3}); adv.ReportInterval != ms(70) {
 		t.Errorf("after the group's interval changed: advisory %+v, want report_interval 70ms", adv)
 	}
@@ -47,7 +46,7 @@ func TestStaleReportsAreUnreported(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	e := newEnv(t, envOptions{clock: clock})
-	e.mustPutGroup(registry.Group{Name: "stale", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "stale", ReportInterval: ms(20)})
 	reg := e.mustRegister("stale", "http://127.0.0.1:9001")
 	events := e.subscribe("stale")
 
@@ -101,7 +100,7 @@ func TestStaleReportsAreUnreported(t *testing.T) {
 func TestPullMode(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
-	e.mustPutGroup(registry.Group{Name: "pull", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "pull", ReportInterval: ms(20)})
 	polls := make(chan protocol.Advisory, 16)
 	mon := newReplica(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var adv protocol.Advisory
@@ -156,7 +155,7 @@ func TestPullMode(t *testing.T) {
 func TestPullModeWithMonitor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{admin: true})
-	e.mustPutGroup(registry.Group{Name: "mpull", ReportInterval: ms(20)})
+	e.mustPutGroup(protocol.Group{Name: "mpull", ReportInterval: ms(20)})
 
 	srv := newUnstartedReplica(t)
 	mon, err := monitor.New(monitor.Options{

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // TestGroupRetrySetting: a group's retry setting reaches its front door.
@@ -21,8 +21,8 @@ func TestGroupRetrySetting(t *testing.T) {
 		replayed bool
 	}{
 		{"", false},
-		{registry.RetryUnsent, false},
-		{registry.RetryIdempotent, true},
+		{protocol.RetryUnsent, false},
+		{protocol.RetryIdempotent, true},
 	} {
 		t.Run("retry="+tc.retry, func(t *testing.T) {
 			t.Parallel()
@@ -35,12 +35,12 @@ func TestGroupRetrySetting(t *testing.T) {
 				}
 			}))
 			good := newReplica(t, named("good"))
-			gs := e.mustPutGroup(registry.Group{
-				Name: "retry", Binding: registry.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
-				Health: registry.Health{Passive: registry.Passive{ConsecutiveFailures: -1}},
+			gs := e.mustPutGroup(protocol.Group{
+				Name: "retry", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
+				Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: -1}},
 				Retry:  tc.retry,
 			})
-			if want := cmp.Or(tc.retry, registry.RetryUnsent); gs.Retry != want {
+			if want := cmp.Or(tc.retry, protocol.RetryUnsent); gs.Retry != want {
 				t.Errorf("status retry = %q, want %q", gs.Retry, want)
 			}
 			e.mustRegister("retry", dying.URL)

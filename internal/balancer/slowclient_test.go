@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // TestSlowClientsDoNotEjectAReplica: clients that trickle their request
@@ -22,10 +22,10 @@ func TestSlowClientsDoNotEjectAReplica(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	a, b := newReplica(t, named("good")), newReplica(t, named("good"))
-	gs := e.mustPutGroup(registry.Group{
-		Name: "slow", Binding: registry.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
-		Health:   registry.Health{Passive: registry.Passive{ConsecutiveFailures: 3, BaseEjection: ms(60_000)}},
-		Timeouts: registry.Timeouts{Request: ms(100)},
+	gs := e.mustPutGroup(protocol.Group{
+		Name: "slow", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
+		Health:   protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: 3, BaseEjection: ms(60_000)}},
+		Timeouts: protocol.Timeouts{Request: ms(100)},
 	})
 	ids := []string{e.mustRegister("slow", a.URL).ID, e.mustRegister("slow", b.URL).ID}
 	u, err := url.Parse(gs.Advertise)
@@ -62,7 +62,7 @@ func TestSlowClientsDoNotEjectAReplica(t *testing.T) {
 	}
 	st := e.mustGroup("slow")
 	for _, id := range ids {
-		if got := replicaOf(t, st, id); got.State != registry.StateActive || got.Counters.Failures != 0 {
+		if got := replicaOf(t, st, id); got.State != protocol.StateActive || got.Counters.Failures != 0 {
 			t.Errorf("after %d slow clients %s is %s with %d failures; want active with 0", uploads, id, got.State, got.Counters.Failures)
 		}
 	}

@@ -4,76 +4,8 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
-	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
-
-// GroupStatus is a group's settings and live state: the body of
-// GET /v1/groups/{name}.
-type GroupStatus struct {
-	registry.Group
-	// Listening is the address the front door is bound to.
-	Listening string `json:"listening,omitempty"`
-	// Reference is a GIOP group's object reference (corbaloc URL and
-	// IOR); absent for other protocols.
-	Reference *Reference `json:"reference,omitempty"`
-	// Replicas are all members with their loads and counters.
-	Replicas []ReplicaStatus `json:"replicas"`
-	// Warning is set when a change to a config-declared group will be
-	// reverted at the next start.
-	Warning string `json:"warning,omitempty"`
-	// StrategyAlerts counts the alerts the group's strategies raised (albl:
-	// no replica up for three periods); each is also logged and sent as an
-	// "alert" event.
-	StrategyAlerts uint64 `json:"strategy_alerts,omitempty"`
-	// QueueStats are the queue's calls waiting and counters, when the
-	// group has a queue (queue.limit > 0).
-	QueueStats *frontdoor.QueueStats `json:"queue_stats,omitempty"`
-}
-
-// ReplicaStatus is one replica's live state.
-type ReplicaStatus struct {
-	ID      string  `json:"id"`
-	Address string  `json:"address"`
-	State   string  `json:"state"`
-	Weight  float64 `json:"weight"`
-	Static  bool    `json:"static,omitempty"`
-	Monitor string  `json:"monitor"`
-	// Load is the last reported sample; null when unreported.
-	Load *float64 `json:"load"`
-	// EffectiveLoad is the analyzer's dampened load; null when unreported.
-	EffectiveLoad *float64           `json:"effective_load"`
-	Metrics       map[string]float64 `json:"metrics,omitempty"`
-	Advisory      string             `json:"advisory"`
-	Shed          float64            `json:"shed"`
-	Epoch         uint64             `json:"epoch"`
-	// ReportAgeMS is the age of the last report; null when never reported.
-	ReportAgeMS *int64         `json:"report_age_ms"`
-	Inflight    int64          `json:"inflight"`
-	Counters    CountersStatus `json:"counters"`
-}
-
-// CountersStatus are a replica's cumulative counters.
-type CountersStatus struct {
-	Bindings   uint64 `json:"bindings"`
-	Rebinds    uint64 `json:"rebinds"`
-	Proxied    uint64 `json:"proxied"`
-	Redirected uint64 `json:"redirected"`
-	Failures   uint64 `json:"failures"`
-}
-
-// GroupPatch is the body of PATCH /v1/groups/{name}: run-time changes.
-type GroupPatch struct {
-	Strategy *string        `json:"strategy,omitempty"`
-	Params   map[string]any `json:"params,omitempty"`
-	Binding  *string        `json:"binding,omitempty"`
-	// MaxInflight and Queue replace the group's max_inflight and queue
-	// (a queue given whole; {} turns it off). Calls waiting in a queue
-	// turned off are answered 503.
-	MaxInflight *int            `json:"max_inflight,omitempty"`
-	Queue       *registry.Queue `json:"queue,omitempty"`
-}
 
 // Event is one entry of a group's event stream.
 type Event struct {
@@ -88,11 +20,11 @@ type Event struct {
 }
 
 // status renders the group's status.
-func (g *group) status() GroupStatus {
+func (g *group) status() protocol.GroupStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.b.now()
-	st := GroupStatus{Group: g.spec, Replicas: []ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
+	st := protocol.GroupStatus{Group: g.spec, Replicas: []protocol.ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
 	st.Advertise = g.advertiseLocked()
 	st.Reference = g.referenceLocked()
 	if g.queueLocked() != nil {
@@ -107,11 +39,11 @@ func (g *group) status() GroupStatus {
 		views[v.ID] = v
 	}
 	for _, m := range g.order {
-		rs := ReplicaStatus{
+		rs := protocol.ReplicaStatus{
 			ID: m.rec.ID, Address: m.rec.Address, State: m.stateLocked(), Weight: m.rec.Weight, Static: m.rec.Static,
 			Monitor:  monitorMode(m.rec.Monitor),
 			Inflight: m.live.Inflight.Load(),
-			Counters: CountersStatus{
+			Counters: protocol.CountersStatus{
 				Bindings: m.counters.Bindings.Load(), Rebinds: m.counters.Rebinds.Load(), Proxied: m.counters.Proxied.Load(),
 				Redirected: m.counters.Redirected.Load(), Failures: m.counters.Failures.Load(),
 			},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // A generated GIOP group is one "fulcrum serve" accepts: protocol giop, an
@@ -29,7 +29,7 @@ func TestBalancerConfigGIOP(t *testing.T) {
 		t.Fatalf("%v\n%s", err, cfg)
 	}
 	for _, g := range f.Groups {
-		if g.Protocol != registry.ProtocolGIOP || g.Health.Path != "" {
+		if g.Protocol != protocol.ProtocolGIOP || g.Health.Path != "" {
 			t.Errorf("group %s: protocol %q, health path %q; want giop and none", g.Name, g.Protocol, g.Health.Path)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -100,8 +99,8 @@ func (s *syncBuffer) String() string {
 func TestAgentGIOPRegistersPassesCallsAndDeregisters(t *testing.T) {
 	t.Parallel()
 	admin, b := ctlServer(t, "")
-	if _, _, err := b.PutGroup(registry.Group{Name: "prime", Protocol: registry.ProtocolGIOP, FrontDoor: "127.0.0.1:0",
-		Binding: registry.OnDemand, ReportInterval: protocol.Duration(50 * time.Millisecond)}); err != nil {
+	if _, _, err := b.PutGroup(protocol.Group{Name: "prime", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0",
+		Binding: protocol.OnDemand, ReportInterval: protocol.Duration(50 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

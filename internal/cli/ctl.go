@@ -12,9 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/ctl"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -249,7 +247,7 @@ replicas, write the group in a file and use "fulcrum ctl apply -f".`,
 			if err != nil {
 				return err
 			}
-			g := registry.Group{Name: args[0], FrontDoor: frontDoor, Binding: binding, Strategy: strat, Params: p, Advertise: advertise, JoinToken: joinToken}
+			g := protocol.Group{Name: args[0], FrontDoor: frontDoor, Binding: binding, Strategy: strat, Params: p, Advertise: advertise, JoinToken: joinToken}
 			if interval != "" {
 				d, err := protocol.ParseDuration(interval)
 				if err != nil {
@@ -369,7 +367,7 @@ func ctlSetCmd(o *ctlOptions) *cobra.Command {
 		strat, binding string
 		params         []string
 		maxInflight    int
-		queue          registry.Queue
+		queue          protocol.Queue
 		queueTimeout   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -390,7 +388,7 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 			if err != nil {
 				return err
 			}
-			var patch balancer.GroupPatch
+			var patch protocol.GroupPatch
 			if cmd.Flags().Changed("strategy") {
 				patch.Strategy = &strat
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // ctlServer starts a real balancer over a real store behind the admin API
@@ -159,12 +160,12 @@ func TestCtlJSON(t *testing.T) {
 		t.Fatalf("add --json: %+v %v", reg, err)
 	}
 	var list struct {
-		Groups []balancer.GroupStatus `json:"groups"`
+		Groups []protocol.GroupStatus `json:"groups"`
 	}
 	if err := json.Unmarshal([]byte(mustCtl(t, admin, "groups", "--json")), &list); err != nil || len(list.Groups) != 1 || len(list.Groups[0].Replicas) != 1 {
 		t.Fatalf("groups --json: %+v %v", list, err)
 	}
-	var st balancer.GroupStatus
+	var st protocol.GroupStatus
 	if err := json.Unmarshal([]byte(mustCtl(t, admin, "show", "g", "--json")), &st); err != nil || st.Replicas[0].ID != reg.ID {
 		t.Fatalf("show --json: %+v %v", st, err)
 	}

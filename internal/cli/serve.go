@@ -18,6 +18,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/config"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func init() { subcommands = append(subcommands, newServeCmd) }
@@ -110,7 +111,7 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 	}
 	// The URL replicas are told to report to: a wildcard listen address
 	// is advertised as loopback, like a front door's.
-	adminURL := registry.AdvertiseFor(registry.ProtocolHTTP, adminLn.Addr().String())
+	adminURL := registry.AdvertiseFor(protocol.ProtocolHTTP, adminLn.Addr().String())
 
 	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {

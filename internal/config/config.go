@@ -63,7 +63,7 @@ type File struct {
 	HTTPEngine string `yaml:"http_engine"`
 	// Groups are applied at every start; the file wins for what it
 	// declares.
-	Groups []registry.Group `yaml:"groups"`
+	Groups []protocol.Group `yaml:"groups"`
 }
 
 // Default returns the settings used without a config file.
@@ -137,8 +137,8 @@ func Parse(name string, data []byte) (File, error) {
 		}
 	}
 	for i := range f.Groups {
-		f.Groups[i] = f.Groups[i].WithDefaults()
-		f.Groups[i].Source = registry.SourceConfig
+		f.Groups[i] = registry.WithDefaults(f.Groups[i])
+		f.Groups[i].Source = protocol.SourceConfig
 	}
 	if err := f.Validate(); err != nil {
 		return File{}, fieldError(name, root, f, err)

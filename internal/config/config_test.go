@@ -13,7 +13,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -65,7 +64,7 @@ func TestParseFull(t *testing.T) {
 		t.Fatalf("groups = %+v", f.Groups)
 	}
 	g := f.Groups[0]
-	want := registry.Group{
+	want := protocol.Group{
 		Name:           "prime",
 		Protocol:       "http",
 		FrontDoor:      "127.0.0.1:8000",
@@ -73,21 +72,21 @@ func TestParseFull(t *testing.T) {
 		Binding:        "on-demand",
 		Strategy:       "least-loaded",
 		ReportInterval: protocol.Duration(500 * time.Millisecond),
-		Health: registry.Health{
+		Health: protocol.Health{
 			Path: "/healthz", Interval: protocol.Duration(time.Second), Timeout: protocol.Duration(500 * time.Millisecond),
 			Rise: 2, Fall: 3,
-			Passive: registry.Passive{ConsecutiveFailures: 5, BaseEjection: protocol.Duration(30 * time.Second), MaxEjectedPercent: 50},
+			Passive: protocol.Passive{ConsecutiveFailures: 5, BaseEjection: protocol.Duration(30 * time.Second), MaxEjectedPercent: 50},
 		},
-		Timeouts:    registry.Timeouts{Connect: protocol.Duration(2 * time.Second), Request: protocol.Duration(30 * time.Second), Idle: protocol.Duration(90 * time.Second)},
+		Timeouts:    protocol.Timeouts{Connect: protocol.Duration(2 * time.Second), Request: protocol.Duration(30 * time.Second), Idle: protocol.Duration(90 * time.Second)},
 		MaxInflight: 100,
-		Retry:       registry.RetryIdempotent,
+		Retry:       protocol.RetryIdempotent,
 		JoinToken:   "prime-join",
-		Replicas: []registry.StaticReplica{
+		Replicas: []protocol.StaticReplica{
 			{Address: "http://127.0.0.1:9001", Weight: 1},
 			{Address: "http://127.0.0.1:9002", Weight: 2},
 			{Address: "http://127.0.0.1:9003", Weight: 1, Monitor: protocol.MonitorSpec{Mode: "pull", URL: "http://127.0.0.1:9003/fulcrum/report", Interval: protocol.Duration(time.Second)}},
 		},
-		Source: registry.SourceConfig,
+		Source: protocol.SourceConfig,
 	}
 	params := g.Params
 	g.Params = nil
@@ -124,7 +123,7 @@ func TestParseGood(t *testing.T) {
 			g := f.Groups[0]
 			if g.Protocol != "http" || g.Binding != "on-demand" || g.Strategy != "least-loaded" ||
 				g.ReportInterval.D() != 500*time.Millisecond || g.Advertise != "http://127.0.0.1:8080" ||
-				g.Health.Interval.D() != time.Second || g.Timeouts.Idle.D() != 90*time.Second || g.Source != registry.SourceConfig {
+				g.Health.Interval.D() != time.Second || g.Timeouts.Idle.D() != 90*time.Second || g.Source != protocol.SourceConfig {
 				t.Errorf("group = %+v", g)
 			}
 			if f.Admin != DefaultAdmin || f.LogLevel != DefaultLogLevel {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -57,7 +58,7 @@ func (f File) Validate() error {
 	}
 	for i, g := range f.Groups {
 		path := fmt.Sprintf("groups[%d]", i)
-		if err := g.Validate(); err != nil {
+		if err := registry.Validate(g); err != nil {
 			if e, ok := err.(*protocol.FieldError); ok {
 				e.Field = path + "." + e.Field
 				return e

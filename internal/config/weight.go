@@ -5,13 +5,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // explicitWeights is the part of a file that tells a replica weight left
 // out (nil: the default of 1) from one written as 0, which the decoded
-// registry.StaticReplica cannot.
+// protocol.StaticReplica cannot.
 type explicitWeights struct {
 	Groups []struct {
 		Replicas []struct {
@@ -34,7 +33,7 @@ func checkZeroWeights(root *yaml.Node) error {
 				return &protocol.FieldError{
 					Field:   fmt.Sprintf("groups[%d].replicas[%d].weight", i, j),
 					Value:   *r.Weight,
-					Allowed: registry.ZeroWeightAllowed,
+					Allowed: protocol.ZeroWeightAllowed,
 				}
 			}
 		}

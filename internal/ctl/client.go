@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -140,24 +139,24 @@ func replicaPath(group, id string) string {
 }
 
 // Groups lists every group. raw is the API's JSON answer.
-func (c *Client) Groups(ctx context.Context) (groups []balancer.GroupStatus, raw []byte, err error) {
+func (c *Client) Groups(ctx context.Context) (groups []protocol.GroupStatus, raw []byte, err error) {
 	var out struct {
-		Groups []balancer.GroupStatus `json:"groups"`
+		Groups []protocol.GroupStatus `json:"groups"`
 	}
 	_, raw, err = c.do(ctx, http.MethodGet, "/v1/groups", nil, nil, &out)
 	return out.Groups, raw, err
 }
 
 // Group returns one group's status.
-func (c *Client) Group(ctx context.Context, name string) (st balancer.GroupStatus, raw []byte, err error) {
+func (c *Client) Group(ctx context.Context, name string) (st protocol.GroupStatus, raw []byte, err error) {
 	_, raw, err = c.do(ctx, http.MethodGet, groupPath(name), nil, nil, &st)
 	return st, raw, err
 }
 
 // PutGroup creates or replaces a group; body is the group's settings
-// (registry.Group or its JSON form). With createOnly an existing group is
+// (protocol.Group or its JSON form). With createOnly an existing group is
 // an error (412 group_exists). created reports a new group.
-func (c *Client) PutGroup(ctx context.Context, name string, body any, createOnly bool) (st balancer.GroupStatus, created bool, raw []byte, err error) {
+func (c *Client) PutGroup(ctx context.Context, name string, body any, createOnly bool) (st protocol.GroupStatus, created bool, raw []byte, err error) {
 	var hdr http.Header
 	if createOnly {
 		hdr = http.Header{"If-None-Match": {"*"}}
@@ -167,7 +166,7 @@ func (c *Client) PutGroup(ctx context.Context, name string, body any, createOnly
 }
 
 // PatchGroup changes strategy, params or binding.
-func (c *Client) PatchGroup(ctx context.Context, name string, p balancer.GroupPatch) (st balancer.GroupStatus, raw []byte, err error) {
+func (c *Client) PatchGroup(ctx context.Context, name string, p protocol.GroupPatch) (st protocol.GroupStatus, raw []byte, err error) {
 	_, raw, err = c.do(ctx, http.MethodPatch, groupPath(name), nil, p, &st)
 	return st, raw, err
 }

@@ -7,16 +7,15 @@ import (
 	"io"
 	"os"
 
+	"github.com/fulcrum-lb/fulcrum/protocol"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // ReadGroups reads group definitions from a YAML or JSON file ("-" is
 // standard input): a single group, a document with just a "groups:" list
 // (the config file's section), or several YAML documents of either form. Unknown keys are errors with
 // the file and line.
-func ReadGroups(path string, stdin io.Reader) ([]registry.Group, error) {
+func ReadGroups(path string, stdin io.Reader) ([]protocol.Group, error) {
 	var (
 		data []byte
 		err  error
@@ -43,11 +42,11 @@ func ReadGroups(path string, stdin io.Reader) ([]registry.Group, error) {
 // parseGroups decodes every document of data. Two decoders walk the same
 // documents in step: one sees each document's shape, the other decodes it
 // strictly into the type that shape calls for.
-func parseGroups(data []byte) ([]registry.Group, error) {
+func parseGroups(data []byte) ([]protocol.Group, error) {
 	shape := yaml.NewDecoder(bytes.NewReader(data))
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
-	var out []registry.Group
+	var out []protocol.Group
 	for {
 		var doc yaml.Node
 		err := shape.Decode(&doc)
@@ -65,14 +64,14 @@ func parseGroups(data []byte) ([]registry.Group, error) {
 		}
 		if hasKey(doc.Content[0], "groups") {
 			var list struct {
-				Groups []registry.Group `yaml:"groups"`
+				Groups []protocol.Group `yaml:"groups"`
 			}
 			if err := strict.Decode(&list); err != nil {
 				return nil, err
 			}
 			out = append(out, list.Groups...)
 		} else {
-			var g registry.Group
+			var g protocol.Group
 			if err := strict.Decode(&g); err != nil {
 				return nil, err
 			}

@@ -11,14 +11,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
 
 // PrintGroups writes one line per group.
-func PrintGroups(w io.Writer, groups []balancer.GroupStatus) error {
+func PrintGroups(w io.Writer, groups []protocol.GroupStatus) error {
 	if len(groups) == 0 {
 		_, err := fmt.Fprintln(w, "no groups (create one with \"fulcrum ctl create GROUP --front-door HOST:PORT\")")
 		return err
@@ -33,7 +32,7 @@ func PrintGroups(w io.Writer, groups []balancer.GroupStatus) error {
 
 // frontDoor is what clients use: a GIOP group's corbaloc reference, or the
 // advertise URL.
-func frontDoor(g balancer.GroupStatus) string {
+func frontDoor(g protocol.GroupStatus) string {
 	if g.Reference != nil {
 		return g.Reference.Corbaloc
 	}
@@ -41,10 +40,10 @@ func frontDoor(g balancer.GroupStatus) string {
 }
 
 // replicaCount is "<active>/<total> active".
-func replicaCount(rs []balancer.ReplicaStatus) string {
+func replicaCount(rs []protocol.ReplicaStatus) string {
 	active := 0
 	for _, r := range rs {
-		if r.State == registry.StateActive {
+		if r.State == protocol.StateActive {
 			active++
 		}
 	}
@@ -52,7 +51,7 @@ func replicaCount(rs []balancer.ReplicaStatus) string {
 }
 
 // PrintStatus writes a group's settings and its replica table.
-func PrintStatus(w io.Writer, g balancer.GroupStatus) error {
+func PrintStatus(w io.Writer, g protocol.GroupStatus) error {
 	listening := ""
 	if g.Listening != "" {
 		listening = " (listening on " + g.Listening + ")"

@@ -5,15 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestPrintGIOPReference(t *testing.T) {
 	t.Parallel()
-	g := balancer.GroupStatus{
-		Group:     registry.Group{Name: "prime", Protocol: registry.ProtocolGIOP, Advertise: "corbaloc:iiop:127.0.0.1:2809", Binding: registry.OnDemand, Strategy: "round-robin"},
-		Reference: &balancer.Reference{Corbaloc: "corbaloc:iiop:127.0.0.1:2809/prime", IOR: "IOR:000000000000000e49444c3a5072696d653a312e3000"},
+	g := protocol.GroupStatus{
+		Group:     protocol.Group{Name: "prime", Protocol: protocol.ProtocolGIOP, Advertise: "corbaloc:iiop:127.0.0.1:2809", Binding: protocol.OnDemand, Strategy: "round-robin"},
+		Reference: &protocol.Reference{Corbaloc: "corbaloc:iiop:127.0.0.1:2809/prime", IOR: "IOR:000000000000000e49444c3a5072696d653a312e3000"},
 	}
 	var out bytes.Buffer
 	if err := PrintStatus(&out, g); err != nil {
@@ -25,7 +24,7 @@ func TestPrintGIOPReference(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := PrintGroups(&out, []balancer.GroupStatus{g}); err != nil {
+	if err := PrintGroups(&out, []protocol.GroupStatus{g}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "corbaloc:iiop:127.0.0.1:2809/prime") {
@@ -33,7 +32,7 @@ func TestPrintGIOPReference(t *testing.T) {
 	}
 
 	// HTTP groups print no reference lines.
-	g.Protocol, g.Advertise, g.Reference = registry.ProtocolHTTP, "http://127.0.0.1:8000", nil
+	g.Protocol, g.Advertise, g.Reference = protocol.ProtocolHTTP, "http://127.0.0.1:8000", nil
 	out.Reset()
 	if err := PrintStatus(&out, g); err != nil {
 		t.Fatal(err)

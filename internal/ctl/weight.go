@@ -3,9 +3,8 @@ package ctl
 import (
 	"fmt"
 
+	"github.com/fulcrum-lb/fulcrum/protocol"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
 
 // zeroWeight refuses a replica weight written as 0 in a group file's
@@ -32,7 +31,7 @@ func zeroWeight(doc *yaml.Node) error {
 				if i > 0 {
 					field = fmt.Sprintf("groups[%d].%s", i-1, field)
 				}
-				return fmt.Errorf("%s: invalid value 0, %s", field, registry.ZeroWeightAllowed)
+				return fmt.Errorf("%s: invalid value 0, %s", field, protocol.ZeroWeightAllowed)
 			}
 		}
 	}

@@ -69,12 +69,12 @@ func (o *Options) defaults() error {
 		o.Strategy = "least-loaded"
 	}
 	if o.Binding == "" {
-		o.Binding = registry.OnDemand
+		o.Binding = protocol.OnDemand
 	}
 	if o.Protocol == "" {
-		o.Protocol = registry.ProtocolHTTP
+		o.Protocol = protocol.ProtocolHTTP
 	}
-	if o.Protocol != registry.ProtocolHTTP && o.Protocol != registry.ProtocolGIOP {
+	if o.Protocol != protocol.ProtocolHTTP && o.Protocol != protocol.ProtocolGIOP {
 		return &protocol.FieldError{Field: "--protocol", Value: o.Protocol, Allowed: "must be http or giop"}
 	}
 	if o.Window == 0 {
@@ -112,7 +112,7 @@ func (o *Options) defaults() error {
 
 // Adaptive reports whether the run waits for equilibrium (an on-demand
 // group) rather than running for a fixed time.
-func (o *Options) Adaptive() bool { return o.Binding == registry.OnDemand }
+func (o *Options) Adaptive() bool { return o.Binding == protocol.OnDemand }
 
 // Run runs the demo until equilibrium (adaptive) or for Duration.
 func Run(ctx context.Context, o Options) error {
@@ -143,7 +143,7 @@ func Run(ctx context.Context, o Options) error {
 	fmt.Fprintf(o.Out, "balancer: admin %s, front door %s (group prime, %s, %s, %s)\n", adminURL, frontDoor, o.Protocol, o.Binding, o.Strategy)
 
 	fleet := newFleet(o.Executable, adminURL, o.Out, o.Log)
-	fleet.giop = o.Protocol == registry.ProtocolGIOP
+	fleet.giop = o.Protocol == protocol.ProtocolGIOP
 	defer fleet.stopAll()
 	for i := 0; i < o.Replicas; i++ {
 		if err := fleet.start(ctx, i); err != nil {
@@ -170,9 +170,9 @@ func Run(ctx context.Context, o Options) error {
 
 	tally := newTally()
 	var clients *clientSet
-	if o.Protocol == registry.ProtocolGIOP {
+	if o.Protocol == protocol.ProtocolGIOP {
 		clients = startGIOPClients(ctx, frontDoor, o.Rates, tally, newReplicaNames(bal))
-		if o.Binding == registry.PerRequest {
+		if o.Binding == protocol.PerRequest {
 			go sampleProxied(ctx, bal, tally)
 		}
 	} else {
@@ -210,11 +210,11 @@ func startBalancer(dir string, o Options, log *slog.Logger) (*balancer.Balancer,
 		_ = srv.Shutdown(ctx)
 		st.Close()
 	}
-	health := registry.Health{Path: "/healthz", Interval: protocol.Duration(time.Second), Timeout: protocol.Duration(500 * time.Millisecond)}
-	if o.Protocol == registry.ProtocolGIOP {
+	health := protocol.Health{Path: "/healthz", Interval: protocol.Duration(time.Second), Timeout: protocol.Duration(500 * time.Millisecond)}
+	if o.Protocol == protocol.ProtocolGIOP {
 		health.Path = "" // GIOP replicas are probed with a LocateRequest
 	}
-	gs, _, err := b.PutGroup(registry.Group{
+	gs, _, err := b.PutGroup(protocol.Group{
 		Name:           "prime",
 		Protocol:       o.Protocol,
 		FrontDoor:      "127.0.0.1:0",
@@ -228,7 +228,7 @@ func startBalancer(dir string, o Options, log *slog.Logger) (*balancer.Balancer,
 		return nil, "", "", nil, err
 	}
 	frontDoor := gs.Advertise
-	if o.Protocol == registry.ProtocolGIOP {
+	if o.Protocol == protocol.ProtocolGIOP {
 		loc, err := registry.GroupCorbaloc(gs.Advertise, gs.Name)
 		if err != nil {
 			stop()

@@ -1,6 +1,9 @@
 package frontdoor
 
-import "github.com/fulcrum-lb/fulcrum/internal/registry"
+import (
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
 
 // This file is the front doors' one attempt policy: after each attempt of
 // a proxied call (HTTP on either engine, GIOP), Decide says whether the
@@ -8,15 +11,15 @@ import "github.com/fulcrum-lb/fulcrum/internal/registry"
 // answered. The front doors only observe outcomes and carry decisions out.
 // Decide is pure.
 
-// The values of a group's retry setting (registry.Group.Retry).
+// The values of a group's retry setting (protocol.Group.Retry).
 const (
 	// RetryUnsent sends a call again only when it provably never reached
 	// its replica: connecting failed, or nothing of it was written.
-	RetryUnsent = registry.RetryUnsent
+	RetryUnsent = protocol.RetryUnsent
 	// RetryIdempotent also sends again GET, HEAD and OPTIONS calls without
 	// a body consumed that received no response byte. (Calls of protocols
 	// without methods, such as GIOP, are judged as RetryUnsent.)
-	RetryIdempotent = registry.RetryIdempotent
+	RetryIdempotent = protocol.RetryIdempotent
 )
 
 // DefaultRetry is the retry setting of a group that sets none.

@@ -18,6 +18,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Counters are a member's cumulative counters, updated atomically.
@@ -89,12 +90,12 @@ type Snapshot struct {
 	// MaxInflight (AcquireWait).
 	Queue *Queue
 	// Timeouts bound the front door's connections.
-	Timeouts registry.Timeouts
+	Timeouts protocol.Timeouts
 	// Retry is the group's retry setting (RetryUnsent, RetryIdempotent;
 	// "" means DefaultRetry), applied by Decide.
 	Retry string
 	// GIOP are the GIOP front door's settings (GIOP groups).
-	GIOP registry.GIOP
+	GIOP protocol.GIOP
 	// Observer, when not nil, learns from finished proxied calls.
 	Observer strategy.Observer
 }
@@ -110,7 +111,7 @@ var ErrOverloaded = errors.New("frontdoor: every replica is at its in-flight lim
 // eligible; everyone else gets the picker's choice. Pick does not allocate.
 func (s *Snapshot) Pick(r *strategy.Request) (*Member, error) {
 	if r.Client != "" && len(s.Planned) > 0 {
-		if m, ok := s.Planned[r.Client]; ok && m.State == registry.StateActive {
+		if m, ok := s.Planned[r.Client]; ok && m.State == protocol.StateActive {
 			return m, nil
 		}
 	}
@@ -121,14 +122,14 @@ func (s *Snapshot) Pick(r *strategy.Request) (*Member, error) {
 	return s.Eligible[rep.Index], nil
 }
 
-// Timeouts are a snapshot's registry.Timeouts with the defaults applied.
+// Timeouts are a snapshot's protocol.Timeouts with the defaults applied.
 type Timeouts struct {
 	Connect, Request, Idle time.Duration
 }
 
 // TimeoutsOf returns t with registry's defaults in place of unset (or
 // negative) durations.
-func TimeoutsOf(t registry.Timeouts) Timeouts {
+func TimeoutsOf(t protocol.Timeouts) Timeouts {
 	to := Timeouts{Connect: t.Connect.D(), Request: t.Request.D(), Idle: t.Idle.D()}
 	if to.Connect <= 0 {
 		to.Connect = registry.DefaultConnectTimeout
@@ -176,7 +177,7 @@ func (s *Snapshot) Acquire(req *strategy.Request, exclude []*Member, spill uint3
 	off := int(spill % uint32(max(n, 1)))
 	for i := range n {
 		m := s.Eligible[(off+i)%n]
-		if m.State != registry.StateActive || excluded(m, exclude) {
+		if m.State != protocol.StateActive || excluded(m, exclude) {
 			continue
 		}
 		if tryAcquire(m, s.MaxInflight) {

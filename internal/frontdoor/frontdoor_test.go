@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // always picks the eligible member at index i, whatever the call.
@@ -29,7 +29,7 @@ func snapshot(n, limit int) *Snapshot {
 	for i := range n {
 		id := string(rune('a' + i))
 		m := &Member{Replica: &strategy.Replica{Index: i, ID: id, Weight: 1, Live: &strategy.Live{}},
-			State: registry.StateActive, Counters: &Counters{}}
+			State: protocol.StateActive, Counters: &Counters{}}
 		s.Eligible = append(s.Eligible, m)
 		s.Members[id] = m
 	}
@@ -113,7 +113,7 @@ func TestAcquireExcludesByReplicaID(t *testing.T) {
 
 func TestAcquireSkipsInactiveMembersAndPassesPickerErrors(t *testing.T) {
 	s := snapshot(3, 1)
-	s.Eligible[1].State = registry.StateDraining
+	s.Eligible[1].State = protocol.StateDraining
 	if _, err := s.Acquire(&strategy.Request{}, nil, 0); err != nil {
 		t.Fatal(err)
 	}

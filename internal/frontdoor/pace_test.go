@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -64,7 +63,7 @@ func TestServiceFit(t *testing.T) {
 // manual clock.
 func paced(t *testing.T, lead time.Duration) (*Snapshot, *clocktest.Manual) {
 	t.Helper()
-	cfg := long(registry.QueueCost)
+	cfg := long(protocol.QueueCost)
 	cfg.Lead = protocol.Duration(lead)
 	s, clock := queued(t, 1, 1, cfg)
 	m := s.Eligible[0]
@@ -136,7 +135,7 @@ func TestPaceHoldsWithoutWhatItNeeds(t *testing.T) {
 	}
 	h.End(false)
 
-	fresh, _ := queued(t, 1, 1, registry.Queue{Limit: 10, Timeout: protocol.Duration(time.Hour), Lead: protocol.Duration(time.Second)})
+	fresh, _ := queued(t, 1, 1, protocol.Queue{Limit: 10, Timeout: protocol.Duration(time.Hour), Lead: protocol.Duration(time.Second)})
 	fresh.Eligible[0].Pace = new(Pace)
 	got, _ = fresh.Acquire(&strategy.Request{Cost: 1}, nil, 0)
 	h = got.Hold(1, fresh.MaxInflight)
@@ -146,7 +145,7 @@ func TestPaceHoldsWithoutWhatItNeeds(t *testing.T) {
 	h.End(true)
 
 	off, _ := paced(t, 10*time.Millisecond)
-	off.Queue.Configure(long(registry.QueueCost)) // lead 0
+	off.Queue.Configure(long(protocol.QueueCost)) // lead 0
 	got, _ = off.Acquire(&strategy.Request{Cost: 1}, nil, 0)
 	h = got.Hold(1, off.MaxInflight)
 	if off.Eligible[0].Early() != 0 {

@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Queue holds a group's proxied calls while every eligible member has
 // MaxInflight calls in flight, and hands each to a member as soon as one
-// has room, in the order its registry.Queue says: the calls that would
+// has room, in the order its protocol.Queue says: the calls that would
 // otherwise be answered 503 at once wait up to the queue's timeout. It
 // outlives snapshots: the group creates one and every snapshot and member
 // it publishes points to it.
@@ -32,7 +32,7 @@ type Queue struct {
 	lead     atomic.Int64 // cfg.Lead in ns, read by the members' Pace
 
 	mu     sync.Mutex
-	cfg    registry.Queue
+	cfg    protocol.Queue
 	seq    uint64
 	spill  uint32
 	byCost costHeap
@@ -51,7 +51,7 @@ type Queue struct {
 }
 
 // QueueWaitBounds are the upper bounds of the queue's wait histogram
-// (QueueStats.WaitCounts): from half a millisecond, a fraction of one
+// (protocol.QueueStats.WaitCounts): from half a millisecond, a fraction of one
 // proxied call, to the longest queue.timeout worth waiting out.
 var QueueWaitBounds = [...]time.Duration{
 	500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
@@ -104,30 +104,6 @@ func (e *QueueError) Error() string {
 
 func (e *QueueError) Unwrap() error { return ErrOverloaded }
 
-// QueueStats are a queue's gauge and counters.
-type QueueStats struct {
-	// Waiting is the number of calls waiting now.
-	Waiting int `json:"waiting"`
-	// Served counts calls that got a member after waiting.
-	Served uint64 `json:"served"`
-	// Full counts calls refused because the queue was full.
-	Full uint64 `json:"full"`
-	// TimedOut counts calls that waited out the timeout (or lost their
-	// client).
-	TimedOut uint64 `json:"timed_out"`
-	// Early counts slots freed ahead of their call's expected end
-	// (queue.lead).
-	Early uint64 `json:"early"`
-	// WaitSeconds is the time the served calls waited, summed: their
-	// mean wait is WaitSeconds / Served.
-	WaitSeconds float64 `json:"wait_seconds"`
-	// WaitCounts counts the served calls by how long they waited: the
-	// i-th those that waited at most QueueWaitBounds[i] and more than
-	// the bound before, the last those that waited longer than every
-	// bound.
-	WaitCounts []uint64 `json:"-"`
-}
-
 // NewQueue returns a queue for a group whose current snapshot snapshot
 // returns (never nil). now is the clock of its ordering (time.Now if nil).
 func NewQueue(snapshot func() *Snapshot, now func() time.Time) *Queue {
@@ -138,9 +114,9 @@ func NewQueue(snapshot func() *Snapshot, now func() time.Time) *Queue {
 }
 
 // Configure sets the queue's limit, timeout and order (after
-// registry.Group.WithDefaults). A disabled queue answers its waiting
+// registry.WithDefaults). A disabled queue answers its waiting
 // calls ErrOverloaded; a lower limit keeps the calls already waiting.
-func (q *Queue) Configure(cfg registry.Queue) {
+func (q *Queue) Configure(cfg protocol.Queue) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.cfg = cfg
@@ -157,8 +133,8 @@ func (q *Queue) Configure(cfg registry.Queue) {
 }
 
 // Stats returns the queue's gauge and counters.
-func (q *Queue) Stats() QueueStats {
-	st := QueueStats{
+func (q *Queue) Stats() protocol.QueueStats {
+	st := protocol.QueueStats{
 		Waiting:     int(q.waiting.Load()),
 		Served:      q.served.Load(),
 		Full:        q.full.Load(),
@@ -311,7 +287,7 @@ func (q *Queue) Kick() {
 // nextLocked is the call the queue serves first: the oldest (fifo), or
 // the one of least cost unless the oldest has waited half the timeout.
 func (q *Queue) nextLocked(now time.Time) *waiter {
-	if q.cfg.Order != registry.QueueCost || now.Sub(q.head.since) >= q.cfg.Timeout.D()/2 {
+	if q.cfg.Order != protocol.QueueCost || now.Sub(q.head.since) >= q.cfg.Timeout.D()/2 {
 		return q.head
 	}
 	return q.byCost[0]

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-func queued(t *testing.T, n, limit int, cfg registry.Queue) (*Snapshot, *clocktest.Manual) {
+func queued(t *testing.T, n, limit int, cfg protocol.Queue) (*Snapshot, *clocktest.Manual) {
 	t.Helper()
 	s := snapshot(n, limit)
 	clock := clocktest.New(time.Unix(1_700_000_000, 0))
@@ -56,14 +55,14 @@ func waitForClient(t *testing.T, s *Snapshot, name string, req *strategy.Request
 	}
 }
 
-func long(order string) registry.Queue {
-	return registry.Queue{Limit: 10, Timeout: protocol.Duration(time.Hour), Order: order}
+func long(order string) protocol.Queue {
+	return protocol.Queue{Limit: 10, Timeout: protocol.Duration(time.Hour), Order: order}
 }
 
 func TestQueueServesInArrivalOrder(t *testing.T) { synctest.Test(t, queueServesInArrivalOrder) }
 
 func queueServesInArrivalOrder(t *testing.T) {
-	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	s, _ := queued(t, 1, 1, long(protocol.QueueFIFO))
 	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +94,7 @@ func queueServesInArrivalOrder(t *testing.T) {
 func TestQueueServesLeastCostFirst(t *testing.T) { synctest.Test(t, queueServesLeastCostFirst) }
 
 func queueServesLeastCostFirst(t *testing.T) {
-	s, _ := queued(t, 1, 1, long(registry.QueueCost))
+	s, _ := queued(t, 1, 1, long(protocol.QueueCost))
 	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 4)
 	waitFor(t, s, "cost 5", &strategy.Request{Cost: 5}, nil, nil, out)
@@ -119,7 +118,7 @@ func TestQueueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
 }
 
 func queueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
-	cfg := long(registry.QueueCost)
+	cfg := long(protocol.QueueCost)
 	s, clock := queued(t, 1, 1, cfg)
 	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 3)
@@ -147,7 +146,7 @@ func queueCostOrderDoesNotStarveACostlyCall(t *testing.T) {
 func TestQueueFullIsOverloaded(t *testing.T) { synctest.Test(t, queueFullIsOverloaded) }
 
 func queueFullIsOverloaded(t *testing.T) {
-	cfg := long(registry.QueueFIFO)
+	cfg := long(protocol.QueueFIFO)
 	cfg.Limit = 1
 	s, _ := queued(t, 2, 1, cfg)
 	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
@@ -174,7 +173,7 @@ func queueFullIsOverloaded(t *testing.T) {
 func TestQueueTimeoutAndCancel(t *testing.T) { synctest.Test(t, queueTimeoutAndCancel) }
 
 func queueTimeoutAndCancel(t *testing.T) {
-	cfg := registry.Queue{Limit: 5, Timeout: protocol.Duration(20 * time.Millisecond), Order: registry.QueueFIFO}
+	cfg := protocol.Queue{Limit: 5, Timeout: protocol.Duration(20 * time.Millisecond), Order: protocol.QueueFIFO}
 	s, _ := queued(t, 1, 1, cfg)
 	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	start := time.Now()
@@ -187,7 +186,7 @@ func queueTimeoutAndCancel(t *testing.T) {
 		t.Fatalf("gave up after %v, before the 20ms timeout", waited)
 	}
 
-	s.Queue.Configure(long(registry.QueueFIFO))
+	s.Queue.Configure(long(protocol.QueueFIFO))
 	cancel := make(chan struct{})
 	out := make(chan result, 1)
 	waitFor(t, s, "canceled", &strategy.Request{}, nil, cancel, out)
@@ -210,12 +209,12 @@ func TestQueueDisabledAnswersTheWaitingCalls(t *testing.T) {
 }
 
 func queueDisabledAnswersTheWaitingCalls(t *testing.T) {
-	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	s, _ := queued(t, 1, 1, long(protocol.QueueFIFO))
 	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 2)
 	waitFor(t, s, "one", &strategy.Request{}, nil, nil, out)
 	waitFor(t, s, "two", &strategy.Request{}, nil, nil, out)
-	s.Queue.Configure(registry.Queue{})
+	s.Queue.Configure(protocol.Queue{})
 	for range 2 {
 		if r := <-out; !errors.Is(r.err, ErrOverloaded) || r.m != nil {
 			t.Fatalf("call %s got %v, %v; want ErrOverloaded", r.name, r.m, r.err)
@@ -234,7 +233,7 @@ func TestQueueExcludedMemberGoesToAnotherCall(t *testing.T) {
 }
 
 func queueExcludedMemberGoesToAnotherCall(t *testing.T) {
-	s, _ := queued(t, 2, 1, long(registry.QueueFIFO))
+	s, _ := queued(t, 2, 1, long(protocol.QueueFIFO))
 	a, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	b, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	out := make(chan result, 2)
@@ -254,7 +253,7 @@ func queueExcludedMemberGoesToAnotherCall(t *testing.T) {
 // every call gets a member.
 func TestQueueUnderContention(t *testing.T) {
 	const members, limit, callers, calls = 3, 2, 16, 300
-	s, _ := queued(t, members, limit, registry.Queue{Limit: callers, Timeout: protocol.Duration(time.Minute), Order: registry.QueueCost})
+	s, _ := queued(t, members, limit, protocol.Queue{Limit: callers, Timeout: protocol.Duration(time.Minute), Order: protocol.QueueCost})
 	var holding [members]atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, callers*calls)
@@ -299,7 +298,7 @@ func TestQueueUnderContention(t *testing.T) {
 func TestQueueClientGone(t *testing.T) { synctest.Test(t, queueClientGone) }
 
 func queueClientGone(t *testing.T) {
-	s, _ := queued(t, 1, 1, long(registry.QueueFIFO))
+	s, _ := queued(t, 1, 1, long(protocol.QueueFIFO))
 	held, _ := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	var gone atomic.Bool
 	out := make(chan result, 1)
@@ -321,7 +320,7 @@ func queueClientGone(t *testing.T) {
 func TestQueueWaitTime(t *testing.T) { synctest.Test(t, queueWaitTime) }
 
 func queueWaitTime(t *testing.T) {
-	s, clock := queued(t, 1, 1, long(registry.QueueFIFO))
+	s, clock := queued(t, 1, 1, long(protocol.QueueFIFO))
 	held, err := s.AcquireWait(&strategy.Request{}, nil, 0, Client{})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -13,7 +12,7 @@ import (
 const MaxEjectionMultiplier = 10
 
 // Defaults applied by NewPassive to a zero ConsecutiveFailures or
-// BaseEjection (the same as registry.Group.WithDefaults).
+// BaseEjection (the same as registry.WithDefaults).
 const (
 	DefaultConsecutiveFailures = 5
 	DefaultBaseEjection        = 30 * time.Second
@@ -37,7 +36,7 @@ const (
 // Time comes in as arguments; Passive never reads the clock. Not safe for
 // concurrent use.
 type Passive struct {
-	cfg     registry.Passive
+	cfg     protocol.Passive
 	reps    map[string]*outlier
 	ejected int
 }
@@ -56,14 +55,14 @@ type outlier struct {
 }
 
 // NewPassive returns the ejection state of a group with no replicas.
-func NewPassive(cfg registry.Passive) *Passive {
+func NewPassive(cfg protocol.Passive) *Passive {
 	p := &Passive{reps: map[string]*outlier{}}
 	p.SetConfig(cfg)
 	return p
 }
 
 // SetConfig changes the settings; ejections in progress keep their end.
-func (p *Passive) SetConfig(cfg registry.Passive) {
+func (p *Passive) SetConfig(cfg protocol.Passive) {
 	if cfg.ConsecutiveFailures == 0 {
 		cfg.ConsecutiveFailures = DefaultConsecutiveFailures
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -26,7 +25,7 @@ type passiveStep struct {
 	want string
 }
 
-func runPassive(t *testing.T, cfg registry.Passive, steps []passiveStep) {
+func runPassive(t *testing.T, cfg protocol.Passive, steps []passiveStep) {
 	t.Helper()
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	p := NewPassive(cfg)
@@ -68,8 +67,8 @@ func runPassive(t *testing.T, cfg registry.Passive, steps []passiveStep) {
 	}
 }
 
-func passiveCfg(failures int, base time.Duration, pct int) registry.Passive {
-	return registry.Passive{ConsecutiveFailures: failures, BaseEjection: protocol.Duration(base), MaxEjectedPercent: pct}
+func passiveCfg(failures int, base time.Duration, pct int) protocol.Passive {
+	return protocol.Passive{ConsecutiveFailures: failures, BaseEjection: protocol.Duration(base), MaxEjectedPercent: pct}
 }
 
 func TestPassive(t *testing.T) {
@@ -77,7 +76,7 @@ func TestPassive(t *testing.T) {
 	s := time.Second
 	for _, tc := range []struct {
 		name  string
-		cfg   registry.Passive
+		cfg   protocol.Passive
 		steps []passiveStep
 	}{
 		{"ejected after consecutive failures", passiveCfg(3, 10*s, 100), []passiveStep{
@@ -131,7 +130,7 @@ func TestPassive(t *testing.T) {
 			{0, "add a b", ""},
 			{0, "fail a", ""}, {0, "fail a", ""}, {0, "fail a", ""}, {0, "fail a", ""}, {0, "fail a", ""},
 		}},
-		{"zero settings take the defaults", registry.Passive{MaxEjectedPercent: 100}, []passiveStep{
+		{"zero settings take the defaults", protocol.Passive{MaxEjectedPercent: 100}, []passiveStep{
 			{0, "fail a", ""}, {0, "fail a", ""}, {0, "fail a", ""}, {0, "fail a", ""},
 			{0, "fail a", "a:ejected"},
 			{0, "next", "30s"},

@@ -11,12 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Defaults applied by the Prober to zero settings (the same as
-// registry.Group.WithDefaults).
+// registry.WithDefaults).
 const (
 	DefaultInterval = time.Second
 	DefaultTimeout  = 500 * time.Millisecond
@@ -66,7 +65,7 @@ type Prober struct {
 	probeFn  func(context.Context, Target) bool
 
 	mu      sync.Mutex
-	cfg     registry.Health
+	cfg     protocol.Health
 	targets map[string]*target
 }
 
@@ -76,7 +75,7 @@ type target struct {
 }
 
 // NewProber returns a prober with no targets. onChange must not be nil.
-func NewProber(cfg registry.Health, onChange func(replicaID, state string), opts ProberOptions) *Prober {
+func NewProber(cfg protocol.Health, onChange func(replicaID, state string), opts ProberOptions) *Prober {
 	p := &Prober{onChange: onChange, client: opts.Client, log: opts.Logger, onResult: opts.OnResult,
 		probeFn: opts.Probe, targets: map[string]*target{}}
 	if p.client == nil {
@@ -98,7 +97,7 @@ func NewProber(cfg registry.Health, onChange func(replicaID, state string), opts
 
 // SetConfig changes the settings at run time; states are kept. An empty
 // Path stops probing (targets keep their last state).
-func (p *Prober) SetConfig(cfg registry.Health) {
+func (p *Prober) SetConfig(cfg protocol.Health) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = durationOf(DefaultInterval)
 	}
@@ -231,7 +230,7 @@ func (p *Prober) Round(ctx context.Context) {
 }
 
 // probe GETs base + cfg.Path within cfg.Timeout.
-func (p *Prober) probe(ctx context.Context, base string, cfg registry.Health) bool {
+func (p *Prober) probe(ctx context.Context, base string, cfg protocol.Health) bool {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout.D())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, probeURL(base, cfg.Path), nil)

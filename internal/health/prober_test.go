@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -97,7 +96,7 @@ func TestProberDownAndBack(t *testing.T) {
 	steady := newHealthServer(t)
 	changes := make(chan change, 16)
 	var results atomic.Int64
-	p := NewProber(registry.Health{
+	p := NewProber(protocol.Health{
 		Path: "/healthz", Interval: protocol.Duration(10 * time.Millisecond),
 		Timeout: protocol.Duration(time.Second), Rise: 2, Fall: 2,
 	}, func(id, state string) { changes <- change{id, state} },
@@ -156,7 +155,7 @@ func TestProberRounds(t *testing.T) {
 	defer slow.Close()
 
 	var got []change
-	p := NewProber(registry.Health{Path: "/healthz", Timeout: protocol.Duration(50 * time.Millisecond), Rise: 1, Fall: 2},
+	p := NewProber(protocol.Health{Path: "/healthz", Timeout: protocol.Duration(50 * time.Millisecond), Rise: 1, Fall: 2},
 		func(id, state string) { got = append(got, change{id, state}) }, ProberOptions{Logger: quiet})
 	p.SetTargets([]Target{{ID: "a", URL: h.url()}, {ID: "slow", URL: "http://" + slowLn.Addr().String()}})
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)

@@ -18,24 +18,24 @@ func primeIOR(host string, port uint16, key string) string {
 	}}}.String()
 }
 
-func giopGroup() Group {
-	return Group{Name: "prime", Protocol: ProtocolGIOP, FrontDoor: "127.0.0.1:2809",
-		Replicas: []StaticReplica{{Address: primeIOR("10.0.0.5", 4000, "\xffomniPOA\x00key1")}}}
+func giopGroup() protocol.Group {
+	return protocol.Group{Name: "prime", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:2809",
+		Replicas: []protocol.StaticReplica{{Address: primeIOR("10.0.0.5", 4000, "\xffomniPOA\x00key1")}}}
 }
 
 func TestGIOPGroupDefaults(t *testing.T) {
 	t.Parallel()
-	g := giopGroup().WithDefaults()
-	if err := g.Validate(); err != nil {
+	g := WithDefaults(giopGroup())
+	if err := Validate(g); err != nil {
 		t.Fatalf("valid giop group rejected: %v", err)
 	}
 	if g.Advertise != "corbaloc:iiop:127.0.0.1:2809" {
 		t.Errorf("advertise = %q", g.Advertise)
 	}
-	if g.GIOP.Locate != LocateForward || g.GIOP.MaxMessageSize != 16<<20 {
+	if g.GIOP.Locate != protocol.LocateForward || g.GIOP.MaxMessageSize != 16<<20 {
 		t.Errorf("giop defaults = %+v, want locate forward and 16 MiB", g.GIOP)
 	}
-	if h := validGroup().WithDefaults(); h.GIOP != (GIOP{}) {
+	if h := WithDefaults(validGroup()); h.GIOP != (protocol.GIOP{}) {
 		t.Errorf("an http group got giop settings %+v", h.GIOP)
 	}
 	ref, err := GroupCorbaloc(g.Advertise, g.Name)
@@ -48,20 +48,20 @@ func TestGIOPGroupRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		mutate func(*Group)
+		mutate func(*protocol.Group)
 		field  string
 		want   string
 	}{
-		{"tcp not built", func(g *Group) { g.Protocol = ProtocolTCP; g.Replicas = nil }, "protocol", "only http and giop"},
-		{"http replica", func(g *Group) { g.Replicas[0].Address = "http://127.0.0.1:9001" }, "replicas[0].address", "IOR:"},
-		{"health path", func(g *Group) { g.Health.Path = "/healthz" }, "health.path", "LocateRequest"},
-		{"locate mode", func(g *Group) { g.GIOP.Locate = "somewhere" }, "giop.locate", "forward or here"},
-		{"message size", func(g *Group) { g.GIOP.MaxMessageSize = 10 }, "giop.max_message_size", "[1024, 1073741824]"},
-		{"advertise http", func(g *Group) { g.Advertise = "http://lb:2809" }, "advertise", "corbaloc:iiop:"},
-		{"advertise other key", func(g *Group) { g.Advertise = "corbaloc:iiop:lb:2809/other" }, "advertise", `"prime"`},
-		{"advertise bad port", func(g *Group) { g.Advertise = "corbaloc:iiop:lb:99999" }, "advertise", "port"},
-		{"duplicate by corbaloc", func(g *Group) {
-			g.Replicas = append(g.Replicas, StaticReplica{Address: "corbaloc:iiop:1.2@10.0.0.5:4000/%FFomniPOA%00key1"})
+		{"tcp not built", func(g *protocol.Group) { g.Protocol = protocol.ProtocolTCP; g.Replicas = nil }, "protocol", "only http and giop"},
+		{"http replica", func(g *protocol.Group) { g.Replicas[0].Address = "http://127.0.0.1:9001" }, "replicas[0].address", "IOR:"},
+		{"health path", func(g *protocol.Group) { g.Health.Path = "/healthz" }, "health.path", "LocateRequest"},
+		{"locate mode", func(g *protocol.Group) { g.GIOP.Locate = "somewhere" }, "giop.locate", "forward or here"},
+		{"message size", func(g *protocol.Group) { g.GIOP.MaxMessageSize = 10 }, "giop.max_message_size", "[1024, 1073741824]"},
+		{"advertise http", func(g *protocol.Group) { g.Advertise = "http://lb:2809" }, "advertise", "corbaloc:iiop:"},
+		{"advertise other key", func(g *protocol.Group) { g.Advertise = "corbaloc:iiop:lb:2809/other" }, "advertise", `"prime"`},
+		{"advertise bad port", func(g *protocol.Group) { g.Advertise = "corbaloc:iiop:lb:99999" }, "advertise", "port"},
+		{"duplicate by corbaloc", func(g *protocol.Group) {
+			g.Replicas = append(g.Replicas, protocol.StaticReplica{Address: "corbaloc:iiop:1.2@10.0.0.5:4000/%FFomniPOA%00key1"})
 		}, "replicas[1].address", "unique"},
 	}
 	for _, tt := range tests {
@@ -69,7 +69,7 @@ func TestGIOPGroupRejects(t *testing.T) {
 			t.Parallel()
 			g := giopGroup()
 			tt.mutate(&g)
-			err := g.WithDefaults().Validate()
+			err := Validate(WithDefaults(g))
 			var fe *protocol.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("Validate() = %v, want a *protocol.FieldError", err)
@@ -80,9 +80,9 @@ func TestGIOPGroupRejects(t *testing.T) {
 		})
 	}
 	h := validGroup()
-	h.GIOP.Locate = LocateHere
+	h.GIOP.Locate = protocol.LocateHere
 	var fe *protocol.FieldError
-	if err := h.WithDefaults().Validate(); !errors.As(err, &fe) || fe.Field != "giop" {
+	if err := Validate(WithDefaults(h)); !errors.As(err, &fe) || fe.Field != "giop" {
 		t.Fatalf("giop settings on an http group: %v, want a giop field error", err)
 	}
 }
@@ -96,7 +96,7 @@ func TestValidateGIOPAddress(t *testing.T) {
 		"corbaloc::replica.example/NameService",
 	}
 	for _, a := range good {
-		if err := ValidateAddress(ProtocolGIOP, a); err != nil {
+		if err := ValidateAddress(protocol.ProtocolGIOP, a); err != nil {
 			t.Errorf("ValidateAddress(%q) = %v, want nil", a, err)
 		}
 	}
@@ -117,14 +117,14 @@ func TestValidateGIOPAddress(t *testing.T) {
 		{"corbaloc:iiop:10.0.0.5:4000/k%zz", "escape"},
 	}
 	for _, tt := range bad {
-		err := ValidateAddress(ProtocolGIOP, tt.addr)
+		err := ValidateAddress(protocol.ProtocolGIOP, tt.addr)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ValidateAddress(%q) = %v, want an error mentioning %q", tt.addr, err, tt.want)
 		}
 	}
 	// The type id stays in the message, so that a registration error says
 	// which reference was refused.
-	if err := ValidateAddress(ProtocolGIOP, noKey); err == nil || !strings.Contains(err.Error(), "IDL:Prime:1.0") {
+	if err := ValidateAddress(protocol.ProtocolGIOP, noKey); err == nil || !strings.Contains(err.Error(), "IDL:Prime:1.0") {
 		t.Errorf("error %v does not name the repository id", err)
 	}
 }

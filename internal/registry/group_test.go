@@ -10,14 +10,14 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-func validGroup() Group {
-	return Group{Name: "prime", FrontDoor: "127.0.0.1:8000", Replicas: []StaticReplica{{Address: "http://127.0.0.1:9001"}}}
+func validGroup() protocol.Group {
+	return protocol.Group{Name: "prime", FrontDoor: "127.0.0.1:8000", Replicas: []protocol.StaticReplica{{Address: "http://127.0.0.1:9001"}}}
 }
 
 func TestWithDefaults(t *testing.T) {
 	t.Parallel()
-	g := validGroup().WithDefaults()
-	if g.Protocol != ProtocolHTTP || g.Binding != OnDemand || g.Strategy != DefaultStrategy {
+	g := WithDefaults(validGroup())
+	if g.Protocol != protocol.ProtocolHTTP || g.Binding != protocol.OnDemand || g.Strategy != DefaultStrategy {
 		t.Errorf("defaults: protocol %q binding %q strategy %q", g.Protocol, g.Binding, g.Strategy)
 	}
 	if g.ReportInterval.D() != 500*time.Millisecond || g.Health.Interval.D() != time.Second || g.Health.Timeout.D() != 500*time.Millisecond {
@@ -29,13 +29,13 @@ func TestWithDefaults(t *testing.T) {
 	if g.Replicas[0].Weight != 1 {
 		t.Errorf("static weight = %v, want 1", g.Replicas[0].Weight)
 	}
-	if g.Retry != RetryUnsent {
-		t.Errorf("retry = %q, want %q", g.Retry, RetryUnsent)
+	if g.Retry != protocol.RetryUnsent {
+		t.Errorf("retry = %q, want %q", g.Retry, protocol.RetryUnsent)
 	}
 	if _, ok := g.Params["dampening"]; !ok {
 		t.Errorf("params not completed with the strategy's defaults: %v", g.Params)
 	}
-	if err := g.Validate(); err != nil {
+	if err := Validate(g); err != nil {
 		t.Fatalf("valid group rejected: %v", err)
 	}
 }
@@ -43,12 +43,12 @@ func TestWithDefaults(t *testing.T) {
 func TestAdvertiseFor(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ proto, addr, want string }{
-		{ProtocolHTTP, "0.0.0.0:8000", "http://127.0.0.1:8000"},
-		{ProtocolHTTP, ":8000", "http://127.0.0.1:8000"},
-		{ProtocolHTTP, "[::1]:8000", "http://[::1]:8000"},
-		{ProtocolGIOP, "10.0.0.1:2809", "corbaloc:iiop:10.0.0.1:2809"},
-		{ProtocolTCP, "10.0.0.1:5000", "10.0.0.1:5000"},
-		{ProtocolHTTP, "nonsense", ""},
+		{protocol.ProtocolHTTP, "0.0.0.0:8000", "http://127.0.0.1:8000"},
+		{protocol.ProtocolHTTP, ":8000", "http://127.0.0.1:8000"},
+		{protocol.ProtocolHTTP, "[::1]:8000", "http://[::1]:8000"},
+		{protocol.ProtocolGIOP, "10.0.0.1:2809", "corbaloc:iiop:10.0.0.1:2809"},
+		{protocol.ProtocolTCP, "10.0.0.1:5000", "10.0.0.1:5000"},
+		{protocol.ProtocolHTTP, "nonsense", ""},
 	}
 	for _, tt := range tests {
 		if got := AdvertiseFor(tt.proto, tt.addr); got != tt.want {
@@ -61,50 +61,50 @@ func TestValidateRejects(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		mutate func(*Group)
+		mutate func(*protocol.Group)
 		field  string
 		want   string
 	}{
-		{"bad name", func(g *Group) { g.Name = "Prime!" }, "name", "[a-z0-9-]+"},
-		{"unknown protocol", func(g *Group) { g.Protocol = "smtp" }, "protocol", "http, giop, tcp"},
-		{"bad front door", func(g *Group) { g.FrontDoor = "8000" }, "front_door", "host:port"},
-		{"port out of range", func(g *Group) { g.FrontDoor = "127.0.0.1:70000" }, "front_door", "0-65535"},
-		{"bad binding", func(g *Group) { g.Binding = "sometimes" }, "binding", "per-session, on-demand, per-request"},
-		{"unknown strategy", func(g *Group) { g.Strategy = "magic" }, "strategy", "least-loaded"},
-		{"bad param", func(g *Group) { g.Params = map[string]any{"dampening": 1.5} }, "params.dampening", "least-loaded"},
-		{"unknown param", func(g *Group) { g.Params = map[string]any{"bogus": 1} }, "params.bogus", "least-loaded"},
-		{"report interval too short", func(g *Group) { g.ReportInterval = protocol.Duration(time.Millisecond) }, "report_interval", "[10ms, 1h0m0s]"},
-		{"advertise not a URL", func(g *Group) { g.Advertise = "ftp://x" }, "advertise", "http://"},
-		{"health path", func(g *Group) { g.Health.Path = "healthz" }, "health.path", "start with '/'"},
-		{"health timeout above interval", func(g *Group) { g.Health.Timeout = protocol.Duration(2 * time.Second) }, "health.timeout", "at most health.interval"},
-		{"rise", func(g *Group) { g.Health.Rise = 1000 }, "health.rise", "[1,100]"},
-		{"ejected percent", func(g *Group) { g.Health.Passive.MaxEjectedPercent = 101 }, "health.passive.max_ejected_percent", "[0,100]"},
-		{"max inflight", func(g *Group) { g.MaxInflight = -1 }, "max_inflight", "[0,1000000]"},
-		{"queue limit", func(g *Group) { queueGroup(g); g.Queue.Limit = -1 }, "queue.limit", "[0,1000000]"},
-		{"queue settings without a limit", func(g *Group) { g.Queue.Order = QueueCost }, "queue.limit", "at least 1"},
-		{"queue on-demand", func(g *Group) { queueGroup(g); g.Binding = OnDemand }, "queue.limit", "only per-request"},
-		{"queue without max inflight", func(g *Group) { queueGroup(g); g.MaxInflight = 0 }, "queue.limit", "max_inflight"},
-		{"queue timeout", func(g *Group) { queueGroup(g); g.Queue.Timeout = protocol.Duration(2 * time.Hour) }, "queue.timeout", "[1ms, 1h0m0s]"},
-		{"queue order", func(g *Group) { queueGroup(g); g.Queue.Order = "lifo" }, "queue.order", "fifo, cost"},
-		{"queue lead", func(g *Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(11 * time.Second) }, "queue.lead", "[0s, 10s]"},
-		{"negative queue lead", func(g *Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(-time.Millisecond) }, "queue.lead", "[0s, 10s]"},
-		{"queue lead without a limit", func(g *Group) { g.Queue.Lead = protocol.Duration(time.Millisecond) }, "queue.limit", "queue.lead"},
-		{"retry", func(g *Group) { g.Retry = "always" }, "retry", `invalid value "always", must be one of: unsent, idempotent`},
-		{"retry case", func(g *Group) { g.Retry = "Idempotent" }, "retry", "must be one of: unsent, idempotent"},
-		{"replica address", func(g *Group) { g.Replicas[0].Address = "127.0.0.1:9001" }, "replicas[0].address", "http://"},
-		{"duplicate replica", func(g *Group) {
-			g.Replicas = append(g.Replicas, StaticReplica{Address: "HTTP://127.0.0.1:9001/"})
+		{"bad name", func(g *protocol.Group) { g.Name = "Prime!" }, "name", "[a-z0-9-]+"},
+		{"unknown protocol", func(g *protocol.Group) { g.Protocol = "smtp" }, "protocol", "http, giop, tcp"},
+		{"bad front door", func(g *protocol.Group) { g.FrontDoor = "8000" }, "front_door", "host:port"},
+		{"port out of range", func(g *protocol.Group) { g.FrontDoor = "127.0.0.1:70000" }, "front_door", "0-65535"},
+		{"bad binding", func(g *protocol.Group) { g.Binding = "sometimes" }, "binding", "per-session, on-demand, per-request"},
+		{"unknown strategy", func(g *protocol.Group) { g.Strategy = "magic" }, "strategy", "least-loaded"},
+		{"bad param", func(g *protocol.Group) { g.Params = map[string]any{"dampening": 1.5} }, "params.dampening", "least-loaded"},
+		{"unknown param", func(g *protocol.Group) { g.Params = map[string]any{"bogus": 1} }, "params.bogus", "least-loaded"},
+		{"report interval too short", func(g *protocol.Group) { g.ReportInterval = protocol.Duration(time.Millisecond) }, "report_interval", "[10ms, 1h0m0s]"},
+		{"advertise not a URL", func(g *protocol.Group) { g.Advertise = "ftp://x" }, "advertise", "http://"},
+		{"health path", func(g *protocol.Group) { g.Health.Path = "healthz" }, "health.path", "start with '/'"},
+		{"health timeout above interval", func(g *protocol.Group) { g.Health.Timeout = protocol.Duration(2 * time.Second) }, "health.timeout", "at most health.interval"},
+		{"rise", func(g *protocol.Group) { g.Health.Rise = 1000 }, "health.rise", "[1,100]"},
+		{"ejected percent", func(g *protocol.Group) { g.Health.Passive.MaxEjectedPercent = 101 }, "health.passive.max_ejected_percent", "[0,100]"},
+		{"max inflight", func(g *protocol.Group) { g.MaxInflight = -1 }, "max_inflight", "[0,1000000]"},
+		{"queue limit", func(g *protocol.Group) { queueGroup(g); g.Queue.Limit = -1 }, "queue.limit", "[0,1000000]"},
+		{"queue settings without a limit", func(g *protocol.Group) { g.Queue.Order = protocol.QueueCost }, "queue.limit", "at least 1"},
+		{"queue on-demand", func(g *protocol.Group) { queueGroup(g); g.Binding = protocol.OnDemand }, "queue.limit", "only per-request"},
+		{"queue without max inflight", func(g *protocol.Group) { queueGroup(g); g.MaxInflight = 0 }, "queue.limit", "max_inflight"},
+		{"queue timeout", func(g *protocol.Group) { queueGroup(g); g.Queue.Timeout = protocol.Duration(2 * time.Hour) }, "queue.timeout", "[1ms, 1h0m0s]"},
+		{"queue order", func(g *protocol.Group) { queueGroup(g); g.Queue.Order = "lifo" }, "queue.order", "fifo, cost"},
+		{"queue lead", func(g *protocol.Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(11 * time.Second) }, "queue.lead", "[0s, 10s]"},
+		{"negative queue lead", func(g *protocol.Group) { queueGroup(g); g.Queue.Lead = protocol.Duration(-time.Millisecond) }, "queue.lead", "[0s, 10s]"},
+		{"queue lead without a limit", func(g *protocol.Group) { g.Queue.Lead = protocol.Duration(time.Millisecond) }, "queue.limit", "queue.lead"},
+		{"retry", func(g *protocol.Group) { g.Retry = "always" }, "retry", `invalid value "always", must be one of: unsent, idempotent`},
+		{"retry case", func(g *protocol.Group) { g.Retry = "Idempotent" }, "retry", "must be one of: unsent, idempotent"},
+		{"replica address", func(g *protocol.Group) { g.Replicas[0].Address = "127.0.0.1:9001" }, "replicas[0].address", "http://"},
+		{"duplicate replica", func(g *protocol.Group) {
+			g.Replicas = append(g.Replicas, protocol.StaticReplica{Address: "HTTP://127.0.0.1:9001/"})
 		}, "replicas[1].address", "unique"},
-		{"replica weight", func(g *Group) { g.Replicas[0].Weight = -2 }, "replicas[0].weight", "(0, 1000000]"},
-		{"pull without url", func(g *Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "pull"} }, "replicas[0].monitor.url", "pull mode"},
-		{"monitor mode", func(g *Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "poll"} }, "replicas[0].monitor.mode", "push or pull"},
+		{"replica weight", func(g *protocol.Group) { g.Replicas[0].Weight = -2 }, "replicas[0].weight", "(0, 1000000]"},
+		{"pull without url", func(g *protocol.Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "pull"} }, "replicas[0].monitor.url", "pull mode"},
+		{"monitor mode", func(g *protocol.Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "poll"} }, "replicas[0].monitor.mode", "push or pull"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			g := validGroup()
 			tt.mutate(&g)
-			err := g.WithDefaults().Validate()
+			err := Validate(WithDefaults(g))
 			var fe *protocol.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("Validate() = %v, want a *protocol.FieldError", err)
@@ -147,8 +147,8 @@ func TestNormalizeAddress(t *testing.T) {
 
 // queueGroup makes g a group that may queue: per-request, with
 // max_inflight and a queue limit.
-func queueGroup(g *Group) {
-	g.Binding = PerRequest
+func queueGroup(g *protocol.Group) {
+	g.Binding = protocol.PerRequest
 	g.MaxInflight = 4
 	g.Queue.Limit = 100
 }
@@ -157,14 +157,14 @@ func TestQueueDefaults(t *testing.T) {
 	t.Parallel()
 	g := validGroup()
 	queueGroup(&g)
-	d := g.WithDefaults()
-	if d.Queue.Timeout.D() != DefaultQueueTimeout || d.Queue.Order != QueueFIFO {
+	d := WithDefaults(g)
+	if d.Queue.Timeout.D() != DefaultQueueTimeout || d.Queue.Order != protocol.QueueFIFO {
 		t.Fatalf("queue after defaults %+v, want timeout %v, order fifo", d.Queue, DefaultQueueTimeout)
 	}
-	if err := d.Validate(); err != nil {
+	if err := Validate(d); err != nil {
 		t.Fatal(err)
 	}
-	if off := validGroup().WithDefaults(); off.Queue != (Queue{}) || off.Queue.Enabled() {
+	if off := WithDefaults(validGroup()); off.Queue != (protocol.Queue{}) || off.Queue.Enabled() {
 		t.Fatalf("a group without a queue got %+v", off.Queue)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Listener is an address this balancer listens on.
@@ -68,7 +69,7 @@ type endpoint struct {
 // (ValidateAddress reports those).
 func endpoints(proto, addr string) []endpoint {
 	switch proto {
-	case ProtocolGIOP:
+	case protocol.ProtocolGIOP:
 		ref, err := ior.Parse(addr)
 		if err != nil {
 			return nil
@@ -87,7 +88,7 @@ func endpoints(proto, addr string) []endpoint {
 			}
 		}
 		return out
-	case ProtocolHTTP:
+	case protocol.ProtocolHTTP:
 		u, err := url.Parse(addr)
 		if err != nil {
 			return nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Store buckets.
@@ -28,8 +29,8 @@ func New(st store.Store) *Registry { return &Registry{st: st} }
 
 // Snapshot is everything persisted.
 type Snapshot struct {
-	Groups   []Group
-	Replicas []Replica
+	Groups   []protocol.Group
+	Replicas []protocol.Replica
 }
 
 // Load reads every group and replica.
@@ -37,7 +38,7 @@ func (r *Registry) Load() (Snapshot, error) {
 	var s Snapshot
 	err := r.st.View(func(tx store.Tx) error {
 		if err := tx.List(bucketGroups, func(_ string, v []byte) error {
-			var g Group
+			var g protocol.Group
 			if err := json.Unmarshal(v, &g); err != nil {
 				return fmt.Errorf("registry: corrupt group record: %w", err)
 			}
@@ -47,7 +48,7 @@ func (r *Registry) Load() (Snapshot, error) {
 			return err
 		}
 		return tx.List(bucketReplicas, func(_ string, v []byte) error {
-			var rep Replica
+			var rep protocol.Replica
 			if err := json.Unmarshal(v, &rep); err != nil {
 				return fmt.Errorf("registry: corrupt replica record: %w", err)
 			}
@@ -59,7 +60,7 @@ func (r *Registry) Load() (Snapshot, error) {
 }
 
 // PutGroup stores g (replacing any group of the same name).
-func (r *Registry) PutGroup(g Group) error {
+func (r *Registry) PutGroup(g protocol.Group) error {
 	data, err := json.Marshal(g)
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (r *Registry) DeleteGroup(name string) error {
 	return r.st.Update(func(tx store.Tx) error {
 		var ids []string
 		if err := tx.List(bucketReplicas, func(k string, v []byte) error {
-			var rep Replica
+			var rep protocol.Replica
 			if json.Unmarshal(v, &rep) == nil && rep.Group == name {
 				ids = append(ids, k)
 			}
@@ -90,7 +91,7 @@ func (r *Registry) DeleteGroup(name string) error {
 }
 
 // PutReplica stores rep.
-func (r *Registry) PutReplica(rep Replica) error {
+func (r *Registry) PutReplica(rep protocol.Replica) error {
 	data, err := json.Marshal(rep)
 	if err != nil {
 		return err
@@ -104,8 +105,8 @@ func (r *Registry) DeleteReplica(group, id string) error {
 }
 
 // GetGroup reads one group.
-func (r *Registry) GetGroup(name string) (Group, error) {
-	var g Group
+func (r *Registry) GetGroup(name string) (protocol.Group, error) {
+	var g protocol.Group
 	err := r.st.View(func(tx store.Tx) error {
 		v, err := tx.Get(bucketGroups, name)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestRegistryPersistsGroupsAndReplicas(t *testing.T) {
@@ -15,20 +16,20 @@ func TestRegistryPersistsGroupsAndReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := New(st)
-	g := validGroup().WithDefaults()
+	g := WithDefaults(validGroup())
 	if err := r.PutGroup(g); err != nil {
 		t.Fatal(err)
 	}
-	other := Group{Name: "other", FrontDoor: "127.0.0.1:8001"}.WithDefaults()
+	other := WithDefaults(protocol.Group{Name: "other", FrontDoor: "127.0.0.1:8001"})
 	if err := r.PutGroup(other); err != nil {
 		t.Fatal(err)
 	}
 	_, hash := NewToken()
-	rep := Replica{ID: "r-1", Group: "prime", Address: "http://127.0.0.1:9001", Weight: 2, TokenHash: hash, Created: time.Unix(0, 0).UTC()}
+	rep := protocol.Replica{ID: "r-1", Group: "prime", Address: "http://127.0.0.1:9001", Weight: 2, TokenHash: hash, Created: time.Unix(0, 0).UTC()}
 	if err := r.PutReplica(rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.PutReplica(Replica{ID: "r-2", Group: "other", Address: "http://127.0.0.1:9002", Weight: 1}); err != nil {
+	if err := r.PutReplica(protocol.Replica{ID: "r-2", Group: "other", Address: "http://127.0.0.1:9002", Weight: 1}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

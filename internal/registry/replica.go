@@ -16,41 +16,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// Replica states.
-const (
-	StateActive   = "active"
-	StateDraining = "draining"
-	StateEjected  = "ejected"
-	StateDown     = "down"
-)
-
-// Replica is a registered member of a group, as persisted. Loads are soft
-// state and live in the analyzer, not here.
-type Replica struct {
-	ID      string               `json:"id"`
-	Group   string               `json:"group"`
-	Address string               `json:"address"`
-	Weight  float64              `json:"weight"`
-	Monitor protocol.MonitorSpec `json:"monitor"`
-	// Draining is the administrative state: no new bindings, bound clients
-	// sent back. Down and ejected are health states and are not persisted.
-	Draining bool `json:"draining,omitempty"`
-	// Removing is set by DELETE: the replica drains and is removed once
-	// idle, also after a restart.
-	Removing bool `json:"removing,omitempty"`
-	// Static is true for replicas declared in the config file.
-	Static bool `json:"static,omitempty"`
-	// TokenHash is the hex SHA-256 of the replica's token; the token itself
-	// is never stored.
-	TokenHash string `json:"token_hash"`
-	// JoinTokenHash is the hex SHA-256 of the join token that registered
-	// the replica, "" when the admin token did (or none was needed): that
-	// join token, and no other, may remove the replica or replace its
-	// registration.
-	JoinTokenHash string    `json:"join_token_hash,omitempty"`
-	Created       time.Time `json:"created"`
-}
-
 // ValidateAddress checks a replica address for a group of protocol proto.
 func ValidateAddress(proto, addr string) error {
 	if addr == "" {
@@ -60,7 +25,7 @@ func ValidateAddress(proto, addr string) error {
 		return errors.New("must be at most 2048 characters")
 	}
 	switch proto {
-	case ProtocolHTTP:
+	case protocol.ProtocolHTTP:
 		u, err := url.Parse(addr)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errors.New("must be an absolute http:// or https:// URL such as http://10.0.0.5:9001")
@@ -68,7 +33,7 @@ func ValidateAddress(proto, addr string) error {
 		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 			return errors.New("must be a base URL without user info, query or fragment")
 		}
-	case ProtocolGIOP:
+	case protocol.ProtocolGIOP:
 		_, err := ParseGIOPAddress(addr)
 		return err
 	default:

@@ -20,7 +20,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -54,7 +53,7 @@ func startBalancer(t *testing.T, strategy string) (string, *balancer.Balancer) {
 		defer cancel()
 		_ = b.Shutdown(ctx)
 	})
-	if _, _, err := b.PutGroup(registry.Group{
+	if _, _, err := b.PutGroup(protocol.Group{
 		Name: "web", FrontDoor: "127.0.0.1:0", Binding: "per-request", Strategy: strategy,
 		ReportInterval: protocol.Duration(100 * time.Millisecond),
 	}); err != nil {
@@ -66,7 +65,7 @@ func startBalancer(t *testing.T, strategy string) (string, *balancer.Balancer) {
 // waitReplica waits until cond holds for the group's only replica,
 // looking again at each of the group's events (it steps every report
 // interval), for at most 15 s.
-func waitReplica(t *testing.T, b *balancer.Balancer, what string, cond func(balancer.ReplicaStatus) bool) balancer.ReplicaStatus {
+func waitReplica(t *testing.T, b *balancer.Balancer, what string, cond func(protocol.ReplicaStatus) bool) protocol.ReplicaStatus {
 	t.Helper()
 	events, unsubscribe, err := b.Subscribe("web")
 	if err != nil {
@@ -156,7 +155,7 @@ func TestAgentPushesNGINXLoad(t *testing.T) {
 	var done atomic.Int64
 	wg := hammer(loadCtx, n.url+"/1k", 4, &done)
 	start := time.Now()
-	r := waitReplica(t, b, "reporting NGINX's rate and CPU under load", func(r balancer.ReplicaStatus) bool {
+	r := waitReplica(t, b, "reporting NGINX's rate and CPU under load", func(r protocol.ReplicaStatus) bool {
 		return r.Metrics[protocol.MetricRPS] > 20 && r.Metrics[protocol.MetricCPU] > 0 && r.Metrics[protocol.MetricUtilization] > 0
 	})
 	clientRate := float64(done.Load()) / time.Since(start).Seconds()
@@ -174,7 +173,7 @@ func TestAgentPushesNGINXLoad(t *testing.T) {
 	}
 	stopLoad()
 	wg.Wait()
-	waitReplica(t, b, "reporting 0 requests/s once idle", func(r balancer.ReplicaStatus) bool {
+	waitReplica(t, b, "reporting 0 requests/s once idle", func(r protocol.ReplicaStatus) bool {
 		rps, ok := r.Metrics[protocol.MetricRPS]
 		return ok && rps == 0 && r.Metrics[protocol.MetricInflight] == 0
 	})
@@ -252,7 +251,7 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 			}
 		}()
 	}
-	r := waitReplica(t, b, "pulled with 3 requests in flight", func(r balancer.ReplicaStatus) bool {
+	r := waitReplica(t, b, "pulled with 3 requests in flight", func(r protocol.ReplicaStatus) bool {
 		return r.Metrics[protocol.MetricInflight] >= 3
 	})
 	if r.Monitor != protocol.MonitorPull {
@@ -315,7 +314,7 @@ func TestAgentPullAndLoadProbe(t *testing.T) {
 			}
 		}
 	})
-	waitReplica(t, b, "reporting 0 requests/s while only probed", func(r balancer.ReplicaStatus) bool {
+	waitReplica(t, b, "reporting 0 requests/s while only probed", func(r protocol.ReplicaStatus) bool {
 		rps, ok := r.Metrics[protocol.MetricRPS]
 		return ok && rps == 0 && r.Metrics[protocol.MetricInflight] == 0
 	})

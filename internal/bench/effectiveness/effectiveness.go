@@ -13,7 +13,6 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -128,7 +127,7 @@ func (x *Effectiveness) validate() ([]effRun, error) {
 			return nil, &protocol.FieldError{Field: "--runs", Value: s, Allowed: "a strategy among " + strings.Join(strategy.Names(), ", ")}
 		}
 		switch binding {
-		case registry.PerSession, registry.OnDemand, registry.PerRequest:
+		case protocol.PerSession, protocol.OnDemand, protocol.PerRequest:
 		default:
 			return nil, &protocol.FieldError{Field: "--runs", Value: s, Allowed: "binding per-session, on-demand or per-request"}
 		}
@@ -305,7 +304,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *bench.Env, r effRun, or
 	end := start.Add(dur)
 	log := newServeLog(start)
 	stopSampling := func() {}
-	if env.Protocol == bench.ProtocolGIOP && r.Binding == registry.PerRequest {
+	if env.Protocol == bench.ProtocolGIOP && r.Binding == protocol.PerRequest {
 		stopSampling = sampleProxied(ctx, b, log)
 	}
 	var wg sync.WaitGroup
@@ -321,7 +320,7 @@ func (x *Effectiveness) runOne(ctx context.Context, env *bench.Env, r effRun, or
 	if err := ctx.Err(); err != nil {
 		return effTrace{}, nil, nil, err
 	}
-	if env.Protocol == bench.ProtocolGIOP && r.Binding == registry.PerRequest {
+	if env.Protocol == bench.ProtocolGIOP && r.Binding == protocol.PerRequest {
 		log.dropServed(effViaFrontDoor)
 	}
 	tr, stray := log.snapshot(ids, int(dur/time.Second))

@@ -8,7 +8,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // newEffGIOPClient is newEffClient over GIOP: a client with an ORB of its
@@ -45,12 +45,12 @@ func newEffGIOPClient(ref, binding string, rate float64, byAddr map[string]strin
 		if err != nil {
 			return "", err
 		}
-		if binding == registry.PerRequest {
+		if binding == protocol.PerRequest {
 			return effViaFrontDoor, nil
 		}
 		return idOf(res.Target), nil
 	}
-	if binding != registry.PerRequest {
+	if binding != protocol.PerRequest {
 		c.bound = func() string {
 			if !obj.Forwarded() {
 				return ""

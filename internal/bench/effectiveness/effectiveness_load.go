@@ -16,7 +16,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // The effectiveness load: open-loop clients at fixed rates, each keeping
@@ -258,7 +258,7 @@ func newEffClient(frontDoor, binding string, rate float64) (*pacedClient, func()
 	url := fmt.Sprintf("%s/prime/%d", frontDoor, effPrimeN)
 	c := &pacedClient{rate: rate, rec: stats.NewRecorder(), lag: stats.NewRecorder()}
 	var hc *http.Client
-	if binding == registry.PerRequest {
+	if binding == protocol.PerRequest {
 		hc = &http.Client{Transport: base, Timeout: effCallTimeout}
 	} else {
 		tr := client.NewTransport(client.Options{Base: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // omniEffWarmup is the time an omniORB run gives its client processes to
@@ -107,7 +107,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *bench.Env, r eff
 		clients[i] = c
 	}
 	stopSampling := func() {}
-	if r.Binding == registry.PerRequest {
+	if r.Binding == protocol.PerRequest {
 		stopSampling = sampleProxied(ctx, b, log)
 	}
 	// Every client is done shortly after the end; one that is not has
@@ -134,7 +134,7 @@ func (x *Effectiveness) runOneOmniORB(ctx context.Context, env *bench.Env, r eff
 			return effTrace{}, nil, nil, fmt.Errorf("bench: %s: %w; see %s", c.p.Name, err, c.p.Log)
 		}
 	}
-	if r.Binding == registry.PerRequest {
+	if r.Binding == protocol.PerRequest {
 		log.dropServed(effViaFrontDoor)
 	}
 	tr, stray := log.snapshot(ids, int(dur/time.Second))
@@ -181,7 +181,7 @@ func countOmniCalls(out []byte, start time.Time, rate float64, binding string, b
 			continue
 		}
 		rec.Record(time.Duration(c.Us+c.LateUs) * time.Microsecond)
-		if binding == registry.PerRequest {
+		if binding == protocol.PerRequest {
 			log.addServed(intended, effViaFrontDoor)
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // countOmniCalls counts each call in the second it was meant to be sent,
@@ -27,7 +27,7 @@ func TestCountOmniCalls(t *testing.T) {
 	}, "\n")
 	rec, lag := stats.NewRecorder(), stats.NewRecorder()
 	byAddr := map[string]string{"127.0.0.1:4001": "r1", "127.0.0.1:4002": "r2"}
-	if err := countOmniCalls([]byte(out), start, 2, registry.OnDemand, byAddr, log, rec, lag); err != nil {
+	if err := countOmniCalls([]byte(out), start, 2, protocol.OnDemand, byAddr, log, rec, lag); err != nil {
 		t.Fatal(err)
 	}
 	tr, stray := log.snapshot([]string{"r1", "r2"}, 2)
@@ -56,7 +56,7 @@ func TestCountOmniCalls(t *testing.T) {
 
 	// Per-request: every call is the front door's.
 	log = newServeLog(start)
-	if err := countOmniCalls([]byte(out), start, 2, registry.PerRequest, byAddr, log, stats.NewRecorder(), stats.NewRecorder()); err != nil {
+	if err := countOmniCalls([]byte(out), start, 2, protocol.PerRequest, byAddr, log, stats.NewRecorder(), stats.NewRecorder()); err != nil {
 		t.Fatal(err)
 	}
 	if tr, stray := log.snapshot([]string{"r1", "r2"}, 2); stray != 3 || tr.Rebinds[1] != 0 {
@@ -64,7 +64,7 @@ func TestCountOmniCalls(t *testing.T) {
 	}
 
 	for _, bad := range []string{"", `{"call":0,"ok":true}`, `{"call":1,"ok":tru`} {
-		if err := countOmniCalls([]byte(bad), start, 2, registry.OnDemand, byAddr, newServeLog(start), stats.NewRecorder(), stats.NewRecorder()); err == nil {
+		if err := countOmniCalls([]byte(bad), start, 2, protocol.OnDemand, byAddr, newServeLog(start), stats.NewRecorder(), stats.NewRecorder()); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // The targets for the effectiveness experiment.
@@ -70,11 +70,11 @@ func (m effMix) settings(replicas int, dur time.Duration) map[string]any {
 
 // adaptive reports whether the targets of the adaptive strategies apply.
 func (r effRun) adaptive() bool {
-	return r.Binding == registry.OnDemand && (r.Strategy == strategy.LeastLoadedName || r.Strategy == strategy.MinimumDispersionName)
+	return r.Binding == protocol.OnDemand && (r.Strategy == strategy.LeastLoadedName || r.Strategy == strategy.MinimumDispersionName)
 }
 
 func (r effRun) roundRobinPerSession() bool {
-	return r.Strategy == strategy.RoundRobinName && r.Binding == registry.PerSession
+	return r.Strategy == strategy.RoundRobinName && r.Binding == protocol.PerSession
 }
 
 // row computes a run's results row and verdict.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -34,10 +33,10 @@ func encoded(t *testing.T, m giop.Message) []byte {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
+	for _, binding := range []string{protocol.OnDemand, protocol.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			name := "bad-" + binding
-			fd := giopGroup(t, b, registry.Group{Name: name, Binding: binding, GIOP: registry.GIOP{MaxMessageSize: 1024}})
+			fd := giopGroup(t, b, protocol.Group{Name: name, Binding: binding, GIOP: protocol.GIOP{MaxMessageSize: 1024}})
 			register(t, b, name, startPrime(t).String())
 			good := dial(t, fd)
 
@@ -94,7 +93,7 @@ func TestBadInput(t *testing.T) {
 func TestConnectionTimeouts(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := giopGroup(t, b, registry.Group{Timeouts: registry.Timeouts{
+	fd := giopGroup(t, b, protocol.Group{Timeouts: protocol.Timeouts{
 		Idle: protocol.Duration(150 * time.Millisecond), Request: protocol.Duration(150 * time.Millisecond)}})
 	register(t, b, "g", startPrime(t).String())
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // benchCalls makes b.N is_prime calls on ref with one client ORB, from
@@ -46,7 +46,7 @@ func BenchmarkDirect(b *testing.B) {
 
 func BenchmarkPerRequest(b *testing.B) {
 	bal := newBalancer(b)
-	st, _, err := bal.PutGroup(registry.Group{Name: "g", Protocol: registry.ProtocolGIOP, FrontDoor: "127.0.0.1:0", Binding: registry.PerRequest, Strategy: "round-robin"})
+	st, _, err := bal.PutGroup(protocol.Group{Name: "g", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0", Binding: protocol.PerRequest, Strategy: "round-robin"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func BenchmarkPerRequest(b *testing.B) {
 
 func BenchmarkOnDemand(b *testing.B) {
 	bal := newBalancer(b)
-	st, _, err := bal.PutGroup(registry.Group{Name: "g", Protocol: registry.ProtocolGIOP, FrontDoor: "127.0.0.1:0", Strategy: "round-robin"})
+	st, _, err := bal.PutGroup(protocol.Group{Name: "g", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0", Strategy: "round-robin"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // waitBudget waits until cond holds of the server's buffer budget.
@@ -54,7 +54,7 @@ func TestHalfReadMessagesStayWithinTheBufferBound(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	g := newFixedGroup(registry.OnDemand)
+	g := newFixedGroup(protocol.OnDemand)
 	g.snap.GIOP.MaxMessageSize = 16 << 20
 	g.snap.GIOP.MaxBufferedBytes = bound
 	g.snap.Timeouts.Request = 0 // no body deadline: only the bound may stop reading

@@ -10,7 +10,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // closeWriteTimeout bounds writing the last message (CloseConnection,
@@ -101,7 +101,7 @@ func (c *clientConn) handle(snap *frontdoor.Snapshot, m giop.Message, raw []byte
 		if !c.enter() {
 			return false
 		}
-		if snap.Binding == registry.PerRequest || !m.ResponseExpected() {
+		if snap.Binding == protocol.PerRequest || !m.ResponseExpected() {
 			// Per-request, and oneway calls in any mode (they cannot be
 			// forwarded: no reply comes back to carry the forward).
 			return c.proxyRequest(snap, m, misaligned)

@@ -11,7 +11,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // A balancer with a per-request GIOP group and its replica, run with
@@ -22,7 +22,7 @@ func TestFrontDoorServesAfterRunningOutOfDescriptors(t *testing.T) {
 	if proctest.FDLimitChild(t) {
 		b := newBalancer(t)
 		ref := startPrime(t)
-		addr := giopGroup(t, b, registry.Group{Binding: registry.PerRequest})
+		addr := giopGroup(t, b, protocol.Group{Binding: protocol.PerRequest})
 		register(t, b, "g", ref.String())
 		fmt.Printf("addr=%s\n", addr)
 		proctest.WaitStdin()

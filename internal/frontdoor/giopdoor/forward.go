@@ -5,8 +5,8 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // errUnknownKey: the target names no object of this front door.
@@ -96,7 +96,7 @@ func (c *clientConn) answerLocate(snap *frontdoor.Snapshot, req *giop.LocateRequ
 		}
 		return c.send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.Request) == nil
 	}
-	if snap.Binding == registry.PerRequest || snap.GIOP.Locate == registry.LocateHere {
+	if snap.Binding == protocol.PerRequest || snap.GIOP.Locate == protocol.LocateHere {
 		if len(snap.Eligible) == 0 {
 			return noReplica(frontdoor.ErrNoReplica)
 		}

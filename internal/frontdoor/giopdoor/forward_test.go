@@ -10,7 +10,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // bindings sums the group's binding counters per replica id.
@@ -37,7 +37,7 @@ func bindings(t *testing.T, b *balancer.Balancer, group string) map[string]uint6
 func TestOnDemandForward(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := giopGroup(t, b, registry.Group{})
+	fd := giopGroup(t, b, protocol.Group{})
 	refs := map[string]ior.IOR{}
 	for range 3 {
 		ref := startPrime(t)
@@ -103,7 +103,7 @@ func TestOnDemandForward(t *testing.T) {
 func TestOnDemandTargets(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := giopGroup(t, b, registry.Group{})
+	fd := giopGroup(t, b, protocol.Group{})
 	register(t, b, "g", startPrime(t).String())
 	st, _ := b.Group("g")
 	group, err := ior.Parse(st.Reference.IOR)
@@ -133,7 +133,7 @@ func TestOnDemandTargets(t *testing.T) {
 func TestLocateAnswers(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := giopGroup(t, b, registry.Group{})
+	fd := giopGroup(t, b, protocol.Group{})
 	ref := startPrime(t)
 	rid := register(t, b, "g", ref.String())
 	c := dial(t, fd)
@@ -156,7 +156,7 @@ func TestLocateAnswers(t *testing.T) {
 	}
 
 	st, _ := b.Group("g")
-	st.Group.GIOP.Locate = registry.LocateHere
+	st.Group.GIOP.Locate = protocol.LocateHere
 	if _, _, err := b.PutGroup(st.Group); err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +178,10 @@ func TestLocateAnswers(t *testing.T) {
 func TestUnknownKey(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
+	for _, binding := range []string{protocol.OnDemand, protocol.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			name := "k-" + binding
-			fd := giopGroup(t, b, registry.Group{Name: name, Binding: binding})
+			fd := giopGroup(t, b, protocol.Group{Name: name, Binding: binding})
 			register(t, b, name, startPrime(t).String())
 			c := dial(t, fd)
 			for i, v := range versions {
@@ -208,7 +208,7 @@ func TestUnknownKey(t *testing.T) {
 func TestNoReplica(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := giopGroup(t, b, registry.Group{})
+	fd := giopGroup(t, b, protocol.Group{})
 	c := dial(t, fd)
 	for i, v := range versions {
 		c.send(isPrimeRequest(v, cdr.LittleEndian, uint32(i), "g", 3))
@@ -241,7 +241,7 @@ func TestNoReplica(t *testing.T) {
 func TestORBThroughFrontDoor(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	giopGroup(t, b, registry.Group{})
+	giopGroup(t, b, protocol.Group{})
 	for range 2 {
 		register(t, b, "g", startPrime(t).String())
 	}
@@ -287,10 +287,10 @@ func TestORBThroughFrontDoor(t *testing.T) {
 func TestProtocolSwitch(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	if _, _, err := b.PutGroup(registry.Group{Name: "sw", FrontDoor: "127.0.0.1:0"}); err != nil {
+	if _, _, err := b.PutGroup(protocol.Group{Name: "sw", FrontDoor: "127.0.0.1:0"}); err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := b.PutGroup(registry.Group{Name: "sw", Protocol: registry.ProtocolGIOP, FrontDoor: "127.0.0.1:0", Strategy: "round-robin"})
+	st, _, err := b.PutGroup(protocol.Group{Name: "sw", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0", Strategy: "round-robin"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -35,11 +34,11 @@ func (f pickFunc) Pick(r *strategy.Request) (*strategy.Replica, error) { return 
 func newFixedGroup(binding string) fixedGroup {
 	ref := ior.IOR{TypeID: giop.PrimeRepoID, Profiles: []ior.Profile{ior.IIOPProfile{Version: ior.V12, Host: "127.0.0.1", Port: 1, ObjectKey: []byte("k")}}}
 	rep := &strategy.Replica{ID: "r", Weight: 1, Live: new(strategy.Live)}
-	m := &frontdoor.Member{Replica: rep, Address: ref.String(), IOR: &ref, State: registry.StateActive, Counters: new(frontdoor.Counters)}
+	m := &frontdoor.Member{Replica: rep, Address: ref.String(), IOR: &ref, State: protocol.StateActive, Counters: new(frontdoor.Counters)}
 	g := fixedGroup{snap: &frontdoor.Snapshot{
 		Group: "g", Binding: binding, Eligible: []*frontdoor.Member{m}, Members: map[string]*frontdoor.Member{"r": m},
-		Timeouts: registry.Timeouts{Connect: protocol.Duration(100 * time.Millisecond), Request: protocol.Duration(time.Second), Idle: protocol.Duration(time.Second)},
-		GIOP:     registry.GIOP{Locate: registry.LocateForward, MaxMessageSize: 4096},
+		Timeouts: protocol.Timeouts{Connect: protocol.Duration(100 * time.Millisecond), Request: protocol.Duration(time.Second), Idle: protocol.Duration(time.Second)},
+		GIOP:     protocol.GIOP{Locate: protocol.LocateForward, MaxMessageSize: 4096},
 	}}
 	g.snap.Picker = pickFunc(g.pick)
 	return g
@@ -68,7 +67,7 @@ func FuzzConnection(f *testing.F) {
 	f.Add(byte(0), []byte("GIOP\x01\x02\x00\x00\xff\xff\xff\xff"))
 	f.Add(byte(1), seed(&giop.CancelRequest{Envelope: giop.Envelope{Version: giop.V11}, RequestID: 1}))
 
-	groups := []fixedGroup{newFixedGroup(registry.OnDemand), newFixedGroup(registry.PerRequest)}
+	groups := []fixedGroup{newFixedGroup(protocol.OnDemand), newFixedGroup(protocol.PerRequest)}
 	servers := make([]*Server, len(groups))
 	addrs := make([]string, len(groups))
 	for i, g := range groups {

@@ -17,7 +17,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -52,9 +51,9 @@ func newBalancer(t testing.TB) *balancer.Balancer {
 
 // giopGroup creates a GIOP group on a free port and returns its front
 // door's address.
-func giopGroup(t testing.TB, b *balancer.Balancer, gs registry.Group) string {
+func giopGroup(t testing.TB, b *balancer.Balancer, gs protocol.Group) string {
 	t.Helper()
-	gs.Protocol = registry.ProtocolGIOP
+	gs.Protocol = protocol.ProtocolGIOP
 	if gs.Name == "" {
 		gs.Name = "g"
 	}
@@ -371,7 +370,7 @@ func untilEvent(t *testing.T, b *balancer.Balancer, group, what string, cond fun
 }
 
 // giopRef is a group's own IOR from its status.
-func giopRef(st balancer.GroupStatus) (ior.IOR, error) {
+func giopRef(st protocol.GroupStatus) (ior.IOR, error) {
 	if st.Reference == nil {
 		return ior.IOR{}, errors.New("no reference")
 	}

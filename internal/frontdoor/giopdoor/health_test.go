@@ -11,7 +11,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -60,7 +59,7 @@ func TestLocateProbe(t *testing.T) {
 func TestHealthProbesTakeReplicasOut(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := giopGroup(t, b, registry.Group{Health: registry.Health{
+	fd := giopGroup(t, b, protocol.Group{Health: protocol.Health{
 		Interval: protocol.Duration(30 * time.Millisecond), Timeout: protocol.Duration(25 * time.Millisecond), Rise: 1, Fall: 1}})
 	live, dying := startServant(t, "a"), startServant(t, "b")
 	register(t, b, "g", live.ref.String())
@@ -75,7 +74,7 @@ func TestHealthProbesTakeReplicasOut(t *testing.T) {
 		return ""
 	}
 	dying.stop()
-	untilEvent(t, b, "g", "the stopped replica is down", func() bool { return state() == registry.StateDown })
+	untilEvent(t, b, "g", "the stopped replica is down", func() bool { return state() == protocol.StateDown })
 	c := dial(t, fd)
 	for i := range 4 {
 		c.send(isPrimeRequest(giop.V12, cdr.BigEndian, uint32(i), "g", 3))
@@ -94,7 +93,7 @@ func TestHealthProbesTakeReplicasOut(t *testing.T) {
 func TestCorbalocReplicaTyped(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := giopGroup(t, b, registry.Group{})
+	fd := giopGroup(t, b, protocol.Group{})
 	typed, plain := startServant(t, "a"), startServant(t, "b")
 	register(t, b, "g", typed.ref.String())
 	p, _ := plain.ref.IIOP()

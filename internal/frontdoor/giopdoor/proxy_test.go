@@ -12,13 +12,12 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-func perRequest(t *testing.T, b *balancer.Balancer, gs registry.Group) string {
+func perRequest(t *testing.T, b *balancer.Balancer, gs protocol.Group) string {
 	t.Helper()
-	gs.Binding = registry.PerRequest
+	gs.Binding = protocol.PerRequest
 	return giopGroup(t, b, gs)
 }
 
@@ -44,7 +43,7 @@ func proxied(t *testing.T, b *balancer.Balancer, group string) map[string]uint64
 func TestProxyAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	for range 3 {
 		register(t, b, "g", startPrime(t).String())
 	}
@@ -119,7 +118,7 @@ func TestProxyRemapsIDs(t *testing.T) {
 	s := startServant(t, "obj")
 	hold := make(chan struct{})
 	s.hold.Store(&hold)
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	register(t, b, "g", s.ref.String())
 	c1, c2 := dial(t, fd), dial(t, fd)
 	// One after the other, so that both share the pooled connection.
@@ -154,7 +153,7 @@ func TestProxyCloseConnectionRetried(t *testing.T) {
 	b := newBalancer(t)
 	s := startServant(t, "obj")
 	s.closeNext.Store(1)
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	register(t, b, "g", s.ref.String())
 	c := dial(t, fd)
 	c.send(isPrimeRequest(giop.V11, cdr.BigEndian, 1, "g", 13))
@@ -177,7 +176,7 @@ func TestProxyReplicaForwardRepicks(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
 	fwd, ok := startServant(t, "a"), startServant(t, "b")
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	st, _ := b.Group("g")
 	group, _ := giopRef(st)
 	fwd.forward.Store(&group)
@@ -208,7 +207,7 @@ func TestProxyCancelForwarded(t *testing.T) {
 	hold := make(chan struct{})
 	s.hold.Store(&hold)
 	defer close(hold)
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	register(t, b, "g", s.ref.String())
 	c := dial(t, fd)
 	c.send(isPrimeRequest(giop.V12, cdr.BigEndian, 77, "g", 19))
@@ -234,9 +233,9 @@ func TestProxyCancelForwarded(t *testing.T) {
 func TestProxyOneway(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	for _, binding := range []string{registry.PerRequest, registry.OnDemand} {
+	for _, binding := range []string{protocol.PerRequest, protocol.OnDemand} {
 		s := startServant(t, "obj")
-		fd := giopGroup(t, b, registry.Group{Name: "o-" + binding, Binding: binding})
+		fd := giopGroup(t, b, protocol.Group{Name: "o-" + binding, Binding: binding})
 		register(t, b, "o-"+binding, s.ref.String())
 		c := dial(t, fd)
 		for i, v := range versions {
@@ -262,7 +261,7 @@ func TestProxyFragments(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
 	s := startServant(t, "obj")
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	register(t, b, "g", s.ref.String())
 	c := dial(t, fd)
 
@@ -338,7 +337,7 @@ func TestProxyLimits(t *testing.T) {
 	hold := make(chan struct{})
 	s.hold.Store(&hold)
 	defer close(hold)
-	fd := perRequest(t, b, registry.Group{MaxInflight: 1, Timeouts: registry.Timeouts{Request: protocol.Duration(300 * time.Millisecond)}})
+	fd := perRequest(t, b, protocol.Group{MaxInflight: 1, Timeouts: protocol.Timeouts{Request: protocol.Duration(300 * time.Millisecond)}})
 	register(t, b, "g", s.ref.String())
 	c := dial(t, fd)
 	c.send(isPrimeRequest(giop.V12, cdr.BigEndian, 1, "g", 3))
@@ -373,7 +372,7 @@ func TestProxyLimits(t *testing.T) {
 // group's retry setting the call is never sent to another replica.
 func TestProxyReplicaLost(t *testing.T) {
 	t.Parallel()
-	for _, retry := range []string{"", registry.RetryUnsent, registry.RetryIdempotent} {
+	for _, retry := range []string{"", protocol.RetryUnsent, protocol.RetryIdempotent} {
 		t.Run("retry="+retry, func(t *testing.T) {
 			t.Parallel()
 			b := newBalancer(t)
@@ -382,7 +381,7 @@ func TestProxyReplicaLost(t *testing.T) {
 			s1.hold.Store(&hold)
 			s2.hold.Store(&hold)
 			defer close(hold)
-			fd := perRequest(t, b, registry.Group{Retry: retry})
+			fd := perRequest(t, b, protocol.Group{Retry: retry})
 			register(t, b, "g", s1.ref.String())
 			register(t, b, "g", s2.ref.String())
 			c := dial(t, fd)
@@ -416,7 +415,7 @@ func TestProxyReplicaLost(t *testing.T) {
 func TestProxyLocate(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	register(t, b, "g", startPrime(t).String())
 	c := dial(t, fd)
 	c.send(&giop.LocateRequest{Envelope: env(giop.V12, cdr.BigEndian), RequestID: 4, Target: giop.KeyTarget([]byte("g"))})

@@ -16,7 +16,7 @@ import (
 )
 
 // Defaults used when the snapshot's Timeouts or GIOP settings leave a field
-// at zero (the same as registry.Group.WithDefaults).
+// at zero (the same as registry.WithDefaults).
 const (
 	DefaultConnectTimeout = registry.DefaultConnectTimeout
 	DefaultRequestTimeout = registry.DefaultRequestTimeout

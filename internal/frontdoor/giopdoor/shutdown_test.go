@@ -5,7 +5,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // TestShutdownFinishesCalls: stopping the front door tells an idle client
@@ -17,7 +17,7 @@ func TestShutdownFinishesCalls(t *testing.T) {
 	s := startServant(t, "obj")
 	hold := make(chan struct{})
 	s.hold.Store(&hold)
-	fd := perRequest(t, b, registry.Group{})
+	fd := perRequest(t, b, protocol.Group{})
 	register(t, b, "g", s.ref.String())
 
 	idle, busy := dial(t, fd), dial(t, fd)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // rawExchange writes raw bytes to the front door and reads one response.
@@ -41,7 +41,7 @@ func rawExchange(t *testing.T, addr, raw string) (*http.Response, string) {
 func testBadInput(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
-	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
+	for _, binding := range []string{protocol.OnDemand, protocol.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			t.Parallel()
 			g := newTestGroup(groupConfig{binding: binding, members: []spec{r1.spec()}})
@@ -85,7 +85,7 @@ func testBadInput(t *testing.T, engine string) {
 // makes hard to reach over a socket.
 func TestBadTarget(t *testing.T) {
 	t.Parallel()
-	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{{id: "r1", url: "http://10.0.0.1:1"}}})
+	g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{{id: "r1", url: "http://10.0.0.1:1"}}})
 	s := New(g, Options{})
 	for _, u := range []*url.URL{
 		{Path: "relative"},
@@ -120,8 +120,8 @@ func testStalledClients(t *testing.T, engine string) {
 		_, _ = io.WriteString(w, "ok")
 	})
 	const timeout = 200 * time.Millisecond
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
-		timeouts: registry.Timeouts{Request: registryDuration(timeout)}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()},
+		timeouts: protocol.Timeouts{Request: registryDuration(timeout)}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 
 	stall := func(raw string) net.Conn {
@@ -177,15 +177,15 @@ func TestAccessLog(t *testing.T) {
 	r1 := startReplica(t, "r1", "", nil)
 	var log syncBuffer
 	at := time.Date(2026, 1, 2, 15, 4, 5, 6e6, time.UTC)
-	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{r1.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{r1.spec()}})
 	fd := startFrontDoor(t, g, Options{AccessLog: &log, Now: func() time.Time { return at }})
 	c := noFollow(t)
 	do(t, c, "GET", fd.url+"/prime/7?x=%22q%22", "")
 
-	cfg := groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}}
+	cfg := groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}}
 	g.publish(cfg)
 	_, b := do(t, c, "POST", fd.url+"/echo", "12345")
-	g.publish(groupConfig{binding: registry.PerRequest})
+	g.publish(groupConfig{binding: protocol.PerRequest})
 	do(t, c, "GET", fd.url+"/none", "")
 	fd.stop(t)
 
@@ -230,13 +230,13 @@ func closedAfter(t *testing.T, br *bufio.Reader) bool {
 func TestRequestFraming(t *testing.T) {
 	t.Parallel()
 	r1 := framingReplica(t)
-	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
+	for _, binding := range []string{protocol.OnDemand, protocol.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			t.Parallel()
 			g := newTestGroup(groupConfig{binding: binding, members: []spec{r1.spec()}})
 			fd := startFrontDoor(t, g, Options{Logger: quietLogger()})
 			ok := http.StatusOK
-			if binding == registry.OnDemand {
+			if binding == protocol.OnDemand {
 				ok = http.StatusTemporaryRedirect
 			}
 
@@ -251,7 +251,7 @@ func TestRequestFraming(t *testing.T) {
 				if res.StatusCode != ok {
 					t.Fatalf("status %d, want %d: %s", res.StatusCode, ok, body)
 				}
-				if binding == registry.PerRequest && body != `POST /cl-te te=[chunked] cl="" body="hello"` {
+				if binding == protocol.PerRequest && body != `POST /cl-te te=[chunked] cl="" body="hello"` {
 					t.Errorf("the replica read %s", body)
 				}
 				if !res.Close || !closedAfter(t, br) {
@@ -281,7 +281,7 @@ func TestRequestFraming(t *testing.T) {
 					if res.StatusCode != ok {
 						t.Fatalf("%s: status %d, want %d: %s", want, res.StatusCode, ok, body)
 					}
-					if binding == registry.PerRequest && !strings.Contains(body, want) {
+					if binding == protocol.PerRequest && !strings.Contains(body, want) {
 						t.Errorf("%s: the replica answered %s", want, body)
 					}
 				}
@@ -323,7 +323,7 @@ func TestRequestFraming(t *testing.T) {
 					}
 				}
 			})
-			if n := g.counter("r1").Proxied.Load(); binding == registry.OnDemand && n != 0 {
+			if n := g.counter("r1").Proxied.Load(); binding == protocol.OnDemand && n != 0 {
 				t.Errorf("on-demand: %d calls proxied", n)
 			}
 		})

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -29,7 +28,7 @@ func (g *benchGroup) Observe(*frontdoor.Member, time.Duration, bool) {}
 func newBenchGroup(b *testing.B, n int) *benchGroup {
 	b.Helper()
 	tg := newTestGroup(groupConfig{})
-	cfg := groupConfig{name: "prime", binding: registry.OnDemand}
+	cfg := groupConfig{name: "prime", binding: protocol.OnDemand}
 	for i := range n {
 		cfg.members = append(cfg.members, spec{id: string(rune('a' + i)), url: "http://10.0.0.1:9000/api"})
 	}
@@ -146,7 +145,7 @@ func rawReplica(b *testing.B) string {
 // the member here allocate nothing per call).
 func BenchmarkProxyLoopback(b *testing.B) {
 	tg := newTestGroup(groupConfig{})
-	tg.publish(groupConfig{name: "prime", binding: registry.PerRequest, members: []spec{{id: "r1", url: rawReplica(b)}}})
+	tg.publish(groupConfig{name: "prime", binding: protocol.PerRequest, members: []spec{{id: "r1", url: rawReplica(b)}}})
 	g := &benchGroup{snap: tg.Snapshot()}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -70,7 +69,7 @@ func (p *recordingPicker) Pick(r *strategy.Request) (*strategy.Replica, error) {
 // path and the Fulcrum-Cost hint.
 func testPicksSeeTheCallsCost(t *testing.T, engine string) {
 	t.Parallel()
-	for _, binding := range []string{registry.OnDemand, registry.PerRequest} {
+	for _, binding := range []string{protocol.OnDemand, protocol.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			t.Parallel()
 			rp := startReplica(t, "r1", "", nil)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -141,7 +140,7 @@ func membershipReason(snap *frontdoor.Snapshot) string {
 	}
 	states := make([]string, 0, len(counts))
 	for st := range counts {
-		if st != registry.StateActive {
+		if st != protocol.StateActive {
 			states = append(states, st)
 		}
 	}

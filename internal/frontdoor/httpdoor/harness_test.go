@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -67,8 +66,8 @@ type groupConfig struct {
 	binding     string
 	members     []spec
 	maxInflight int
-	queue       registry.Queue // with WithDefaults' values filled in
-	timeouts    registry.Timeouts
+	queue       protocol.Queue // with WithDefaults' values filled in
+	timeouts    protocol.Timeouts
 	planned     map[string]string // client -> replica id
 	observer    strategy.Observer
 	// picker builds the picker; round-robin from the first member when nil.
@@ -137,12 +136,12 @@ func (g *testGroup) publish(cfg groupConfig) {
 		}
 		state := sp.state
 		if state == "" {
-			state = registry.StateActive
+			state = protocol.StateActive
 		}
 		rep := &strategy.Replica{ID: sp.id, Weight: 1, Metrics: strategy.NoMetrics, Live: g.lives[sp.id]}
 		m := &frontdoor.Member{Replica: rep, Address: sp.url, URL: u, State: state, Counters: g.counters[sp.id], Queue: snap.Queue}
 		snap.Members[sp.id] = m
-		if state == registry.StateActive {
+		if state == protocol.StateActive {
 			rep.Index = len(snap.Eligible)
 			snap.Eligible = append(snap.Eligible, m)
 			reps = append(reps, rep)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // rawConn dials the front door for hand-written requests.
@@ -46,7 +46,7 @@ func perRequestDoor(t *testing.T, opts Options, reps ...*replica) (*testGroup, *
 	for _, r := range reps {
 		specs = append(specs, r.spec())
 	}
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: specs})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: specs})
 	return g, startFrontDoor(t, g, opts)
 }
 
@@ -166,7 +166,7 @@ func closingReplica(t *testing.T, body string) string {
 func testLeanCloseDelimitedAnswer(t *testing.T, engine string) {
 	t.Parallel()
 	url := closingReplica(t, "until the end")
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{{id: "c", url: url}}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{{id: "c", url: url}}})
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 	conn, br := rawConn(t, fd.addr)
 	for range 2 {
@@ -188,7 +188,7 @@ func testLeanHandOver(t *testing.T, engine string) {
 
 	t.Run("websocket", func(t *testing.T) {
 		t.Parallel()
-		g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{ws.spec()}})
+		g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{ws.spec()}})
 		fd := startFrontDoor(t, g, Options{Engine: engine})
 		conn, br := dialUpgrade(t, fd.addr, "/ws")
 		_, _ = io.WriteString(conn, "ping\n")
@@ -246,7 +246,7 @@ func testLeanHandOver(t *testing.T, engine string) {
 	})
 	t.Run("redirect binding", func(t *testing.T) {
 		t.Parallel()
-		g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{r1.spec()}})
+		g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{r1.spec()}})
 		fd := startFrontDoor(t, g, Options{Engine: engine})
 		res, _ := do(t, noFollow(t), "GET", fd.url+"/r", "")
 		if res.StatusCode != http.StatusTemporaryRedirect {
@@ -407,8 +407,8 @@ func testLeanEventStream(t *testing.T, engine string) {
 	// Long enough for net/http (EngineStdlib) to read the witness's head on
 	// a busy machine: its ReadHeaderTimeout is the request timeout too.
 	const requestTimeout = 200 * time.Millisecond
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
-		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()},
+		timeouts: protocol.Timeouts{Request: registryDuration(requestTimeout)}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	conn, br := rawConn(t, fd.addr)
 	_, _ = io.WriteString(conn, "GET /events HTTP/1.1\r\nHost: fd\r\n\r\n")

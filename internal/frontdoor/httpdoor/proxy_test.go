@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func testProxyKeepAlive(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "/base", nil)
 	r2 := startReplica(t, "r2", "", nil)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec(), r2.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec(), r2.spec()}})
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
 
@@ -67,7 +67,7 @@ func testProxyKeepAlive(t *testing.T, engine string) {
 func testProxyForwardedHeaders(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}})
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
 
@@ -86,7 +86,7 @@ func testProxyForwardedHeaders(t *testing.T, engine string) {
 func testProxyH2CInbound(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}})
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h2cClient(t)
 
@@ -135,8 +135,8 @@ func testProxyGRPCStreaming(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", withSlow(t, grpcEcho))
 	const requestTimeout = 200 * time.Millisecond
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
-		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()},
+		timeouts: protocol.Timeouts{Request: registryDuration(requestTimeout)}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	c := h2cClient(t)
 
@@ -230,8 +230,8 @@ func testProxyWebSocket(t *testing.T, engine string) {
 	// Long enough for net/http (EngineStdlib) to read the upgrade's head
 	// on a busy machine: its ReadHeaderTimeout is the request timeout too.
 	const requestTimeout = 200 * time.Millisecond
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
-		timeouts: registry.Timeouts{Request: registryDuration(requestTimeout)}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()},
+		timeouts: protocol.Timeouts{Request: registryDuration(requestTimeout)}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 
 	conn, br := dialUpgrade(t, fd.addr, "/ws")
@@ -267,12 +267,12 @@ func testProxyNoReplica(t *testing.T, engine string) {
 		members []spec
 		reason  string
 	}{
-		{"redirect, empty group", registry.OnDemand, nil, "the group has no replicas"},
-		{"proxy, empty group", registry.PerRequest, nil, "the group has no replicas"},
-		{"redirect, all down", registry.PerSession, []spec{
-			{id: "a", url: "http://10.0.0.1:1", state: registry.StateDown},
-			{id: "b", url: "http://10.0.0.1:2", state: registry.StateEjected},
-			{id: "c", url: "http://10.0.0.1:3", state: registry.StateDown},
+		{"redirect, empty group", protocol.OnDemand, nil, "the group has no replicas"},
+		{"proxy, empty group", protocol.PerRequest, nil, "the group has no replicas"},
+		{"redirect, all down", protocol.PerSession, []spec{
+			{id: "a", url: "http://10.0.0.1:1", state: protocol.StateDown},
+			{id: "b", url: "http://10.0.0.1:2", state: protocol.StateEjected},
+			{id: "c", url: "http://10.0.0.1:3", state: protocol.StateDown},
 		}, "0 of 3 replicas active (2 down, 1 ejected)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -314,7 +314,7 @@ func testProxyDialFailureRetried(t *testing.T, engine string) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			live := startReplica(t, "live", "", tc.h)
-			g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{
+			g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{
 				{id: "dead", url: "http://" + deadAddress(t)}, {id: "live", url: live.url},
 			}})
 			fd := startFrontDoor(t, g, Options{Engine: engine})
@@ -344,7 +344,7 @@ func testProxyDialFailureRetried(t *testing.T, engine string) {
 
 func testProxyAllDialsFail(t *testing.T, engine string) {
 	t.Parallel()
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{
 		{id: "a", url: "http://" + deadAddress(t)}, {id: "b", url: "http://" + deadAddress(t)},
 	}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
@@ -371,7 +371,7 @@ func testProxyNoReplay(t *testing.T, engine string) {
 		}
 	})
 	other := startReplica(t, "other", "", nil)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{crash.spec(), other.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{crash.spec(), other.spec()}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 
 	res, b := do(t, h1Client(t), "POST", fd.url+"/pay", "once")
@@ -402,13 +402,13 @@ func testProxyRetrySetting(t *testing.T, engine string) {
 		replayed      bool
 	}{
 		{"", http.MethodGet, false},
-		{registry.RetryUnsent, http.MethodGet, false},
-		{registry.RetryUnsent, http.MethodHead, false},
-		{registry.RetryIdempotent, http.MethodGet, true},
-		{registry.RetryIdempotent, http.MethodHead, true},
-		{registry.RetryIdempotent, http.MethodOptions, true},
-		{registry.RetryIdempotent, http.MethodPost, false},
-		{registry.RetryIdempotent, http.MethodDelete, false},
+		{protocol.RetryUnsent, http.MethodGet, false},
+		{protocol.RetryUnsent, http.MethodHead, false},
+		{protocol.RetryIdempotent, http.MethodGet, true},
+		{protocol.RetryIdempotent, http.MethodHead, true},
+		{protocol.RetryIdempotent, http.MethodOptions, true},
+		{protocol.RetryIdempotent, http.MethodPost, false},
+		{protocol.RetryIdempotent, http.MethodDelete, false},
 	} {
 		t.Run(tc.retry+"/"+tc.method, func(t *testing.T) {
 			t.Parallel()
@@ -425,7 +425,7 @@ func testProxyRetrySetting(t *testing.T, engine string) {
 				}
 			})
 			other := startReplica(t, "other", "", nil)
-			g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{dying.spec(), other.spec()},
+			g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{dying.spec(), other.spec()},
 				picker: newFirst, retry: tc.retry})
 			fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 			client := h1Client(t)
@@ -465,8 +465,8 @@ func testProxyRetrySetting(t *testing.T, engine string) {
 func testProxySlowClientsAreNotReplicaFailures(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", nil)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
-		timeouts: registry.Timeouts{Request: registryDuration(100 * time.Millisecond)}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()},
+		timeouts: protocol.Timeouts{Request: registryDuration(100 * time.Millisecond)}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	const uploads = 12
 	type answer struct {
@@ -526,7 +526,7 @@ func testProxyViaHopGuard(t *testing.T, engine string) {
 	r1 := startReplica(t, "r1", "", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, strings.Join(r.Header.Values("Via"), ", "))
 	})
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	c := h1Client(t)
 
@@ -554,9 +554,9 @@ func testProxyViaHopGuard(t *testing.T, engine string) {
 	}
 
 	// A replica address that is the group's own front door.
-	self := newTestGroup(groupConfig{binding: registry.PerRequest})
+	self := newTestGroup(groupConfig{binding: protocol.PerRequest})
 	sfd := startFrontDoor(t, self, Options{Engine: engine, Logger: quietLogger()})
-	self.publish(groupConfig{binding: registry.PerRequest, members: []spec{{id: "self", url: sfd.url}}})
+	self.publish(groupConfig{binding: protocol.PerRequest, members: []spec{{id: "self", url: sfd.url}}})
 	res, b = do(t, c, "GET", sfd.url+"/loop", "")
 	if res.StatusCode != http.StatusLoopDetected {
 		t.Fatalf("self-looping group: %d %s, want 508", res.StatusCode, b)
@@ -574,7 +574,7 @@ func testProxyViaHopGuard(t *testing.T, engine string) {
 func testProxyDialFailureRetriedOnPooledConnection(t *testing.T, engine string) {
 	t.Parallel()
 	live := startReplica(t, "live", "", nil)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, picker: newFirst, members: []spec{
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, picker: newFirst, members: []spec{
 		{id: "dead", url: "http://" + deadAddress(t)}, {id: "live", url: live.url},
 	}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
@@ -620,7 +620,7 @@ func testProxyInflightLimit(t *testing.T, engine string) {
 	bl := newBlocker()
 	r1 := startReplica(t, "r1", "", bl.handler("r1"))
 	r2 := startReplica(t, "r2", "", bl.handler("r2"))
-	cfg := groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1, picker: newFirst}
+	cfg := groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}, maxInflight: 1, picker: newFirst}
 	g := newTestGroup(cfg)
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
@@ -692,7 +692,7 @@ func testProxyObserver(t *testing.T, engine string) {
 		_, _ = io.WriteString(w, "ok")
 	})
 	obs := &recordingObserver{}
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, observer: obs})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}, observer: obs})
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 	c := h1Client(t)
 	if res, _ := do(t, c, "GET", fd.url+"/ok", ""); res.StatusCode != 200 {
@@ -724,8 +724,8 @@ func testProxyCallTimeout(t *testing.T, engine string) {
 		case <-r.Context().Done():
 		}
 	})
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()},
-		timeouts: registry.Timeouts{Request: registryDuration(100 * time.Millisecond)}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()},
+		timeouts: protocol.Timeouts{Request: registryDuration(100 * time.Millisecond)}})
 	fd := startFrontDoor(t, g, Options{Engine: engine, Logger: quietLogger()})
 	res, b := do(t, h1Client(t), "GET", fd.url+"/", "")
 	if res.StatusCode != http.StatusGatewayTimeout {
@@ -743,7 +743,7 @@ func testProxyClientGone(t *testing.T, engine string) {
 	t.Parallel()
 	bl := newBlocker()
 	r1 := startReplica(t, "r1", "", bl.handler("r1"))
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}})
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 
 	ctx, cancel := context.WithCancel(boundedCtx(t))

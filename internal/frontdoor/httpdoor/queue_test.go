@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -31,11 +29,11 @@ func (g *gate) handler(w http.ResponseWriter, r *http.Request) {
 
 // queueFrontDoor starts a front door on engine for a group of one gated replica
 // with max_inflight 1 and queue q.
-func queueFrontDoor(t *testing.T, engine string, q registry.Queue) (*gate, *testGroup, *frontDoor) {
+func queueFrontDoor(t *testing.T, engine string, q protocol.Queue) (*gate, *testGroup, *frontDoor) {
 	t.Helper()
 	gt := newGate()
 	r1 := startReplica(t, "r1", "", gt.handler)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}, maxInflight: 1, queue: q})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}, maxInflight: 1, queue: q})
 	return gt, g, startFrontDoor(t, g, Options{Engine: engine})
 }
 
@@ -60,13 +58,13 @@ func holdReplica(t *testing.T, c *http.Client, fd *frontDoor, gt *gate) <-chan s
 // waitQueued waits until the group's queue holds n calls.
 func waitQueued(t *testing.T, g *testGroup, n int) {
 	t.Helper()
-	waitQueue(t, g, func(st frontdoor.QueueStats) bool { return st.Waiting == n },
+	waitQueue(t, g, func(st protocol.QueueStats) bool { return st.Waiting == n },
 		fmt.Sprintf("the queue to hold %d calls", n))
 }
 
 // waitQueue waits, on the queue's change notifications, until its stats
 // satisfy ok.
-func waitQueue(t *testing.T, g *testGroup, ok func(frontdoor.QueueStats) bool, what string) {
+func waitQueue(t *testing.T, g *testGroup, ok func(protocol.QueueStats) bool, what string) {
 	t.Helper()
 	ctx := boundedCtx(t)
 	for {
@@ -91,7 +89,7 @@ func testProxyQueueServesWaitingCallsByCost(t *testing.T, engine string) {
 	for _, proto := range []string{"http1", "h2c"} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
-			gt, g, fd := queueFrontDoor(t, engine, registry.Queue{Limit: 8, Timeout: protocol.Duration(waitBound), Order: registry.QueueCost})
+			gt, g, fd := queueFrontDoor(t, engine, protocol.Queue{Limit: 8, Timeout: protocol.Duration(waitBound), Order: protocol.QueueCost})
 			c := h1Client(t)
 			if proto == "h2c" {
 				c = h2cClient(t)
@@ -141,7 +139,7 @@ func testProxyQueueServesWaitingCallsByCost(t *testing.T, engine string) {
 // overloaded saying why.
 func testProxyQueueTimeoutAndFull(t *testing.T, engine string) {
 	t.Parallel()
-	gt, g, fd := queueFrontDoor(t, engine, registry.Queue{Limit: 1, Timeout: protocol.Duration(30 * time.Millisecond), Order: registry.QueueFIFO})
+	gt, g, fd := queueFrontDoor(t, engine, protocol.Queue{Limit: 1, Timeout: protocol.Duration(30 * time.Millisecond), Order: protocol.QueueFIFO})
 	c := h1Client(t)
 	done := holdReplica(t, c, fd, gt)
 
@@ -153,7 +151,7 @@ func testProxyQueueTimeoutAndFull(t *testing.T, engine string) {
 		t.Fatalf("after the queue timeout: %+v, want overloaded naming queue.timeout", e)
 	}
 
-	g.queue.Configure(registry.Queue{Limit: 1, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO})
+	g.queue.Configure(protocol.Queue{Limit: 1, Timeout: protocol.Duration(waitBound), Order: protocol.QueueFIFO})
 	waiting := make(chan int, 1)
 	go func() {
 		res, err := c.Get(fd.url + "/waiting")
@@ -190,7 +188,7 @@ func testProxyQueueTimeoutAndFull(t *testing.T, engine string) {
 // replica.
 func testProxyQueueClientHangsUp(t *testing.T, engine string) {
 	t.Parallel()
-	gt, g, fd := queueFrontDoor(t, engine, registry.Queue{Limit: 4, Timeout: protocol.Duration(waitBound), Order: registry.QueueFIFO})
+	gt, g, fd := queueFrontDoor(t, engine, protocol.Queue{Limit: 4, Timeout: protocol.Duration(waitBound), Order: protocol.QueueFIFO})
 	c := h1Client(t)
 	done := holdReplica(t, c, fd, gt)
 
@@ -203,7 +201,7 @@ func testProxyQueueClientHangsUp(t *testing.T, engine string) {
 	}
 	waitQueued(t, g, 1)
 	nc.Close()
-	waitQueue(t, g, func(st frontdoor.QueueStats) bool { return st.TimedOut == 1 }, "the abandoned call to leave the queue")
+	waitQueue(t, g, func(st protocol.QueueStats) bool { return st.TimedOut == 1 }, "the abandoned call to leave the queue")
 	gt.pass <- struct{}{}
 	recv(t, done, "the held call's answer")
 	select {

@@ -7,14 +7,13 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestRedirectShape(t *testing.T) {
 	t.Parallel()
-	for _, binding := range []string{registry.OnDemand, registry.PerSession} {
+	for _, binding := range []string{protocol.OnDemand, protocol.PerSession} {
 		t.Run(binding, func(t *testing.T) {
 			t.Parallel()
 			g := newTestGroup(groupConfig{name: "prime", binding: binding, members: []spec{
@@ -64,7 +63,7 @@ func TestRedirectShape(t *testing.T) {
 
 func TestRedirectMoved(t *testing.T) {
 	t.Parallel()
-	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{{id: "r1", url: "http://10.0.0.1:1"}}})
+	g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{{id: "r1", url: "http://10.0.0.1:1"}}})
 	fd := startFrontDoor(t, g, Options{})
 	c := noFollow(t)
 	for _, tc := range []struct {
@@ -94,7 +93,7 @@ func TestRedirectMoved(t *testing.T) {
 
 func TestRedirectPlannedMove(t *testing.T) {
 	t.Parallel()
-	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{
+	g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{
 		{id: "r1", url: "http://10.0.0.1:1"}, {id: "r2", url: "http://10.0.0.2:2"},
 	}, planned: map[string]string{"mover": "r2"}, picker: newFirst})
 	fd := startFrontDoor(t, g, Options{})
@@ -118,7 +117,7 @@ func TestRedirectFollow(t *testing.T) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "/base", nil)
 	r2 := startReplica(t, "r2", "", nil)
-	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{r1.spec(), r2.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{r1.spec(), r2.spec()}})
 	fd := startFrontDoor(t, g, Options{})
 	c := h1Client(t)
 
@@ -147,7 +146,7 @@ func TestRoundRobinStrategy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{
+	g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{
 		{id: "a", url: "http://10.0.0.1:1"}, {id: "b", url: "http://10.0.0.2:1"}, {id: "c", url: "http://10.0.0.3:1"},
 	}, picker: st.Picker})
 	fd := startFrontDoor(t, g, Options{})
@@ -235,7 +234,7 @@ func TestBindingSwitch(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("done " + r.URL.Path))
 	})
-	cfg := groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}}
+	cfg := groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}}
 	g := newTestGroup(cfg)
 	fd := startFrontDoor(t, g, Options{})
 
@@ -257,7 +256,7 @@ func TestBindingSwitch(t *testing.T) {
 	}()
 	recv(t, entered, "the slow call to reach the replica")
 
-	cfg.binding = registry.OnDemand
+	cfg.binding = protocol.OnDemand
 	g.publish(cfg)
 	res, _ := do(t, noFollow(t), "GET", fd.url+"/fast", "")
 	if res.StatusCode != http.StatusTemporaryRedirect {
@@ -271,7 +270,7 @@ func TestBindingSwitch(t *testing.T) {
 
 func TestRedirectAvoidsUnreachableReplica(t *testing.T) {
 	t.Parallel()
-	g := newTestGroup(groupConfig{binding: registry.OnDemand, members: []spec{
+	g := newTestGroup(groupConfig{binding: protocol.OnDemand, members: []spec{
 		{id: "r1", url: "http://10.0.0.1:1"}, {id: "r2", url: "http://10.0.0.2:2"},
 	}, picker: newFirst})
 	fd := startFrontDoor(t, g, Options{})

@@ -16,6 +16,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // MaxHeaderBytes bounds a request's head (request line and header
@@ -28,7 +29,7 @@ const MaxHeaderBytes = lean.MaxHeaderBytes
 const netHTTPHeaderSlop = 4096
 
 // Defaults used when the snapshot's Timeouts leave a field at zero (the
-// same as registry.Group.WithDefaults).
+// same as registry.WithDefaults).
 const (
 	DefaultConnectTimeout = registry.DefaultConnectTimeout
 	DefaultRequestTimeout = registry.DefaultRequestTimeout
@@ -119,7 +120,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 
-	var t registry.Timeouts
+	var t protocol.Timeouts
 	if snap := g.Snapshot(); snap != nil {
 		t = snap.Timeouts
 	}
@@ -258,7 +259,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, snap, err)
 		return
 	}
-	if snap.Binding == registry.PerRequest {
+	if snap.Binding == protocol.PerRequest {
 		s.serveProxy(w, r, snap, lw)
 		return
 	}

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // testGracefulShutdown: Shutdown stops accepting at once and returns once
 // the call in flight has finished, with its full answer.
 func testGracefulShutdown(t *testing.T, engine string) {
 	t.Parallel()
-	for _, binding := range []string{registry.PerRequest} {
+	for _, binding := range []string{protocol.PerRequest} {
 		t.Run(binding, func(t *testing.T) {
 			t.Parallel()
 			bl := newBlocker()
@@ -80,7 +80,7 @@ func testGracefulShutdown(t *testing.T, engine string) {
 func testShutdownBounded(t *testing.T, engine string) {
 	t.Parallel()
 	r1 := startReplica(t, "r1", "", wsEcho)
-	g := newTestGroup(groupConfig{binding: registry.PerRequest, members: []spec{r1.spec()}})
+	g := newTestGroup(groupConfig{binding: protocol.PerRequest, members: []spec{r1.spec()}})
 	fd := startFrontDoor(t, g, Options{Engine: engine})
 	conn, br := dialUpgrade(t, fd.addr, "/ws")
 

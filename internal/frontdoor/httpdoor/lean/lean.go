@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // The engine serves the front door's common case — plain HTTP/1.1
@@ -326,7 +326,7 @@ func (c *conn) handOver() net.Conn {
 // leanSnapshot reports whether the lean path serves requests under snap:
 // per-request binding, every eligible member an http:// URL.
 func leanSnapshot(snap *frontdoor.Snapshot) bool {
-	if snap == nil || snap.Binding != registry.PerRequest {
+	if snap == nil || snap.Binding != protocol.PerRequest {
 		return false
 	}
 	for _, m := range snap.Eligible {
