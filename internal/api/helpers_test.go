@@ -14,7 +14,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 )
 
 // env is a real balancer over a real bbolt store, behind the admin API on a
@@ -31,7 +31,7 @@ type env struct {
 // discarding logger.
 func newEnv(t *testing.T, opts api.Options, bopts balancer.Options) *env {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -64,7 +65,7 @@ type Options struct {
 type Balancer struct {
 	opts Options
 	log  *slog.Logger
-	reg  *registry.Registry
+	reg  *groupstore.Records
 	now  func() time.Time
 
 	mu     sync.RWMutex
@@ -98,7 +99,7 @@ func New(opts Options) (*Balancer, error) {
 	b := &Balancer{
 		opts:   opts,
 		log:    opts.Logger,
-		reg:    registry.New(opts.Store),
+		reg:    groupstore.New(opts.Store),
 		now:    opts.Now,
 		groups: map[string]*group{},
 		tokens: map[string]*member{},

@@ -17,6 +17,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -70,7 +71,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if e.dir == "" {
 		e.dir = t.TempDir()
 	}
-	st, err := store.Open(e.dir)
+	st, err := boltstore.Open(e.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -22,7 +22,7 @@ import (
 // the replica field and what listens there.
 func TestApplyConfigRefusesLoops(t *testing.T) {
 	t.Parallel()
-	st, err := store.Open(t.TempDir())
+	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestStartDropsLoopingReplicas(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run := func(adminAddr string, do func(b *balancer.Balancer)) {
 		t.Helper()
-		st, err := store.Open(dir)
+		st, err := boltstore.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -25,7 +25,7 @@ import (
 // and returns the API's URL.
 func ctlServer(t *testing.T, adminToken string) (string, *balancer.Balancer) {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

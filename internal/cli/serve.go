@@ -17,7 +17,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -85,7 +85,7 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, insecure); err != nil {
 		return exitCode(2, err)
 	}
-	st, err := store.Open(cfg.DataDir)
+	st, err := boltstore.Open(cfg.DataDir)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -185,7 +185,7 @@ func Run(ctx context.Context, o Options) error {
 
 // startBalancer runs a balancer in this process with one group, "prime".
 func startBalancer(dir string, o Options, log *slog.Logger) (*balancer.Balancer, string, string, func(), error) {
-	st, err := store.Open(dir)
+	st, err := boltstore.Open(dir)
 	if err != nil {
 		return nil, "", "", nil, err
 	}

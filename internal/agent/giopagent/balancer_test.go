@@ -20,7 +20,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 )
 
@@ -32,7 +32,7 @@ type lb struct {
 
 func startBalancer(t *testing.T) *lb {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

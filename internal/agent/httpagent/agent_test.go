@@ -20,7 +20,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -32,7 +32,7 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // admin URL and the balancer.
 func startBalancer(t *testing.T, strategy string) (string, *balancer.Balancer) {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
-	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -29,7 +29,7 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // newBalancer starts a real balancer over a real store.
 func newBalancer(t testing.TB) *balancer.Balancer {
 	t.Helper()
-	st, err := store.Open(t.TempDir())
+	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,169 @@
+// Package groupstore persists fulcrum's groups and replicas (with the hashes
+// of their tokens) in a store.Store. Loads are soft state and never reach
+// it.
+//
+// Keys, relative to the store (an etcd store puts them under its own
+// prefix), JSON values:
+//
+//	groups/<group>            a protocol.Group, as PUT /v1/groups/{name} takes it
+//	replicas/<group>/<id>     a protocol.Replica, with its token's hash
+//
+// Group names match [a-z0-9-]+ and replica ids are "r-" and hex digits,
+// so neither holds a "/": the replicas of one group are exactly the keys
+// under replicas/<group>/. This is the layout package boltstore migrates
+// the files of older fulcrums to.
+//
+//	recs := groupstore.New(st)
+//	snap, err := recs.Load()
+//	err = recs.PutReplica(rep)
+package groupstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Key prefixes.
+const (
+	GroupsPrefix   = "groups/"
+	ReplicasPrefix = "replicas/"
+)
+
+// GroupKey is the key of group name.
+func GroupKey(name string) string { return GroupsPrefix + name }
+
+// ReplicaKey is the key of replica id of group.
+func ReplicaKey(group, id string) string { return ReplicasPrefix + group + "/" + id }
+
+// ReplicasOf is the prefix of group's replicas.
+func ReplicasOf(group string) string { return ReplicasPrefix + group + "/" }
+
+// loadAttempts bounds the retries of Load while others write.
+const loadAttempts = 10
+
+// Records persists groups and replicas. Safe for concurrent use.
+type Records struct {
+	st store.Store
+}
+
+// New returns the records kept in st.
+func New(st store.Store) *Records { return &Records{st: st} }
+
+// Snapshot is everything persisted, as of revision Rev.
+type Snapshot struct {
+	Groups   []protocol.Group
+	Replicas []protocol.Replica
+	Rev      int64
+}
+
+// Load reads every group and replica, at one revision: it lists the groups,
+// then the replicas, and tries again if the store changed in between.
+func (r *Records) Load() (Snapshot, error) {
+	ctx := context.Background()
+	for range loadAttempts {
+		gkvs, grev, err := r.st.List(ctx, GroupsPrefix)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("groupstore: load groups: %w", err)
+		}
+		rkvs, rrev, err := r.st.List(ctx, ReplicasPrefix)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("groupstore: load replicas: %w", err)
+		}
+		if grev != rrev {
+			continue
+		}
+		s := Snapshot{Rev: grev}
+		for _, kv := range gkvs {
+			var g protocol.Group
+			if err := json.Unmarshal(kv.Value, &g); err != nil {
+				return Snapshot{}, fmt.Errorf("groupstore: corrupt group record %s: %w", kv.Key, err)
+			}
+			s.Groups = append(s.Groups, g)
+		}
+		for _, kv := range rkvs {
+			var rep protocol.Replica
+			if err := json.Unmarshal(kv.Value, &rep); err != nil {
+				return Snapshot{}, fmt.Errorf("groupstore: corrupt replica record %s: %w", kv.Key, err)
+			}
+			s.Replicas = append(s.Replicas, rep)
+		}
+		return s, nil
+	}
+	return Snapshot{}, fmt.Errorf("groupstore: load: the store changed during each of %d attempts", loadAttempts)
+}
+
+// PutGroup stores g (replacing any group of the same name).
+func (r *Records) PutGroup(g protocol.Group) error {
+	return r.put(GroupKey(g.Name), g)
+}
+
+// PutReplica stores rep.
+func (r *Records) PutReplica(rep protocol.Replica) error {
+	return r.put(ReplicaKey(rep.Group, rep.ID), rep)
+}
+
+func (r *Records) put(key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("groupstore: encode %s: %w", key, err)
+	}
+	if _, _, _, err := r.st.Txn(context.Background(), nil, []store.Op{store.Put(key, data)}); err != nil {
+		return fmt.Errorf("groupstore: put %s: %w", key, err)
+	}
+	return nil
+}
+
+// DeleteReplica removes a replica.
+func (r *Records) DeleteReplica(group, id string) error {
+	key := ReplicaKey(group, id)
+	if _, _, _, err := r.st.Txn(context.Background(), nil, []store.Op{store.Delete(key)}); err != nil {
+		return fmt.Errorf("groupstore: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// DeleteGroup removes a group and all its replicas: the replicas in
+// transactions of at most store.MaxTxnOps deletes, then the group (with
+// any replica registered meanwhile). A failure part way leaves the group
+// with fewer replicas; deleting it again finishes the job.
+func (r *Records) DeleteGroup(name string) error {
+	ctx := context.Background()
+	kvs, _, err := r.st.List(ctx, ReplicasOf(name))
+	if err != nil {
+		return fmt.Errorf("groupstore: delete group %s: %w", name, err)
+	}
+	for len(kvs) > 0 {
+		n := min(len(kvs), store.MaxTxnOps)
+		ops := make([]store.Op, n)
+		for i, kv := range kvs[:n] {
+			ops[i] = store.Delete(kv.Key)
+		}
+		if _, _, _, err := r.st.Txn(ctx, nil, ops); err != nil {
+			return fmt.Errorf("groupstore: delete replicas of group %s: %w", name, err)
+		}
+		kvs = kvs[n:]
+	}
+	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name))}
+	if _, _, _, err := r.st.Txn(ctx, nil, ops); err != nil {
+		return fmt.Errorf("groupstore: delete group %s: %w", name, err)
+	}
+	return nil
+}
+
+// GetGroup reads one group; a missing one is an error wrapping
+// store.ErrNotFound.
+func (r *Records) GetGroup(name string) (protocol.Group, error) {
+	kv, err := r.st.Get(context.Background(), GroupKey(name))
+	if err != nil {
+		return protocol.Group{}, fmt.Errorf("groupstore: group %s: %w", name, err)
+	}
+	var g protocol.Group
+	if err := json.Unmarshal(kv.Value, &g); err != nil {
+		return protocol.Group{}, fmt.Errorf("groupstore: corrupt group record %s: %w", kv.Key, err)
+	}
+	return g, nil
+}
