@@ -1,7 +1,12 @@
 // Package protocol holds fulcrum's wire contract: the HTTP headers of the
 // binding protocol, the load report a monitor sends, the advisory the
-// balancer answers with, and the replica registration messages. Every client
-// and monitor library, in any language, speaks exactly these shapes.
+// balancer answers with, the replica registration messages, and the admin
+// API's shapes (a group's settings, Group; its live state, GroupStatus; a
+// run-time change, GroupPatch; a persisted Replica). Every client and
+// monitor library, in any language, speaks exactly these shapes; API
+// clients such as "fulcrum ctl" link this package and none of the
+// server's. Defaults and validation of a Group are the server's
+// (internal/registry).
 //
 // A monitor pushes a Report to POST /v1/report with
 // "Authorization: Bearer <replica token>" and applies the Advisory it gets
