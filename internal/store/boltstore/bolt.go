@@ -263,13 +263,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Compact drops the watch history of revisions up to and including rev,
-// as etcd's compaction does: a watch from rev or before then fails with
-// store.ErrCompacted.
+// Compact drops the watch history of revisions up to and including rev
+// (at most the current revision), as etcd's compaction does: a watch from
+// rev or before then fails with store.ErrCompacted.
 func (s *Store) Compact(rev int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hist.compact(rev)
+	s.hist.compact(min(rev, s.hist.last()))
 }
 
 // wrap names the operation of a bbolt error, and maps a closed file to
