@@ -21,9 +21,9 @@ import (
 // rates are kept in load units for planning (see loadRates), dampened
 // like the load (see smoothRates).
 //
-// The caller resets the replica's per-balance load and binding count
-// (strategy.Live) when a report arrives, and republishes the loads the
-// pickers see.
+// The replica's per-balance load and binding count (strategy.Live) are not
+// the analyzer's: package groupcore decides when they are reset (its doc,
+// "Per-balance reset").
 func (a *Analyzer) Report(id string, rep protocol.Report, now time.Time) (protocol.Advisory, error) {
 	r := a.byID[id]
 	if r == nil {

@@ -18,7 +18,7 @@ type LeastLoadedConfig struct {
 	// the mean. Default 1.05, range [1,10].
 	Tolerance float64 `json:"tolerance"`
 	// PerBalanceLoad is added to a replica's load each time it is picked,
-	// until its next report, so that a burst of new bindings does not all
+	// until its next report is published (the analyzer step after it), so that a burst of new bindings does not all
 	// go to the replica that looked least loaded. "auto" (default): one
 	// binding's load estimated as the reported load per client the reports
 	// list (or a tenth of the mean replica load when they list none); or a

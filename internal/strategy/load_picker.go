@@ -90,7 +90,7 @@ type loadPickerConfig struct {
 	// picked (0: off).
 	reject float64
 	// perBalance: added to the picked replica's load until its next
-	// report.
+	// report is published (see Live.ResetExtra).
 	perBalance AutoLoad
 }
 
@@ -98,8 +98,8 @@ type loadPickerConfig struct {
 // weight, (Load + Live.Extra()) / Weight, at random among those within
 // tolerance of the minimum (which stops a thundering herd onto one
 // replica), skipping replicas above the reject threshold, and adds the
-// per-balance load to the replica it picks (only that one, until its next
-// report resets it; TAO adds it to every replica and stores back
+// per-balance load to the replica it picks (only that one, until the step
+// after its next report resets it, see Live.ResetExtra; TAO adds it to every replica and stores back
 // tolerance-divided values, which compounds).
 //
 // A replica without a fresh report while others have one counts as

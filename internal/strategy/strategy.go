@@ -85,10 +85,11 @@ type Live struct {
 	// Inflight counts calls the balancer has in flight to the replica.
 	Inflight atomic.Int64
 	// Bindings counts clients bound to the replica since its last report
-	// (reset by the analyzer when a report arrives).
+	// was published (reset with the per-balance load; see package
+	// groupcore, "Per-balance reset").
 	Bindings atomic.Int64
 	// extra is the per-balance load (float64 bits) added by picks since the
-	// last report (least-loaded).
+	// last report was published (least-loaded; see ResetExtra).
 	extra atomic.Uint64
 	// ewma is strategy-private state (float64 bits), e.g. peak-ewma's cost.
 	ewma atomic.Uint64
@@ -116,7 +117,7 @@ func (l *Live) NoteReport(inflight float64) {
 // balancer's own when it arrived (see NoteReport).
 func (l *Live) Direct() float64 { return math.Float64frombits(l.direct.Load()) }
 
-// Extra returns the per-balance load added since the last report.
+// Extra returns the per-balance load added since the last reset.
 func (l *Live) Extra() float64 { return math.Float64frombits(l.extra.Load()) }
 
 // AddExtra adds v to the per-balance load.
@@ -129,7 +130,9 @@ func (l *Live) AddExtra(v float64) {
 	}
 }
 
-// ResetExtra clears the per-balance load; called when a report arrives.
+// ResetExtra clears the per-balance load. The balancer calls it, with
+// Bindings.Store(0), where package groupcore decides ("Per-balance reset":
+// at the first analyzer step after a report).
 func (l *Live) ResetExtra() { l.extra.Store(0) }
 
 // Request is what a front door knows of a call or binding request when it

@@ -1,0 +1,70 @@
+package groupcore
+
+import (
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Step is the result of one Step.
+type Step struct {
+	// Step is the analyzer's step; its replicas' advisories are as the
+	// binding mode allows them (Core.Advisory). Replicas removed by this
+	// step are still in it.
+	analyzer.Step
+	// Planned are the moves the front door carries out when the client
+	// comes back: Moves in on-demand groups, none in others.
+	Planned []strategy.Move
+	// Reset are the replicas whose per-balance load and binding count
+	// (strategy.Live's Extra and Bindings) the caller clears before it
+	// publishes this step (see the package doc).
+	Reset []string
+	// Removed are the replicas whose removal finished: the core has
+	// forgotten them; the caller drops them and their records.
+	Removed []string
+}
+
+// Step runs one step at now (analyzer.Step), then finishes removals.
+// inflight tells how many calls the caller has in flight to a replica. A
+// removed replica leaves once idle (its last report, if fresh, shows no
+// calls per second and none in flight, and inflight says none) or once it
+// has drained for DrainTimeout.
+func (c *Core) Step(now time.Time, inflight func(id string) int64) Step {
+	st := Step{Step: c.an.Step(now)}
+	for i := range st.Replicas {
+		st.Replicas[i].Advisory = c.forBinding(st.Replicas[i].Advisory)
+	}
+	if c.settings.Binding == OnDemand {
+		st.Planned = st.Moves
+	}
+	for _, m := range c.order {
+		if m.reported {
+			m.reported = false
+			st.Reset = append(st.Reset, m.id)
+		}
+	}
+	views := make(map[string]*analyzer.ReplicaView, len(st.Replicas))
+	for i := range st.Replicas {
+		views[st.Replicas[i].ID] = &st.Replicas[i]
+	}
+	timeout := c.DrainTimeout()
+	for _, m := range c.order {
+		if !m.life.Removing() {
+			continue
+		}
+		idle := true
+		if v := views[m.id]; v != nil && v.Reported {
+			idle = v.Metrics[protocol.MetricRPS] == 0 && v.Metrics[protocol.MetricInflight] == 0
+		}
+		idle = idle && inflight(m.id) == 0
+		if idle || now.Sub(m.life.since) > timeout {
+			st.Removed = append(st.Removed, m.id)
+		}
+	}
+	for _, id := range st.Removed {
+		c.Forget(id)
+	}
+	return st
+}
