@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
+	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -130,10 +131,7 @@ func New(opts Options) (*Balancer, error) {
 		if g == nil {
 			continue
 		}
-		m := g.addMemberLocked(rec)
-		if rec.Removing {
-			m.removing, m.drainFrom = true, b.now()
-		}
+		m := g.addMemberLocked(rec, groupcore.Restored(rec.Draining, rec.Removing, b.now()))
 		b.tokens[rec.TokenHash] = m
 	}
 	for _, g := range b.groups {
@@ -368,13 +366,11 @@ func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error)
 		if err := g.update(gs); err != nil {
 			return nil, false, err
 		}
-		if err := b.reg.PutGroup(gs); err != nil {
-			return nil, false, err
-		}
 		g.mu.Lock()
-		err := g.syncStaticLocked()
+		writes := append([]*storeWrite{g.queueWriteLocked(&storeWrite{putGroup: &gs})}, g.syncStaticLocked()...)
 		g.mu.Unlock()
-		return g, false, err
+		g.flushWrites()
+		return g, false, writeErr(writes...)
 	}
 	g, err := b.newGroup(gs)
 	if err != nil {
@@ -386,10 +382,16 @@ func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error)
 		}
 	}
 	g.mu.Lock()
-	err = g.syncStaticLocked()
+	writes := g.syncStaticLocked()
 	g.mu.Unlock()
+	g.flushWrites()
+	err = writeErr(writes...)
 	if err == nil {
-		err = b.reg.PutGroup(gs)
+		g.mu.Lock()
+		w := g.queueWriteLocked(&storeWrite{putGroup: &gs})
+		g.mu.Unlock()
+		g.flushWrites()
+		err = writeErr(w)
 	}
 	if err != nil {
 		b.discardNew(g)
@@ -407,14 +409,13 @@ func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error)
 func (b *Balancer) discardNew(g *group) {
 	_ = g.stop(context.Background())
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	for _, m := range append([]*member(nil), g.order...) {
 		g.removeMemberLocked(m)
 		b.forgetToken(m)
-		if err := b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
-			b.log.Error("cannot delete replica from store", "group", g.name, "replica", m.rec.ID, "err", err)
-		}
+		g.deleteReplicaLocked(m.rec.ID)
 	}
+	g.mu.Unlock()
+	g.flushWrites() // errors are logged
 }
 
 // PatchGroup changes strategy, params or binding at run time. Params are
@@ -494,7 +495,11 @@ func (b *Balancer) deleteGroup(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = g.stop(ctx)
-	return b.reg.DeleteGroup(name)
+	g.mu.Lock()
+	w := g.queueWriteLocked(&storeWrite{delGroup: true})
+	g.mu.Unlock()
+	g.flushWrites()
+	return writeErr(w)
 }
 
 // listen opens a front door listener.

@@ -55,7 +55,7 @@ func (g *group) stepEventLocked() map[string]any {
 	}
 	reps := []rep{}
 	for _, v := range g.lastStep.Replicas {
-		adv := g.bindingAdvisoryLocked(v.Advisory)
+		adv := v.Advisory
 		r := rep{ID: v.ID, State: v.State, Advisory: adv.Advisory, Shed: adv.Shed, Epoch: adv.Epoch}
 		if v.Reported {
 			s, l := v.Sample, v.Load
@@ -72,7 +72,7 @@ func (g *group) stepEventLocked() map[string]any {
 func (g *group) membersEventLocked() map[string]any {
 	ids := make([]map[string]string, 0, len(g.order))
 	for _, m := range g.order {
-		ids = append(ids, map[string]string{"id": m.rec.ID, "address": m.rec.Address, "state": m.stateLocked()})
+		ids = append(ids, map[string]string{"id": m.rec.ID, "address": m.rec.Address, "state": g.stateLocked(m)})
 	}
 	return map[string]any{"replicas": ids}
 }

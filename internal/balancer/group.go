@@ -11,6 +11,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -25,15 +26,24 @@ type group struct {
 	name       string
 	fromConfig atomic.Bool
 
-	mu       sync.Mutex
-	spec     protocol.Group
-	strat    strategy.Strategy
-	an       *analyzer.Analyzer
+	mu    sync.Mutex
+	spec  protocol.Group
+	strat strategy.Strategy
+	// core makes the group's decisions (package groupcore): replica
+	// states, advisories, steps, the per-balance reset, removals.
+	core     *groupcore.Core
 	members  map[string]*member
 	order    []*member // registration order
-	lastStep analyzer.Step
+	lastStep groupcore.Step
 	subs     map[chan Event]struct{}
 	health   *groupHealth
+
+	// pending are the store writes not yet written, in order; deleted is
+	// set once the group's deletion is queued (writes.go). Guarded by mu.
+	pending []*storeWrite
+	deleted bool
+	// wmu serialises flushWrites. Lock order: wmu before mu.
+	wmu sync.Mutex
 
 	snap atomic.Pointer[frontdoor.Snapshot]
 	// queue holds per-request calls while every replica is at
@@ -70,30 +80,16 @@ type member struct {
 	// ref is the address parsed as an object reference (GIOP groups).
 	ref *ior.IOR
 
-	// removing is set by DELETE: drain, then remove.
-	removing  bool
-	drainFrom time.Time
-	// down and ejected are health states.
-	down    bool
-	ejected bool
-	// reported is set when a report arrived since the last step; the step
-	// then clears the per-balance load the report now accounts for.
-	reported bool
-
 	pullStop chan struct{}
 }
 
-func (m *member) stateLocked() string {
-	switch {
-	case m.down:
-		return protocol.StateDown
-	case m.ejected:
-		return protocol.StateEjected
-	case m.rec.Draining || m.removing:
-		return protocol.StateDraining
-	default:
-		return protocol.StateActive
-	}
+// stateLocked is m's state, as the group's core derives it. Caller holds
+// g.mu.
+func (g *group) stateLocked(m *member) string { return g.core.State(m.rec.ID) }
+
+// coreSettings are the settings of gs the group's core decides with.
+func coreSettings(gs protocol.Group) groupcore.Settings {
+	return groupcore.Settings{Binding: gs.Binding, Interval: gs.ReportInterval.D(), UnidentifiedClients: gs.Protocol == protocol.ProtocolGIOP}
 }
 
 func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
@@ -106,11 +102,10 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 		name:    gs.Name,
 		spec:    gs,
 		strat:   s,
-		an:      analyzer.New(s, gs.ReportInterval.D()),
+		core:    groupcore.New(s, coreSettings(gs)),
 		members: map[string]*member{},
 		subs:    map[chan Event]struct{}{},
 	}
-	g.an.SetUnidentifiedClients(gs.Protocol == protocol.ProtocolGIOP)
 	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
 	g.queue = frontdoor.NewQueue(g.Snapshot, b.now)
 	g.queue.Configure(gs.Queue)
@@ -121,17 +116,31 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 	return g, nil
 }
 
-// addMemberLocked adds a member from its record. Caller holds g.mu (or g is
-// not yet shared).
-func (g *group) addMemberLocked(rec protocol.Replica) *member {
+// addMemberLocked adds a member from its record, in lifecycle life.
+// Caller holds g.mu (or g is not yet shared).
+func (g *group) addMemberLocked(rec protocol.Replica, life groupcore.Lifecycle) *member {
 	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters), pace: new(frontdoor.Pace)}
 	g.parseAddressLocked(m)
 	g.members[rec.ID] = m
 	g.order = append(g.order, m)
+	g.core.Add(rec.ID, rec.Weight, life)
 	return m
 }
 
+// applyLocked applies a lifecycle event to m and keeps the record's
+// administrative flags in step; it returns whether m's lifecycle changed.
+// Caller holds g.mu.
+func (g *group) applyLocked(m *member, ev groupcore.Event) bool {
+	life, changed, err := g.core.Apply(m.rec.ID, ev, g.b.now())
+	if err != nil || !changed {
+		return false
+	}
+	m.rec.Draining, m.rec.Removing = life.Draining(), life.Removing()
+	return true
+}
+
 func (g *group) removeMemberLocked(m *member) {
+	g.core.Forget(m.rec.ID)
 	delete(g.members, m.rec.ID)
 	for i, o := range g.order {
 		if o == m {
@@ -145,14 +154,9 @@ func (g *group) removeMemberLocked(m *member) {
 	}
 }
 
-// membershipChangedLocked tells the analyzer and health about the current
-// members and republishes the snapshot. Caller holds g.mu.
+// membershipChangedLocked tells health about the current members and
+// republishes the snapshot (the core already knows). Caller holds g.mu.
 func (g *group) membershipChangedLocked() {
-	infos := make([]analyzer.ReplicaInfo, 0, len(g.order))
-	for _, m := range g.order {
-		infos = append(infos, analyzer.ReplicaInfo{ID: m.rec.ID, Weight: m.rec.Weight, State: m.stateLocked()})
-	}
-	g.an.SetReplicas(infos)
 	if g.health != nil {
 		g.health.syncLocked()
 	}
@@ -187,7 +191,7 @@ func (g *group) publishLocked() {
 			rep.Metrics = metricsOf(v.Metrics)
 			rep.Clients = len(v.Clients)
 		}
-		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: m.stateLocked(), Counters: m.counters, Queue: snap.Queue, Pace: m.pace}
+		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: g.stateLocked(m), Counters: m.counters, Queue: snap.Queue, Pace: m.pace}
 		snap.Members[m.rec.ID] = fm
 		if fm.State == protocol.StateActive {
 			rep.Index = len(eligible)
@@ -202,10 +206,7 @@ func (g *group) publishLocked() {
 	if o, ok := g.strat.(strategy.Observer); ok {
 		snap.Observer = o
 	}
-	for _, mv := range g.lastStep.Moves {
-		if g.spec.Binding != protocol.OnDemand {
-			break
-		}
+	for _, mv := range g.lastStep.Planned {
 		if to := snap.Members[mv.To]; to != nil {
 			if snap.Planned == nil {
 				snap.Planned = map[string]*frontdoor.Member{}
@@ -255,17 +256,6 @@ func (g *group) advertiseLocked() string {
 	return g.spec.Advertise
 }
 
-// bindingAdvisoryLocked is the advisory as the group's binding mode
-// allows it: only on-demand clients are ever moved, so per-session and
-// per-request groups turn high into nominal (drain still sends per-session
-// clients away from a replica that is leaving).
-func (g *group) bindingAdvisoryLocked(adv protocol.Advisory) protocol.Advisory {
-	if adv.Advisory == protocol.High && g.spec.Binding != protocol.OnDemand {
-		adv.Advisory, adv.Shed, adv.Clients = protocol.Nominal, 0, nil
-	}
-	return adv
-}
-
 // Snapshot implements frontdoor.Group.
 func (g *group) Snapshot() *frontdoor.Snapshot { return g.snap.Load() }
 
@@ -285,7 +275,7 @@ func (g *group) Bound(m *frontdoor.Member, client string, moved bool) {
 		return
 	}
 	g.mu.Lock()
-	g.an.Bound(client, m.ID())
+	g.core.Bound(client, m.ID())
 	g.emitLocked("binding", map[string]any{"client": client, "replica": m.ID(), "planned": true})
 	g.mu.Unlock()
 }
@@ -420,7 +410,6 @@ func (g *group) update(gs protocol.Group) error {
 			oldFD = old
 		}
 	}
-	prevInterval := g.spec.ReportInterval
 	g.spec = gs
 	if protoChanged {
 		for _, m := range g.order {
@@ -431,11 +420,8 @@ func (g *group) update(gs protocol.Group) error {
 	g.strat = s
 	g.stopProbesLocked() // probe.go: the new strategy probes afresh
 	g.startProbesLocked()
-	g.an.SetStrategy(s)
-	g.an.SetUnidentifiedClients(gs.Protocol == protocol.ProtocolGIOP)
-	if gs.ReportInterval != prevInterval {
-		g.an.SetInterval(gs.ReportInterval.D())
-	}
+	g.core.SetStrategy(s)
+	g.core.Configure(coreSettings(gs))
 	g.health.configureLocked()
 	g.queue.Configure(gs.Queue)
 	g.membershipChangedLocked()
@@ -472,66 +458,48 @@ func (g *group) loop(stop, done chan struct{}) {
 			t.Reset(interval)
 		}
 		g.mu.Unlock()
+		g.flushWrites()
 	}
 }
 
-// stepLocked runs one analyzer step, finishes drains and republishes.
+// stepLocked runs one step of the core, clears the per-balance loads it
+// says to, drops the members whose removal finished (queueing their store
+// deletes) and republishes. Caller holds g.mu and flushes after releasing
+// it.
 func (g *group) stepLocked() {
 	now := g.b.now()
 	if g.health.tickLocked() {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
-	g.lastStep = g.an.Step(now)
-	for _, m := range g.order {
-		if m.reported {
-			m.reported = false
+	g.lastStep = g.core.Step(now, func(id string) int64 {
+		if m := g.members[id]; m != nil {
+			return m.live.Inflight.Load()
+		}
+		return 0
+	})
+	for _, id := range g.lastStep.Reset {
+		if m := g.members[id]; m != nil {
 			m.live.ResetExtra()
 			m.live.Bindings.Store(0)
 		}
 	}
-	g.finishDrainsLocked(now)
-	g.publishLocked()
-	g.emitLocked("step", g.stepEventLocked())
-}
-
-// finishDrainsLocked removes members being deleted once they are idle:
-// no bound clients reported and no calls, or the drain timeout has passed.
-func (g *group) finishDrainsLocked(now time.Time) {
-	views := map[string]analyzer.ReplicaView{}
-	for _, v := range g.lastStep.Replicas {
-		views[v.ID] = v
-	}
-	changed := false
-	for _, m := range append([]*member(nil), g.order...) {
-		if !m.removing {
+	for _, id := range g.lastStep.Removed {
+		m := g.members[id]
+		if m == nil {
 			continue
 		}
-		v := views[m.rec.ID]
-		idle := !v.Reported || (v.Metrics[protocol.MetricRPS] == 0 && v.Metrics[protocol.MetricInflight] == 0)
-		idle = idle && m.live.Inflight.Load() == 0
-		if idle || now.Sub(m.drainFrom) > g.drainTimeoutLocked() {
-			g.removeMemberLocked(m)
-			g.b.forgetToken(m)
-			if err := g.b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
-				g.b.log.Error("cannot delete replica from store", "group", g.name, "replica", m.rec.ID, "err", err)
-			}
-			g.b.log.Info("replica removed", "group", g.name, "replica", m.rec.ID)
-			changed = true
-		}
+		g.removeMemberLocked(m)
+		g.b.forgetToken(m)
+		g.deleteReplicaLocked(id)
+		g.b.log.Info("replica removed", "group", g.name, "replica", id)
 	}
-	if changed {
+	if len(g.lastStep.Removed) > 0 {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
-}
-
-func (g *group) drainTimeoutLocked() time.Duration {
-	d := 10 * g.spec.ReportInterval.D()
-	if d < 5*time.Second {
-		d = 5 * time.Second
-	}
-	return d
+	g.publishLocked()
+	g.emitLocked("step", g.stepEventLocked())
 }
 
 func (b *Balancer) forgetToken(m *member) {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/health"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -103,9 +104,7 @@ func (h *groupHealth) configureLocked() {
 			h.stopProb()
 			h.stopProb, h.probDone = nil, nil
 		}
-		for _, m := range h.g.order {
-			m.down = false
-		}
+		h.g.core.ApplyAll(groupcore.HealthUp, h.g.b.now())
 		h.newProberLocked()
 		h.syncLocked()
 	}
@@ -113,9 +112,7 @@ func (h *groupHealth) configureLocked() {
 	if !h.probingLocked() && h.stopProb != nil {
 		h.stopProb()
 		h.stopProb, h.probDone = nil, nil
-		for _, m := range h.g.order {
-			m.down = false
-		}
+		h.g.core.ApplyAll(groupcore.HealthUp, h.g.b.now())
 	}
 	h.startProberLocked()
 }
@@ -164,11 +161,13 @@ func (h *groupHealth) onProbe(id, state string) {
 	if m == nil || !h.running {
 		return
 	}
-	down := state == health.Down
-	if m.down == down {
+	ev := groupcore.HealthUp
+	if state == health.Down {
+		ev = groupcore.HealthDown
+	}
+	if !g.applyLocked(m, ev) {
 		return
 	}
-	m.down = down
 	g.b.log.Warn("replica health changed", "group", g.name, "replica", id, "state", state)
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
@@ -206,8 +205,7 @@ func (h *groupHealth) observe(id string, failed bool) {
 	g := h.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if m := g.members[ch.ID]; m != nil && !m.ejected {
-		m.ejected = true
+	if m := g.members[ch.ID]; m != nil && g.applyLocked(m, groupcore.Ejected) {
 		g.b.log.Warn("replica ejected after failed calls", "group", g.name, "replica", ch.ID)
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
@@ -221,8 +219,7 @@ func (h *groupHealth) tickLocked() bool {
 	h.mu.Unlock()
 	changed := false
 	for _, ch := range changes {
-		if m := h.g.members[ch.ID]; m != nil && m.ejected {
-			m.ejected = false
+		if m := h.g.members[ch.ID]; m != nil && h.g.applyLocked(m, groupcore.Readmitted) {
 			h.g.b.log.Info("ejected replica returns", "group", h.g.name, "replica", ch.ID)
 			changed = true
 		}

@@ -196,9 +196,7 @@ func (b *Balancer) dropLoopingReplicas() {
 			}
 			g.removeMemberLocked(m)
 			b.forgetToken(m)
-			if err := b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
-				b.log.Error("cannot delete replica from store", "group", g.name, "replica", m.rec.ID, "err", err)
-			}
+			g.deleteReplicaLocked(m.rec.ID) // written below; errors are logged
 			b.log.Error("replica address leads back into the balancer; replica removed", "group", g.name, "replica", m.rec.ID,
 				"address", m.rec.Address, "listener", l.Name, "listening", l.Addr)
 			dropped = true
@@ -208,5 +206,6 @@ func (b *Balancer) dropLoopingReplicas() {
 			g.emitLocked("membership", g.membersEventLocked())
 		}
 		g.mu.Unlock()
+		g.flushWrites()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -71,30 +72,22 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 		}
 	}
 	created := existing == nil
-	var rec protocol.Replica
-	if existing != nil {
-		rec = existing.rec
-		rec.Weight, rec.Monitor = reg.Weight, reg.Monitor
-		rec.Draining, rec.Removing = false, false
-	} else {
-		rec = protocol.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Created: b.now().UTC()}
-	}
-	rec.JoinTokenHash = joinHash // an admin's replace takes the replica over
-	oldHash := rec.TokenHash
-	rec.TokenHash = hash
-	if err := b.reg.PutReplica(rec); err != nil {
-		g.mu.Unlock()
-		return protocol.Registered{}, false, err
-	}
 	var m *member
 	if existing != nil {
 		m = existing
-		m.rec = rec
-		m.removing = false
+		m.rec.Weight, m.rec.Monitor = reg.Weight, reg.Monitor
+		g.applyLocked(m, groupcore.Activate)
+		g.core.SetWeight(m.rec.ID, reg.Weight)
 		g.parseAddressLocked(m)
 	} else {
-		m = g.addMemberLocked(rec)
+		rec := protocol.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Created: b.now().UTC()}
+		m = g.addMemberLocked(rec, groupcore.Lifecycle{})
 	}
+	oldHash, oldJoin := m.rec.TokenHash, m.rec.JoinTokenHash
+	m.rec.JoinTokenHash = joinHash // an admin's replace takes the replica over
+	m.rec.TokenHash = hash
+	rec := m.rec
+	write := g.putReplicaLocked(rec)
 	if m.pullStop != nil && m.rec.Monitor.Mode != protocol.MonitorPull {
 		close(m.pullStop) // re-registered in push mode
 		m.pullStop = nil
@@ -112,6 +105,11 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 		ReportInterval: g.spec.ReportInterval,
 	}
 	g.mu.Unlock()
+	g.flushWrites()
+	if err := writeErr(write); err != nil {
+		g.undoRegister(m, created, oldHash, oldJoin)
+		return protocol.Registered{}, false, err
+	}
 
 	b.mu.Lock()
 	if oldHash != "" {
@@ -121,6 +119,23 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	b.mu.Unlock()
 	b.log.Info("replica registered", "group", groupName, "replica", rec.ID, "address", rec.Address, "replaced", !created)
 	return out, created, nil
+}
+
+// undoRegister undoes a registration whose record could not be written: a
+// new member is dropped, a replaced one keeps its old tokens.
+func (g *group) undoRegister(m *member, created bool, oldHash, oldJoin string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.members[m.rec.ID] != m {
+		return
+	}
+	if !created {
+		m.rec.TokenHash, m.rec.JoinTokenHash = oldHash, oldJoin
+		return
+	}
+	g.removeMemberLocked(m)
+	g.membershipChangedLocked()
+	g.emitLocked("membership", g.membersEventLocked())
 }
 
 // freshIDLocked returns a replica id not used in the group.
@@ -154,29 +169,28 @@ func (b *Balancer) Drain(groupName, id string) error { return b.setDraining(grou
 // Activate undoes Drain.
 func (b *Balancer) Activate(groupName, id string) error { return b.setDraining(groupName, id, false) }
 
+// setDraining applies Drain or Activate. The record is written after the
+// group lock is released; a write that fails is returned, and the change
+// stands in memory (the next write of the record carries it).
 func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 	g, m, err := b.member(groupName, id)
 	if err != nil {
 		return err
 	}
+	ev := groupcore.Activate
+	if draining {
+		ev = groupcore.Drain
+	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	rec := m.rec
-	rec.Draining = draining
-	if !draining {
-		rec.Removing = false
-	}
-	if err := b.reg.PutReplica(rec); err != nil {
-		return err
-	}
-	m.rec = rec
-	if !draining {
-		m.removing = false
-	}
+	g.applyLocked(m, ev)
+	write := g.putReplicaLocked(m.rec)
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
-	b.log.Info("replica state changed", "group", groupName, "replica", id, "state", m.stateLocked())
-	return nil
+	state := g.stateLocked(m)
+	g.mu.Unlock()
+	g.flushWrites()
+	b.log.Info("replica state changed", "group", groupName, "replica", id, "state", state)
+	return writeErr(write)
 }
 
 // RemoveReplica drains a replica and removes it once it is idle (or after
@@ -188,29 +202,27 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 		return err
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !m.removing {
-		rec := m.rec
-		rec.Removing = true
-		if err := b.reg.PutReplica(rec); err != nil {
-			return err
-		}
-		m.rec = rec
-		m.removing = true
-		m.drainFrom = b.now()
+	var write *storeWrite
+	if g.applyLocked(m, groupcore.Remove) {
+		write = g.putReplicaLocked(m.rec)
 	}
 	if m.rec.Static && g.fromConfig.Load() {
 		b.log.Warn("removing a replica declared in the config file; it comes back at the next start", "group", groupName, "replica", id)
 	}
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
-	return nil
+	g.mu.Unlock()
+	g.flushWrites()
+	return writeErr(write)
 }
 
 // syncStaticLocked makes the group's static members match spec.Replicas:
 // missing ones are added (persisted with a fresh id and an unused token),
-// ones no longer declared are removed, weights and monitors updated.
-func (g *group) syncStaticLocked() error {
+// ones no longer declared are removed, weights and monitors updated. It
+// returns the store writes it queued; the caller flushes them after
+// releasing g.mu.
+func (g *group) syncStaticLocked() []*storeWrite {
+	var writes []*storeWrite
 	b := g.b
 	want := map[string]protocol.StaticReplica{}
 	for _, r := range g.spec.Replicas {
@@ -225,17 +237,14 @@ func (g *group) syncStaticLocked() error {
 			delete(want, key)
 			if !m.rec.Static || m.rec.Weight != sr.Weight || m.rec.Monitor != sr.Monitor {
 				m.rec.Static, m.rec.Weight, m.rec.Monitor = true, sr.Weight, sr.Monitor
-				if err := b.reg.PutReplica(m.rec); err != nil {
-					return err
-				}
+				g.core.SetWeight(m.rec.ID, sr.Weight)
+				writes = append(writes, g.putReplicaLocked(m.rec))
 				changed = true
 			}
 		case m.rec.Static:
 			g.removeMemberLocked(m)
 			b.forgetToken(m)
-			if err := b.reg.DeleteReplica(g.name, m.rec.ID); err != nil {
-				return err
-			}
+			writes = append(writes, g.deleteReplicaLocked(m.rec.ID))
 			changed = true
 		}
 	}
@@ -245,10 +254,8 @@ func (g *group) syncStaticLocked() error {
 		}
 		_, hash := registry.NewToken()
 		rec := protocol.Replica{ID: g.freshIDLocked(), Group: g.name, Address: sr.Address, Weight: sr.Weight, Monitor: sr.Monitor, Static: true, TokenHash: hash, Created: b.now().UTC()}
-		if err := b.reg.PutReplica(rec); err != nil {
-			return err
-		}
-		m := g.addMemberLocked(rec)
+		writes = append(writes, g.putReplicaLocked(rec))
+		m := g.addMemberLocked(rec, groupcore.Lifecycle{})
 		b.mu.Lock()
 		b.tokens[hash] = m
 		b.mu.Unlock()
@@ -260,5 +267,5 @@ func (g *group) syncStaticLocked() error {
 	if changed {
 		g.membershipChangedLocked()
 	}
-	return nil
+	return writes
 }

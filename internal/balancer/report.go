@@ -35,7 +35,7 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if g.members[m.rec.ID] != m {
 		return protocol.Advisory{}, ErrUnknownToken
 	}
-	adv, err := g.an.Report(m.rec.ID, r, g.b.now())
+	adv, err := g.core.Report(m.rec.ID, r, g.b.now())
 	if err != nil {
 		return protocol.Advisory{}, err
 	}
@@ -44,9 +44,6 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 		inflight = math.NaN()
 	}
 	m.live.NoteReport(inflight)
-	adv = g.bindingAdvisoryLocked(adv)
-	m.reported = true
-	adv.ReportInterval = g.spec.ReportInterval
 	return adv, nil
 }
 
@@ -71,8 +68,7 @@ func (g *group) pull(m *member, stop chan struct{}) {
 			interval = g.spec.ReportInterval.D()
 		}
 		u, id := m.rec.Monitor.URL, m.rec.ID
-		adv := g.bindingAdvisoryLocked(g.an.Advisory(id))
-		adv.ReportInterval = g.spec.ReportInterval
+		adv := g.core.Advisory(id)
 		g.mu.Unlock()
 
 		if err := g.pollOnce(m, u, adv, interval); err != nil {

@@ -40,7 +40,7 @@ func (g *group) status() protocol.GroupStatus {
 	}
 	for _, m := range g.order {
 		rs := protocol.ReplicaStatus{
-			ID: m.rec.ID, Address: m.rec.Address, State: m.stateLocked(), Weight: m.rec.Weight, Static: m.rec.Static,
+			ID: m.rec.ID, Address: m.rec.Address, State: g.stateLocked(m), Weight: m.rec.Weight, Static: m.rec.Static,
 			Monitor:  monitorMode(m.rec.Monitor),
 			Inflight: m.live.Inflight.Load(),
 			Counters: protocol.CountersStatus{
@@ -48,7 +48,7 @@ func (g *group) status() protocol.GroupStatus {
 				Redirected: m.counters.Redirected.Load(), Failures: m.counters.Failures.Load(),
 			},
 		}
-		adv := g.bindingAdvisoryLocked(g.an.Advisory(m.rec.ID))
+		adv := g.core.Advisory(m.rec.ID)
 		rs.Advisory, rs.Shed, rs.Epoch = adv.Advisory, adv.Shed, adv.Epoch
 		if v, ok := views[m.rec.ID]; ok && v.Reported {
 			load, eff := v.Sample, v.Load

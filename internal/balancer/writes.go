@@ -1,0 +1,93 @@
+package balancer
+
+import (
+	"errors"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Store writes. A group decides under its lock (mu) and writes to the
+// store after releasing it, so that a slow disk never stalls its front
+// door's snapshots, reports or steps. Writes are queued under mu, in the
+// order of the in-memory changes they record, and written in that order
+// by flushWrites (one flush at a time per group, under wmu): two changes
+// racing to the store land there in the order they were made in memory,
+// whichever caller flushes. Every call of the group's to the registry's
+// write API is in (*group).write.
+
+// storeWrite is one change to the store; exactly one field of the first
+// four is set.
+type storeWrite struct {
+	putReplica *protocol.Replica
+	delReplica string // replica id
+	putGroup   *protocol.Group
+	delGroup   bool
+	// err is the write's outcome, set by the flush that writes it: read it
+	// after the caller's own flushWrites has returned.
+	err error
+}
+
+// queueWriteLocked queues w. Once the group's deletion is queued, later
+// writes are dropped (a replica written after it would outlive its
+// group). Caller holds g.mu.
+func (g *group) queueWriteLocked(w *storeWrite) *storeWrite {
+	if g.deleted {
+		return w
+	}
+	g.deleted = w.delGroup
+	g.pending = append(g.pending, w)
+	return w
+}
+
+func (g *group) putReplicaLocked(rec protocol.Replica) *storeWrite {
+	return g.queueWriteLocked(&storeWrite{putReplica: &rec})
+}
+
+func (g *group) deleteReplicaLocked(id string) *storeWrite {
+	return g.queueWriteLocked(&storeWrite{delReplica: id})
+}
+
+// flushWrites writes every queued write, in order. When it returns, every
+// write queued before the call has been written (by it or by another
+// flush) and has its err set. Caller must not hold g.mu.
+func (g *group) flushWrites() {
+	g.wmu.Lock()
+	defer g.wmu.Unlock()
+	g.mu.Lock()
+	ws := g.pending
+	g.pending = nil
+	g.mu.Unlock()
+	for _, w := range ws {
+		w.err = g.write(w)
+		if w.err != nil {
+			g.b.log.Error("cannot write to the store", "group", g.name, "err", w.err)
+		}
+	}
+}
+
+// write makes one write through the registry.
+func (g *group) write(w *storeWrite) error {
+	reg := g.b.reg
+	switch {
+	case w.putReplica != nil:
+		return reg.PutReplica(*w.putReplica)
+	case w.delReplica != "":
+		return reg.DeleteReplica(g.name, w.delReplica)
+	case w.putGroup != nil:
+		return reg.PutGroup(*w.putGroup)
+	case w.delGroup:
+		return reg.DeleteGroup(g.name)
+	}
+	return nil
+}
+
+// writeErr joins the errors of ws (call after flushWrites).
+func writeErr(ws ...*storeWrite) error {
+	var errs []error
+	for _, w := range ws {
+		if w != nil && w.err != nil {
+			errs = append(errs, w.err)
+		}
+	}
+	return errors.Join(errs...)
+}
