@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// Manual is a clock moved by hand. Safe for concurrent use.
+// Manual is a clock moved by hand, and its tickers with it (NewTicker).
+// Safe for concurrent use.
 type Manual struct {
-	mu sync.Mutex
-	t  time.Time
+	mu      sync.Mutex
+	t       time.Time
+	tickers []*manualTicker
 }
 
 // New returns a clock reading t.
@@ -29,5 +31,8 @@ func (c *Manual) Advance(d time.Duration) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+	for _, t := range c.tickers {
+		t.fire(c.t)
+	}
 	return c.t
 }
