@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -37,8 +38,15 @@ type Target struct {
 type ProberOptions struct {
 	// Client makes the probes; nil means a client that opens a new
 	// connection per probe (as HAProxy does, so that a replica that stops
-	// accepting is noticed), follows no redirects and uses no proxy.
+	// accepting is noticed) with Dial, follows no redirects and uses no
+	// proxy.
 	Client *http.Client
+	// Dial opens the default client's connections; a net.Dialer's when
+	// nil. Ignored when Client is set.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Clock times the rounds (Run) and the probes' latencies; the system
+	// clock when nil.
+	Clock clock.Clock
 	// Logger gets state changes; slog.Default() when nil.
 	Logger *slog.Logger
 	// OnResult, when not nil, gets every probe's outcome (e.g. to count it
@@ -63,6 +71,7 @@ type Prober struct {
 	log      *slog.Logger
 	onResult func(string, time.Duration, bool)
 	probeFn  func(context.Context, Target) bool
+	clock    clock.Clock
 
 	mu      sync.Mutex
 	cfg     protocol.Health
@@ -77,12 +86,16 @@ type target struct {
 // NewProber returns a prober with no targets. onChange must not be nil.
 func NewProber(cfg protocol.Health, onChange func(replicaID, state string), opts ProberOptions) *Prober {
 	p := &Prober{onChange: onChange, client: opts.Client, log: opts.Logger, onResult: opts.OnResult,
-		probeFn: opts.Probe, targets: map[string]*target{}}
+		probeFn: opts.Probe, targets: map[string]*target{}, clock: clock.Or(opts.Clock)}
 	if p.client == nil {
+		dial := opts.Dial
+		if dial == nil {
+			dial = (&net.Dialer{}).DialContext
+		}
 		p.client = &http.Client{
 			Transport: &http.Transport{
 				Proxy:             nil,
-				DialContext:       (&net.Dialer{}).DialContext,
+				DialContext:       dial,
 				DisableKeepAlives: true,
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -145,21 +158,29 @@ func (p *Prober) States() map[string]string {
 	return out
 }
 
-// Run probes every target at once, then every Interval, until ctx ends.
-// It returns ctx's error after the round in progress has finished.
+// Run probes every target at once, then every Interval (on the clock's
+// ticker; a round that outlasts it is followed by the next at once), until
+// ctx ends. It returns ctx's error after the round in progress has
+// finished.
 func (p *Prober) Run(ctx context.Context) error {
+	p.mu.Lock()
+	interval := p.cfg.Interval.D()
+	p.mu.Unlock()
+	t := p.clock.NewTicker(interval)
+	defer t.Stop()
 	for {
-		start := time.Now()
 		p.Round(ctx)
 		p.mu.Lock()
-		wait := p.cfg.Interval.D() - time.Since(start)
+		cur := p.cfg.Interval.D()
 		p.mu.Unlock()
-		t := time.NewTimer(max(wait, 0))
+		if cur != interval {
+			interval = cur
+			t.Reset(interval)
+		}
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
@@ -189,7 +210,7 @@ func (p *Prober) Round(ctx context.Context) {
 	for i := range results {
 		wg.Go(func() {
 			r := &results[i]
-			start := time.Now()
+			start := p.clock.Now()
 			if p.probeFn != nil {
 				pctx, cancel := context.WithTimeout(ctx, cfg.Timeout.D())
 				r.ok = p.probeFn(pctx, Target{ID: r.id, URL: r.url})
@@ -197,7 +218,7 @@ func (p *Prober) Round(ctx context.Context) {
 			} else {
 				r.ok = p.probe(ctx, r.url, cfg)
 			}
-			r.latency = time.Since(start)
+			r.latency = p.clock.Now().Sub(start)
 		})
 	}
 	wg.Wait()
