@@ -46,7 +46,7 @@ func (realClock) NewTicker(d time.Duration) Ticker { return realTicker{time.NewT
 
 type realTicker struct{ t *time.Ticker }
 
-func (r realTicker) C() <-chan time.Time    { return r.t.C }
+func (r realTicker) C() <-chan time.Time   { return r.t.C }
 func (r realTicker) Reset(d time.Duration) { r.t.Reset(d) }
 func (r realTicker) Stop()                 { r.t.Stop() }
 
