@@ -21,8 +21,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
+	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
+	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -53,21 +54,30 @@ type Options struct {
 	// which replica addresses are checked for loops; net.InterfaceAddrs
 	// and os.Hostname when nil.
 	Local func() registry.Local
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock reads the time and makes the tickers of the step loops, report
+	// pullers, health probers and strategy probe loops; the system clock
+	// when nil.
+	Clock clock.Clock
+	// Listen opens the front doors' listeners; net.Listen when nil.
+	Listen func(network, addr string) (net.Listener, error)
+	// Dial opens the connections of pull polls (with the default
+	// HTTPClient), health probes and strategy probes; a net.Dialer's when
+	// nil. Front doors dial the replicas they forward to themselves.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Rand seeds strategies; a time-seeded source when nil.
 	Rand strategy.Rand
-	// HTTPClient is used for pull polls; a client with short timeouts when
-	// nil.
+	// HTTPClient is used for pull polls; a client with short timeouts
+	// that dials with Dial when nil.
 	HTTPClient *http.Client
 }
 
 // Balancer is the running service. Safe for concurrent use.
 type Balancer struct {
-	opts Options
-	log  *slog.Logger
-	reg  *groupstore.Records
-	now  func() time.Time
+	opts  Options
+	log   *slog.Logger
+	reg   *groupstore.Records
+	clock clock.Clock
+	now   func() time.Time
 
 	mu     sync.RWMutex
 	groups map[string]*group
@@ -87,21 +97,31 @@ func New(opts Options) (*Balancer, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	opts.Clock = clock.Or(opts.Clock)
+	if opts.Listen == nil {
+		opts.Listen = net.Listen
 	}
 	if opts.Rand == nil {
 		opts.Rand = strategy.NewRand(uint64(time.Now().UnixNano()))
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+		if opts.Dial != nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.DialContext = opts.Dial
+			opts.HTTPClient.Transport = tr
+		}
+	}
+	if opts.Dial == nil {
+		opts.Dial = (&net.Dialer{}).DialContext
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Balancer{
 		opts:   opts,
 		log:    opts.Logger,
 		reg:    groupstore.New(opts.Store),
-		now:    opts.Now,
+		clock:  opts.Clock,
+		now:    opts.Clock.Now,
 		groups: map[string]*group{},
 		tokens: map[string]*member{},
 		ctx:    ctx,
@@ -503,8 +523,8 @@ func (b *Balancer) deleteGroup(name string) error {
 }
 
 // listen opens a front door listener.
-func listen(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+func (b *Balancer) listen(addr string) (net.Listener, error) {
+	ln, err := b.opts.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFrontDoor, err)
 	}

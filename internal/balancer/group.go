@@ -313,7 +313,7 @@ func (g *group) start() error {
 }
 
 func (g *group) startFrontDoorLocked() error {
-	ln, err := listen(g.spec.FrontDoor)
+	ln, err := g.b.listen(g.spec.FrontDoor)
 	if err != nil {
 		return err
 	}
@@ -437,19 +437,19 @@ func (g *group) update(gs protocol.Group) error {
 	return nil
 }
 
-// loop runs an analyzer step every report interval.
+// loop runs a step every report interval, on the balancer's clock.
 func (g *group) loop(stop, done chan struct{}) {
 	defer close(done)
 	g.mu.Lock()
 	interval := g.spec.ReportInterval.D()
 	g.mu.Unlock()
-	t := time.NewTicker(interval)
+	t := g.b.clock.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		g.mu.Lock()
 		g.stepLocked()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
@@ -29,6 +30,13 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 func newFakeClock() *clocktest.Manual {
 	return clocktest.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
+
+// handMoved is a clock whose time moves only when the test moves it while
+// its tickers tick on the system clock: the loops step on their own, and
+// every step sees the time the test set.
+type handMoved struct{ *clocktest.Manual }
+
+func (handMoved) NewTicker(d time.Duration) clock.Ticker { return clock.Real().NewTicker(d) }
 
 // envOptions configure an env.
 type envOptions struct {
@@ -84,7 +92,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		AdminURL:  "http://admin.invalid",
 	}
 	if opts.clock != nil {
-		bopts.Now = opts.clock.Now
+		bopts.Clock = handMoved{opts.clock}
 	}
 	if opts.admin {
 		e.srv = httptest.NewUnstartedServer(nil)

@@ -77,13 +77,13 @@ func (g *group) alertLocked(msg string) {
 func (g *group) probeLoop(ctx context.Context, p strategy.Prober, done chan struct{}) {
 	defer close(done)
 	spec := p.Probes()
-	c := newProbeClient()
+	c := newProbeClient(g.b.opts.Dial)
 	defer c.close()
 	var async sync.WaitGroup
 	defer async.Wait()
 	var busyMu sync.Mutex
 	busy := map[string]bool{} // replicas with an asynchronous probe out
-	tick := time.NewTicker(spec.Period)
+	tick := g.b.clock.NewTicker(spec.Period)
 	defer tick.Stop()
 	var targets []int
 	for {
@@ -135,14 +135,14 @@ func (g *group) probeLoop(ctx context.Context, p strategy.Prober, done chan stru
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 	}
 }
 
 // probeClient makes the probes.
 type probeClient struct {
-	dialer net.Dialer
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// fresh opens a connection per request (ProbeHTTPGet: the fetch time
 	// includes the handshake, as a new client's would).
 	fresh *http.Client
@@ -150,15 +150,15 @@ type probeClient struct {
 	kept *http.Client
 }
 
-func newProbeClient() *probeClient {
-	c := &probeClient{}
+func newProbeClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *probeClient {
+	c := &probeClient{dial: dial}
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.fresh = &http.Client{
-		Transport:     &http.Transport{Proxy: nil, DialContext: c.dialer.DialContext, DisableKeepAlives: true},
+		Transport:     &http.Transport{Proxy: nil, DialContext: dial, DisableKeepAlives: true},
 		CheckRedirect: noRedirect,
 	}
 	c.kept = &http.Client{
-		Transport:     &http.Transport{Proxy: nil, DialContext: c.dialer.DialContext, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
+		Transport:     &http.Transport{Proxy: nil, DialContext: dial, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
 		CheckRedirect: noRedirect,
 	}
 	return c
@@ -217,7 +217,7 @@ func (c *probeClient) probe(ctx context.Context, m *frontdoor.Member, pr strateg
 	switch pr.Kind {
 	case strategy.ProbeTCPConnect:
 		var conn net.Conn
-		if conn, err = c.dialer.DialContext(ctx, "tcp", hostPort(base)); err == nil {
+		if conn, err = c.dial(ctx, "tcp", hostPort(base)); err == nil {
 			res.Took = time.Since(start)
 			_ = conn.Close()
 		}

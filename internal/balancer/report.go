@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -58,9 +59,16 @@ func (g *group) startPullLocked(m *member) {
 	go g.pull(m, stop)
 }
 
-// pull GETs the monitor's URL every interval, passing the current advisory
-// in the Fulcrum-Advisory header, and feeds the report it answers.
+// pull GETs the monitor's URL every interval (counted from the end of the
+// previous poll, on the balancer's clock), passing the current advisory in
+// the Fulcrum-Advisory header, and feeds the report it answers.
 func (g *group) pull(m *member, stop chan struct{}) {
+	var t clock.Ticker
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
 		g.mu.Lock()
 		interval := m.rec.Monitor.Interval.D()
@@ -74,15 +82,17 @@ func (g *group) pull(m *member, stop chan struct{}) {
 		if err := g.pollOnce(m, u, adv, interval); err != nil {
 			g.b.log.Debug("pull failed", "group", g.name, "replica", id, "url", u, "err", err)
 		}
-		t := time.NewTimer(interval)
+		if t == nil {
+			t = g.b.clock.NewTicker(interval)
+		} else {
+			t.Reset(interval)
+		}
 		select {
 		case <-stop:
-			t.Stop()
 			return
 		case <-g.b.ctx.Done():
-			t.Stop()
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }
