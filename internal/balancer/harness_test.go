@@ -17,6 +17,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -54,6 +55,9 @@ type envOptions struct {
 	noStart bool
 	// joinToken is the global join token.
 	joinToken string
+	// net, when not nil, is the in-memory network the balancer listens
+	// and dials on (tests inside a testing/synctest bubble).
+	net *memnet.Network
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -93,6 +97,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	if opts.clock != nil {
 		bopts.Clock = handMoved{opts.clock}
+	}
+	if opts.net != nil {
+		bopts.Listen, bopts.Dial = opts.net.Listen, opts.net.Dial
 	}
 	if opts.admin {
 		e.srv = httptest.NewUnstartedServer(nil)

@@ -7,15 +7,17 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // healthyReplica answers /healthz with 200 while healthy is true, 503
-// otherwise, and every other path with name.
-func healthyReplica(t *testing.T, name string, healthy *atomic.Bool) string {
+// otherwise, and every other path with name, on n.
+func healthyReplica(t *testing.T, n *memnet.Network, name string, healthy *atomic.Bool) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !healthy.Load() {
@@ -25,7 +27,7 @@ func healthyReplica(t *testing.T, name string, healthy *atomic.Bool) string {
 		io.WriteString(w, "ok")
 	})
 	mux.Handle("/", named(name))
-	return newReplica(t, mux).URL
+	return newMemReplica(t, n, mux)
 }
 
 // stateIs matches a membership event where replica id has state.
@@ -39,15 +41,21 @@ func stateIs(id, state string) func(map[string]memberEntry) error {
 }
 
 // TestActiveHealth fails a replica's health checks: it goes down, gets no
-// new bindings, and comes back when its checks pass again.
+// new bindings, and comes back when its checks pass again. In a synctest
+// bubble: the 20ms health and report intervals pass without waiting.
 func TestActiveHealth(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
+	synctest.Test(t, testActiveHealth)
+}
+
+func testActiveHealth(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
 	var healthyA, healthyB atomic.Bool
 	healthyA.Store(true)
 	healthyB.Store(true)
-	urlA := healthyReplica(t, "a", &healthyA)
-	urlB := healthyReplica(t, "b", &healthyB)
+	urlA := healthyReplica(t, n, "a", &healthyA)
+	urlB := healthyReplica(t, n, "b", &healthyB)
 
 	st := e.mustPutGroup(protocol.Group{
 		Name: "hc", Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
@@ -56,7 +64,7 @@ func TestActiveHealth(t *testing.T) {
 	events := e.subscribe("hc")
 	a := e.mustRegister("hc", urlA)
 	b := e.mustRegister("hc", urlB)
-	c := httpClient(t)
+	c := memClient(t, n)
 
 	healthyA.Store(false)
 	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, protocol.StateDown)))
@@ -241,12 +249,17 @@ func TestPassiveEjectionCap(t *testing.T) {
 
 // TestHealthPathRemoved: a replica down by its health checks is active
 // again once the group stops checking, for the front door and for the
-// advisory its monitor gets alike.
+// advisory its monitor gets alike. In a synctest bubble.
 func TestHealthPathRemoved(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
+	synctest.Test(t, testHealthPathRemoved)
+}
+
+func testHealthPathRemoved(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
 	var healthy atomic.Bool
-	url := healthyReplica(t, "a", &healthy)
+	url := healthyReplica(t, n, "a", &healthy)
 	gs := protocol.Group{
 		Name: "nohc", FrontDoor: "127.0.0.1:0", ReportInterval: ms(20),
 		Health: protocol.Health{Path: "/healthz", Interval: ms(20), Timeout: ms(20), Rise: 1, Fall: 1},

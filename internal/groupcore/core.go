@@ -10,7 +10,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// Binding modes, the same strings as the registry's (registry.OnDemand and
+// Binding modes, the same strings as the registry's (protocol.OnDemand and
 // so on); the core does not import the registry.
 const (
 	PerSession = "per-session"

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -37,9 +36,9 @@ func noInflight(string) int64 { return 0 }
 func TestBindingModesMatchRegistry(t *testing.T) {
 	t.Parallel()
 	for _, p := range [][2]string{
-		{groupcore.PerSession, registry.PerSession},
-		{groupcore.OnDemand, registry.OnDemand},
-		{groupcore.PerRequest, registry.PerRequest},
+		{groupcore.PerSession, protocol.PerSession},
+		{groupcore.OnDemand, protocol.OnDemand},
+		{groupcore.PerRequest, protocol.PerRequest},
 	} {
 		if p[0] != p[1] {
 			t.Errorf("groupcore binding %q, registry %q", p[0], p[1])

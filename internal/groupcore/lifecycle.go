@@ -127,7 +127,7 @@ func (l Lifecycle) State() string {
 }
 
 // Draining and Removing are the administrative flags the store keeps
-// (registry.Replica's): Draining is set for a drained or removed
+// (protocol.Replica's): Draining is set for a drained or removed
 // replica, Removing for a removed one.
 func (l Lifecycle) Draining() bool { return l.admin != serving }
 
