@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -216,10 +218,16 @@ func TestDrainAndActivate(t *testing.T) {
 // reports calls, and goes (with its token) at the first step after it
 // reports idle. The balancer's clock stands still, so reports never go
 // stale and the drain never times out.
+// In a synctest bubble (bubble_test.go).
 func TestRemoveReplicaWhenIdle(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testRemoveReplicaWhenIdle)
+}
+
+func testRemoveReplicaWhenIdle(t *testing.T) {
+	n := memnet.New()
 	clock := newFakeClock()
-	e := newEnv(t, envOptions{clock: clock})
+	e := newEnv(t, envOptions{net: n, clock: clock})
 	e.mustPutGroup(protocol.Group{Name: "rm", ReportInterval: ms(20)})
 	a := e.mustRegister("rm", "http://127.0.0.1:9001")
 	b := e.mustRegister("rm", "http://127.0.0.1:9002")
@@ -289,7 +297,7 @@ func TestRemoveReplicaWhenIdle(t *testing.T) {
 	})
 
 	// Gone from the store too.
-	e2 := e.reopen(envOptions{clock: clock, noStart: true})
+	e2 := e.reopen(envOptions{net: n, clock: clock, noStart: true})
 	if ids := replicaIDs(e2.mustGroup("rm")); len(ids) != 0 {
 		t.Errorf("removed replicas back after a restart: %v", ids)
 	}

@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -42,10 +44,16 @@ func TestReportAnswersTheGroupsInterval(t *testing.T) {
 // TestStaleReportsAreUnreported moves the balancer's clock by hand: a
 // report two intervals old still counts, one older than three intervals
 // leaves the replica unreported (load null), not idle.
+// In a synctest bubble (bubble_test.go).
 func TestStaleReportsAreUnreported(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testStaleReportsAreUnreported)
+}
+
+func testStaleReportsAreUnreported(t *testing.T) {
+	n := memnet.New()
 	clock := newFakeClock()
-	e := newEnv(t, envOptions{clock: clock})
+	e := newEnv(t, envOptions{net: n, clock: clock})
 	e.mustPutGroup(protocol.Group{Name: "stale", ReportInterval: ms(20)})
 	reg := e.mustRegister("stale", "http://127.0.0.1:9001")
 	events := e.subscribe("stale")
@@ -97,12 +105,18 @@ func TestStaleReportsAreUnreported(t *testing.T) {
 // TestPullMode registers a replica whose monitor is polled: every poll
 // carries the current advisory in Fulcrum-Advisory, and the answered load
 // shows in the group's status.
+// In a synctest bubble (bubble_test.go).
 func TestPullMode(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
+	synctest.Test(t, testPullMode)
+}
+
+func testPullMode(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
 	e.mustPutGroup(protocol.Group{Name: "pull", ReportInterval: ms(20)})
 	polls := make(chan protocol.Advisory, 16)
-	mon := newReplica(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	monURL := newMemReplica(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var adv protocol.Advisory
 		if err := json.Unmarshal([]byte(r.Header.Get(protocol.HeaderAdvisory)), &adv); err != nil {
 			http.Error(w, "bad advisory header: "+err.Error(), http.StatusBadRequest)
@@ -115,8 +129,8 @@ func TestPullMode(t *testing.T) {
 		io.WriteString(w, `{"load": 7, "metrics": {"rps": 7, "inflight": 1}}`)
 	}))
 	reg := e.mustRegisterWith("pull", protocol.Registration{
-		Address: mon.URL,
-		Monitor: protocol.MonitorSpec{Mode: protocol.MonitorPull, URL: mon.URL + "/fulcrum/report"},
+		Address: monURL,
+		Monitor: protocol.MonitorSpec{Mode: protocol.MonitorPull, URL: monURL + "/fulcrum/report"},
 	})
 
 	waitPoll := func(want string) {
