@@ -4,16 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestSubscribe(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
+	synctest.Test(t, testSubscribe)
+}
+
+func testSubscribe(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
 	e.mustPutGroup(protocol.Group{Name: "ev", ReportInterval: ms(20)})
 	ch, cancel, err := e.b.Subscribe("ev")
 	if err != nil {
@@ -58,9 +65,15 @@ func TestSubscribe(t *testing.T) {
 
 // TestSubscribersClosed: deleting a group, or shutting the balancer down,
 // closes its subscribers' channels; their cancel funcs stay harmless.
+// In a synctest bubble (bubble_test.go).
 func TestSubscribersClosed(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
+	synctest.Test(t, testSubscribersClosed)
+}
+
+func testSubscribersClosed(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
 	e.mustPutGroup(protocol.Group{Name: "one", ReportInterval: ms(20)})
 	e.mustPutGroup(protocol.Group{Name: "two", ReportInterval: ms(20)})
 	one1, cancel1, err := e.b.Subscribe("one")

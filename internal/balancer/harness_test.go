@@ -55,6 +55,9 @@ type envOptions struct {
 	noStart bool
 	// joinToken is the global join token.
 	joinToken string
+	// ticking, when not nil, is the balancer's clock, tickers included:
+	// the loops step only when the test moves it (clock is ignored).
+	ticking *clocktest.Manual
 	// net, when not nil, is the in-memory network the balancer listens
 	// and dials on (tests inside a testing/synctest bubble).
 	net *memnet.Network
@@ -97,6 +100,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	if opts.clock != nil {
 		bopts.Clock = handMoved{opts.clock}
+	}
+	if opts.ticking != nil {
+		bopts.Clock = opts.ticking
 	}
 	if opts.net != nil {
 		bopts.Listen, bopts.Dial = opts.net.Listen, opts.net.Dial

@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -41,10 +43,16 @@ func TestLifecycle(t *testing.T) {
 // TestStateSurvivesRestart closes the balancer and its store and opens
 // them again on the same directory: groups made through the API and
 // registered replicas (ids, tokens, drain) come back; loads do not.
+// In a synctest bubble (bubble_test.go).
 func TestStateSurvivesRestart(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testStateSurvivesRestart)
+}
+
+func testStateSurvivesRestart(t *testing.T) {
+	n := memnet.New()
 	clock := newFakeClock()
-	e := newEnv(t, envOptions{clock: clock})
+	e := newEnv(t, envOptions{net: n, clock: clock})
 	e.mustPutGroup(protocol.Group{
 		Name: "keep", Binding: protocol.PerSession, Strategy: strategy.PowerOfTwoName,
 		Params: map[string]any{"bias": 2.0}, ReportInterval: ms(20), JoinToken: "join-keep",
@@ -66,7 +74,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 		return nil
 	}))
 
-	e2 := e.reopen(envOptions{clock: clock, noStart: true})
+	e2 := e.reopen(envOptions{net: n, clock: clock, noStart: true})
 	st := e2.mustGroup("keep")
 	if st.Source != protocol.SourceAPI || st.Binding != protocol.PerSession || st.Strategy != strategy.PowerOfTwoName ||
 		paramsJSON(t, st.Params) != defaultsJSON(t, strategy.PowerOfTwoName, map[string]any{"bias": 3.0}) || st.ReportInterval != ms(20) {
@@ -261,10 +269,16 @@ func TestFailedCreateLeavesNoReplicas(t *testing.T) {
 
 // TestRemovalSurvivesRestart: a replica being removed (DELETE: drain, then
 // remove) that the balancer restarts under does not come back active.
+// In a synctest bubble (bubble_test.go).
 func TestRemovalSurvivesRestart(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testRemovalSurvivesRestart)
+}
+
+func testRemovalSurvivesRestart(t *testing.T) {
+	n := memnet.New()
 	clock := newFakeClock()
-	e := newEnv(t, envOptions{clock: clock})
+	e := newEnv(t, envOptions{net: n, clock: clock})
 	e.mustPutGroup(protocol.Group{Name: "rmr", ReportInterval: ms(20)})
 	a := e.mustRegister("rmr", "http://127.0.0.1:9301")
 	e.mustRegister("rmr", "http://127.0.0.1:9302")
@@ -281,7 +295,7 @@ func TestRemovalSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e2 := e.reopen(envOptions{clock: clock, noStart: true})
+	e2 := e.reopen(envOptions{net: n, clock: clock, noStart: true})
 	for _, r := range e2.mustGroup("rmr").Replicas {
 		if r.ID == a.ID && r.State == protocol.StateActive {
 			t.Fatalf("replica %s, removed before the restart, is back active", a.ID)

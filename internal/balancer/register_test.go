@@ -166,12 +166,17 @@ func redirects(t *testing.T, c *http.Client, frontDoor string, n int) map[string
 
 func TestDrainAndActivate(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testDrainAndActivate)
+}
+
+func testDrainAndActivate(t *testing.T) {
+	n := memnet.New()
 	clock := newFakeClock()
-	e := newEnv(t, envOptions{clock: clock})
+	e := newEnv(t, envOptions{net: n, clock: clock})
 	st := e.mustPutGroup(protocol.Group{Name: "d", Strategy: strategy.RoundRobinName, ReportInterval: ms(20)})
 	a := e.mustRegister("d", "http://127.0.0.1:9001")
 	b := e.mustRegister("d", "http://127.0.0.1:9002")
-	c := httpClient(t)
+	c := memClient(t, n)
 
 	before := e.mustReport(b.Token, protocol.Report{Load: 1})
 	if err := e.b.Drain("d", b.ID); err != nil {
