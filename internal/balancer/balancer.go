@@ -3,9 +3,15 @@
 // loop per group, publishes the immutable snapshots front doors pick on, and
 // starts and stops the front doors, pull pollers and health probes.
 //
-// It is the thin concurrent layer around the pure cores (strategy,
-// analyzer, health): every decision is made there; this package only feeds
-// them events under the group's lock and publishes their results.
+// It is the thin concurrent layer around the pure cores (groupcore, which
+// wraps the analyzer; strategy; health): every decision is made there —
+// replica states, advisories, steps, the per-balance reset, the end of
+// removals — and this package only feeds them events under the group's
+// lock, publishes their results as snapshots and writes the changes to the
+// store after releasing the lock, in the order they were made (writes.go).
+// Time, listeners and dialers come through Options (Clock, Listen, Dial),
+// so that its tests run the loops inside testing/synctest bubbles on an
+// in-memory network.
 package balancer
 
 import (
