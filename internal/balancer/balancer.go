@@ -257,6 +257,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.cancel()
+	b.opts.HTTPClient.CloseIdleConnections() // the pull polls'
 	return errors.Join(errs...)
 }
 
