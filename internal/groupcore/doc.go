@@ -45,4 +45,7 @@
 // calls per second nor in flight in its fresh report, none in flight from
 // the balancer) or has drained for DrainTimeout removes it
 // (Step.Removed).
+//
+// Behaviour is pinned by the scenario scripts in testdata (package
+// scripttest; go test -run TestScenarios -rewrite regenerates them).
 package groupcore
