@@ -55,6 +55,9 @@ type envOptions struct {
 	noStart bool
 	// joinToken is the global join token.
 	joinToken string
+	// wrapStore, when not nil, wraps the store the balancer writes to
+	// (the env still closes the store it opened).
+	wrapStore func(store.Store) store.Store
 	// ticking, when not nil, is the balancer's clock, tickers included:
 	// the loops step only when the test moves it (clock is ignored).
 	ticking *clocktest.Manual
@@ -91,8 +94,12 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		t.Fatal(err)
 	}
 	e.st = st
+	var bst store.Store = st
+	if opts.wrapStore != nil {
+		bst = opts.wrapStore(st)
+	}
 	bopts := balancer.Options{
-		Store:     st,
+		Store:     bst,
 		Logger:    quiet,
 		Rand:      strategy.NewRand(1),
 		JoinToken: opts.joinToken,

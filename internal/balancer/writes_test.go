@@ -1,44 +1,63 @@
 package balancer_test
 
 import (
-	"sync"
+	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// TestRacingWritesLandInMemoryOrder drains and activates a replica from
-// many goroutines at once: the store is written after the group lock is
-// released, and what it holds at the end must be the state the balancer
-// holds in memory (the last change made, not the last write to finish).
-func TestRacingWritesLandInMemoryOrder(t *testing.T) {
+// gatedStore holds the first write made after arm until release is
+// closed, telling blocked when it holds it.
+type gatedStore struct {
+	store.Store
+	armed   atomic.Bool
+	blocked chan struct{}
+	release chan struct{}
+}
+
+func (s *gatedStore) Txn(ctx context.Context, conds []store.Cond, ops []store.Op) (bool, int64, []store.KV, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.blocked)
+		<-s.release
+	}
+	return s.Store.Txn(ctx, conds, ops)
+}
+
+// TestLaterChangeIsWrittenLast holds a drain's store write while the
+// replica is activated again: the activation, made after the drain in
+// memory, must reach the store after it, however the two writes race.
+func TestLaterChangeIsWrittenLast(t *testing.T) {
 	t.Parallel()
-	for round := range 5 {
-		e := newEnv(t, envOptions{noStart: true})
-		e.mustPutGroup(protocol.Group{Name: "race", ReportInterval: ms(20)})
-		a := e.mustRegister("race", "http://127.0.0.1:9401")
-		var wg sync.WaitGroup
-		for i := range 16 {
-			wg.Go(func() {
-				for j := range 20 {
-					var err error
-					if (i+j)%2 == 0 {
-						err = e.b.Drain("race", a.ID)
-					} else {
-						err = e.b.Activate("race", a.ID)
-					}
-					if err != nil {
-						t.Errorf("drain/activate: %v", err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		inMemory := replicaOf(t, e.mustGroup("race"), a.ID).State
-		e2 := e.reopen(envOptions{noStart: true})
-		if stored := replicaOf(t, e2.mustGroup("race"), a.ID).State; stored != inMemory {
-			t.Fatalf("round %d: the store holds %s, memory held %s", round, stored, inMemory)
-		}
-		e2.close()
+	gate := &gatedStore{blocked: make(chan struct{}), release: make(chan struct{})}
+	e := newEnv(t, envOptions{noStart: true, wrapStore: func(st store.Store) store.Store {
+		gate.Store = st
+		return gate
+	}})
+	e.mustPutGroup(protocol.Group{Name: "order", ReportInterval: ms(20)})
+	a := e.mustRegister("order", "http://127.0.0.1:9402")
+	events := e.subscribe("order")
+
+	gate.armed.Store(true)
+	drained := make(chan error, 1)
+	go func() { drained <- e.b.Drain("order", a.ID) }()
+	recv(t, gate.blocked, 5*time.Second, "the drain's write to reach the store")
+	activated := make(chan error, 1)
+	go func() { activated <- e.b.Activate("order", a.ID) }()
+	// The activation is made in memory while the drain's write is held.
+	waitEvent(t, events, 5*time.Second, membership(stateIs(a.ID, protocol.StateActive)))
+	close(gate.release)
+	if err := recv(t, drained, 5*time.Second, "Drain"); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, activated, 5*time.Second, "Activate"); err != nil {
+		t.Fatal(err)
+	}
+	e2 := e.reopen(envOptions{noStart: true})
+	if got := replicaOf(t, e2.mustGroup("order"), a.ID).State; got != protocol.StateActive {
+		t.Errorf("the store holds %s, want active (the later change)", got)
 	}
 }
