@@ -182,6 +182,10 @@ func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 		ev = groupcore.Drain
 	}
 	g.mu.Lock()
+	if g.members[id] != m { // removed meanwhile: its record must stay deleted
+		g.mu.Unlock()
+		return fmt.Errorf("%w %q in group %s", ErrUnknownReplica, id, groupName)
+	}
 	g.applyLocked(m, ev)
 	write := g.putReplicaLocked(m.rec)
 	g.membershipChangedLocked()
@@ -202,6 +206,10 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 		return err
 	}
 	g.mu.Lock()
+	if g.members[id] != m { // removed meanwhile
+		g.mu.Unlock()
+		return fmt.Errorf("%w %q in group %s", ErrUnknownReplica, id, groupName)
+	}
 	var write *storeWrite
 	if g.applyLocked(m, groupcore.Remove) {
 		write = g.putReplicaLocked(m.rec)
