@@ -6,8 +6,9 @@
 // It is a pure, synchronous core in the shape of etcd's RawNode: events go
 // in (SetReplicas, Report, Bound, Step with the current time), decisions
 // come out (advisories, Step's views and planned moves). It does no I/O,
-// never reads the clock and is not safe for concurrent use; the balancer
-// wraps it with its group lock and calls Step from a ticker.
+// never reads the clock and is not safe for concurrent use. Package
+// groupcore wraps it with a group's replica states and binding mode; the
+// balancer holds its group lock around that and calls Step from a ticker.
 //
 //	a := analyzer.New(s, 500*time.Millisecond)
 //	a.SetReplicas([]analyzer.ReplicaInfo{{ID: "a", Weight: 1, State: analyzer.StateActive}, ...})
