@@ -10,8 +10,9 @@ import (
 // group's weighted mean of those, whether the replica is out of bounds.
 // When none is, the group is left alone. Otherwise the move planner
 // (PlanMoves) works from every reported replica's effective (dampened)
-// load and the smoothed rates of its listed clients, and a plan that gains more than half of minImprovement becomes
-// `high` advisories naming the clients each source replica sends back; a
+// load and the smoothed rates of its listed clients, and a plan that
+// gains more than half of minImprovement becomes `high` advisories naming
+// the clients each source replica sends back; a
 // move must gain half of minImprovement (and at least DefaultMoveCost) to
 // be worth making. Both are in spread units, the tolerance's; PlanMoves
 // ranks by CV and converts them. The trigger is the tolerance band itself,
