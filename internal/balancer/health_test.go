@@ -90,11 +90,11 @@ func testActiveHealth(t *testing.T) {
 
 // passiveGroup is a per-request round-robin group with a good and a
 // failing replica, ejected after 3 failed calls for 200ms.
-func passiveGroup(t *testing.T, e *env, name string) passiveSetup {
+func passiveGroup(t *testing.T, e *env, n *memnet.Network, name string) passiveSetup {
 	t.Helper()
 	var failures atomic.Int64
-	good := newReplica(t, named("good"))
-	bad := newReplica(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	good := newMemReplica(t, n, named("good"))
+	bad := newMemReplica(t, n, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		failures.Add(1)
 		http.Error(w, "broken", http.StatusInternalServerError)
 	}))
@@ -104,8 +104,8 @@ func passiveGroup(t *testing.T, e *env, name string) passiveSetup {
 	})
 	return passiveSetup{
 		frontDoor: gs.Advertise,
-		good:      e.mustRegister(name, good.URL).ID,
-		bad:       e.mustRegister(name, bad.URL).ID,
+		good:      e.mustRegister(name, good).ID,
+		bad:       e.mustRegister(name, bad).ID,
 		badCalls:  &failures,
 	}
 }
@@ -138,13 +138,19 @@ func callUntilEjected(t *testing.T, c *http.Client, g passiveSetup, n int64) {
 // after the ejection time, which grows with repeats. The balancer's clock
 // stands still but when the test moves it, so the ejections end exactly
 // when the test says.
+// In a synctest bubble (bubble_test.go).
 func TestPassiveEjection(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, testPassiveEjection)
+}
+
+func testPassiveEjection(t *testing.T) {
+	n := memnet.New()
 	clock := newFakeClock()
-	e := newEnv(t, envOptions{clock: clock})
-	g := passiveGroup(t, e, "pe")
+	e := newEnv(t, envOptions{net: n, clock: clock})
+	g := passiveGroup(t, e, n, "pe")
 	events := e.subscribe("pe")
-	c := httpClient(t)
+	c := memClient(t, n)
 
 	eject := func() {
 		t.Helper()
@@ -192,12 +198,18 @@ func TestPassiveEjection(t *testing.T) {
 
 // TestPassiveEjectionRealClock is the same on the real clock: an ejected
 // replica comes back by itself after base_ejection.
+// In a synctest bubble (bubble_test.go).
 func TestPassiveEjectionRealClock(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
-	g := passiveGroup(t, e, "pr")
+	synctest.Test(t, testPassiveEjectionRealClock)
+}
+
+func testPassiveEjectionRealClock(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
+	g := passiveGroup(t, e, n, "pr")
 	events := e.subscribe("pr")
-	c := httpClient(t)
+	c := memClient(t, n)
 
 	callUntilEjected(t, c, g, 3)
 	ejected := waitEvent(t, events, 5*time.Second, membership(stateIs(g.bad, protocol.StateEjected)))
@@ -215,9 +227,15 @@ func TestPassiveEjectionRealClock(t *testing.T) {
 
 // TestPassiveEjectionCap fails every replica: at most max_ejected_percent
 // of the group is ejected at once.
+// In a synctest bubble (bubble_test.go).
 func TestPassiveEjectionCap(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{clock: newFakeClock()})
+	synctest.Test(t, testPassiveEjectionCap)
+}
+
+func testPassiveEjectionCap(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n, clock: newFakeClock()})
 	var calls atomic.Int64
 	failing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
@@ -228,9 +246,9 @@ func TestPassiveEjectionCap(t *testing.T) {
 		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: 2, BaseEjection: ms(200), MaxEjectedPercent: 50}},
 	})
 	for range 4 {
-		e.mustRegister("cap", newReplica(t, failing).URL)
+		e.mustRegister("cap", newMemReplica(t, n, failing))
 	}
-	c := httpClient(t)
+	c := memClient(t, n)
 	for range 40 {
 		if a := get(t, c, st.Advertise+"/work"); a.status != http.StatusBadGateway {
 			t.Fatalf("front door answered %d %s, want the replicas' 502", a.status, a.body)

@@ -52,6 +52,9 @@ type Options struct {
 	// default, when empty) or EngineStdlib (net/http for every
 	// connection).
 	Engine string
+	// Dial opens connections to members (both engines); a net.Dialer's
+	// when nil. The call's connect timeout bounds it through ctx.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // The HTTP/1 engines (config key http_engine).
@@ -129,7 +132,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 	s.handoff = newHandoff()
 	s.listeners = map[*net.Listener]struct{}{}
 
-	s.up = newUpstream(s)
+	s.up = newUpstream(s, opts.Dial)
 	if opts.Engine != EngineStdlib {
 		cfg := lean.Config{Group: g, Members: s.up.fast, Answer: errorAnswer, Log: s.log, Now: s.now, Timeouts: to, Via: viaName}
 		if s.acc != nil {

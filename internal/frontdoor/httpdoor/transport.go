@@ -27,14 +27,17 @@ type upstream struct {
 	fast   *lean.MemberClient
 }
 
-func newUpstream(s *Server) *upstream {
-	d := &dialer{}
+func newUpstream(s *Server, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *upstream {
+	d := &dialer{dial: dial}
+	if d.dial == nil {
+		d.dial = (&net.Dialer{}).DialContext
+	}
 	p1 := new(http.Protocols)
 	p1.SetHTTP1(true)
 	p2 := new(http.Protocols)
 	p2.SetUnencryptedHTTP2(true)
 	p2.SetHTTP2(true)
-	return &upstream{s: s, h1: newTransport(d, p1), h2: newTransport(d, p2), fast: lean.NewMemberClient(d.dial)}
+	return &upstream{s: s, h1: newTransport(d, p1), h2: newTransport(d, p2), fast: lean.NewMemberClient(d.dialMember)}
 }
 
 func newTransport(d *dialer, p *http.Protocols) *http.Transport {
@@ -42,7 +45,7 @@ func newTransport(d *dialer, p *http.Protocols) *http.Transport {
 		// Never through an environment proxy: replicas are addressed
 		// directly.
 		Proxy:                 nil,
-		DialContext:           d.dial,
+		DialContext:           d.dialMember,
 		Protocols:             p,
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   256,
@@ -147,9 +150,11 @@ func (c *call) outcome(ctx context.Context, err error) frontdoor.Outcome {
 
 // dialer dials members with the connect timeout of the call that asked
 // for the connection, and marks its failures as dial errors.
-type dialer struct{ d net.Dialer }
+type dialer struct {
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
 
-func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+func (d *dialer) dialMember(ctx context.Context, network, addr string) (net.Conn, error) {
 	if c := callFrom(ctx); c != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.to.Connect)
@@ -160,7 +165,7 @@ func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, erro
 		ctx, cancel = context.WithTimeout(ctx, DefaultConnectTimeout)
 		defer cancel()
 	}
-	conn, err := d.d.DialContext(ctx, network, addr)
+	conn, err := d.dial(ctx, network, addr)
 	if err != nil {
 		return nil, &dialError{err: err}
 	}
