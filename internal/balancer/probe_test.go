@@ -8,9 +8,11 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -19,7 +21,9 @@ import (
 // (and ALBL's object fetches) after a delay, load probes with a set
 // answer, and counts the calls that are not probes.
 type probedReplica struct {
-	srv       *httptest.Server
+	srv *httptest.Server // nil on an in-memory network
+	// url is the replica's base URL.
+	url       string
 	calls     atomic.Int64
 	probes    atomic.Int64
 	delay     atomic.Int64 // ns
@@ -30,27 +34,38 @@ type probedReplica struct {
 func newProbedReplica(t *testing.T) *probedReplica {
 	t.Helper()
 	rp := &probedReplica{}
-	rp.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == protocol.ProbePath {
-			rp.probes.Add(1)
-			_ = json.NewEncoder(w).Encode(protocol.LoadProbe{RIF: rp.rif.Load(), LatencyMS: float64(rp.latencyUS.Load()) / 1000})
-			return
-		}
-		if r.Header.Get(protocol.HeaderProbe) != "" {
-			rp.probes.Add(1)
-		} else {
-			rp.calls.Add(1)
-		}
-		if d := time.Duration(rp.delay.Load()); d > 0 {
-			select {
-			case <-time.After(d):
-			case <-r.Context().Done():
-			}
-		}
-		_, _ = io.WriteString(w, "ok")
-	}))
+	rp.srv = httptest.NewServer(rp)
 	t.Cleanup(rp.srv.Close)
+	rp.url = rp.srv.URL
 	return rp
+}
+
+// newMemProbedReplica is a probedReplica on n (bubble_test.go).
+func newMemProbedReplica(t *testing.T, n *memnet.Network) *probedReplica {
+	t.Helper()
+	rp := &probedReplica{}
+	rp.url = newMemReplica(t, n, rp)
+	return rp
+}
+
+func (rp *probedReplica) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == protocol.ProbePath {
+		rp.probes.Add(1)
+		_ = json.NewEncoder(w).Encode(protocol.LoadProbe{RIF: rp.rif.Load(), LatencyMS: float64(rp.latencyUS.Load()) / 1000})
+		return
+	}
+	if r.Header.Get(protocol.HeaderProbe) != "" {
+		rp.probes.Add(1)
+	} else {
+		rp.calls.Add(1)
+	}
+	if d := time.Duration(rp.delay.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+		}
+	}
+	_, _ = io.WriteString(w, "ok")
 }
 
 // callsThrough sends n calls through the front door and fails the test if
@@ -94,9 +109,9 @@ func TestALBLOverRealSockets(t *testing.T) {
 		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: -1}},
 	})
 	events := e.subscribe("albl")
-	e.mustRegister("albl", a.srv.URL)
-	e.mustRegister("albl", b.srv.URL)
-	zReg := e.mustRegister("albl", z.srv.URL)
+	e.mustRegister("albl", a.url)
+	e.mustRegister("albl", b.url)
+	zReg := e.mustRegister("albl", z.url)
 	c := httpClient(t)
 
 	eventually(t, 10*time.Second, func() error {
@@ -160,9 +175,9 @@ func TestPrequalOverRealSockets(t *testing.T) {
 		Params: map[string]any{"probe_timeout": "1s", "q_rif": 0.5},
 		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: -1}},
 	})
-	e.mustRegister("pq", a.srv.URL)
-	e.mustRegister("pq", b.srv.URL)
-	zReg := e.mustRegister("pq", z.srv.URL)
+	e.mustRegister("pq", a.url)
+	e.mustRegister("pq", b.url)
+	zReg := e.mustRegister("pq", z.url)
 	c := httpClient(t)
 
 	// z is the fastest; once probed it takes (nearly) every call. The
@@ -201,12 +216,18 @@ func TestPrequalOverRealSockets(t *testing.T) {
 
 // TestProbeLoopFollowsTheStrategy: switching to a probing strategy starts
 // probes, switching away stops them, and the loop ends with the balancer.
+// In a synctest bubble (bubble_test.go).
 func TestProbeLoopFollowsTheStrategy(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
-	rp := newProbedReplica(t)
+	synctest.Test(t, testProbeLoopFollowsTheStrategy)
+}
+
+func testProbeLoopFollowsTheStrategy(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
+	rp := newMemProbedReplica(t, n)
 	e.mustPutGroup(protocol.Group{Name: "sw", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName})
-	e.mustRegister("sw", rp.srv.URL)
+	e.mustRegister("sw", rp.url)
 	name := strategy.PrequalName
 	if _, err := e.b.PatchGroup("sw", protocol.GroupPatch{Strategy: &name}); err != nil {
 		t.Fatal(err)
@@ -234,7 +255,7 @@ func TestProbeLoopFollowsTheStrategy(t *testing.T) {
 		}
 		return nil
 	})
-	c := httpClient(t)
+	c := memClient(t, n)
 	callsThrough(t, c, e.mustGroup("sw").Listening, 5)
 	if n := rp.probes.Load(); n != last {
 		t.Errorf("probes went on after switching to round-robin: %d, then %d", last, n)
@@ -243,17 +264,23 @@ func TestProbeLoopFollowsTheStrategy(t *testing.T) {
 
 // TestORCAWeightsFromReports: weighted-round-robin-orca splits calls by
 // qps/utilization from the replicas' reports.
+// In a synctest bubble (bubble_test.go).
 func TestORCAWeightsFromReports(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
-	a, b := newProbedReplica(t), newProbedReplica(t)
+	synctest.Test(t, testORCAWeightsFromReports)
+}
+
+func testORCAWeightsFromReports(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
+	a, b := newMemProbedReplica(t, n), newMemProbedReplica(t, n)
 	st := e.mustPutGroup(protocol.Group{
 		Name: "orca", Binding: protocol.PerRequest, Strategy: strategy.WeightedRoundRobinORCAName, ReportInterval: ms(50),
 		Params: map[string]any{"blackout_period": "0s", "weight_update_period": "100ms"},
 	})
-	ra := e.mustRegister("orca", a.srv.URL)
-	rb := e.mustRegister("orca", b.srv.URL)
-	c := httpClient(t)
+	ra := e.mustRegister("orca", a.url)
+	rb := e.mustRegister("orca", b.url)
+	c := memClient(t, n)
 	eventually(t, 10*time.Second, func() error {
 		// a: 300/0.5 = 600, b: 100/0.5 = 200.
 		e.mustReport(ra.Token, protocol.Report{Load: 1, Metrics: map[string]float64{protocol.MetricRPS: 300, protocol.MetricUtilization: 0.5}})
@@ -267,14 +294,20 @@ func TestORCAWeightsFromReports(t *testing.T) {
 
 // TestETTUsesReportsAndCapacitiesByAddress: ett sends calls to the replica
 // of least estimated task time; capacities are found by address.
+// In a synctest bubble (bubble_test.go).
 func TestETTUsesReportsAndCapacitiesByAddress(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
-	a, b := newProbedReplica(t), newProbedReplica(t)
+	synctest.Test(t, testETTUsesReportsAndCapacitiesByAddress)
+}
+
+func testETTUsesReportsAndCapacitiesByAddress(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
+	a, b := newMemProbedReplica(t, n), newMemProbedReplica(t, n)
 	st := e.mustPutGroup(protocol.Group{Name: "ett", Binding: protocol.PerRequest, Strategy: strategy.ETTName, ReportInterval: ms(50)})
-	ra := e.mustRegister("ett", a.srv.URL)
-	rb := e.mustRegister("ett", b.srv.URL)
-	c := httpClient(t)
+	ra := e.mustRegister("ett", a.url)
+	rb := e.mustRegister("ett", b.url)
+	c := memClient(t, n)
 	report := func() {
 		e.mustReport(ra.Token, protocol.Report{Load: 1, Metrics: map[string]float64{protocol.MetricCPU: 0.9}})
 		e.mustReport(rb.Token, protocol.Report{Load: 1, Metrics: map[string]float64{protocol.MetricCPU: 0.1}})
@@ -287,7 +320,7 @@ func TestETTUsesReportsAndCapacitiesByAddress(t *testing.T) {
 		return nil
 	})
 	// a has twenty times b's capacity: 1/(20·0.1) < 1/(1·0.9).
-	if _, err := e.b.PatchGroup("ett", protocol.GroupPatch{Params: map[string]any{"capacities": map[string]any{a.srv.URL + "/": map[string]any{"cpu": 20}}}}); err != nil {
+	if _, err := e.b.PatchGroup("ett", protocol.GroupPatch{Params: map[string]any{"capacities": map[string]any{a.url + "/": map[string]any{"cpu": 20}}}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, func() error {
@@ -302,14 +335,20 @@ func TestETTUsesReportsAndCapacitiesByAddress(t *testing.T) {
 // TestReportedInflightCountsBeyondTheBalancers: a report's calls in flight
 // beyond the front door's own (calls that reach the replica without it)
 // make least-connections avoid the replica until a report shows them gone.
+// In a synctest bubble (bubble_test.go).
 func TestReportedInflightCountsBeyondTheBalancers(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
-	a, b := newProbedReplica(t), newProbedReplica(t)
+	synctest.Test(t, testReportedInflightCountsBeyondTheBalancers)
+}
+
+func testReportedInflightCountsBeyondTheBalancers(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
+	a, b := newMemProbedReplica(t, n), newMemProbedReplica(t, n)
 	st := e.mustPutGroup(protocol.Group{Name: "lc", Binding: protocol.PerRequest, Strategy: strategy.LeastConnectionsName, ReportInterval: ms(50)})
-	ra := e.mustRegister("lc", a.srv.URL)
-	rb := e.mustRegister("lc", b.srv.URL)
-	c := httpClient(t)
+	ra := e.mustRegister("lc", a.url)
+	rb := e.mustRegister("lc", b.url)
+	c := memClient(t, n)
 	report := func(aInflight float64) {
 		e.mustReport(ra.Token, protocol.Report{Load: 1, Metrics: map[string]float64{protocol.MetricInflight: aInflight}})
 		e.mustReport(rb.Token, protocol.Report{Load: 1, Metrics: map[string]float64{protocol.MetricInflight: 0}})

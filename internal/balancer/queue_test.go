@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -14,9 +16,15 @@ import (
 // A per-request group with a queue holds the call that finds its only
 // replica full, shows it in its status, and hands it to a replica that
 // joins meanwhile.
+// In a synctest bubble (bubble_test.go).
 func TestQueuedCallTakesAJoiningReplica(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
+	synctest.Test(t, testQueuedCallTakesAJoiningReplica)
+}
+
+func testQueuedCallTakesAJoiningReplica(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n})
 	entered := make(chan string, 4)
 	release := make(chan struct{})
 	gated := func(name string) http.Handler {
@@ -33,8 +41,8 @@ func TestQueuedCallTakesAJoiningReplica(t *testing.T) {
 	if st.Queue.Order != protocol.QueueFIFO || st.QueueStats == nil {
 		t.Fatalf("group status queue %+v, stats %v; want fifo by default and stats shown", st.Queue, st.QueueStats)
 	}
-	e.mustRegister("q", newReplica(t, gated("a")).URL)
-	c := httpClient(t)
+	e.mustRegister("q", newMemReplica(t, n, gated("a")))
+	c := memClient(t, n)
 	answers := make(chan answer, 2)
 	call := func(path string) {
 		res, err := c.Get(st.Advertise + path)
@@ -57,7 +65,7 @@ func TestQueuedCallTakesAJoiningReplica(t *testing.T) {
 		}
 		return nil
 	})
-	e.mustRegister("q", newReplica(t, gated("b")).URL)
+	e.mustRegister("q", newMemReplica(t, n, gated("b")))
 	if got := recv(t, entered, 5*time.Second, "the queued call"); got != "b" {
 		t.Fatalf("queued call went to %s, want the new replica b", got)
 	}
