@@ -3,6 +3,7 @@ package balancer_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -94,4 +95,22 @@ func TestLoopsTickOnTheClock(t *testing.T) {
 			t.Errorf("%d polls after one interval, want 2", got)
 		}
 	})
+}
+
+// onNetwork moves an unstarted httptest server to a fresh address of n.
+func onNetwork(t *testing.T, srv *httptest.Server, n *memnet.Network) {
+	t.Helper()
+	ln, err := n.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener.Close()
+	srv.Listener = ln
+}
+
+// memAdminClient is adminClient over n.
+func memAdminClient(t *testing.T, n *memnet.Network) *http.Client {
+	tr := &http.Transport{Proxy: nil, DialContext: n.Dial}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }

@@ -116,6 +116,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	if opts.admin {
 		e.srv = httptest.NewUnstartedServer(nil)
+		if opts.net != nil {
+			onNetwork(t, e.srv, opts.net)
+		}
 		e.adminURL = "http://" + e.srv.Listener.Addr().String()
 		bopts.AdminURL = e.adminURL
 	}
@@ -461,6 +464,13 @@ func newUnstartedReplica(t *testing.T) *unstartedReplica {
 	srv := httptest.NewUnstartedServer(nil)
 	t.Cleanup(srv.Close)
 	return &unstartedReplica{srv: srv}
+}
+
+// newMemUnstartedReplica is an unstartedReplica on n (bubble_test.go).
+func newMemUnstartedReplica(t *testing.T, n *memnet.Network) *unstartedReplica {
+	r := newUnstartedReplica(t)
+	onNetwork(t, r.srv, n)
+	return r
 }
 
 // URL is the replica's base URL.

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
+	"github.com/fulcrum-lb/fulcrum/internal/memnet"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -20,9 +22,15 @@ import (
 // from its next report, sends the client back on its next call instead of
 // running it, and the front door binds the client to the other replica,
 // counting a rebind there.
+// In a synctest bubble (bubble_test.go).
 func TestDrainSendsBoundClientsBack(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{admin: true})
+	synctest.Test(t, testDrainSendsBoundClientsBack)
+}
+
+func testDrainSendsBoundClientsBack(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n, admin: true})
 	st := e.mustPutGroup(protocol.Group{Name: "dr", Strategy: strategy.RoundRobinName, ReportInterval: ms(20)})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -36,8 +44,8 @@ func TestDrainSendsBoundClientsBack(t *testing.T) {
 	var names [2]string
 	for i := range names {
 		r := &replica{}
-		srv := newUnstartedReplica(t)
-		mon, err := monitor.New(monitor.Options{Admin: e.adminURL, Group: "dr", Address: srv.URL(), HTTPClient: adminClient(t), Logger: quiet})
+		srv := newMemUnstartedReplica(t, n)
+		mon, err := monitor.New(monitor.Options{Admin: e.adminURL, Group: "dr", Address: srv.URL(), HTTPClient: memAdminClient(t, n), Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +68,7 @@ func TestDrainSendsBoundClientsBack(t *testing.T) {
 		names[i] = reg.ID
 	}
 
-	base := &http.Transport{Proxy: nil}
+	base := &http.Transport{Proxy: nil, DialContext: n.Dial}
 	t.Cleanup(base.CloseIdleConnections)
 	tr := client.NewTransport(client.Options{Base: base, Logger: quiet})
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}

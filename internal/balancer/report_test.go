@@ -166,19 +166,25 @@ func testPullMode(t *testing.T) {
 
 // TestPullModeWithMonitor polls the real monitor middleware, registered
 // through the real admin API.
+// In a synctest bubble (bubble_test.go).
 func TestPullModeWithMonitor(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{admin: true})
+	synctest.Test(t, testPullModeWithMonitor)
+}
+
+func testPullModeWithMonitor(t *testing.T) {
+	n := memnet.New()
+	e := newEnv(t, envOptions{net: n, admin: true})
 	e.mustPutGroup(protocol.Group{Name: "mpull", ReportInterval: ms(20)})
 
-	srv := newUnstartedReplica(t)
+	srv := newMemUnstartedReplica(t, n)
 	mon, err := monitor.New(monitor.Options{
 		Admin:      e.adminURL,
 		Group:      "mpull",
 		Address:    srv.URL(),
 		Mode:       protocol.MonitorPull,
 		LoadFunc:   func() float64 { return 4 },
-		HTTPClient: adminClient(t),
+		HTTPClient: memAdminClient(t, n),
 		Logger:     quiet,
 	})
 	if err != nil {
