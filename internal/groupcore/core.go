@@ -78,9 +78,6 @@ func (c *Core) Configure(set Settings) {
 // SetStrategy switches the strategy (analyzer.SetStrategy).
 func (c *Core) SetStrategy(s strategy.Strategy) { c.an.SetStrategy(s) }
 
-// Strategy returns the strategy in use.
-func (c *Core) Strategy() strategy.Strategy { return c.an.Strategy() }
-
 // Add adds replica id (after the others) with its weight and lifecycle, or
 // replaces both for a member. It returns the replica's state.
 func (c *Core) Add(id string, weight float64, life Lifecycle) string {
@@ -141,15 +138,6 @@ func (c *Core) ApplyAll(ev Event, now time.Time) bool {
 		c.sync()
 	}
 	return changed
-}
-
-// Lifecycle returns replica id's lifecycle (the zero value for an unknown
-// id).
-func (c *Core) Lifecycle(id string) Lifecycle {
-	if m := c.byID[id]; m != nil {
-		return m.life
-	}
-	return Lifecycle{}
 }
 
 // State returns replica id's state ("" for an unknown id).
