@@ -133,9 +133,3 @@ func (l Lifecycle) Draining() bool { return l.admin != serving }
 
 // Removing reports whether the replica is being removed (see Draining).
 func (l Lifecycle) Removing() bool { return l.admin == removing }
-
-// Down reports whether the active health checks hold the replica down.
-func (l Lifecycle) Down() bool { return l.down }
-
-// IsEjected reports whether passive ejection holds the replica out.
-func (l Lifecycle) IsEjected() bool { return l.ejected }
