@@ -67,9 +67,9 @@ type Options struct {
 	// Listen opens the front doors' listeners; net.Listen when nil.
 	Listen func(network, addr string) (net.Listener, error)
 	// Dial opens the connections of pull polls (with the default
-	// HTTPClient), health probes, strategy probes and the HTTP front
-	// doors' calls to replicas; a net.Dialer's when nil. (GIOP front doors
-	// and GIOP health probes dial on their own.)
+	// HTTPClient), health probes (HTTP and GIOP), strategy probes and the
+	// front doors' calls to replicas (HTTP and GIOP); a net.Dialer's when
+	// nil.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Rand seeds strategies; a time-seeded source when nil.
 	Rand strategy.Rand

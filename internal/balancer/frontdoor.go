@@ -33,7 +33,7 @@ type frontDoorServer interface {
 func (g *group) newFrontDoorLocked() frontDoorServer {
 	log := g.b.log.With("group", g.name)
 	if g.spec.Protocol == protocol.ProtocolGIOP {
-		return giopdoor.New(g, giopdoor.Options{Logger: log})
+		return giopdoor.New(g, giopdoor.Options{Logger: log, Dial: g.b.opts.Dial})
 	}
 	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: g.b.opts.AccessLog, Engine: g.b.opts.HTTPEngine, Dial: g.b.opts.Dial})
 }
@@ -111,10 +111,13 @@ func (g *group) forwardIORLocked(m *member, typeID string) *ior.IOR {
 // rather than a bare TCP connect, so that a replica whose ORB accepts
 // connections but no longer serves the object (or nothing at all) is taken
 // out; every ORB answers LocateRequests without running application code.
-func giopProbe(ctx context.Context, t health.Target) bool {
-	ref, err := registry.ParseGIOPAddress(t.URL)
-	if err != nil {
-		return false
+// It connects with dial (the balancer's Options.Dial).
+func giopProbe(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(context.Context, health.Target) bool {
+	return func(ctx context.Context, t health.Target) bool {
+		ref, err := registry.ParseGIOPAddress(t.URL)
+		if err != nil {
+			return false
+		}
+		return giopdoor.Locate(ctx, dial, ref) == nil
 	}
-	return giopdoor.Locate(ctx, ref) == nil
 }

@@ -2,6 +2,7 @@ package balancer_test
 
 import (
 	"context"
+	"net"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,6 +65,8 @@ type envOptions struct {
 	// net, when not nil, is the in-memory network the balancer listens
 	// and dials on (tests inside a testing/synctest bubble).
 	net *memnet.Network
+	// dial, when not nil, is the balancer's Options.Dial (net wins).
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -110,6 +113,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	if opts.ticking != nil {
 		bopts.Clock = opts.ticking
+	}
+	if opts.dial != nil {
+		bopts.Dial = opts.dial
 	}
 	if opts.net != nil {
 		bopts.Listen, bopts.Dial = opts.net.Listen, opts.net.Dial

@@ -51,7 +51,7 @@ func (h *groupHealth) newProberLocked() {
 	g := h.g
 	opts := health.ProberOptions{Logger: g.b.log.With("group", g.name), OnResult: h.onProbeResult, Clock: g.b.clock, Dial: g.b.opts.Dial}
 	if g.spec.Protocol == protocol.ProtocolGIOP {
-		opts.Probe = giopProbe
+		opts.Probe = giopProbe(g.b.opts.Dial)
 	}
 	h.prober = health.NewProber(g.spec.Health, h.onProbe, opts)
 	h.proberProto = g.spec.Protocol

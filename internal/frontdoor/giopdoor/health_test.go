@@ -21,18 +21,18 @@ func TestLocateProbe(t *testing.T) {
 	s := startServant(t, "obj")
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
-	if err := giopdoor.Locate(ctx, s.ref); err != nil {
+	if err := giopdoor.Locate(ctx, nil, s.ref); err != nil {
 		t.Fatalf("Locate(live object) = %v", err)
 	}
 	gone := s.ref
 	p, _ := gone.IIOP()
 	p.ObjectKey = []byte("other")
 	gone.Profiles = []ior.Profile{p}
-	if err := giopdoor.Locate(ctx, gone); err == nil || !strings.Contains(err.Error(), "UNKNOWN_OBJECT") {
+	if err := giopdoor.Locate(ctx, nil, gone); err == nil || !strings.Contains(err.Error(), "UNKNOWN_OBJECT") {
 		t.Fatalf("Locate(unknown key) = %v, want UNKNOWN_OBJECT", err)
 	}
 	s.stop()
-	if err := giopdoor.Locate(ctx, s.ref); err == nil {
+	if err := giopdoor.Locate(ctx, nil, s.ref); err == nil {
 		t.Fatal("Locate(stopped servant) = nil")
 	}
 	// A peer that accepts and never answers is bounded by ctx.
@@ -45,7 +45,7 @@ func TestLocateProbe(t *testing.T) {
 	short, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel2()
 	start := time.Now()
-	if err := giopdoor.Locate(short, silent); err == nil {
+	if err := giopdoor.Locate(short, nil, silent); err == nil {
 		t.Fatal("Locate(silent peer) = nil")
 	}
 	if d := time.Since(start); d > 5*time.Second {

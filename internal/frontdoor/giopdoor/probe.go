@@ -21,9 +21,10 @@ const probeRequestID = 1
 // for its object key, in the GIOP version of its IIOP profile (1.2 at
 // most), on a connection of its own, closed afterwards. It returns nil when
 // the answer is OBJECT_HERE, OBJECT_FORWARD or OBJECT_FORWARD_PERM, and an
-// error naming what happened otherwise. ctx bounds the whole exchange. The
-// balancer's health probes of GIOP replicas use it.
-func Locate(ctx context.Context, ref ior.IOR) error {
+// error naming what happened otherwise. ctx bounds the whole exchange;
+// dial opens the connection (a net.Dialer's when nil). The balancer's
+// health probes of GIOP replicas use it.
+func Locate(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), ref ior.IOR) error {
 	p, ok := ref.IIOP()
 	if !ok {
 		return errNoReference
@@ -32,8 +33,10 @@ func Locate(ctx context.Context, ref ior.IOR) error {
 	if p.Version.Major != 1 {
 		v = giop.V12
 	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", p.Address().HostPort())
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	nc, err := dial(ctx, "tcp", p.Address().HostPort())
 	if err != nil {
 		return err
 	}

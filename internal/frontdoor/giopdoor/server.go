@@ -34,13 +34,17 @@ type Options struct {
 	// Now is the clock of the latencies reported to Group.Observe;
 	// time.Now when nil. Deadlines always run on the real clock.
 	Now func() time.Time
+	// Dial opens the connections to members; a net.Dialer's when nil.
+	// Each dial is bounded by the group's connect timeout.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Server is the GIOP front door of one group. Safe for concurrent use.
 type Server struct {
-	g   frontdoor.Group
-	log *slog.Logger
-	now func() time.Time
+	g    frontdoor.Group
+	log  *slog.Logger
+	now  func() time.Time
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	up *upstreams
 	// budget bounds what the half-read messages of all client connections
@@ -64,6 +68,10 @@ func New(g frontdoor.Group, opts Options) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.dial = opts.Dial
+	if s.dial == nil {
+		s.dial = (&net.Dialer{}).DialContext
 	}
 	s.up = newUpstreams(s)
 	s.budget = wire.NewBudget(maxBufferedBytes(g.Snapshot()))

@@ -1,6 +1,7 @@
 package giopdoor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -73,7 +74,13 @@ func (u *upstreams) get(m *frontdoor.Member, v giop.Version, to frontdoor.Timeou
 	}
 	u.mu.Unlock()
 
-	nc, err := net.DialTimeout("tcp", key.addr, to.Connect)
+	ctx := context.Background()
+	if to.Connect > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, to.Connect)
+		defer cancel()
+	}
+	nc, err := u.s.dial(ctx, "tcp", key.addr)
 	if err != nil {
 		return nil, fmt.Errorf("giopdoor: connecting to %s: %w", key.addr, err)
 	}
