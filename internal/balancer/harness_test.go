@@ -2,12 +2,12 @@ package balancer_test
 
 import (
 	"context"
-	"net"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
