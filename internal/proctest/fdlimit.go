@@ -88,10 +88,7 @@ func ExhaustDescriptors(ctx context.Context, t testing.TB, p *Proc, addr string,
 		}
 		conns = append(conns, nc)
 	}
-	held := func() int {
-		ents, _ := os.ReadDir("/proc/" + strconv.Itoa(p.Pid()) + "/fd")
-		return len(ents)
-	}
+	held := func() int { return heldDescriptors(p) }
 	for held() < limit {
 		if len(conns) >= maxConns {
 			Poll(ctx, t, "the child to hold its limit of descriptors", func() (bool, string) {
@@ -110,15 +107,29 @@ func ExhaustDescriptors(ctx context.Context, t testing.TB, p *Proc, addr string,
 
 // RunOutOfDescriptors starts the child (StartFDLimitChild), floods its
 // address with connections until it runs out of descriptors
-// (ExhaustDescriptors, 16 beyond the limit), and closes them: the child is
-// then to serve again. It returns the child, its address and how many
+// (ExhaustDescriptors, 16 beyond the limit), closes them, and waits until
+// the child has let go of them (it holds at most 2 descriptors more than
+// before the flood): the child is then to serve again, a call that needs
+// a descriptor or two of its own (an accepted connection, a dial
+// upstream) included. It returns the child, its address and how many
 // connections it took.
 func RunOutOfDescriptors(ctx context.Context, t *testing.T, limit int) (p *Proc, addr string, flood int) {
 	t.Helper()
 	p, addr = StartFDLimitChild(ctx, t, limit)
+	before := heldDescriptors(p)
 	conns := ExhaustDescriptors(ctx, t, p, addr, limit, 16, 1000)
 	closeAll(conns)
+	Poll(ctx, t, "the child to let go of the flood's descriptors", func() (bool, string) {
+		n := heldDescriptors(p)
+		return n <= before+2, strconv.Itoa(n) + " held, " + strconv.Itoa(before) + " before the flood"
+	})
 	return p, addr, len(conns)
+}
+
+// heldDescriptors is how many descriptors p holds.
+func heldDescriptors(p *Proc) int {
+	ents, _ := os.ReadDir("/proc/" + strconv.Itoa(p.Pid()) + "/fd")
+	return len(ents)
 }
 
 // EndFDLimitChild closes the child's stdin and fails t unless it exits 0.
