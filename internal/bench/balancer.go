@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 	"io"
 	"net"
 	"net/http"
@@ -152,32 +153,8 @@ func yamlQuote(s string) string {
 // FrontDoor returns the URL of a group's front door.
 func (b *Balancer) FrontDoor(group string) string { return b.doors[group] }
 
-// GroupStatus is the part of the admin API's group status the bench
-// reads.
-type GroupStatus struct {
-	Name      string `json:"name"`
-	Advertise string `json:"advertise"`
-	Binding   string `json:"binding"`
-	Replicas  []struct {
-		ID          string `json:"id"`
-		Address     string `json:"address"`
-		State       string `json:"state"`
-		ReportAgeMS *int64 `json:"report_age_ms"`
-		Counters    struct {
-			Bindings   int64 `json:"bindings"`
-			Rebinds    int64 `json:"rebinds"`
-			Proxied    int64 `json:"proxied"`
-			Redirected int64 `json:"redirected"`
-			Failures   int64 `json:"failures"`
-		} `json:"counters"`
-	} `json:"replicas"`
-	// QueueStats are the group's queue counters (nil: no queue).
-	QueueStats *struct {
-		Served      uint64  `json:"served"`
-		Early       uint64  `json:"early"`
-		WaitSeconds float64 `json:"wait_seconds"`
-	} `json:"queue_stats"`
-}
+// GroupStatus is the admin API's group status, as the bench reads it.
+type GroupStatus = protocol.GroupStatus
 
 // Group reads a group's status from the admin API.
 func (b *Balancer) Group(ctx context.Context, name string) (GroupStatus, error) {

@@ -94,15 +94,15 @@ func effGIOPNote(rep *bench.Report) {
 func sampleProxied(ctx context.Context, b *bench.Balancer, log *serveLog) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	prev := map[string]int64{}
+	prev := map[string]uint64{}
 	read := func(sec int) {
 		st, err := b.Group(context.WithoutCancel(ctx), effGroup)
 		if err != nil {
 			return
 		}
 		for _, r := range st.Replicas {
-			if n := r.Counters.Proxied - prev[r.ID]; n > 0 && sec >= 0 {
-				log.addServedN(sec, r.ID, int(n))
+			if n := r.Counters.Proxied; n > prev[r.ID] && sec >= 0 {
+				log.addServedN(sec, r.ID, int(n-prev[r.ID]))
 			}
 			prev[r.ID] = r.Counters.Proxied
 		}
