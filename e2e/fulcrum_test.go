@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,16 +196,24 @@ type primeAnswer struct {
 	ServedBy string `json:"served_by"`
 }
 
-// freeAddr returns a loopback address with a port that was free a moment
-// ago, for a process that must be restarted on the same address.
+// freeAddr returns a loopback address that is free now, for a process
+// to listen on later — also after a restart, when it binds it again. The
+// port is drawn below Linux's ephemeral range (32768–60999 by default):
+// a port-0 bind or an outgoing connection of another test, which take
+// ports from that range, cannot take it in between.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(32768-10000)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken: draw again
+		}
+		ln.Close()
+		return addr
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port below the ephemeral range in 100 draws")
+	return ""
 }
 
 // hostPort strips the scheme of a URL.
