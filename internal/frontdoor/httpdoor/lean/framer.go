@@ -222,7 +222,9 @@ func (f *framer) endHead() {
 		// way (FuzzParseRequest), and it is no upgrade.
 		chunked, length = f.rh.chunked, max(f.rh.contentLength, 0)
 		post = string(f.rh.method.of(head)) == http.MethodPost
-		fr.Conflict = framingConflict(head)
+		// (Served lean, a head has one Transfer-Encoding field when
+		// chunked, none otherwise.)
+		fr.Conflict = f.rh.chunked && framingConflict(head)
 	} else {
 		// Anything else is read by net/http's own parser: the same
 		// function its server reads heads with.

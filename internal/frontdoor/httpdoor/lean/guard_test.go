@@ -361,3 +361,18 @@ func TestGuardAllocations(t *testing.T) {
 		t.Errorf("%.1f allocations a stream, stage %d", allocs, f.st)
 	}
 }
+
+// BenchmarkGuard measures following one request as net/http reads it:
+// the head bench overhead's client sends, read in one piece.
+func BenchmarkGuard(b *testing.B) {
+	req := []byte("GET /prime/1009 HTTP/1.1\r\nHost: fd\r\nUser-Agent: bench\r\n\r\n")
+	f := framer{push: func(Framing) {}}
+	b.SetBytes(int64(len(req)))
+	b.ReportAllocs()
+	for b.Loop() {
+		f.feed(req)
+	}
+	if f.st != stHead {
+		b.Fatalf("stage %d", f.st)
+	}
+}
