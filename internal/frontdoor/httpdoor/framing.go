@@ -2,6 +2,7 @@ package httpdoor
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 
@@ -85,3 +86,18 @@ func (c *closeUnlessSwitched) Flush() { _ = http.NewResponseController(c.Respons
 
 // Unwrap returns the server's writer (http.ResponseController).
 func (c *closeUnlessSwitched) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// serveOptionsAsterisk answers OPTIONS * as net/http's server does when
+// left to answer it itself (its globalOptionsHandler, which the front
+// door's server disables so that the request's framing is judged): 200
+// with no body, reading up to 4 KiB of the request's body (a larger one
+// closes the connection).
+func serveOptionsAsterisk(w http.ResponseWriter, r *http.Request) {
+	const maxBody = 4 << 10
+	w.Header().Set("Content-Length", "0")
+	if r.ContentLength != 0 {
+		if n, _ := io.Copy(io.Discard, io.LimitReader(r.Body, maxBody+1)); n > maxBody {
+			w.Header().Set("Connection", "close")
+		}
+	}
+}

@@ -48,6 +48,7 @@ func testFramingOnNetHTTP(t *testing.T, engine string) {
 		{"after an Expect request", "PUT /expect HTTP/1.1\r\nHost: fd\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\ndata"},
 		{"after a large head", "GET /big HTTP/1.1\r\nHost: fd\r\nX-Big: " + strings.Repeat("b", lean.ReadBuffer) + "\r\n\r\n"},
 		{"after a plain request", "GET /plain HTTP/1.1\r\nHost: fd\r\n\r\n"},
+		{"after OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: fd\r\n\r\n"},
 	} {
 		t.Run("Content-Length with Transfer-Encoding "+first.name, func(t *testing.T) {
 			t.Parallel()

@@ -174,9 +174,12 @@ func New(g frontdoor.Group, opts Options) *Server {
 		// the HTTP/2 preface). HTTP/2 bounds its header list, HPACK sizes
 		// with 32 bytes a field, at this MaxHeaderBytes plus 320.
 		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlop,
-		ConnContext:    withGuard,
-		BaseContext:    func(net.Listener) context.Context { return s.base },
-		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// ServeHTTP answers OPTIONS * as net/http would, and judges its
+		// framing (lean.Guard needs every request to reach it).
+		DisableGeneralOptionsHandler: true,
+		ConnContext:                  withGuard,
+		BaseContext:                  func(net.Listener) context.Context { return s.base },
+		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	return s
 }
@@ -252,6 +255,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	var done bool
 	if w, done = s.judgeFraming(w, r); done {
+		return
+	}
+	if r.Method == http.MethodOptions && r.RequestURI == "*" {
+		serveOptionsAsterisk(w, r)
 		return
 	}
 	snap := s.g.Snapshot()

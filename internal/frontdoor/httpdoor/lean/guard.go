@@ -12,7 +12,10 @@ import (
 // framing facts RFC 9112 judges and net/http does not: the front door's
 // handler takes them with Next, one per request, in order. net/http never
 // reads a connection from two goroutines at once (its background read
-// included); Next may be called concurrently with Read.
+// included); Next may be called concurrently with Read. The server must
+// have http.Server.DisableGeneralOptionsHandler set: otherwise net/http
+// answers OPTIONS * itself, and the handler would take that request's
+// framing for the next one.
 //
 // Reads first return what the engine had buffered (the bytes it read of
 // a connection it handed over), then read from the connection.

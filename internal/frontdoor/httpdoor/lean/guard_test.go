@@ -99,6 +99,8 @@ func serveGuarded(t *testing.T, stream []byte, chunk int) ([]served, []traced, *
 	protos.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
 		Protocols: protos,
+		// As the front door's: net/http would answer OPTIONS * itself.
+		DisableGeneralOptionsHandler: true,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ProtoMajor != 1 {
 				return
@@ -195,6 +197,7 @@ var guardSeeds = []string{
 	"GET /a%2Fb?q=1;2 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nokGET http://x/abs HTTP/1.1\r\nHost: x\r\n\r\n",
 	"POST /gz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
 	"POST /tr HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\n\r\nGET /n HTTP/1.1\r\nHost: x\r\n\r\n",
+	"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\nPOST /clte HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 }
 
 // FuzzGuard is the guard's differential test against net/http: any
