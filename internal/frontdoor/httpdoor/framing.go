@@ -35,8 +35,9 @@ func withGuard(ctx context.Context, c net.Conn) context.Context {
 // it by Content-Length); an Upgrade or CONNECT request's answer closes the
 // connection unless it switches protocols (the guard stopped following the
 // stream at it); and when the guard lost track of the stream, the answer
-// closes the connection. It returns the writer to answer with, or done
-// when it answered itself.
+// closes the connection (every final answer: a 101 leaves the connection
+// to the upgrade). It returns the writer to answer with, or done when it
+// answered itself.
 func (s *Server) judgeFraming(w http.ResponseWriter, r *http.Request) (_ http.ResponseWriter, done bool) {
 	g, ok := r.Context().Value(guardKey{}).(*lean.Guard)
 	if !ok || r.ProtoMajor != 1 {
@@ -48,9 +49,7 @@ func (s *Server) judgeFraming(w http.ResponseWriter, r *http.Request) (_ http.Re
 		w.Header().Set("Connection", "close")
 		s.writeError(w, r, s.g.Snapshot(), lean.ErrTE10)
 		return w, true
-	case !known || f.Conflict:
-		w.Header().Set("Connection", "close")
-	case f.Passthrough:
+	case !known || f.Conflict || f.Passthrough:
 		return &closeUnlessSwitched{ResponseWriter: w}, false
 	}
 	return w, false
@@ -82,7 +81,12 @@ func (c *closeUnlessSwitched) Write(p []byte) (int, error) {
 }
 
 // Flush implements http.Flusher for code that asserts it.
-func (c *closeUnlessSwitched) Flush() { _ = http.NewResponseController(c.ResponseWriter).Flush() }
+func (c *closeUnlessSwitched) Flush() {
+	if !c.final {
+		c.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(c.ResponseWriter).Flush()
+}
 
 // Unwrap returns the server's writer (http.ResponseController).
 func (c *closeUnlessSwitched) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -251,9 +251,24 @@ func randomRequest(rng *rand.Rand) string {
 	if rng.IntN(4) == 0 {
 		proto = "HTTP/1.0"
 	}
-	fmt.Fprintf(&b, "%s /r%d %s\r\nHost: x\r\n", method, rng.IntN(100), proto)
+	target := fmt.Sprintf("/r%d", rng.IntN(100))
+	switch rng.IntN(20) {
+	case 0:
+		method, target = "OPTIONS", "*"
+	case 1:
+		target = "http://x/abs"
+	}
+	fmt.Fprintf(&b, "%s %s %s\r\nHost: x\r\n", method, target, proto)
 	if proto == "HTTP/1.0" {
 		b.WriteString("Connection: keep-alive\r\n")
+	}
+	switch rng.IntN(30) {
+	case 0:
+		b.WriteString("Connection: Upgrade\r\nUpgrade: websocket\r\n")
+	case 1:
+		b.WriteString("X-Folded: a\r\n b\r\n")
+	case 2:
+		b.WriteString("transfer-encoding: chunked\r\n")
 	}
 	body := strings.Repeat("b", rng.IntN(12))
 	cl, chunked := rng.IntN(2) == 0, rng.IntN(3) == 0
