@@ -174,13 +174,13 @@ func New(g frontdoor.Group, opts Options) *Server {
 		// the HTTP/2 preface). HTTP/2 bounds its header list, HPACK sizes
 		// with 32 bytes a field, at this MaxHeaderBytes plus 320.
 		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlop,
-		// ServeHTTP answers OPTIONS * as net/http would, and judges its
-		// framing (lean.Guard needs every request to reach it).
-		DisableGeneralOptionsHandler: true,
-		ConnContext:                  withGuard,
-		BaseContext:                  func(net.Listener) context.Context { return s.base },
-		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnContext:    withGuard,
+		BaseContext:    func(net.Listener) context.Context { return s.base },
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	// ServeHTTP answers OPTIONS * as net/http would, and judges its
+	// framing (lean.Guard needs every request to reach the handler).
+	s.srv.DisableGeneralOptionsHandler = true
 	return s
 }
 
