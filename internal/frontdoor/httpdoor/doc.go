@@ -54,13 +54,13 @@
 // request. A request head (request line and header fields) larger than
 // MaxHeaderBytes is answered 431.
 //
-// Framing follows RFC 9112, for every request on both engines: empty
-// lines before a request line are ignored; a request with Content-Length
-// and Transfer-Encoding is framed by the latter, sent on without the
-// former, and its answer closes the connection; an HTTP/1.0 request with
-// Transfer-Encoding, and a target in authority form (host:port) other than
-// CONNECT's, are answered 400. The lean engine judges the requests it reads
-// itself; every connection net/http serves (handed over, or any under
+// Framing follows RFC 9112: empty lines before a request line are
+// ignored; a request with Content-Length and Transfer-Encoding is framed
+// by the latter, sent on without the former, and its answer closes the
+// connection; an HTTP/1.0 request with Transfer-Encoding, and a target in
+// authority form (host:port) other than CONNECT's, are answered 400. The
+// rules for Content-Length and Transfer-Encoding hold for every request on
+// both engines: the lean engine judges the requests it reads itself; every connection net/http serves (handed over, or any under
 // EngineStdlib) is a lean.Guard, which follows the request stream as
 // net/http reads it and tells ServeHTTP the framing of each request
 // (net/http alone would read an HTTP/1.0 request by its Content-Length and
