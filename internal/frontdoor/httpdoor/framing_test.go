@@ -84,6 +84,23 @@ func testFramingOnNetHTTP(t *testing.T, engine string) {
 		}
 	})
 
+	t.Run("OPTIONS * is answered as net/http does", func(t *testing.T) {
+		t.Parallel()
+		conn, br := rawConn(t, fd.addr)
+		_, _ = io.WriteString(conn, "OPTIONS * HTTP/1.1\r\nHost: fd\r\nContent-Length: 3\r\n\r\nabc"+
+			"OPTIONS * HTTP/1.1\r\nHost: fd\r\nContent-Length: 5000\r\n\r\n"+strings.Repeat("a", 5000)+next)
+		res, body := readAnswer(t, br, "OPTIONS")
+		if res.StatusCode != http.StatusOK || res.ContentLength != 0 || body != "" || res.Close {
+			t.Fatalf("OPTIONS *: %d length %d close=%v %q", res.StatusCode, res.ContentLength, res.Close, body)
+		}
+		// A body above 4 KiB closes the connection (net/http's
+		// globalOptionsHandler).
+		res, _ = readAnswer(t, br, "OPTIONS")
+		if res.StatusCode != http.StatusOK || !res.Close || !closedAfter(t, br) {
+			t.Errorf("OPTIONS * with a 5000-byte body: %d, the connection stayed open", res.StatusCode)
+		}
+	})
+
 	t.Run("a refused upgrade closes the connection", func(t *testing.T) {
 		t.Parallel()
 		conn, br := rawConn(t, fd.addr)
