@@ -30,9 +30,9 @@
 // server running ServeHTTP, for the rest of the connection. With
 // Options.Engine set to EngineStdlib (config http_engine: stdlib) net/http
 // serves every connection. Both engines proxy alike: picking, limits,
-// retries, timeouts, errors, counters and access log; they differ in how
-// a malformed request is answered (the front door's JSON error against
-// net/http's plain text) and in framing (below).
+// retries, timeouts, errors, counters and access log, and frame requests
+// alike (below); they differ in how a malformed request is answered (the
+// front door's JSON error against net/http's plain text).
 //
 // Proxied calls go upstream over HTTP/1.1, except HTTP/2 calls that need
 // HTTP/2 end to end — gRPC (Content-Type application/grpc*) or any call
@@ -54,16 +54,22 @@
 // request. A request head (request line and header fields) larger than
 // MaxHeaderBytes is answered 431.
 //
-// Framing follows RFC 9112: empty lines before a request line are ignored;
-// a request with Content-Length and Transfer-Encoding is framed by the
-// latter, sent on without the former, and its answer closes the
+// Framing follows RFC 9112: empty lines before a request line are
+// ignored; a request with Content-Length and Transfer-Encoding is framed
+// by the latter, sent on without the former, and its answer closes the
 // connection; an HTTP/1.0 request with Transfer-Encoding, and a target in
 // authority form (host:port) other than CONNECT's, are answered 400. The
-// lean path judges the framing of the first request of every connection;
-// later requests on a connection handed to net/http, and every request
-// under EngineStdlib, are framed by net/http, which reads an HTTP/1.0
-// request by its Content-Length and keeps the connection open after a
-// Content-Length with chunking.
+// rules for Content-Length and Transfer-Encoding hold for every request on
+// both engines: the lean engine judges the requests it reads itself; every connection net/http serves (handed over, or any under
+// EngineStdlib) is a lean.Guard, which follows the request stream as
+// net/http reads it and tells ServeHTTP the framing of each request
+// (net/http alone would read an HTTP/1.0 request by its Content-Length and
+// keep the connection open after a Content-Length with chunking). The
+// guard stops following a connection at an Upgrade or CONNECT request:
+// unless that request switches protocols (101), its answer closes the
+// connection. Where the guard cannot follow the stream as net/http reads
+// it (input outside its strict reading, such as a chunk-size line ended by
+// a bare LF), every later answer on the connection closes it.
 //
 // The front door counts Counters.Redirected and Counters.Proxied itself;
 // Group.Bound is told of every binding (and counts Bindings and Rebinds),

@@ -45,6 +45,7 @@ var proxyBehaviour = []struct {
 	{"StalledClients", testStalledClients},
 	{"BadInput", testBadInput},
 	{"PicksSeeTheCallsCost", testPicksSeeTheCallsCost},
+	{"FramingOnNetHTTP", testFramingOnNetHTTP},
 }
 
 // TestProxyBehaviour runs the proxy behaviour table against every engine.

@@ -3,11 +3,14 @@ package httpdoor
 import (
 	"net"
 	"sync"
+
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 )
 
 // handoff is the listener of the front door's net/http server: it accepts
 // the connections the lean engine hands over, each with the bytes the
-// engine already read. Safe for concurrent use.
+// engine already read, or with EngineStdlib every connection. Safe for
+// concurrent use.
 type handoff struct {
 	addr  net.Addr
 	conns chan net.Conn
@@ -19,13 +22,17 @@ func newHandoff() *handoff {
 	return &handoff{addr: handoffAddr{}, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
-// give hands c to net/http; false when the listener is closed (the caller
-// still owns c).
+// give hands c to net/http, guarded (a lean.Guard, as the lean engine
+// hands connections over, or made one); false when the listener is closed
+// (the caller still owns c).
 func (l *handoff) give(c net.Conn) bool {
 	select {
 	case <-l.done:
 		return false
 	default:
+	}
+	if _, ok := c.(*lean.Guard); !ok {
+		c = lean.NewGuard(c)
 	}
 	select {
 	case l.conns <- c:

@@ -174,10 +174,13 @@ func New(g frontdoor.Group, opts Options) *Server {
 		// the HTTP/2 preface). HTTP/2 bounds its header list, HPACK sizes
 		// with 32 bytes a field, at this MaxHeaderBytes plus 320.
 		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlop,
-		ConnContext:    withReplayConn,
+		ConnContext:    withGuard,
 		BaseContext:    func(net.Listener) context.Context { return s.base },
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	// ServeHTTP answers OPTIONS * as net/http would, and judges its
+	// framing (lean.Guard needs every request to reach the handler).
+	s.srv.DisableGeneralOptionsHandler = true
 	return s
 }
 
@@ -250,8 +253,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer s.acc.write(lw, r, s.now)
 	}
 
-	if closeAfter(r) {
-		w.Header().Set("Connection", "close")
+	var done bool
+	if w, done = s.judgeFraming(w, r); done {
+		return
+	}
+	if r.Method == http.MethodOptions && r.RequestURI == "*" {
+		serveOptionsAsterisk(w, r)
+		return
 	}
 	snap := s.g.Snapshot()
 	if snap == nil {
@@ -340,31 +348,6 @@ func checkRequest(r *http.Request) error {
 		return errBadTarget
 	}
 	return nil
-}
-
-// replayConnKey is the context key of a handed-over connection.
-type replayConnKey struct{}
-
-// closerAfterFirst is a connection the lean engine handed over, which
-// says whether its first request's answer must close it.
-type closerAfterFirst interface{ CloseAfterFirst() bool }
-
-// withReplayConn is http.Server.ConnContext: it keeps a connection handed
-// over by the lean engine in the context of its requests.
-func withReplayConn(ctx context.Context, c net.Conn) context.Context {
-	if rc, ok := c.(closerAfterFirst); ok {
-		return context.WithValue(ctx, replayConnKey{}, rc)
-	}
-	return ctx
-}
-
-// closeAfter reports whether r's answer must close its connection: the
-// first request of a handed-over connection, which had Content-Length and
-// Transfer-Encoding (RFC 9112 §6.1; net/http frames it by the latter and
-// drops the former, but would keep the connection). Reports true once.
-func closeAfter(r *http.Request) bool {
-	rc, ok := r.Context().Value(replayConnKey{}).(closerAfterFirst)
-	return ok && r.ProtoMajor == 1 && rc.CloseAfterFirst()
 }
 
 // tracker counts the requests being served so that Shutdown can wait for

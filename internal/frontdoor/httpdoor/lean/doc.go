@@ -13,6 +13,13 @@
 // net/http to serve the rest of the connection. Its calls follow the
 // front door's attempt policy (frontdoor.Decide) like the net/http path's.
 //
+// The connections it hands over are Guards (guard.go, framer.go), which
+// NewGuard also makes of any connection net/http is to serve: a Guard
+// follows the request stream as net/http reads it and gives, request by
+// request, the framing facts RFC 9112 judges and net/http does not
+// (Content-Length with Transfer-Encoding; Transfer-Encoding in HTTP/1.0),
+// for the front door to answer as the engine answers its own requests.
+//
 // The engine shares nothing with the front door but what Config passes:
 // the group, the member client, the renderer of error answers and the
 // access log.

@@ -313,14 +313,12 @@ func (c *conn) growReader() {
 }
 
 // handOver returns the connection, with what was read of it, for
-// net/http.
+// net/http: guarded, so that every request net/http reads of it is judged
+// by RFC 9112's framing rules too (guard.go).
 func (c *conn) handOver() net.Conn {
 	_ = c.nc.SetDeadline(time.Time{})
 	c.rdl, c.wdl = time.Time{}, time.Time{}
-	b, _ := c.br.Peek(c.br.Buffered())
-	rc := &replayConn{Conn: c.nc, br: c.br}
-	rc.closeAfterFirst.Store(framingConflict(b))
-	return rc
+	return newGuard(c.nc, c.br)
 }
 
 // leanSnapshot reports whether the lean path serves requests under snap:

@@ -463,8 +463,14 @@ func emptyLines(b []byte) int {
 // or not) has both a Content-Length and a Transfer-Encoding field: a
 // request net/http frames by the latter and would keep the connection of.
 func framingConflict(b []byte) bool {
+	cl, te := framingFields(b)
+	return cl && te
+}
+
+// framingFields reports whether the head at the start of b (complete or
+// not) has a Content-Length field, and a Transfer-Encoding field.
+func framingFields(b []byte) (cl, te bool) {
 	_, off, _, ok := nextLine(b, 0)
-	cl, te := false, false
 	for ok && !(cl && te) {
 		var end, next int
 		end, next, _, ok = nextLine(b, off)
@@ -478,7 +484,7 @@ func framingConflict(b []byte) bool {
 		}
 		off = next
 	}
-	return cl && te
+	return cl, te
 }
 
 // connectionTokens reads a Connection field's tokens; it reports whether
