@@ -23,6 +23,7 @@ import (
 func init() { agentSubcommands = append(agentSubcommands, newAgentHTTPCmd) }
 
 type agentHTTPFlags struct {
+	adminTLS                                           adminTLSFlags
 	target, address, register, group, token, joinToken string
 	stubStatus, cgroup, load, mode, listen, advertise  string
 	pids                                               []int
@@ -83,6 +84,7 @@ to the agent (see docs/agents.md). Its first line on stdout is
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "base URL the agent reaches the replica at (required)")
+	f.adminTLS.register(fl)
 	fl.StringVar(&f.address, "address", "", "public base URL to register the replica with (default --target)")
 	fl.StringVar(&f.register, "register", "", "admin API URL of the balancer to register with")
 	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
@@ -244,6 +246,12 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 	opts := monitor.Options{
 		Admin: f.register, Group: f.group, Address: f.address, Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, Load: agentLoads[f.load], Logger: log,
+	}
+	if opts.HTTPClient, err = f.adminTLS.client(10 * time.Second); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return exitCode(2, err)
 	}
 	if f.mode == protocol.MonitorPull {
 		opts.PullURL = listenURL + monitor.DefaultPullPath
