@@ -180,6 +180,10 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 		ctx = context.Background()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	adminHC, err := f.adminTLS.client(10 * time.Second)
+	if err != nil {
+		return exitCode(2, err)
+	}
 	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return err
@@ -215,10 +219,6 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 		if pullURL == "" {
 			pullURL = "http://" + pullAddress(pullLn.Addr()) + monitor.DefaultPullPath
 		}
-	}
-	adminHC, err := f.adminTLS.client(10 * time.Second)
-	if err != nil {
-		return exitCode(2, err)
 	}
 	mon, err := monitor.New(monitor.Options{
 		Admin: f.register, Group: f.group, Address: ref.String(), Token: f.token, JoinToken: f.joinToken,

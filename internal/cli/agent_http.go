@@ -197,6 +197,10 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		ctx = context.Background()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	adminHC, err := f.adminTLS.client(10 * time.Second)
+	if err != nil {
+		return exitCode(2, err)
+	}
 	cfg := httpagent.Config{StubStatus: f.stubStatus, Cores: f.cpus, Sample: f.sample, Logger: log}
 	if f.cgroup != "" {
 		src, cores, err := httpagent.ResolveCgroup("", f.cgroup)
@@ -247,12 +251,7 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		Admin: f.register, Group: f.group, Address: f.address, Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, Load: agentLoads[f.load], Logger: log,
 	}
-	if opts.HTTPClient, err = f.adminTLS.client(10 * time.Second); err != nil {
-		if ln != nil {
-			ln.Close()
-		}
-		return exitCode(2, err)
-	}
+	opts.HTTPClient = adminHC
 	if f.mode == protocol.MonitorPull {
 		opts.PullURL = listenURL + monitor.DefaultPullPath
 	}
