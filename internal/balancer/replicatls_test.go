@@ -331,3 +331,72 @@ func TestReplicaTLSRedirects(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaTLSStrategyProbes: a probing strategy (prequal) probes its
+// https:// replicas over TLS verified with replica_tls.
+func TestReplicaTLSStrategyProbes(t *testing.T) {
+	t.Parallel()
+	ca := certstest.NewCA(t)
+	rp := &probedReplica{}
+	rep := newTLSReplica(t, ca, rp, tlsReplicaOptions{})
+	e := newEnv(t, envOptions{})
+	e.mustPutGroup(protocol.Group{
+		Name: "tpq", Binding: protocol.PerRequest, Strategy: strategy.PrequalName,
+		Params: map[string]any{"probe_timeout": "1s"}, ReplicaTLS: protocol.ReplicaTLS{CA: ca.CertFile},
+	})
+	e.mustRegister("tpq", rep.srv.URL)
+	eventually(t, 10*time.Second, func() error {
+		if rp.probes.Load() == 0 {
+			return errors.New("no load probe reached the https:// replica")
+		}
+		return nil
+	})
+}
+
+// TestReplicaTLSReload: ReloadReplicaTLS reads a rotated client
+// certificate pair, which the next connection to a replica presents; a
+// pair that cannot be read is an error naming the group and the pair in
+// use stays.
+func TestReplicaTLSReload(t *testing.T) {
+	t.Parallel()
+	ca := certstest.NewCA(t)
+	clients := certstest.NewCA(t)
+	// Every answer closes its connection: each call dials, and so shows
+	// the pair in use.
+	rep := newTLSReplica(t, ca, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "ok")
+	}), tlsReplicaOptions{clientCA: clients})
+	pair := clients.Leaf(t, "balancer", certstest.LeafOptions{Names: []string{"first"}, Client: true})
+	e := newEnv(t, envOptions{})
+	st := e.mustPutGroup(protocol.Group{
+		Name: "rot", Binding: protocol.PerRequest, ReplicaTLS: protocol.ReplicaTLS{CA: ca.CertFile, Cert: pair.CertFile, Key: pair.KeyFile},
+		Replicas: []protocol.StaticReplica{{Address: rep.srv.URL}},
+	})
+	c := httpClient(t)
+	callAs := func(cn string) {
+		t.Helper()
+		before := rep.served(cn)
+		if a := get(t, c, st.Advertise+"/"); a.status != http.StatusOK {
+			t.Fatalf("call: %d %q", a.status, a.body)
+		}
+		if rep.served(cn) != before+1 {
+			t.Fatalf("the call did not come with the certificate of %s", cn)
+		}
+	}
+	callAs("first")
+	clients.Leaf(t, "balancer", certstest.LeafOptions{Names: []string{"second"}, Client: true})
+	callAs("first") // read at the group's creation; not yet reloaded
+	if err := e.b.ReloadReplicaTLS(); err != nil {
+		t.Fatal(err)
+	}
+	callAs("second")
+
+	if err := os.WriteFile(pair.KeyFile, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.b.ReloadReplicaTLS(); err == nil || !strings.Contains(err.Error(), "group rot") {
+		t.Fatalf("ReloadReplicaTLS with a broken key: %v, want an error naming group rot", err)
+	}
+	callAs("second")
+}
