@@ -430,6 +430,7 @@ func (g *group) update(gs protocol.Group) error {
 	}
 	if gs.ReplicaTLS != g.spec.ReplicaTLS {
 		g.setReplicaTLSLocked(rtls)
+		g.closeIdleReplicaConnsLocked()
 	}
 	g.spec = gs
 	if protoChanged {

@@ -18,7 +18,8 @@ import (
 // into g.rtls. Every TLS connection to an https:// replica — the front
 // door's calls, health probes, strategy probes, report pulls — reads g.rtls
 // when it dials, so changed settings apply to the next connection without
-// restarting anything; connections already open keep theirs.
+// restarting anything; idle kept-alive connections are closed when the
+// settings change (closeIdleReplicaConnsLocked).
 
 // replicaTLSClient reads the files of gs.ReplicaTLS. Its errors are
 // *protocol.FieldError naming the setting (replica_tls.ca, .cert, .key),
@@ -53,6 +54,18 @@ func (g *group) setReplicaTLSLocked(c *certs.Client) {
 	if c.Files().InsecureSkipVerify && (old == nil || !old.Files().InsecureSkipVerify) {
 		g.b.log.Warn("replica_tls.insecure_skip_verify is set: replica certificates are not verified", "group", g.name)
 	}
+}
+
+// closeIdleReplicaConnsLocked closes the kept-alive connections to
+// replicas made with an earlier replica TLS client (the front door's and
+// the pulls'), so that changed settings apply to every call that follows.
+// Health probes open a connection each; the strategy's probe loop is
+// restarted with the group's update. Caller holds g.mu.
+func (g *group) closeIdleReplicaConnsLocked() {
+	if fd, ok := g.fd.(interface{ CloseIdleUpstream() }); ok {
+		fd.CloseIdleUpstream()
+	}
+	g.pullTLS.CloseIdleConnections()
 }
 
 // replicaTLS is the group's replica TLS client in use.

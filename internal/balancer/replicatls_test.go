@@ -163,6 +163,12 @@ func testReplicaTLSPerRequest(t *testing.T, engine string) {
 	if n := plain.served("-"); n != 1 {
 		t.Errorf("the replica served %d calls, want 1", n)
 	}
+	// Trusting another CA instead: the connection kept alive from the
+	// call above is not used again.
+	wantRefused("another CA", call("roots", plain.srv.URL, protocol.ReplicaTLS{CA: certstest.NewCA(t).CertFile}))
+	if n := plain.served("-"); n != 1 {
+		t.Errorf("the replica served %d calls after the group stopped trusting it, want 1", n)
+	}
 
 	if strings.Contains(logs.String(), "insecure_skip_verify") {
 		t.Fatalf("warned of insecure_skip_verify before any group set it:\n%s", logs)

@@ -189,6 +189,11 @@ func New(g frontdoor.Group, opts Options) *Server {
 	return s
 }
 
+// CloseIdleUpstream closes the idle connections to members: the next calls
+// dial afresh, with the Options.ReplicaTLS client then in use. Connections
+// in use finish their calls.
+func (s *Server) CloseIdleUpstream() { s.up.closeIdle() }
+
 // Shutdown stops accepting connections, closes idle ones and waits for the
 // calls in flight (including upgraded connections) to finish. When ctx ends
 // first it closes everything still open and returns ctx's error.
