@@ -151,9 +151,12 @@ func TestBackendPrimeTLS(t *testing.T) {
 
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ccancel()
-	direct, err := exec.CommandContext(cctx, curl, "-sS", "--fail", "--cacert", ca.CertFile, replica+"/prime/13").CombinedOutput()
-	if err != nil || !strings.Contains(string(direct), `"prime":true`) {
-		t.Errorf("curl --cacert to the backend: %q, %v", direct, err)
+	for _, proto := range []string{"--http1.1", "--http2"} {
+		direct, err := exec.CommandContext(cctx, curl, "-sS", "--fail", proto, "-w", " HTTP/%{http_version}", "--cacert", ca.CertFile, replica+"/prime/13").CombinedOutput()
+		want := map[string]string{"--http1.1": " HTTP/1.1", "--http2": " HTTP/2"}[proto]
+		if err != nil || !strings.Contains(string(direct), `"prime":true`) || !strings.HasSuffix(string(direct), want) {
+			t.Errorf("curl %s --cacert to the backend: %q, %v; want the answer over%s", proto, direct, err, want)
+		}
 	}
 	proxied, err := exec.CommandContext(cctx, curl, "-sS", "--fail", st.Advertise+"/prime/13").CombinedOutput()
 	if err != nil || !strings.Contains(string(proxied), `"prime":true`) {
