@@ -406,3 +406,22 @@ func TestReplicaTLSReload(t *testing.T) {
 	}
 	callAs("second")
 }
+
+// TestReplicaTLSPersists: an API group's replica_tls is stored with it and
+// in use again after a restart.
+func TestReplicaTLSPersists(t *testing.T) {
+	t.Parallel()
+	ca := certstest.NewCA(t)
+	rep := newTLSReplica(t, ca, named("kept"), tlsReplicaOptions{})
+	e := newEnv(t, envOptions{})
+	want := protocol.ReplicaTLS{CA: ca.CertFile, ServerName: "localhost"}
+	e.mustPutGroup(protocol.Group{Name: "kept", Binding: protocol.PerRequest, ReplicaTLS: want, Replicas: []protocol.StaticReplica{{Address: rep.srv.URL}}})
+	e = e.reopen(envOptions{})
+	st := e.mustGroup("kept")
+	if st.ReplicaTLS != want {
+		t.Fatalf("replica_tls after a restart: %+v, want %+v", st.ReplicaTLS, want)
+	}
+	if a := get(t, httpClient(t), st.Advertise+"/"); a.status != http.StatusOK || a.body != "kept" {
+		t.Errorf("call after a restart: %d %q, want 200 kept", a.status, a.body)
+	}
+}
