@@ -70,6 +70,8 @@ type Group struct {
 	Retry string `json:"retry,omitempty" yaml:"retry,omitempty"`
 	// GIOP configures the GIOP front door (protocol giop only; giop.go).
 	GIOP GIOP `json:"giop,omitzero" yaml:"giop,omitempty"`
+	// ReplicaTLS verifies https:// replicas (replicatls.go).
+	ReplicaTLS ReplicaTLS `json:"replica_tls,omitzero" yaml:"replica_tls,omitempty"`
 	// JoinToken lets replicas register without the admin token.
 	JoinToken string `json:"join_token,omitempty" yaml:"join_token,omitempty"`
 	// Replicas are static members.

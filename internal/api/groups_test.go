@@ -148,6 +148,9 @@ func TestGroupBadInput(t *testing.T) {
 		{"patch malformed", "PATCH", "/v1/groups/g", `{"params":`, 400, "invalid_json", "body", "valid JSON"},
 		{"patch wrong type", "PATCH", "/v1/groups/g", `{"params":[1]}`, 400, "invalid_json", "params", "object"},
 		{"patch unknown group", "PATCH", "/v1/groups/nope", `{"binding":"per-request"}`, 404, "unknown_group", "", ""},
+		{"replica tls unreadable ca", "PUT", "/v1/groups/x", group(map[string]any{"replica_tls": map[string]any{"ca": "/nonexistent/ca.pem"}}), 400, "invalid_value", "replica_tls.ca", "readable PEM certificate file"},
+		{"replica tls cert without key", "PUT", "/v1/groups/x", group(map[string]any{"replica_tls": map[string]any{"cert": "/etc/c.pem"}}), 400, "invalid_value", "replica_tls.key", "must be set when replica_tls.cert is"},
+		{"replica tls unknown field", "PUT", "/v1/groups/x", group(map[string]any{"replica_tls": map[string]any{"cacert": "/etc/ca.pem"}}), 400, "invalid_json", "replica_tls.cacert", "not a known field"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

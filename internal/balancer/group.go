@@ -3,12 +3,14 @@ package balancer
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
+	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
@@ -67,6 +69,11 @@ type group struct {
 	fdStopped error
 	// fdExited is closed when fd's Serve returns. Guarded by mu.
 	fdExited chan struct{}
+
+	// rtls is the replica_tls in use (replicatls.go); pullTLS pulls from
+	// https:// monitor URLs with it.
+	rtls    atomic.Pointer[certs.Client]
+	pullTLS *http.Client
 }
 
 // member is one replica at run time.
@@ -97,6 +104,10 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
+	rtls, err := replicaTLSClient(gs)
+	if err != nil {
+		return nil, err
+	}
 	g := &group{
 		b:       b,
 		name:    gs.Name,
@@ -107,6 +118,8 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 		subs:    map[chan Event]struct{}{},
 	}
 	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
+	g.setReplicaTLSLocked(rtls)
+	g.pullTLS = g.newPullClient()
 	g.queue = frontdoor.NewQueue(g.Snapshot, b.now)
 	g.queue.Configure(gs.Queue)
 	g.health = newGroupHealth(g)
@@ -373,6 +386,7 @@ func (g *group) stop(ctx context.Context) error {
 	if probesDone != nil {
 		<-probesDone
 	}
+	g.pullTLS.CloseIdleConnections()
 	if fd != nil {
 		return fd.Shutdown(ctx)
 	}
@@ -384,6 +398,10 @@ func (g *group) stop(ctx context.Context) error {
 // listener (calls in flight on the old one finish).
 func (g *group) update(gs protocol.Group) error {
 	s, err := strategy.New(gs.Strategy, gs.Params, strategy.Env{Now: g.b.now, Rand: g.b.opts.Rand})
+	if err != nil {
+		return err
+	}
+	rtls, err := replicaTLSClient(gs)
 	if err != nil {
 		return err
 	}
@@ -409,6 +427,10 @@ func (g *group) update(gs protocol.Group) error {
 		if !sameAddr {
 			oldFD = old
 		}
+	}
+	if gs.ReplicaTLS != g.spec.ReplicaTLS {
+		g.setReplicaTLSLocked(rtls)
+		g.closeIdleReplicaConnsLocked()
 	}
 	g.spec = gs
 	if protoChanged {

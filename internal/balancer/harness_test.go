@@ -67,6 +67,10 @@ type envOptions struct {
 	net *memnet.Network
 	// dial, when not nil, is the balancer's Options.Dial (net wins).
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// engine is the HTTP front doors' engine (the default when empty).
+	engine string
+	// logger, when not nil, is the balancer's logger (quiet otherwise).
+	logger *slog.Logger
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -102,11 +106,15 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		bst = opts.wrapStore(st)
 	}
 	bopts := balancer.Options{
-		Store:     bst,
-		Logger:    quiet,
-		Rand:      strategy.NewRand(1),
-		JoinToken: opts.joinToken,
-		AdminURL:  "http://admin.invalid",
+		Store:      bst,
+		Logger:     quiet,
+		Rand:       strategy.NewRand(1),
+		JoinToken:  opts.joinToken,
+		AdminURL:   "http://admin.invalid",
+		HTTPEngine: opts.engine,
+	}
+	if opts.logger != nil {
+		bopts.Logger = opts.logger
 	}
 	if opts.clock != nil {
 		bopts.Clock = handMoved{opts.clock}

@@ -52,6 +52,8 @@ func (h *groupHealth) newProberLocked() {
 	opts := health.ProberOptions{Logger: g.b.log.With("group", g.name), OnResult: h.onProbeResult, Clock: g.b.clock, Dial: g.b.opts.Dial}
 	if g.spec.Protocol == protocol.ProtocolGIOP {
 		opts.Probe = giopProbe(g.b.opts.Dial)
+	} else {
+		opts.DialTLS = g.dialReplicaTLS("http/1.1")
 	}
 	h.prober = health.NewProber(g.spec.Health, h.onProbe, opts)
 	h.proberProto = g.spec.Protocol

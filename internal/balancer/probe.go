@@ -77,7 +77,7 @@ func (g *group) alertLocked(msg string) {
 func (g *group) probeLoop(ctx context.Context, p strategy.Prober, done chan struct{}) {
 	defer close(done)
 	spec := p.Probes()
-	c := newProbeClient(g.b.opts.Dial)
+	c := newProbeClient(g.b.opts.Dial, g.dialReplicaTLS("http/1.1"))
 	defer c.close()
 	var async sync.WaitGroup
 	defer async.Wait()
@@ -150,15 +150,17 @@ type probeClient struct {
 	kept *http.Client
 }
 
-func newProbeClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *probeClient {
+// newProbeClient makes the probes' clients: connections open with dial,
+// TLS ones (https:// replicas) with dialTLS.
+func newProbeClient(dial, dialTLS func(ctx context.Context, network, addr string) (net.Conn, error)) *probeClient {
 	c := &probeClient{dial: dial}
 	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.fresh = &http.Client{
-		Transport:     &http.Transport{Proxy: nil, DialContext: dial, DisableKeepAlives: true},
+		Transport:     &http.Transport{Proxy: nil, DialContext: dial, DialTLSContext: dialTLS, DisableKeepAlives: true},
 		CheckRedirect: noRedirect,
 	}
 	c.kept = &http.Client{
-		Transport:     &http.Transport{Proxy: nil, DialContext: dial, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
+		Transport:     &http.Transport{Proxy: nil, DialContext: dial, DialTLSContext: dialTLS, MaxIdleConnsPerHost: 2, IdleConnTimeout: 30 * time.Second},
 		CheckRedirect: noRedirect,
 	}
 	return c

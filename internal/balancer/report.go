@@ -106,7 +106,7 @@ func (g *group) pollOnce(m *member, u string, adv protocol.Advisory, interval ti
 	}
 	hdr, _ := json.Marshal(adv)
 	req.Header.Set(protocol.HeaderAdvisory, string(hdr))
-	resp, err := g.b.opts.HTTPClient.Do(req)
+	resp, err := g.pullClientFor(u).Do(req)
 	if err != nil {
 		return err
 	}

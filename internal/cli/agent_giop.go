@@ -25,6 +25,7 @@ import (
 func init() { agentSubcommands = append(agentSubcommands, newAgentGIOPCmd) }
 
 type agentGIOPFlags struct {
+	adminTLS                                                             adminTLSFlags
 	listen, advertise, target, typeID, register, group, token, joinToken string
 	load, mode, pullListen, pullAdvertise, cpuProfile                    string
 	weight                                                               float64
@@ -72,6 +73,7 @@ calls elsewhere). Its first lines on stdout are "listening on HOST:PORT" and
 		},
 	}
 	fl := cmd.Flags()
+	f.adminTLS.register(fl)
 	fl.StringVar(&f.listen, "listen", "", "address to accept GIOP clients on, host:port (port 0: any free port) (required)")
 	fl.StringVar(&f.advertise, "advertise", "", "host:port clients reach the agent at, put in the registered IOR (default the listen address; required when it is a wildcard)")
 	fl.StringVar(&f.target, "target", "", "the server's object reference: IOR:... or corbaloc:iiop:host:port/key (required)")
@@ -178,6 +180,10 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 		ctx = context.Background()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	adminHC, err := f.adminTLS.client(10 * time.Second)
+	if err != nil {
+		return exitCode(2, err)
+	}
 	stopProfile, err := startCPUProfile(f.cpuProfile)
 	if err != nil {
 		return err
@@ -217,6 +223,7 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 	mon, err := monitor.New(monitor.Options{
 		Admin: f.register, Group: f.group, Address: ref.String(), Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, PullURL: pullURL, Load: monitor.LoadSource(f.load), Logger: log,
+		HTTPClient: adminHC,
 	})
 	if err != nil {
 		return exitCode(2, err)

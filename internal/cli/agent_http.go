@@ -23,6 +23,7 @@ import (
 func init() { agentSubcommands = append(agentSubcommands, newAgentHTTPCmd) }
 
 type agentHTTPFlags struct {
+	adminTLS                                           adminTLSFlags
 	target, address, register, group, token, joinToken string
 	stubStatus, cgroup, load, mode, listen, advertise  string
 	pids                                               []int
@@ -83,6 +84,7 @@ to the agent (see docs/agents.md). Its first line on stdout is
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.target, "target", "", "base URL the agent reaches the replica at (required)")
+	f.adminTLS.register(fl)
 	fl.StringVar(&f.address, "address", "", "public base URL to register the replica with (default --target)")
 	fl.StringVar(&f.register, "register", "", "admin API URL of the balancer to register with")
 	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
@@ -195,6 +197,10 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		ctx = context.Background()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	adminHC, err := f.adminTLS.client(10 * time.Second)
+	if err != nil {
+		return exitCode(2, err)
+	}
 	cfg := httpagent.Config{StubStatus: f.stubStatus, Cores: f.cpus, Sample: f.sample, Logger: log}
 	if f.cgroup != "" {
 		src, cores, err := httpagent.ResolveCgroup("", f.cgroup)
@@ -245,6 +251,7 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		Admin: f.register, Group: f.group, Address: f.address, Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, Load: agentLoads[f.load], Logger: log,
 	}
+	opts.HTTPClient = adminHC
 	if f.mode == protocol.MonitorPull {
 		opts.PullURL = listenURL + monitor.DefaultPullPath
 	}

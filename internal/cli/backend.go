@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,9 @@ type primeFlags struct {
 	listen, advertise, register, group, token, joinToken, load, mode string
 	weight, cpus                                                     float64
 	giop                                                             bool
+	// tlsCert and tlsKey make the replica serve HTTPS.
+	tlsCert, tlsKey string
+	adminTLS        adminTLSFlags
 }
 
 func newBackendPrimeCmd() *cobra.Command {
@@ -52,11 +56,22 @@ With --giop it serves the same service as the CORBA interface
   interface Prime { boolean is_prime(in long n); long prime_count(in long x); };
 (repository id IDL:Prime:1.0, object key "Prime") over GIOP 1.0-1.2 instead,
 --advertise being host:port, and its first line is "listening on <IOR>": the
-reference to call it by, and the address it registers with (push monitor only).`,
+reference to call it by, and the address it registers with (push monitor only).
+
+With --tls-cert and --tls-key it serves HTTPS (HTTP/1.1 and h2 by ALPN), and
+--advertise defaults to https://<listen address>. --cacert, --cert and --key
+are for the admin API at --register (its CA, and a client certificate when it
+asks for one).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.register != "" && f.group == "" {
 				return exitCode(2, errors.New("--group is required with --register"))
+			}
+			if (f.tlsCert == "") != (f.tlsKey == "") {
+				return exitCode(2, errors.New("--tls-cert and --tls-key must be given together"))
+			}
+			if f.giop && f.tlsCert != "" {
+				return exitCode(2, errors.New("--tls-cert: not available with --giop"))
 			}
 			if f.giop {
 				return runPrimeGIOP(cmd.Context(), f, cmd.OutOrStdout())
@@ -76,6 +91,9 @@ reference to call it by, and the address it registers with (push monitor only).`
 	fl.Float64Var(&f.weight, "weight", 0, "relative capacity (default 1)")
 	fl.Float64Var(&f.cpus, "cpus", 0, "cores this replica may use, the denominator of its reported cpu (default: its cgroup's CPU limit where below GOMAXPROCS, else GOMAXPROCS)")
 	fl.BoolVar(&f.giop, "giop", false, "serve the Prime CORBA interface over GIOP/IIOP instead of HTTP")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate to serve HTTPS with (needs --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.adminTLS.register(fl)
 	return cmd
 }
 
@@ -84,13 +102,32 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 		ctx = context.Background()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var serveTLS *tls.Config
+	if f.tlsCert != "" {
+		pair, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return exitCode(2, fmt.Errorf("--tls-cert %q, --tls-key %q: must be a readable PEM certificate and its key: %w", f.tlsCert, f.tlsKey, err))
+		}
+		serveTLS = &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12}
+	}
+	adminHC, err := f.adminTLS.client(10 * time.Second)
+	if err != nil {
+		return exitCode(2, err)
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	addr := f.advertise
 	if addr == "" {
-		addr = "http://" + ln.Addr().String()
+		scheme := "http://"
+		if serveTLS != nil {
+			scheme = "https://"
+		}
+		addr = scheme + ln.Addr().String()
+	}
+	if serveTLS != nil {
+		ln = tls.NewListener(ln, serveTLS)
 	}
 	servedBy := func() string { return addr }
 	var handler http.Handler
@@ -99,6 +136,7 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 		mon, err = monitor.New(monitor.Options{
 			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
 			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
+			HTTPClient: adminHC,
 		})
 		if err != nil {
 			ln.Close()

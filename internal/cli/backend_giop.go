@@ -25,6 +25,10 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 		return exitCode(2, fmt.Errorf("--monitor: invalid value %q with --giop, must be push (a GIOP replica has no HTTP endpoint to pull from)", f.mode))
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	adminHC, err := f.adminTLS.client(10 * time.Second)
+	if err != nil {
+		return exitCode(2, err)
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -47,6 +51,7 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 		mon, err := monitor.New(monitor.Options{
 			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
 			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
+			HTTPClient: adminHC,
 		})
 		if err != nil {
 			ln.Close()

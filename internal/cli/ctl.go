@@ -23,6 +23,7 @@ type ctlOptions struct {
 	admin string
 	token string
 	json  bool
+	tls   adminTLSFlags
 }
 
 // client returns the admin API client the flags (or FULCRUM_ADMIN and
@@ -40,6 +41,13 @@ func (o *ctlOptions) client(cmd *cobra.Command) (*ctl.Client, error) {
 	c, err := ctl.New(admin, token)
 	if err != nil {
 		return nil, exitCode(2, err)
+	}
+	tr, err := o.tls.transport()
+	if err != nil {
+		return nil, exitCode(2, err)
+	}
+	if tr != nil {
+		c.HTTP.Transport = tr
 	}
 	return c, nil
 }
@@ -114,6 +122,7 @@ at fault are printed) or cannot be reached, 2 on a usage error.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.admin, "admin", ctl.DefaultAdmin, "admin API base URL (env FULCRUM_ADMIN)")
 	pf.StringVar(&o.token, "token", "", "admin token, sent as a bearer token (env FULCRUM_TOKEN)")
+	o.tls.register(pf)
 	pf.BoolVar(&o.json, "json", false, "print the API's JSON answer instead of a table")
 	cmd.AddCommand(
 		ctlGroupsCmd(o), ctlShowCmd(o), ctlStatusCmd(o),

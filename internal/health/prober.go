@@ -44,6 +44,11 @@ type ProberOptions struct {
 	// Dial opens the default client's connections; a net.Dialer's when
 	// nil. Ignored when Client is set.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// DialTLS, when not nil, opens the default client's connections to
+	// https:// targets, TLS handshake included (a group's replica_tls);
+	// nil: Dial and http.Transport's TLS client (the system roots).
+	// Ignored when Client is set.
+	DialTLS func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Clock times the rounds (Run) and the probes' latencies; the system
 	// clock when nil.
 	Clock clock.Clock
@@ -96,6 +101,7 @@ func NewProber(cfg protocol.Health, onChange func(replicaID, state string), opts
 			Transport: &http.Transport{
 				Proxy:             nil,
 				DialContext:       dial,
+				DialTLSContext:    opts.DialTLS,
 				DisableKeepAlives: true,
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

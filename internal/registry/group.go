@@ -166,6 +166,9 @@ func Validate(g protocol.Group) error {
 	if err := validateGIOP(g); err != nil {
 		return err
 	}
+	if err := validateReplicaTLS(g); err != nil {
+		return err
+	}
 	h := g.Health
 	if h.Path != "" && g.Protocol == protocol.ProtocolGIOP {
 		return fe("health.path", h.Path, "must be empty for giop groups (they probe with a GIOP LocateRequest)")

@@ -98,6 +98,13 @@ func TestValidateRejects(t *testing.T) {
 		{"replica weight", func(g *protocol.Group) { g.Replicas[0].Weight = -2 }, "replicas[0].weight", "(0, 1000000]"},
 		{"pull without url", func(g *protocol.Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "pull"} }, "replicas[0].monitor.url", "pull mode"},
 		{"monitor mode", func(g *protocol.Group) { g.Replicas[0].Monitor = protocol.MonitorSpec{Mode: "poll"} }, "replicas[0].monitor.mode", "push or pull"},
+		{"replica tls cert without key", func(g *protocol.Group) { g.ReplicaTLS.Cert = "/etc/fulcrum/client.pem" }, "replica_tls.key", "must be set when replica_tls.cert is"},
+		{"replica tls key without cert", func(g *protocol.Group) { g.ReplicaTLS.Key = "/etc/fulcrum/client-key.pem" }, "replica_tls.cert", "must be set when replica_tls.key is"},
+		{"replica tls control characters", func(g *protocol.Group) { g.ReplicaTLS.CA = "ca\n.pem" }, "replica_tls.ca", "without control characters"},
+		{"replica tls on giop", func(g *protocol.Group) {
+			g.Protocol, g.Replicas = protocol.ProtocolGIOP, nil
+			g.ReplicaTLS.InsecureSkipVerify = true
+		}, "replica_tls", "only allowed with protocol http"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,5 +173,23 @@ func TestQueueDefaults(t *testing.T) {
 	}
 	if off := WithDefaults(validGroup()); off.Queue != (protocol.Queue{}) || off.Queue.Enabled() {
 		t.Fatalf("a group without a queue got %+v", off.Queue)
+	}
+}
+
+func TestHTTPGroupsTakeHTTPSReplicas(t *testing.T) {
+	t.Parallel()
+	for _, a := range []string{"https://10.0.0.5:9443", "HTTPS://replica.example/base"} {
+		if err := ValidateAddress(protocol.ProtocolHTTP, a); err != nil {
+			t.Errorf("ValidateAddress(http, %q) = %v, want nil", a, err)
+		}
+	}
+	g := validGroup()
+	g.Replicas[0].Address = "https://127.0.0.1:9443"
+	g.ReplicaTLS = protocol.ReplicaTLS{CA: "/etc/fulcrum/ca.pem", Cert: "/etc/fulcrum/c.pem", Key: "/etc/fulcrum/c-key.pem", ServerName: "replica.internal"}
+	if err := Validate(WithDefaults(g)); err != nil {
+		t.Fatalf("Validate() = %v, want nil", err)
+	}
+	if err := ValidateAddress(protocol.ProtocolGIOP, "https://10.0.0.5:9443"); err == nil {
+		t.Error("a GIOP group took an https:// address")
 	}
 }

@@ -38,7 +38,11 @@
 // HTTP/2 end to end — gRPC (Content-Type application/grpc*) or any call
 // sent with "TE: trailers" — which go over HTTP/2: h2c with prior
 // knowledge to http:// replicas, h2 over TLS to https:// ones. Plain HTTP/2
-// clients thus reach replicas that only speak HTTP/1.1.
+// clients thus reach replicas that only speak HTTP/1.1. TLS connections to
+// https:// replicas are verified with the client Options.ReplicaTLS gives
+// at each dial (the group's replica_tls), and always go through
+// http.Transport: the lean engine serves only snapshots whose members are
+// all http://, and its member client takes only http:// calls.
 //
 // Each member takes at most Snapshot.MaxInflight proxied calls at once
 // (counted in its strategy.Live.Inflight); when the picked member is full

@@ -46,6 +46,7 @@ var proxyBehaviour = []struct {
 	{"BadInput", testBadInput},
 	{"PicksSeeTheCallsCost", testPicksSeeTheCallsCost},
 	{"FramingOnNetHTTP", testFramingOnNetHTTP},
+	{"HTTPSMember", testProxyHTTPSMember},
 }
 
 // TestProxyBehaviour runs the proxy behaviour table against every engine.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
+	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
@@ -55,6 +56,10 @@ type Options struct {
 	// Dial opens connections to members (both engines); a net.Dialer's
 	// when nil. The call's connect timeout bounds it through ctx.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ReplicaTLS, when not nil, is read at every TLS connection to an
+	// https:// member (after Dial): it verifies the member and gives the
+	// client certificate (the group's replica_tls). Nil: the system roots.
+	ReplicaTLS func() *certs.Client
 }
 
 // The HTTP/1 engines (config key http_engine).
@@ -132,7 +137,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 	s.handoff = newHandoff()
 	s.listeners = map[*net.Listener]struct{}{}
 
-	s.up = newUpstream(s, opts.Dial)
+	s.up = newUpstream(s, opts.Dial, opts.ReplicaTLS)
 	if opts.Engine != EngineStdlib {
 		cfg := lean.Config{Group: g, Members: s.up.fast, Answer: errorAnswer, Log: s.log, Now: s.now, Timeouts: to, Via: viaName}
 		if s.acc != nil {
@@ -183,6 +188,11 @@ func New(g frontdoor.Group, opts Options) *Server {
 	s.srv.DisableGeneralOptionsHandler = true
 	return s
 }
+
+// CloseIdleUpstream closes the idle connections to members: the next calls
+// dial afresh, with the Options.ReplicaTLS client then in use. Connections
+// in use finish their calls.
+func (s *Server) CloseIdleUpstream() { s.up.closeIdle() }
 
 // Shutdown stops accepting connections, closes idle ones and waits for the
 // calls in flight (including upgraded connections) to finish. When ctx ends

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor/lean"
 )
@@ -27,7 +28,11 @@ type upstream struct {
 	fast   *lean.MemberClient
 }
 
-func newUpstream(s *Server, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *upstream {
+// newUpstream makes the front door's transports. With rtls, TLS
+// connections to https:// members are made with the *certs.Client it gives
+// at each dial (offering h2 by ALPN only on the HTTP/2 transport); without,
+// with http.Transport's own TLS client (the system roots).
+func newUpstream(s *Server, dial func(ctx context.Context, network, addr string) (net.Conn, error), rtls func() *certs.Client) *upstream {
 	d := &dialer{dial: dial}
 	if d.dial == nil {
 		d.dial = (&net.Dialer{}).DialContext
@@ -37,7 +42,16 @@ func newUpstream(s *Server, dial func(ctx context.Context, network, addr string)
 	p2 := new(http.Protocols)
 	p2.SetUnencryptedHTTP2(true)
 	p2.SetHTTP2(true)
-	return &upstream{s: s, h1: newTransport(d, p1), h2: newTransport(d, p2), fast: lean.NewMemberClient(d.dialMember)}
+	h1, h2 := newTransport(d, p1), newTransport(d, p2)
+	if rtls != nil {
+		h1.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return rtls().DialTLS(d.dialMember, "http/1.1")(ctx, network, addr)
+		}
+		h2.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return rtls().DialTLS(d.dialMember, "h2", "http/1.1")(ctx, network, addr)
+		}
+	}
+	return &upstream{s: s, h1: h1, h2: h2, fast: lean.NewMemberClient(d.dialMember)}
 }
 
 func newTransport(d *dialer, p *http.Protocols) *http.Transport {
