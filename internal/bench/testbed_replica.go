@@ -29,7 +29,7 @@ const (
 // with its index (1, 2), so the load knows where calls went.
 const ServedHeader = nginxreplica.ServedHeader
 
-// replicaObjects are the static objects every replica serves: seed 003's
+// replicaObjects are the static objects every replica serves: the ALBL paper's
 // 1 KB and 10 KB objects.
 var replicaObjects = map[string]int{"/1k": 1024, "/10k": 10 * 1024}
 
