@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/agent/httpagent/nginxreplica"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
@@ -100,8 +101,9 @@ func TestAgentReportsAHogBesideNGINX(t *testing.T) {
 	}
 }
 
-// writeNGINXReplica writes the config of a one-process NGINX (the whole
-// of it in the replica's cgroup) listening on port in its namespace: /1k
+// writeNGINXReplica writes the config (nginxreplica's, the one
+// docs/agents.md shows) of a one-process NGINX (the whole of it in the
+// replica's cgroup) listening on port in its namespace: /1k
 // (1 KiB), /healthz, stub_status for the namespace's loopback, and
 // X-Replica: index on every answer. It returns the config's path.
 func writeNGINXReplica(t *testing.T, index int, port string) string {
@@ -114,32 +116,17 @@ func writeNGINXReplica(t *testing.T, index int, port string) string {
 	if err := os.WriteFile(filepath.Join(www, "1k"), make([]byte, 1024), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	user := ""
-	if os.Geteuid() == 0 {
-		user = "user root;" // NGINX reads the test's private temp dir
+	c := nginxreplica.Config{
+		Dir: dir, Listen: port, Index: index, ErrorLog: "stderr",
+		WorkerConnections: 256, OneProcess: true,
 	}
-	conf := fmt.Sprintf(`daemon off;
-master_process off;
-%[5]s
-worker_processes 1;
-pid %[1]s/nginx.pid;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    server {
-        listen %[3]s;
-        root %[2]s;
-        add_header X-Replica %[4]d always;
-        location = /healthz { return 200 "ok\n"; }
-        location = /nginx_status { stub_status; allow 127.0.0.1; deny all; }
-    }
-}
-`, dir, www, port, index, user)
+	if os.Geteuid() == 0 {
+		c.User = "root" // NGINX reads the test's private temp dir
+	}
+	conf, err := nginxreplica.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// fulcrum demo --protocol giop: seed 000's effectiveness experiment over
+// fulcrum demo --protocol giop: the TAO paper's effectiveness experiment over
 // GIOP (Go Prime servants, client ORBs following LOCATION_FORWARD) reaches
 // equilibrium and exits 0; a replica killed with kill -9 has its clients
 // go back through the front door with no failed call beyond those in

@@ -19,7 +19,7 @@ type LoadSource string
 // Load sources.
 const (
 	// LoadRate is the call rate in calls/s over the last report interval:
-	// the load of seed 000's experiments and of TAO's requests-per-second
+	// the load of the TAO paper's experiments and of TAO's requests-per-second
 	// monitor. The default.
 	LoadRate LoadSource = "rate"
 	// LoadInflight is the number of calls in flight: the larger of the

@@ -14,7 +14,7 @@ const (
 
 // Queue lets a per-request HTTP group hold calls at the front door while
 // every replica has max_inflight calls in flight, and hand each to the
-// first replica with room, instead of answering 503 at once. Seed 004 §IV.B
+// first replica with room, instead of answering 503 at once. The .NET Remoting paper §IV.B
 // models servers that "execute maximum k tasks in parallel", the rest
 // queued until one finishes; max_inflight is that k.
 type Queue struct {

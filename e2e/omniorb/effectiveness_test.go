@@ -14,7 +14,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
-// TestOmniORBEffectiveness is seed 000's effectiveness experiment (§4.3)
+// TestOmniORBEffectiveness is the TAO paper's effectiveness experiment (§4.3)
 // with omniORB on both sides: four omniORB C++ replicas, each behind
 // "fulcrum agent giop" (load: its call rate), and eight unmodified omniORB
 // C++ client processes on the group's corbaloc reference, four calling

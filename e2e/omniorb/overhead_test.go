@@ -17,7 +17,7 @@ import (
 )
 
 // TestOmniORBOverhead measures, with omniORB C++ on both sides, what
-// fulcrum costs a closed-loop client (seed 000's overhead experiment with
+// fulcrum costs a closed-loop client (the TAO paper's overhead experiment with
 // real ORBs): K client processes, each making N is_prime calls as fast as
 // it can, against three omniORB replicas
 //

@@ -183,7 +183,7 @@ func (a *Analyzer) Strategy() strategy.Strategy { return a.strat }
 // Interval returns the report interval.
 func (a *Analyzer) Interval() time.Duration { return a.interval }
 
-// SetStrategy switches the strategy at run time (seed 000's Component
+// SetStrategy switches the strategy at run time (the TAO paper's Component
 // Configurator). Loads are kept; the new strategy's dampening applies from
 // the next report. Switching to a strategy that is not adaptive drops the
 // planned moves and turns `high` advisories nominal. A nil s is ignored.

@@ -121,7 +121,7 @@ func TestReportIntervalOnEveryAdvisory(t *testing.T) {
 }
 
 // TestDemoConvergesFromAnyBinding is the demo's promise as a property: from
-// any initial binding of seed 000's mix (4×100 and 4×50 calls/s over four
+// any initial binding of the TAO paper's mix (4×100 and 4×50 calls/s over four
 // replicas), with measured rates off by up to ±5%, least-loaded and
 // minimum-dispersion with their defaults bring every replica within ±10% of
 // the mean within a few report intervals, and then move nothing.

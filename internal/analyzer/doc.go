@@ -1,4 +1,4 @@
-// Package analyzer is the per-group load analyzer (seed 000 §3.1): it takes
+// Package analyzer is the per-group load analyzer (the TAO paper §3.1): it takes
 // load reports in, keeps every replica's dampened effective load, runs the
 // group's strategy once per report interval and keeps the advisory each
 // replica's monitor gets, with the plan of moves behind it.
@@ -29,7 +29,7 @@
 // (so neither picks nor the dashboard wait for dampening to catch up). A
 // move the client does not complete within MoveExpiryIntervals expires.
 //
-// Hazards (seed 000 §3.3.4, §4.3), and what keeps the loads from
+// Hazards (the TAO paper §3.3.4, §4.3), and what keeps the loads from
 // oscillating:
 //
 //   - While moves are pending, and until every replica a move touched has

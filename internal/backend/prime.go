@@ -1,6 +1,7 @@
-// Package backend is the seeds' test service: "is n prime" by trial
-// division (seed 000's CPU-bound call), the count of primes below x (seed
-// 004's getPrimeCount) and an echo for payload benchmarks, over HTTP.
+// Package backend is the benchmarks' test service: "is n prime" by trial
+// division (the TAO paper's CPU-bound call), the count of primes below x
+// (the .NET Remoting paper's getPrimeCount) and an echo for payload
+// benchmarks, over HTTP. docs/design.md lists the papers.
 package backend
 
 import (
@@ -39,7 +40,7 @@ func IsPrime(n uint64) bool {
 }
 
 // PrimeCount returns the number of primes below x, by the sieve of
-// Eratosthenes: CPU time proportional to x, as seed 004's getPrimeCount.
+// Eratosthenes: CPU time proportional to x, as the .NET Remoting paper's getPrimeCount.
 func PrimeCount(x int) int {
 	if x <= 2 {
 		return 0

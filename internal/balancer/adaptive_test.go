@@ -20,7 +20,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// TestAdaptiveLoopBalances runs seed 000's experiment in-process: 4
+// TestAdaptiveLoopBalances runs the TAO paper's experiment in-process: 4
 // replicas behind the real monitor middleware (push, every 100ms), 8
 // clients of the real client library at 100, 100, 100, 100, 50, 50, 50 and
 // 50 calls/s, an on-demand least-loaded group. The served rates, counted by

@@ -19,7 +19,7 @@ const ClientCommand = "bench-client"
 
 // ClientSpec is what one client process runs: Callers closed-loop
 // callers of an endpoint, from Start (a wall-clock time shared by every
-// process of a run: seed 002's synchronised start) until Start+Duration.
+// process of a run: Beekhuis's synchronised start) until Start+Duration.
 type ClientSpec struct {
 	Endpoint Endpoint
 	// BodySize, when positive, sends a body of that many bytes

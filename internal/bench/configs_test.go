@@ -107,3 +107,26 @@ func TestMissingCompetitorSaysHowToInstall(t *testing.T) {
 		t.Errorf("tool %+v, want missing with how to install it", tool)
 	}
 }
+
+func TestReplicaNGINXConfigIsValid(t *testing.T) {
+	t.Parallel()
+	path := needCompetitor(t, toolNGINX)
+	dir := t.TempDir()
+	errLog := filepath.Join(dir, "error.log")
+	cfg, err := replicaNGINXConfig(dir, errLog, 3, NGINXExtra{Server: "        location /extra/ { return 204; }\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"master_process off;", "listen 80 backlog=4096;", "add_header X-Replica 3 always;", "proxy_pass http://127.0.0.1:9100;", "location /extra/ { return 204; }", "error_log " + errLog + " warn;"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q", want)
+		}
+	}
+	file := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(path, "-t", "-p", dir, "-c", file, "-e", errLog).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t: %v\n%s\n%s", err, out, cfg)
+	}
+}

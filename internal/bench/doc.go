@@ -1,4 +1,4 @@
-// Package bench is the harness of fulcrum's benchmarks: it runs the seeds'
+// Package bench is the harness of fulcrum's benchmarks: it runs the papers'
 // experiments on this machine with HAProxy and NGINX in the same run, and
 // writes results.json, CSV files, PNG plots and report.md.
 //
@@ -11,11 +11,11 @@
 // itself by name in its init function (Register; a duplicate name
 // panics):
 //
-//   - overhead: seed 000 §4.2, Fig. 13/14 (also over GIOP)
-//   - effectiveness: seed 000 §4.3, Fig. 15/16 (also over GIOP)
-//   - scalability: seed 002 experiments A and L
-//   - albl: seed 003 §5, Fig. 3–10, on the testbed (root)
-//   - remoting: seed 004 §V, Fig. 13/14, on the testbed (root), with its
+//   - overhead: the TAO paper §4.2, Fig. 13/14 (also over GIOP)
+//   - effectiveness: the TAO paper §4.3, Fig. 15/16 (also over GIOP)
+//   - scalability: Beekhuis's thesis experiments A and L
+//   - albl: the ALBL paper §5, Fig. 3–10, on the testbed (root)
+//   - remoting: the .NET Remoting paper §V, Fig. 13/14, on the testbed (root), with its
 //     queueing model in remoting/queuemodel
 //
 // Run looks an experiment up, gives it an Env and writes what it returns:

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Experiment is one of the seeds' experiments.
+// Experiment is one of the papers' experiments.
 type Experiment interface {
 	// Name is the experiment's name on the command line.
 	Name() string
@@ -70,7 +70,7 @@ func New(name string) (Experiment, bool) {
 }
 
 // Names lists the registered experiments in the order "bench all" runs
-// them: the seeds' order (overhead, effectiveness, scalability), then any
+// them: the papers' order (overhead, effectiveness, scalability), then any
 // others by name.
 func Names() []string {
 	experimentsMu.Lock()

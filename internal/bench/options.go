@@ -9,7 +9,7 @@ import (
 type Size int
 
 const (
-	// Full is the seeds' size (200,000 calls for overhead, as in the
+	// Full is the papers' size (200,000 calls for overhead, as in the
 	// paper).
 	Full Size = iota
 	// Quick is the shortest run whose figures still mean something:

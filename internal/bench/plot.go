@@ -17,7 +17,7 @@ type Series struct {
 }
 
 // Line is one line of a line chart. Lower and Upper, when set, are drawn
-// as error bars (seed 002's 5%/95% bounds).
+// as error bars (Beekhuis's 5%/95% bounds).
 type Line struct {
 	Name         string
 	X, Y         []float64

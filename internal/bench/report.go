@@ -17,7 +17,7 @@ const (
 	Unknown TargetStatus = "not measured"
 )
 
-// Target is one of the issue's targets and what this run says about it.
+// Target is one of an experiment's targets and what this run says about it.
 type Target struct {
 	Name   string       `json:"name"`
 	Status TargetStatus `json:"status"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/agent/httpagent/nginxreplica"
 	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
@@ -26,9 +27,9 @@ const (
 
 // ServedHeader is the header each NGINX replica adds to its answers
 // with its index (1, 2), so the load knows where calls went.
-const ServedHeader = "X-Replica"
+const ServedHeader = nginxreplica.ServedHeader
 
-// replicaObjects are the static objects every replica serves: seed 003's
+// replicaObjects are the static objects every replica serves: the ALBL paper's
 // 1 KB and 10 KB objects.
 var replicaObjects = map[string]int{"/1k": 1024, "/10k": 10 * 1024}
 
@@ -61,7 +62,10 @@ func (e *Env) StartReplicaNGINX(ctx context.Context, r *testbed.Replica, index i
 		return nil, err
 	}
 	errLog := filepath.Join(logs, name+"-error.log")
-	cfg := replicaNGINXConfig(prefix, errLog, www, index, extra)
+	cfg, err := replicaNGINXConfig(prefix, errLog, index, extra)
+	if err != nil {
+		return nil, err
+	}
 	cfgPath := filepath.Join(logs, name+".conf")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -94,45 +98,22 @@ func TestbedReplicaURL(r *testbed.Replica) string {
 	return "http://" + r.Addr().String() + ":" + strconv.Itoa(replicaPort)
 }
 
-// replicaNGINXConfig is a replica's NGINX: one process (so that the
-// testbed's cgroup holds all of it and the parent-death signal reaches
-// it), static files with sendfile and an open-file cache (seed 003
-// turned Apache's caching on), no access log; and extra.
-func replicaNGINXConfig(prefix, errLog, www string, index int, extra NGINXExtra) string {
-	return fmt.Sprintf(`%[8]sdaemon off;
-master_process off;
-worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[2]s warn;
-
-events {
-    worker_connections 8192;
-}
-
-http {
-    access_log off;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    sendfile on;
-    tcp_nodelay on;
-    open_file_cache max=64;
-    keepalive_timeout 90s;
-    keepalive_requests 100000000;
-    default_type application/octet-stream;
-
-    server {
-        listen %[4]d backlog=4096;
-        root %[3]s;
-        add_header %[6]s %[5]d always;
-        location = /healthz { return 200 "ok\n"; }
-        location = /nginx_status { stub_status; allow 127.0.0.1; deny all; }
-        location = /fulcrum/probe { proxy_pass http://127.0.0.1:%[7]d; }
-%[9]s    }
-}
-`, prefix, errLog, www, replicaPort, index, ServedHeader, replicaAgentPort, extra.Main, extra.Server)
+// replicaNGINXConfig is a replica's NGINX (nginxreplica's template, the
+// one docs/agents.md shows): one process (so that the testbed's cgroup
+// holds all of it and the parent-death signal reaches it), static files
+// with sendfile and an open-file cache (as the ALBL paper's Apache
+// servers cached files), no access log; and extra.
+func replicaNGINXConfig(prefix, errLog string, index int, extra NGINXExtra) (string, error) {
+	return nginxreplica.Render(nginxreplica.Config{
+		Dir:        prefix,
+		Listen:     strconv.Itoa(replicaPort),
+		Agent:      "127.0.0.1:" + strconv.Itoa(replicaAgentPort),
+		Index:      index,
+		ErrorLog:   errLog,
+		OneProcess: true,
+		Main:       extra.Main,
+		Server:     extra.Server,
+	})
 }
 
 // StartReplicaAgent starts "fulcrum agent http" in r's network namespace

@@ -22,7 +22,7 @@ func init() { subcommands = append(subcommands, newBackendCmd) }
 func newBackendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backend",
-		Short: "Run one of the seeds' test services as a replica",
+		Short: "Run the test service of the benchmarks (prime) as a replica",
 	}
 	cmd.AddCommand(newBackendPrimeCmd())
 	return cmd
@@ -42,9 +42,10 @@ func newBackendPrimeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prime --listen ADDR [--register ADMIN_URL --group NAME]",
 		Short: "Serve the prime service over HTTP (GET /prime/{n}, GET /count/{x}, POST /echo, GET /healthz)",
-		Long: `Serve the seeds' test service: GET /prime/{n} answers whether n is prime by
-trial division (seed 000's CPU-bound call), GET /count/{x} the number of primes
-below x (seed 004's getPrimeCount), POST /echo returns the body, GET /healthz.
+		Long: `Serve the benchmarks' test service: GET /prime/{n} answers whether n is prime
+by trial division (the CPU-bound call of Othman et al., 2001), GET /count/{x}
+the number of primes below x (getPrimeCount, from Chen et al.'s .NET Remoting
+paper), POST /echo returns the body, GET /healthz.
 
 With --register the replica joins a group through the Go monitor library: it
 registers (with replace, so a restarted replica keeps its id), reports its

@@ -40,14 +40,24 @@ func newBenchCmd() *cobra.Command {
 	fmt.Fprintf(&list, "  %-14s every experiment above on loopback (with --testbed, the testbed ones too), each into its own subdirectory of --out\n", "all")
 	cmd := &cobra.Command{
 		Use:   "bench EXPERIMENT",
-		Short: "Run the seeds' experiments on this machine, side by side with HAProxy and NGINX",
-		Long: `Run one of the seeds' experiments with real processes on loopback — fulcrum
-balancers, prime replicas, HAProxy and NGINX — and write results.json, CSV
-files, PNG plots and report.md (with the issue's targets marked met or
-missed) into --out (default ./bench-results/<experiment>-<time>).
+		Short: "Run the experiments of the papers fulcrum is built on, side by side with HAProxy and NGINX",
+		Long: `Run one of the experiments of the papers fulcrum is built on with real
+processes on loopback — fulcrum balancers, prime replicas, HAProxy and NGINX —
+and write results.json, CSV files, PNG plots and report.md (with its targets
+marked met or missed) into --out (default ./bench-results/<experiment>-<time>).
 
 Experiments:
 ` + list.String() + `
+The papers:
+  Othman, O'Ryan, Schmidt, "The Design and Performance of an Adaptive CORBA
+    Load Balancing Service" (2001): overhead, effectiveness
+  Beekhuis, "Comparative Performance Evaluation of CORBA and DCOM" (1998):
+    scalability
+  Kontogiannis, Valsamidis, Efraimidis, Karakos, "An adaptive load balancing
+    algorithm for cluster-based web systems" (ALBL): albl
+  Chen, Chang, Chen, Chen, Yang, Lee, "Efficient Switching Supports of
+    Distributed .NET Remoting with Network Processors": remoting
+
 The default size is the paper's; --quick is the shortest run whose figures
 still mean something; --smoke only proves that every configuration runs.
 HAProxy and NGINX come from Debian's packages (apt-get install haproxy

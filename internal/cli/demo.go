@@ -21,11 +21,13 @@ func newDemoCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the main job on loopback: a balancer, prime replicas and clients, until loads balance",
-		Long: `Run seed 000's effectiveness experiment on this machine with nothing set up:
-a balancer, 4 prime replicas (child processes, whose pids and addresses are
-printed at start) and 8 clients, 4 at 100 calls/s and 4 at 50 calls/s,
-started one after another, in an on-demand group balanced by least-loaded.
+		Short: "Run the effectiveness experiment on loopback: a balancer, prime replicas and clients, until loads balance",
+		Long: `Run the effectiveness experiment of Othman, O'Ryan and Schmidt, "The Design
+and Performance of an Adaptive CORBA Load Balancing Service" (2001, §4.3) on
+this machine with nothing set up: a balancer, 4 prime replicas (child
+processes, whose pids and addresses are printed at start) and 8 clients, 4 at
+100 calls/s and 4 at 50 calls/s, started one after another, in an on-demand
+group balanced by least-loaded.
 
 Every second it prints the calls/s each replica served. It exits 0 once every
 replica has stayed within ±10% of the mean for 10 s ("balanced after N s",
@@ -38,10 +40,10 @@ front door, and the demo starts it again on the same address, where it
 re-registers and takes load.
 
 With a non-adaptive set-up, e.g. --strategy round-robin --binding
-per-session, it shows the lasting imbalance of seed 000 Fig. 15 instead, runs
+per-session, it shows the lasting imbalance of the paper's Fig. 15 instead, runs
 for --duration (default 60s) and exits 0.
 
-With --protocol giop the same experiment runs over CORBA GIOP, as in seed 000:
+With --protocol giop the same experiment runs over CORBA GIOP, as in the paper:
 the replicas serve the Prime interface (fulcrum backend prime --giop), and each
 client calls the group's corbaloc:iiop: reference with fulcrum's client ORB,
 is forwarded to a replica with LOCATION_FORWARD and calls it directly until a

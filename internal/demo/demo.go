@@ -1,4 +1,4 @@
-// Package demo runs fulcrum's main job in one command (seed 000 §4.3): a
+// Package demo runs the TAO paper's effectiveness experiment (§4.3) in one command: a
 // balancer, N prime replicas as child processes and clients at fixed call
 // rates on loopback, printing each replica's served rate every second until
 // the loads reach equilibrium.

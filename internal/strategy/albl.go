@@ -16,12 +16,12 @@ const ALBLName = "albl"
 // ALBLConfig is albl's configuration.
 type ALBLConfig struct {
 	// Period is how often every replica is probed and the weights are
-	// recomputed (seed 003 §4: "metric calculation period ... given by the
+	// recomputed (the ALBL paper §4: "metric calculation period ... given by the
 	// administrator"; its experiments do not state it). Default 1s, range
 	// [100ms,1h].
 	Period protocol.Duration `json:"period"`
 	// Object is the path of the small object whose fetch time is the HTTP
-	// response time (seed 003 §4: "an HTTP request for a predefined
+	// response time (the ALBL paper §4: "an HTTP request for a predefined
 	// object"). Default "/", a path starting with "/".
 	Object string `json:"object"`
 	// HTTPTimeout bounds the HTTP probe; a replica that does not answer in
@@ -61,7 +61,7 @@ const alblMinProcessingShare = 0.1
 // cannot divide by zero.
 const alblMinTime = 1e-6
 
-// albl is the Anonymous Load BaLancer of seed 003 §4 (Karakos et al.).
+// albl is the Anonymous Load BaLancer of the ALBL paper §4 (Kontogiannis, Valsamidis, Efraimidis and Karakos).
 // Every Period the balancer probes each eligible replica twice: the HTTP
 // response time http_i (fetch of Object on a fresh connection) and the
 // network delay ndelay_i (TCP connect time, SYN → SYN-ACK). A replica
@@ -123,7 +123,7 @@ var _ Prober = (*albl)(nil)
 func init() {
 	Register(Definition{
 		Name:     ALBLName,
-		Summary:  "ALBL (seed 003): weighted round-robin with weights from probed HTTP response time and TCP connect delay, reshuffled every period",
+		Summary:  "ALBL (Kontogiannis et al.): weighted round-robin with weights from probed HTTP response time and TCP connect delay, reshuffled every period",
 		Build:    buildALBL,
 		Defaults: func() map[string]any { return ToParams(defaultALBLConfig) },
 	})

@@ -46,7 +46,7 @@ const maxMaglevTableSize = 1 << 22
 
 // consistentHash maps a request key to a replica so that the same key keeps
 // going to the same replica, and a replica joining or leaving moves only
-// about its share of the keys (IPVS sh/dh/mh; seed 003 §3 "source hashing").
+// about its share of the keys (IPVS sh/dh/mh; the ALBL paper §3 "source hashing").
 //
 // With method maglev the key's hash h(k) indexes a lookup table of M slots
 // filled by Maglev's population algorithm (Eisenbud et al., "Maglev: A Fast

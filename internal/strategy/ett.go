@@ -88,7 +88,7 @@ func defaultETTConfig() ETTConfig {
 // ettMaxValue bounds capacities and costs.
 const ettMaxValue = 1e18
 
-// ett sends a call to the replica of least estimated task time (seed 004
+// ett sends a call to the replica of least estimated task time (the .NET Remoting paper
 // §IV.A, eq. 1, Lin et al.'s .NET Remoting switch):
 //
 //	ETT(n, s) = cc(n) / (P_s·(1 − cpu_s)) + d(n) / (W_s·(1 − bw_s))
@@ -182,7 +182,7 @@ type ettPath struct {
 func init() {
 	Register(Definition{
 		Name:     ETTName,
-		Summary:  "least estimated task time cc/(P·(1−cpu)) + d/(W·(1−bw)) from reported cpu and bw and a per-call cost (seed 004)",
+		Summary:  "least estimated task time cc/(P·(1−cpu)) + d/(W·(1−bw)) from reported cpu and bw and a per-call cost (Chen et al., .NET Remoting)",
 		Build:    buildETT,
 		Defaults: func() map[string]any { return ToParams(defaultETTConfig()) },
 	})

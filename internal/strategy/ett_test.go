@@ -73,7 +73,7 @@ func TestETTPickDoesNotAllocate(t *testing.T) {
 
 // psSim is a discrete-event model of a group of processor-sharing replicas
 // of equal speed (1 ms of work per ms) behind a per-request balancer, as
-// in seed 004 §V: Poisson arrivals, exponential call sizes (the call's
+// in the .NET Remoting paper §V: Poisson arrivals, exponential call sizes (the call's
 // Fulcrum-Cost is its size), loads reported every 250 ms like the monitor
 // library does (cpu: busy share of the window; rps: calls started per
 // second; latency_ms: mean time of the calls finished in the window;
@@ -187,7 +187,7 @@ func (sim *psSim) run(s strategy.Strategy, n, calls int, util float64, seed uint
 }
 
 // TestETTSharesLikeJoinShortestQueue runs the Remoting experiment's model
-// (seed 004 §V at 90% load) with ett, and as references least-connections
+// (the .NET Remoting paper §V at 90% load) with ett, and as references least-connections
 // on the balancer's own counts only (join the shortest queue) and random.
 // Reports are up to 250 ms old. ett must come within 10% of join the
 // shortest queue and well below random. Before its queue term replaced

@@ -14,7 +14,7 @@ type LeastConnectionsConfig struct{}
 //
 //	C_i = active_i·256 + inactive_i
 //
-// as IPVS lc does (ip_vs_dest_conn_overhead; seed 003 §3 "LC" and its
+// as IPVS lc does (ip_vs_dest_conn_overhead; the ALBL paper §3 "LC" and its
 // footnote on weighting active connections to set them apart from idle
 // ones). Here active is the replica's calls in flight (Replica.Inflight:
 // the balancer's own or the reported ones, the larger) and inactive the

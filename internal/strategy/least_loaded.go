@@ -47,7 +47,7 @@ var defaultLeastLoadedConfig = LeastLoadedConfig{
 	CriticalRelative: 1.10,
 }
 
-// leastLoaded is TAO's LeastLoaded strategy in its later form (seed 000;
+// leastLoaded is TAO's LeastLoaded strategy in its later form (the TAO paper;
 // TAO's LB_LeastLoaded): the analyzer keeps the effective load
 //
 //	L = d·L_prev + (1−d)·sample

@@ -7,7 +7,7 @@ import (
 )
 
 // The picker of the adaptive strategies (least-loaded, minimum-dispersion):
-// TAO's LeastLoaded selection (seed 000's later form), by load per unit of
+// TAO's LeastLoaded selection (the TAO paper's later form), by load per unit of
 // weight.
 
 // AutoLoad is a load amount parameter that is either a number (>= 0) or

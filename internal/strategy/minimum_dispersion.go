@@ -8,7 +8,7 @@ const MinimumDispersionName = "minimum-dispersion"
 // per unit of weight.
 type MinimumDispersionConfig struct {
 	// Dampening is d in the effective load L = d·L_prev + (1−d)·sample
-	// (seed 000 §3.3.4: "averages instantaneous load samples with older
+	// (the TAO paper §3.3.4: "averages instantaneous load samples with older
 	// load values"). Default 0.5, range [0,1).
 	Dampening float64 `json:"dampening"`
 	// Tolerance: every replica's load is kept between mean/Tolerance and
@@ -36,7 +36,7 @@ var defaultMinimumDispersionConfig = MinimumDispersionConfig{
 	MinGain:        0.01,
 }
 
-// minimumDispersion is seed 000 §3.3.3's minimum dispersion strategy:
+// minimumDispersion is the minimum dispersion strategy of the TAO paper (§3.3.3):
 // "ensure load differences fall within a certain tolerance": the average
 // load of the group is compared with each replica's (dampened) load and,
 // when a replica is further from it than the tolerance, load is shifted to

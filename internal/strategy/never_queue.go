@@ -12,7 +12,7 @@ type NeverQueueConfig struct{}
 // neverQueue sends a call to an idle replica whenever there is one, so that
 // it never waits in a queue, and otherwise to the replica of shortest
 // expected delay (C+1)/W, C = active + inactive as in
-// shortest-expected-delay (seed 003 §3 "Never Queue", after Weinrib and
+// shortest-expected-delay (the ALBL paper §3 "Never Queue", after Weinrib and
 // Shenker; IPVS nq). A replica is idle when it has no call in flight
 // (active = 0). Among several idle replicas the one of shortest expected
 // delay wins — which counts the clients bound to each — rather than IPVS's

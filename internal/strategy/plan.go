@@ -14,7 +14,7 @@ import (
 // TAO answers an overloaded replica with a `high` advisory and lets the
 // monitor send back "some" clients, which land wherever the strategy picks;
 // clients are bound whole and have different rates, so this overshoots and
-// the loads "fluctuated for a short period" before settling (seed 000 §4.3).
+// the loads "fluctuated for a short period" before settling (the TAO paper §4.3).
 // Monitors here report their busiest bound clients with their rates, so
 // the planner can decide which client goes from which replica to which:
 // the assignment of the listed clients to replicas that brings every
@@ -51,7 +51,7 @@ import (
 // share the difference equally (CV = x/sqrt(n−1), spread = x): a plan is
 // worth making when it gains as much as narrowing one outlier by
 // MinImprovement would. A group at its best reachable balance stays put
-// (seed 000 §3.3.4's balancing paroxysms).
+// (the TAO paper's balancing paroxysms, §3.3.4).
 //
 // OptimalAssignment, which answers "how close to the mean can every
 // replica get", still ranks by spread.

@@ -40,7 +40,7 @@ func TestPlanMoves(t *testing.T) {
 		wantAfter float64
 	}{
 		{
-			name: "seed 000 demo mix, all badly bound",
+			name: "the TAO paper demo mix, all badly bound",
 			replicas: []PlanReplica{
 				planReplica("a", clients("h1", 100, "h2", 100, "h3", 100, "h4", 100)),
 				planReplica("b", clients("l1", 50, "l2", 50, "l3", 50, "l4", 50)),
@@ -246,7 +246,7 @@ func TestOptimalAssignment(t *testing.T) {
 		weights []float64
 		want    float64
 	}{
-		{"seed 000 demo", []float64{100, 100, 100, 100, 50, 50, 50, 50}, []float64{1, 1, 1, 1}, 0},
+		{"the TAO paper demo", []float64{100, 100, 100, 100, 50, 50, 50, 50}, []float64{1, 1, 1, 1}, 0},
 		{"10 and 11 over two", []float64{10, 11}, []float64{1, 1}, 0.5 / 10.5},
 		{"fewer clients than replicas", []float64{100}, []float64{1, 1}, 1},
 		{"weights", []float64{100, 100, 100, 50, 50, 50, 50}, []float64{2, 1, 1}, 0.2},

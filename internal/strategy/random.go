@@ -7,7 +7,7 @@ const RandomName = "random"
 type RandomConfig struct{}
 
 // random picks a replica uniformly at random, ignoring weights and load
-// (seed 003 §3 "Random"; the "NLB" baseline of seed 004).
+// (the ALBL paper §3 "Random"; the "NLB" baseline of the .NET Remoting paper).
 type random struct{ env Env }
 
 func init() {

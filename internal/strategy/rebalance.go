@@ -26,7 +26,7 @@ import (
 // it sends back are placed by the picker.
 //
 // Both the trigger and the plan read the dampened loads and client rates
-// (a trend, not a blip, seed 000 §3.3.4: measured rates are noisy, and a
+// (a trend, not a blip, the TAO paper §3.3.4: measured rates are noisy, and a
 // plan made on noise is undone by the next one). The unnamed shed reads
 // the latest samples: it is sent once and must not chase the lag of the
 // dampening. Replicas without a fresh report are neither sources nor

@@ -9,7 +9,7 @@ const RoundRobinName = "round-robin"
 type RoundRobinConfig struct{}
 
 // roundRobin hands out the replicas in turn, ignoring weights and load:
-// pick k goes to replica k mod N (IPVS rr, seed 003 §3 "Round-Robin"; the
+// pick k goes to replica k mod N (IPVS rr, the ALBL paper §3 "Round-Robin"; the
 // picker follows grpc-go's round_robin: an atomic counter, started at a
 // random replica). The counter belongs to the strategy, not to a picker:
 // a group rebuilds its picker at every analyzer step, and a counter

@@ -13,7 +13,7 @@ type ShortestExpectedDelayConfig struct{}
 //	E_i = (C_i + 1) / U_i
 //
 // counting the new call or client as one more, with U_i the replica's
-// weight as its service rate (seed 003 §3 "SED", after Weinrib and Shenker;
+// weight as its service rate (the ALBL paper §3 "SED", after Weinrib and Shenker;
 // IPVS sed). IPVS counts only active connections in C, since its inactive
 // ones cost nothing; here C_i = active_i + inactive_i, calls in flight
 // (Replica.Inflight) plus clients bound since the last report

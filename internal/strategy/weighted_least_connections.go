@@ -13,7 +13,7 @@ type WeightedLeastConnectionsConfig struct{}
 //	C_k / W_k = min_i C_i / W_i
 //
 // where C_i is least-connections' overhead active·256 + inactive and W_i
-// the replica's weight (IPVS wlc; seed 003 §3 "WLC"). Ties rotate as in
+// the replica's weight (IPVS wlc; the ALBL paper §3 "WLC"). Ties rotate as in
 // least-connections.
 type weightedLeastConnections struct{}
 

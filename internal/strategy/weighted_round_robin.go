@@ -14,7 +14,7 @@ const WeightedRoundRobinName = "weighted-round-robin"
 type WeightedRoundRobinConfig struct{}
 
 // weightedRoundRobin hands out picks in proportion to the replicas' weights
-// W_i, interleaved rather than in bursts (seed 003 §3 "WRR", IPVS wrr; the
+// W_i, interleaved rather than in bursts (the ALBL paper §3 "WRR", IPVS wrr; the
 // smoothness is that of nginx's smooth WRR).
 //
 // The schedule is stride scheduling as in grpc-go's weightedroundrobin

@@ -8,13 +8,13 @@ import (
 )
 
 // Link shapes a replica's link with tc's token bucket filter (tbf), the
-// queueing discipline seed 003 used: a rate, a bucket of Burst bytes, and
+// queueing discipline the ALBL paper used: a rate, a bucket of Burst bytes, and
 // a queue bounded by the time a packet may wait in it (Latency).
 //
 // The qdisc sits on the replica's end of the veth pair, so it shapes
 // what the replica sends: its responses, the direction that carries the
 // data of a web or RPC server ("the traffic that passes from the first
-// web server", seed 003 §5). A qdisc shapes only its device's egress
+// web server", the ALBL paper §5). A qdisc shapes only its device's egress
 // (ingress can only be policed, which drops instead of queueing), so
 // shaping the requests too takes a second tbf on the root namespace's
 // end: set Both.

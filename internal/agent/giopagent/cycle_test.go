@@ -14,7 +14,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
 )
 
-// TestAdvisoryCycleMovesORBClient runs seed 000's load-advisory cycle
+// TestAdvisoryCycleMovesORBClient runs the TAO paper's load-advisory cycle
 // (§3.2, steps 8–11) with a client ORB that follows forwards as the CORBA
 // specification requires: bound through the group's corbaloc to the
 // replica behind one agent, it is forwarded back to the front door when

@@ -1,5 +1,5 @@
 // Package giopagent is fulcrum's GIOP side-car: a load monitor in front of
-// an unmodified ORB server (seed 000 §3.2, steps 8–11 of the load-advisory
+// an unmodified ORB server (the TAO paper §3.2, steps 8–11 of the load-advisory
 // cycle, carried out beside the replica instead of inside it).
 //
 // The agent listens for client connections and opens one connection to the
@@ -17,7 +17,7 @@
 //     LOCATION_FORWARD carrying the group's reference, in the request's
 //     GIOP version and byte order, and the target never sees it. The
 //     client's ORB re-issues the call to the group's front door, which binds
-//     it to a less loaded replica (CORBA's forwarding rules, seed 000
+//     it to a less loaded replica (CORBA's forwarding rules, the TAO paper
 //     §3.3.1). A Request sent in fragments is decided at its first message:
 //     if sent back, its fragments are swallowed and the forward is sent
 //     once the last has arrived.

@@ -1,6 +1,6 @@
 // Package httpagent is the measuring half of "fulcrum agent http": a
 // side-car beside an unmodified HTTP replica (NGINX serving static objects,
-// as in seed 003's web cluster) that reads the replica's load from outside
+// as in the ALBL paper's web cluster) that reads the replica's load from outside
 // and hands it to a monitor made with monitor.NewExternal, which registers
 // the replica, reports (push or pull) and deregisters.
 //

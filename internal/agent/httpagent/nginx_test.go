@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/agent/httpagent"
+	"github.com/fulcrum-lb/fulcrum/internal/agent/httpagent/nginxreplica"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -66,36 +67,18 @@ func startNGINX(t *testing.T, agent string) *nginx {
 		}
 		addr := ln.Addr().String()
 		ln.Close()
-		probe := ""
-		if agent != "" {
-			probe = fmt.Sprintf("location = /fulcrum/probe { proxy_pass http://%s; }", agent)
+		// nginxreplica's configuration, the one docs/agents.md shows.
+		c := nginxreplica.Config{
+			Dir: dir, Listen: addr, Agent: agent, WorkerConnections: 256,
+			Server: "        location /slow/ { limit_rate 2k; }\n",
 		}
-		user := ""
 		if os.Geteuid() == 0 {
-			user = "user root;" // the workers read the test's private temp dir
+			c.User = "root" // the workers read the test's private temp dir
 		}
-		conf := fmt.Sprintf(`daemon off;
-%[5]s
-worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/client_body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-    server {
-        listen %[2]s;
-        root %[3]s;
-        location = /nginx_status { stub_status; }
-        location /slow/ { limit_rate 2k; }
-        %[4]s
-    }
-}
-`, dir, addr, www, probe, user)
+		conf, err := nginxreplica.Render(c)
+		if err != nil {
+			t.Fatal(err)
+		}
 		confPath := filepath.Join(dir, "nginx.conf")
 		if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 			t.Fatal(err)

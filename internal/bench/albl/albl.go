@@ -21,7 +21,7 @@ func init() {
 	bench.Register(ALBLName, func() bench.Experiment { return newALBL() })
 }
 
-// alblScenario is one of seed 003 §5's scenarios.
+// alblScenario is one of the ALBL paper's scenarios (§5).
 type alblScenario struct {
 	// Name is "I", "II" or "III".
 	Name string
@@ -50,22 +50,22 @@ func sweep(from, to, step float64) []float64 {
 	return out
 }
 
-// alblScenarios are seed 003 §5.1–5.3.
+// alblScenarios are the ALBL paper §5.1–5.3.
 var alblScenarios = []alblScenario{
 	{
-		Name: "I", What: "no load, 1 KB object (seed 003 §5.1, Fig. 3–4)",
+		Name: "I", What: "no load, 1 KB object (ALBL paper §5.1, Fig. 3–4)",
 		Object: "/1k", ObjectBytes: 1024, Timeout: 10 * time.Second,
 		// "20 ... until 2000 HTTP requests per second (actually 1970
 		// requests/sec), with a step of 50".
 		Full: sweep(20, 1970, 50), Quick: []float64{20, 670, 1320, 1970}, Smoke: []float64{50},
 	},
 	{
-		Name: "II", What: "replica 1's link shaped by tbf to 0.5 Mbit/s (10 ms queue, 2 KB burst), 10 KB object, client timeout 5 s (seed 003 §5.2, Fig. 5–7)",
+		Name: "II", What: "replica 1's link shaped by tbf to 0.5 Mbit/s (10 ms queue, 2 KB burst), 10 KB object, client timeout 5 s (ALBL paper §5.2, Fig. 5–7)",
 		Object: "/10k", ObjectBytes: 10 * 1024, Timeout: 5 * time.Second, Shaped: true,
 		Full: sweep(10, 120, 10), Quick: []float64{10, 40, 80, 120}, Smoke: []float64{20},
 	},
 	{
-		Name: "III", What: "a CPU hog in replica 1's cgroup, 1 KB object (seed 003 §5.3, Fig. 8–10)",
+		Name: "III", What: "a CPU hog in replica 1's cgroup, 1 KB object (ALBL paper §5.3, Fig. 8–10)",
 		Object: "/1k", ObjectBytes: 1024, Timeout: 10 * time.Second, Hog: true,
 		Full: sweep(10, 120, 10), Quick: []float64{10, 40, 80, 120}, Smoke: []float64{20},
 	},
@@ -78,7 +78,7 @@ type alblRun struct {
 	Params          map[string]any
 }
 
-// The ALBL thresholds (seed 003 §5.2 tests "a small threshold value that
+// The ALBL thresholds (the ALBL paper §5.2 tests "a small threshold value that
 // causes network delay metric to be of importance on the weight
 // calculation (use of Equation 6)" and "a high threshold value that
 // causes the HTTP response time to be the key metric (from Equation 5)";
@@ -117,7 +117,7 @@ func alblRuns(size bench.Size) []alblRun {
 	}
 }
 
-// ALBL is seed 003 §5's experiment on the testbed: two NGINX replicas of
+// ALBL is the ALBL paper's experiment (§5) on the testbed: two NGINX replicas of
 // equal CPU, each with fulcrum agent http beside it, behind a balancer in
 // per-request binding; open-loop clients at fixed rates swept upward,
 // each rate held for a step; for every scenario, strategy and rate the
@@ -142,7 +142,7 @@ type ALBL struct {
 	// clients).
 	CPU float64
 	// Load is what the agents report as the replicas' load (what
-	// least-loaded balances): cpu (default; seed 003's least-loaded
+	// least-loaded balances): cpu (default; the ALBL paper's least-loaded
 	// balances a CPU load index), connections or rate.
 	Load string
 }
@@ -157,7 +157,7 @@ func (*ALBL) OnTestbed() bool { return true }
 
 // Summary implements Experiment.
 func (x *ALBL) Summary() string {
-	return "seed 003 Fig. 3–10: throughput, response time and errors of 9 strategies over NGINX replicas on the testbed (needs root)"
+	return "Kontogiannis et al. (ALBL), Fig. 3–10: throughput, response time and errors of 9 strategies over NGINX replicas on the testbed (needs root)"
 }
 
 // AddFlags implements FlagAdder.

@@ -12,7 +12,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
-// The albl cluster: seed 003 §5's web cluster on the testbed. Two NGINX
+// The albl cluster: the ALBL paper's web cluster (§5) on the testbed. Two NGINX
 // replicas, each in a network namespace of its own with a CPU quota
 // (cgroup) and, in scenario II, replica 1's link shaped by tbf; each with
 // "fulcrum agent http" beside it in its namespace, reading NGINX's
@@ -108,14 +108,14 @@ func startALBLCluster(ctx context.Context, env *bench.Env, sc alblScenario, cpu 
 	return c, nil
 }
 
-// alblShapedLink is scenario II's congested link (seed 003 §5.2): tbf at
+// alblShapedLink is scenario II's congested link (the ALBL paper §5.2): tbf at
 // 0.5 Mbit/s, a queue of 10 ms, a 2 KB burst, on what replica 1 sends.
 var alblShapedLink = testbed.Link{Rate: "500kbit", Burst: "2kb", Latency: 10 * time.Millisecond}
 
 // alblGroupSpec is the albl group: per request (a web switch),
 // round-robin until a run patches its strategy, and no health checking —
 // no active probes and no passive ejection — so that the strategies alone
-// decide where calls go, as with seed 003's LVS switch.
+// decide where calls go, as with the ALBL paper's LVS switch.
 var alblGroupSpec = map[string]any{
 	"front_door": "127.0.0.1:0", "binding": "per-request", "strategy": "round-robin", "report_interval": "500ms",
 	"health":   map[string]any{"passive": map[string]any{"consecutive_failures": -1}},

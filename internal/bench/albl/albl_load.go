@@ -15,10 +15,10 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
-// The albl load: seed 003's httperf clients, open loop. Calls are sent at
+// The albl load: the ALBL paper's httperf clients, open loop. Calls are sent at
 // a fixed rate whatever the answers do; a call is answered when its whole
 // object arrives within the client timeout, and counts as an error
-// otherwise (seed 003 §5: "requests that were not serviced or delayed
+// otherwise (the ALBL paper §5: "requests that were not serviced or delayed
 // service more than 10 seconds").
 
 // alblMaxOutstanding bounds the calls one step keeps open. At the highest

@@ -11,7 +11,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 )
 
-// alblReport writes the CSV, the plots (seed 003's Fig. 3–10 and the p99
+// alblReport writes the CSV, the plots (the ALBL paper's Fig. 3–10 and the p99
 // beside them) and report.md's tables and targets.
 func alblReport(env *bench.Env, rep *bench.Report, scs []alblPlanned, runs []alblRun, rows []ALBLRow, step, settle time.Duration, cpu float64, load string) error {
 	header := []string{"scenario", "strategy", "name", "params", "rate", "throughput_kbs", "latency_mean_ms", "latency_p99_ms", "error_rate", "sent", "answered", "replica1_share", "errors"}
@@ -26,7 +26,7 @@ func alblReport(env *bench.Env, rep *bench.Report, scs []alblPlanned, runs []alb
 	}
 	judgeALBL(rep, rows)
 	rep.Heading("Setup")
-	rep.Para("Seed 003 §5 on the testbed (`internal/testbed`): two replicas of %.2f cores each (cgroup CPU quota, %s period), each in a network namespace of its own "+
+	rep.Para("Kontogiannis et al., \"An adaptive load balancing algorithm for cluster-based web systems\" (ALBL), §5, on the testbed (`internal/testbed`): two replicas of %.2f cores each (cgroup CPU quota, %s period), each in a network namespace of its own "+
 		"running NGINX (one process, static 1 KB and 10 KB objects, sendfile and open-file cache) with `fulcrum agent http` beside it in its namespace "+
 		"(stub_status over the namespace's loopback, the cgroup's CPU time, load `%s`, push reports to the balancer over the replica's link). "+
 		"The balancer (`fulcrum serve`, per-request binding: a web switch) and the clients run in the root namespace. "+
@@ -108,7 +108,7 @@ func filterRows(rows []ALBLRow, scenario string) []ALBLRow {
 // other strategy is one of fulcrum's adaptive ones.
 var alblBaselines = []string{"round-robin", "least-connections"}
 
-// judgeALBL records the issue's targets:
+// judgeALBL records the experiment's targets:
 //
 //   - scenario I: no strategy's throughput below 0.95 × round-robin's at
 //     any rate;

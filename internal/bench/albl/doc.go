@@ -1,4 +1,4 @@
-// Package albl is seed 003's experiment (§5, Fig. 3–10): throughput,
+// Package albl is the ALBL paper's experiment (§5, Fig. 3–10): throughput,
 // response time and errors of nine strategies over two NGINX replicas on
 // the testbed (network namespaces, CPU quotas, a shaped link), each with
 // "fulcrum agent http" beside it; it needs root. It registers itself with

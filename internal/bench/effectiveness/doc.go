@@ -1,4 +1,4 @@
-// Package effectiveness is seed 000's effectiveness experiment (§4.3,
+// Package effectiveness is the TAO paper's effectiveness experiment (§4.3,
 // Fig. 15/16): N replicas, open-loop clients at fixed rates, and per
 // strategy and binding the per-replica load over time, the time to
 // equilibrium, the steady CV beside the best CV any assignment of whole

@@ -24,7 +24,7 @@ func init() {
 	bench.Register(EffectivenessName, func() bench.Experiment { return newEffectiveness() })
 }
 
-// The defaults of seed 000 §4.3: four replicas, four clients at 100
+// The defaults of the TAO paper §4.3: four replicas, four clients at 100
 // calls/s and four at 50, strategies side by side.
 var (
 	defaultEffRates = []float64{100, 100, 100, 100, 50, 50, 50, 50}
@@ -43,7 +43,7 @@ const (
 	effWarmup = 200 * time.Millisecond
 )
 
-// Effectiveness is seed 000's effectiveness experiment (§4.3, Fig. 15 and
+// Effectiveness is the TAO paper's effectiveness experiment (§4.3, Fig. 15 and
 // 16): N replicas of the prime service behind a fresh balancer per run,
 // open-loop clients at fixed rates, and for each strategy/binding pair the
 // replicas' served rates each second, the time to equilibrium, the
@@ -74,7 +74,7 @@ func (x *Effectiveness) Name() string { return EffectivenessName }
 
 // Summary implements Experiment.
 func (x *Effectiveness) Summary() string {
-	return "seed 000 Fig. 15/16: per-replica load over time, time to equilibrium and steady dispersion per strategy"
+	return "Othman et al. 2001, Fig. 15/16: per-replica load over time, time to equilibrium and steady dispersion per strategy"
 }
 
 // OverGIOP implements bench.OverGIOP: effectiveness also runs over GIOP.

@@ -69,10 +69,10 @@ func TestOptimalCV(t *testing.T) {
 		replicas int
 		want     float64
 	}{
-		{"seed 000 mix on 4", []float64{100, 100, 100, 100, 50, 50, 50, 50}, 4, 0},
-		{"seed 000 mix on 3", []float64{100, 100, 100, 100, 50, 50, 50, 50}, 3, 0},
+		{"the TAO paper mix on 4", []float64{100, 100, 100, 100, 50, 50, 50, 50}, 4, 0},
+		{"the TAO paper mix on 3", []float64{100, 100, 100, 100, 50, 50, 50, 50}, 3, 0},
 		// 600 over 5: best is 100,100,100,150,150 → mean 120, sd √(3·400+2·900)/√5.
-		{"seed 000 mix on 5", []float64{100, 100, 100, 100, 50, 50, 50, 50}, 5, math.Sqrt((3*400+2*900)/5.0) / 120},
+		{"the TAO paper mix on 5", []float64{100, 100, 100, 100, 50, 50, 50, 50}, 5, math.Sqrt((3*400+2*900)/5.0) / 120},
 		{"one client per replica", []float64{100, 50}, 2, 1.0 / 3},
 		{"more replicas than clients", []float64{60, 60}, 3, math.Sqrt((2*400+1600)/3.0) / 40},
 		{"none", nil, 4, 0},

@@ -24,7 +24,7 @@ import (
 
 const (
 	// effPrimeN is the number every call asks about: trial division up
-	// to its square root, a small real CPU cost (seed 000's Latency test
+	// to its square root, a small real CPU cost (the TAO paper's Latency test
 	// asks whether a number is prime).
 	effPrimeN = 1_000_003
 	// effMaxInflight bounds one client's calls in flight: an open-loop

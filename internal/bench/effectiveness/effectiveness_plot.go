@@ -32,7 +32,7 @@ func rateTable(tr effTrace) [][]string {
 	return rows
 }
 
-// ratePlot draws a run like seed 000's Fig. 16: each replica's served
+// ratePlot draws a run like the TAO paper's Fig. 16: each replica's served
 // rate against time, one line per replica, with the mean rate dashed and
 // the start of equilibrium marked when there was one.
 func ratePlot(title string, tr effTrace, f effFigures) (*plot.Plot, error) {

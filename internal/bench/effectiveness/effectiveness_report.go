@@ -59,7 +59,7 @@ func effReport(rows []EffRow, m effMix, replicas int, dur time.Duration, size be
 		})
 	}
 	rep.Table(header, table)
-	rep.Para("Per-second rates of each run are in rates-STRATEGY-BINDING.csv; the plots below are seed 000's Fig. 15/16 for each run.")
+	rep.Para("Per-second rates of each run are in rates-STRATEGY-BINDING.csv; the plots below are Fig. 15/16 of Othman et al. (2001) for each run.")
 	for _, row := range rows {
 		slug := effRun{Strategy: row.Strategy, Binding: row.Binding}.slug()
 		rep.Heading(row.Name)

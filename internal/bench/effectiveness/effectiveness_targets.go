@@ -11,7 +11,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// The targets for the effectiveness experiment.
+// The targets for the effectiveness experiment.
 const (
 	// effEqWithin: the adaptive strategies reach equilibrium within 10 s.
 	effEqWithin = 10

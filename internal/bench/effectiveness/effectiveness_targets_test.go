@@ -19,7 +19,7 @@ func TestEffMix(t *testing.T) {
 		wantRRRate []float64
 	}{
 		// Interleaved default: a strict rotation gives Fig. 15's 200/100/200/100.
-		{"seed 000", []float64{100, 50, 100, 50, 100, 50, 100, 50}, 4, 0.10, 1.0 / 3, []float64{200, 100, 200, 100}},
+		{"the TAO paper", []float64{100, 50, 100, 50, 100, 50, 100, 50}, 4, 0.10, 1.0 / 3, []float64{200, 100, 200, 100}},
 		// 600 over 5 replicas: the best spread is ±25%, so equilibrium is
 		// judged within ±27%.
 		{"five replicas", []float64{100, 50, 100, 50, 100, 50, 100, 50}, 5, 0.27, 1.0 / 3, []float64{150, 150, 150, 50, 100}},

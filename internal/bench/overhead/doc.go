@@ -1,4 +1,4 @@
-// Package overhead is seed 000's overhead experiment (§4.2, Fig. 13/14):
+// Package overhead is the TAO paper's overhead experiment (§4.2, Fig. 13/14):
 // one single-threaded closed-loop client and one prime replica, the same
 // number of calls through direct, per-session, per-request, on-demand,
 // HAProxy and NGINX, in interleaved rounds, with an A/A control. It

@@ -21,7 +21,7 @@ func init() { bench.Register("overhead", func() bench.Experiment { return &Overh
 // rows, not as one.
 const cfgControl = "direct-control"
 
-// Overhead is seed 000's overhead experiment (§4.2, Fig. 13/14): one
+// Overhead is the TAO paper's overhead experiment (§4.2, Fig. 13/14): one
 // single-threaded closed-loop client and one prime replica, the same
 // number of calls through each configuration, run in interleaved rounds.
 type Overhead struct {
@@ -38,7 +38,7 @@ func (*Overhead) Name() string { return "overhead" }
 
 // Summary implements Experiment.
 func (*Overhead) Summary() string {
-	return "seed 000 Fig. 13/14: one client, one replica; direct, per-session, per-request, on-demand, HAProxy, NGINX"
+	return "Othman et al. 2001, Fig. 13/14: one client, one replica; direct, per-session, per-request, on-demand, HAProxy, NGINX"
 }
 
 // OverGIOP implements bench.OverGIOP: overhead also runs over GIOP.
@@ -361,22 +361,22 @@ func (o *Overhead) write(env *bench.Env, cfgs []*overheadConfig, rows []Overhead
 		mean, p50, p99 = append(mean, r.Mean), append(p50, r.P50), append(p99, r.P99)
 		thr = append(thr, r.ThroughputRPS)
 	}
-	if err := env.BarChart("overhead-latency.png", bench.Axes{Title: "Latency overhead (seed 000 Fig. 13)", Y: "latency (µs)"}, names,
+	if err := env.BarChart("overhead-latency.png", bench.Axes{Title: "Latency overhead (Othman et al. 2001, Fig. 13)", Y: "latency (µs)"}, names,
 		[]bench.Series{{Name: "mean", Values: mean}, {Name: "p50", Values: p50}, {Name: "p99", Values: p99}}); err != nil {
 		return err
 	}
-	return env.BarChart("overhead-throughput.png", bench.Axes{Title: "Throughput overhead (seed 000 Fig. 14)", Y: "calls/s"}, names,
+	return env.BarChart("overhead-throughput.png", bench.Axes{Title: "Throughput overhead (Othman et al. 2001, Fig. 14)", Y: "calls/s"}, names,
 		[]bench.Series{{Name: "throughput", Values: thr}})
 }
 
-// comparePaper sets the run beside seed 000's findings (Fig. 13/14).
+// comparePaper sets the run beside the TAO paper's findings (Fig. 13/14).
 func comparePaper(rep *bench.Report, rows map[string]OverheadRow) {
 	ps, pr, od := rows[bench.ConfigPerSession], rows[bench.ConfigPerRequest], rows[bench.ConfigOnDemand]
 	if ps.LatencyRatio == nil || pr.LatencyRatio == nil || od.LatencyRatio == nil {
 		return
 	}
 	rep.Heading("Compared with the paper")
-	rep.Para("Seed 000 found that per-session binding \"imposes essentially no latency overhead\", that per-request forwarding \"more than doubles the average latency\" "+
+	rep.Para("Othman et al. (2001) found that per-session binding \"imposes essentially no latency overhead\", that per-request forwarding \"more than doubles the average latency\" "+
 		"and that throughput then \"decreases dramatically\", and that on-demand binding \"adds little latency\" while throughput \"only decreased slightly\". "+
 		"Here, mean latency × direct: per-session %.2f, per-request %.2f, on-demand %.2f; throughput × direct: per-session %.2f, per-request %.2f, on-demand %.2f. "+
 		"On loopback the network path is short, so a proxy hop or a monitor weighs more, relative to direct, than between the paper's workstations.",
@@ -410,7 +410,7 @@ func overheadReport(env *bench.Env, cfgs []*overheadConfig, rows []OverheadRow, 
 	case env.Protocol == bench.ProtocolGIOP:
 		rep.Para("%s", overheadGIOPIntro(calls, rounds))
 	default:
-		rep.Para("Seed 000 §4.2 (Fig. 13/14): one single-threaded closed-loop client, one prime replica (`GET /prime/%d`), "+
+		rep.Para("Othman, O'Ryan and Schmidt, \"The Design and Performance of an Adaptive CORBA Load Balancing Service\" (2001), §4.2 (Fig. 13/14): one single-threaded closed-loop client, one prime replica (`GET /prime/%d`), "+
 			"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
 			"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
 			"Latencies in µs, measured by the client from sending the call to reading the whole answer.", bench.PrimeN, calls, rounds)
@@ -491,7 +491,7 @@ func overheadReport(env *bench.Env, cfgs []*overheadConfig, rows []OverheadRow, 
 	return rep
 }
 
-// judgeOverhead records the issue's targets for the overhead experiment.
+// judgeOverhead records the targets for the overhead experiment.
 func judgeOverhead(rep *bench.Report, cfgs []*overheadConfig, rows map[string]OverheadRow) {
 	od := rows[bench.ConfigOnDemand]
 	if od.ThroughputRatio != nil {

@@ -9,7 +9,7 @@ import (
 
 // setUpGIOP is setUp over GIOP: the Go Prime servant as the replica (a
 // plain one for direct and per-request, one with its monitor built in and
-// registered for per-session and on-demand, as seed 000's Latency server
+// registered for per-session and on-demand, as the TAO paper's Latency server
 // with the load monitor added), GIOP groups, and callers that are fulcrum's
 // client ORB calling is_prime(bench.PrimeN): direct through the replica's
 // IOR, the others through the group's corbaloc reference, following
@@ -48,7 +48,7 @@ func (o *Overhead) setUpGIOP(ctx context.Context, env *bench.Env) ([]*overheadCo
 
 // overheadGIOPIntro is the report's first paragraph for a GIOP run.
 func overheadGIOPIntro(calls, rounds int) string {
-	return fmt.Sprintf("Seed 000 §4.2 (Fig. 13/14) over CORBA GIOP 1.2: one single-threaded closed-loop client (fulcrum's client ORB), one Prime servant (`is_prime(%d)`), "+
+	return fmt.Sprintf("Othman, O'Ryan and Schmidt, \"The Design and Performance of an Adaptive CORBA Load Balancing Service\" (2001), §4.2 (Fig. 13/14), over CORBA GIOP 1.2: one single-threaded closed-loop client (fulcrum's client ORB), one Prime servant (`is_prime(%d)`), "+
 		"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
 		"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+
 		"Latencies in µs, measured by the client from sending the request to decoding the reply.", bench.PrimeN, calls, rounds)

@@ -107,7 +107,7 @@ func (o *Overhead) setUpOmniORB(ctx context.Context, env *bench.Env) (cfgs []*ov
 
 // overheadOmniORBIntro is the report's first paragraph for an omniORB run.
 func overheadOmniORBIntro(calls, rounds int) string {
-	return fmt.Sprintf("Seed 000 §4.2 (Fig. 13/14) with omniORB C++ on both sides: one unmodified omniORB C++ client process per configuration "+
+	return fmt.Sprintf("Othman, O'Ryan and Schmidt, \"The Design and Performance of an Adaptive CORBA Load Balancing Service\" (2001), §4.2 (Fig. 13/14), with omniORB C++ on both sides: one unmodified omniORB C++ client process per configuration "+
 		"(closed loop, one call at a time), omniORB C++ Prime servers (`is_prime(%d)`), "+
 		"%d calls through each configuration, in %d interleaved rounds (each configuration in turn, every round). "+
 		"Ratios are the medians of the per-round ratios to `direct` in the same round, which cancels the machine's drift. "+

@@ -1,4 +1,4 @@
-// Package remoting is seed 004's scheduling experiment (§V, Fig. 13/14):
+// Package remoting is the .NET Remoting paper's scheduling experiment (§V, Fig. 13/14):
 // getPrimeCount(X) with X and the gaps exponential, open-loop clients,
 // 2/4/8 replicas of equal CPU on the testbed behind a per-request group,
 // offered loads of 50/70/90% of the group's capacity, and each strategy's

@@ -25,7 +25,7 @@ const RemotingName = "remoting"
 
 func init() { bench.Register(RemotingName, func() bench.Experiment { return newRemoting() }) }
 
-// The defaults of seed 004 §V, scaled to this machine (see Remoting).
+// The defaults of the .NET Remoting paper §V, scaled to this machine (see Remoting).
 var (
 	defaultRemotingReplicas   = []int{2, 4, 8}
 	defaultRemotingUtils      = []float64{0.5, 0.7, 0.9}
@@ -71,7 +71,7 @@ const (
 	// queue served least Fulcrum-Cost first.
 	remotingQueueSuffix = "+queue"
 	// defaultRemotingQueueSlots is max_inflight of the "+queue" runs.
-	// Seed 004 §IV.B lets each server run k tasks at once and queues
+	// The .NET Remoting paper §IV.B lets each server run k tasks at once and queues
 	// the rest; in the queueing model (internal/bench/remoting/queuemodel,
 	// held-least-cost) one slot gives the lowest mean (82% below random
 	// with 4 replicas at 90%), two 76%.
@@ -102,11 +102,11 @@ func remotingConfig(entry string) (name string, queued bool) {
 	return name, queued
 }
 
-// Paper's reductions of NP_LB's mean response time against NLB (seed 004
+// Paper's reductions of NP_LB's mean response time against NLB (the .NET Remoting paper
 // §V): 2 replicas (3 s mean gap), 4 replicas (1 s mean gap).
 var remotingPaper = map[int]float64{2: 0.476, 4: 0.761}
 
-// Remoting is seed 004's scheduling experiment (§V, Fig. 13 and 14): the
+// Remoting is the .NET Remoting paper's scheduling experiment (§V, Fig. 13 and 14): the
 // getPrimeCount(X) call, X and the gaps between a client's calls
 // exponential, N replicas of equal CPU on the testbed behind a
 // per-request balancer, and each strategy's mean response time beside
@@ -195,7 +195,7 @@ func (*Remoting) OnTestbed() bool { return true }
 
 // Summary implements Experiment.
 func (*Remoting) Summary() string {
-	return "seed 004 §V: getPrimeCount(X) on 2, 4, 8 testbed replicas at 50/70/90% load; mean response time vs random (needs root)"
+	return "Chen et al. (.NET Remoting), §V: getPrimeCount(X) on 2, 4, 8 testbed replicas at 50/70/90% load; mean response time vs random (needs root)"
 }
 
 // AddFlags implements FlagAdder.

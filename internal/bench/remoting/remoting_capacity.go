@@ -11,7 +11,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
-// How "90%" is meant (--load-from). Seed 004 §V and the issue set the
+// How "90%" is meant (--load-from). The .NET Remoting paper §V and the issue set the
 // offered load as a share of the group's capacity: the calls per second
 // the replicas answer when saturated. The replicas' CPU per call is not
 // the same at every load, though: a replica at 90% of its quota spends

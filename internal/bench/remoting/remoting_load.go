@@ -19,7 +19,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// The remoting load (seed 004 §V): each client calls getPrimeCount(X),
+// The remoting load (the .NET Remoting paper §V): each client calls getPrimeCount(X),
 // here GET /count/{X}, with X = ⌊−ln(U)·xMean⌋ and exponential gaps
 // ⌊−ln(U)·gapMean⌋ between its calls, as the paper's
 // floor(−log(rand(0,1))·multiplier) draws both.

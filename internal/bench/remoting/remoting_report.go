@@ -120,8 +120,8 @@ func findRemotingRow(rows []RemotingRow, n int, u float64, s string) (RemotingRo
 // judgeRemoting records the targets: at 90% utilisation, ett's
 // reduction against random at least the paper's for 2 and 4 replicas.
 // ett is judged as fulcrum runs it for this workload, with the front
-// door's queue (ett+queue: max_inflight slots, least cost first, seed
-// 004 §IV.B's k tasks per server), when that was run; plain ett's
+// door's queue (ett+queue: max_inflight slots, least cost first, the
+// .NET Remoting paper's k tasks per server, §IV.B), when that was run; plain ett's
 // figure is given beside it. A sample run in several repeats
 // (--repeats) is judged on the calls of the repeats in which neither it
 // nor random's was flagged (its load far from 90%), pooled; a target
@@ -440,7 +440,7 @@ func (x *Remoting) report(rows []RemotingRow, groups []RemotingGroupSettings, s 
 	rep := bench.NewReport("fulcrum bench remoting")
 	judgeRemoting(rep, rows, groups, s.model, x.QueueSlots)
 	rep.Heading("Set-up")
-	rep.Para("Seed 004 §V on the testbed (docs/testbed.md): N replicas of %s, each in its own network namespace "+
+	rep.Para("Chen et al., \"Efficient Switching Supports of Distributed .NET Remoting with Network Processors\", §V, on the testbed (docs/testbed.md): N replicas of %s, each in its own network namespace "+
 		"with an equal share of %g CPU cores (cgroup quota; the period is the shortest with a 1 ms quota, see groups), registered with one `fulcrum serve` whose group binds "+
 		"per-request; the replicas report their CPU load every %s. The strategy is switched between samples (PATCH, no restart), "+
 		"their order in each round following a Williams design (each strategy in each position, and right after each other one, equally often). Every client calls `GET /count/{X}` (getPrimeCount: the primes below X, "+

@@ -16,14 +16,14 @@ import (
 
 func init() { bench.Register("scalability", func() bench.Experiment { return &Scalability{} }) }
 
-// Scalability is seed 002's experiments A and L: (a) a payload sweep,
+// Scalability is Beekhuis's experiments A and L: (a) a payload sweep,
 // request bodies of 24 B to 240 KB echoed by the replica, one caller; (b)
 // a load grid, X client processes × Y concurrent callers each, closed
 // loop, synchronised start, zero think time, with the response time
 // fitted to T = β0 + β1·X + β2·Y + β3·X·Y and checked against Little's
 // law.
 type Scalability struct {
-	// Sizes are the payload sizes in bytes; default seed 002's 24, 240,
+	// Sizes are the payload sizes in bytes; default Beekhuis's 24, 240,
 	// 2400, 24000, 240000.
 	Sizes []int
 	// PayloadCalls is the number of calls per payload cell; 0: 10,000
@@ -37,7 +37,7 @@ type Scalability struct {
 	Duration time.Duration
 }
 
-// The payload sizes of seed 002's experiment A.
+// The payload sizes of Beekhuis's experiment A.
 var defaultSizes = []int{24, 240, 2400, 24000, 240000}
 
 // Name implements Experiment.
@@ -45,7 +45,7 @@ func (*Scalability) Name() string { return "scalability" }
 
 // Summary implements Experiment.
 func (*Scalability) Summary() string {
-	return "seed 002 exp. A and L: payload sweep 24 B–240 KB; client processes × callers grid with regression and Little's law"
+	return "Beekhuis 1998, exp. A and L: payload sweep 24 B–240 KB; client processes × callers grid with regression and Little's law"
 }
 
 // AddFlags implements FlagAdder.
@@ -373,10 +373,10 @@ func (s *Scalability) write(env *bench.Env, rows []ScalabilityRow, targets []*sc
 			gridLines, thrLines = append(gridLines, lat), append(thrLines, thr)
 		}
 	}
-	if err := env.LineChart("scalability-payload.png", bench.Axes{Title: "Payload sweep (seed 002 exp. A): mean with 5%/95% bounds", X: "request body (bytes, echoed)", Y: "response time (µs)", LogX: true}, payloadLines); err != nil {
+	if err := env.LineChart("scalability-payload.png", bench.Axes{Title: "Payload sweep (Beekhuis 1998, exp. A): mean with 5%/95% bounds", X: "request body (bytes, echoed)", Y: "response time (µs)", LogX: true}, payloadLines); err != nil {
 		return err
 	}
-	if err := env.LineChart("scalability-grid.png", bench.Axes{Title: "Load grid (seed 002 exp. L): mean with 5%/95% bounds", X: "concurrent clients (processes × callers)", Y: "response time (µs)", LogX: true}, gridLines); err != nil {
+	if err := env.LineChart("scalability-grid.png", bench.Axes{Title: "Load grid (Beekhuis 1998, exp. L): mean with 5%/95% bounds", X: "concurrent clients (processes × callers)", Y: "response time (µs)", LogX: true}, gridLines); err != nil {
 		return err
 	}
 	return env.LineChart("scalability-throughput.png", bench.Axes{Title: "Load grid: throughput", X: "concurrent clients (processes × callers)", Y: "calls/s", LogX: true}, thrLines)
@@ -392,8 +392,8 @@ func bounded(r ScalabilityRow) string {
 
 func (s *Scalability) report(env *bench.Env, rows []ScalabilityRow, targets []*scalTarget, fits map[string]stats.Fit, notes map[string]string) *bench.Report {
 	rep := bench.NewReport("fulcrum bench scalability")
-	rep.Para("Seed 002 §4.3 experiments A and L, on loopback. Response times in µs, measured by the clients from sending a call to reading the whole answer, " +
-		"as the mean with the 5%% lower and 95%% upper bounds of all calls (seed 002's empirical 90%% interval). " +
+	rep.Para("Beekhuis, \"Comparative Performance Evaluation of CORBA and DCOM\" (1998), §4.3, experiments A and L, on loopback. Response times in µs, measured by the clients from sending a call to reading the whole answer, " +
+		"as the mean with the 5%% lower and 95%% upper bounds of all calls (Beekhuis's empirical 90%% interval). " +
 		"Every configuration has a prime replica process of its own; `per-request` is a fulcrum per-request group, `on-demand` an on-demand group whose replica reports through the Go monitor library and whose client uses fulcrum's client library; HAProxy and NGINX are configured as in the overhead experiment (configs in `logs/`).")
 
 	rep.Heading("(a) Payload sweep")
@@ -426,8 +426,8 @@ func (s *Scalability) report(env *bench.Env, rows []ScalabilityRow, targets []*s
 	rep.Image("payload sweep", "scalability-payload.png")
 
 	rep.Heading("(b) Load grid")
-	rep.Para("X client processes (`fulcrum bench-client`) × Y concurrent closed-loop callers each, zero think time, `GET /prime/%d`, every process starting its calls at one wall-clock time passed on its command line (seed 002's synchronisation service), %s per cell; the configurations of a cell run one after the other, their order rotating from cell to cell. "+
-		"All processes share this machine's %d CPUs with the replica and the balancer: beyond a few callers the clients' own CPU time is part of what is measured (seed 002 §3.4.4).",
+	rep.Para("X client processes (`fulcrum bench-client`) × Y concurrent closed-loop callers each, zero think time, `GET /prime/%d`, every process starting its calls at one wall-clock time passed on its command line (Beekhuis's synchronisation service), %s per cell; the configurations of a cell run one after the other, their order rotating from cell to cell. "+
+		"All processes share this machine's %d CPUs with the replica and the balancer: beyond a few callers the clients' own CPU time is part of what is measured (Beekhuis's thesis §3.4.4).",
 		bench.PrimeN, s.Duration, env.Machine.CPUs)
 	for _, t := range targets {
 		if !t.grid {
@@ -454,7 +454,7 @@ func (s *Scalability) report(env *bench.Env, rows []ScalabilityRow, targets []*s
 	rep.Image("throughput", "scalability-throughput.png")
 
 	rep.Heading("Regression")
-	rep.Para("Least-squares fit of the mean response time T (µs) to T = β0 + β1·X + β2·Y + β3·X·Y over the grid's cells (seed 002 §4.3.5), per configuration:")
+	rep.Para("Least-squares fit of the mean response time T (µs) to T = β0 + β1·X + β2·Y + β3·X·Y over the grid's cells (Beekhuis's thesis §4.3.5), per configuration:")
 	var ft [][]string
 	for _, t := range targets {
 		if !t.grid {

@@ -1,7 +1,7 @@
 // Package stats holds the statistics of fulcrum's benchmarks: latency
 // recording in HDR histograms, summaries (mean, percentiles, jitter), the
 // coefficient of variation of replica loads, equilibrium detection over
-// per-second rates, mean with 5%/95% bounds of repeated runs (seed 002
+// per-second rates, mean with 5%/95% bounds of repeated runs (Beekhuis's thesis
 // §3–4), the least-squares fit T = β0 + β1·X + β2·Y + β3·X·Y and a check of
 // Little's law.
 //

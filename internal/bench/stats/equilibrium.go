@@ -2,7 +2,7 @@ package stats
 
 import "math"
 
-// The effectiveness experiment's definition of equilibrium (seed 000
+// The effectiveness experiment's definition of equilibrium (the TAO paper
 // §4.3, Fig. 16): every replica within ±10% of the mean for 5 seconds.
 const (
 	DefaultBand   = 0.10

@@ -18,7 +18,7 @@ type Observation struct {
 }
 
 // Fit is the least-squares fit of T = β0 + β1·X + β2·Y + β3·X·Y, the
-// model of seed 002 §4.3.5 (experiment L), with its coefficient of
+// model of Beekhuis's thesis §4.3.5 (experiment L), with its coefficient of
 // determination. The JSON names are the bench's result fields.
 type Fit struct {
 	Beta0 float64 `json:"beta0"`

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// grid is seed 002's experiment L design: X processes × Y callers.
+// grid is Beekhuis's experiment L design: X processes × Y callers.
 func grid(xs, ys []float64, f func(x, y float64) float64) []Observation {
 	var obs []Observation
 	for _, x := range xs {
@@ -25,7 +25,7 @@ func TestOLSRecoversExactCoefficients(t *testing.T) {
 		want Fit
 	}{
 		{"all terms", Fit{Beta0: 120, Beta1: 35, Beta2: 8, Beta3: 2.5, R2: 1}},
-		{"negative constant like seed 002", Fit{Beta0: -4.68, Beta1: 1.2, Beta2: 0.3, Beta3: 9.9, R2: 1}},
+		{"negative constant like Beekhuis's thesis", Fit{Beta0: -4.68, Beta1: 1.2, Beta2: 0.3, Beta3: 9.9, R2: 1}},
 		{"no interaction", Fit{Beta0: 50, Beta1: 10, Beta2: 20, R2: 1}},
 		{"large response times", Fit{Beta0: 3e6, Beta1: 2e5, Beta2: 7e4, Beta3: 1.5e4, R2: 1}},
 	}

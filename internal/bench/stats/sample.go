@@ -70,7 +70,7 @@ func quantileSorted(s []float64, q float64) float64 {
 func Median(values []float64) float64 { return Quantile(values, 0.5) }
 
 // Bounds is a mean with its 5% lower and 95% upper bounds: the empirical
-// 90% interval seed 002 reports for every measurement (§3.4: "the mean,
+// 90% interval Beekhuis's thesis reports for every measurement (§3.4: "the mean,
 // 5% lower-bound and 95% upper-bound limits").
 type Bounds struct {
 	N     int     `json:"n"`

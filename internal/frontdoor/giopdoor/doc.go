@@ -1,6 +1,6 @@
 // Package giopdoor is the GIOP (CORBA IIOP) front door of one group: the
 // group's object reference, "corbaloc:iiop:<host>:<port>/<group>", served
-// as seed 000's replica locator so that unmodified ORB clients are balanced
+// as the TAO paper's replica locator so that unmodified ORB clients are balanced
 // with standard GIOP messages.
 //
 // Every message is served from the group's current snapshot

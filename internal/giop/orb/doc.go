@@ -4,7 +4,7 @@
 // by request id), sends GIOP 1.2 requests (1.0 and 1.1 on request, never
 // above the version the target's IIOP profile advertises), and follows
 // forwards the way a standard ORB does (CORBA 3.x, GIOP chapter, "Object
-// Location"; seed 000 §3.3.1):
+// Location"; the TAO paper §3.3.1):
 //
 //   - A Reply with LOCATION_FORWARD, or a LocateReply with OBJECT_FORWARD,
 //     makes the object use the reference it carries from then on, until it is

@@ -1,5 +1,5 @@
 // Package queuemodel simulates the queueing model behind the remoting
-// bench (seed 004 §V): n equal processor-sharing servers fed by one
+// bench (the .NET Remoting paper §V): n equal processor-sharing servers fed by one
 // Poisson stream of calls with exponentially distributed sizes, each call
 // sent to a server by a dispatch policy when it arrives. It answers what
 // a dispatcher can reach in that model, so that a measured reduction
@@ -12,7 +12,7 @@
 // core's speed until the period's budget is spent, then nothing until the
 // next period; Quota.Machine makes them share fewer cores than there are
 // servers, as the testbed's replicas share the machine's. Config.Parallel limits the calls a server works on at
-// once (seed 004 §IV.B's k; 1 is first come, first served), the rest
+// once (k of the .NET Remoting paper's §IV.B; 1 is first come, first served), the rest
 // waiting at the server. Config.Handoff is the time a call takes to reach
 // its server, during which a server whose slot freed sits idle;
 // Config.Lead frees a held policy's slot that much work before its call

@@ -35,7 +35,7 @@ const (
 	// Config.Slots calls in progress, and sends the longest-waiting one
 	// to a server as soon as one of its calls finishes; a call that finds
 	// room goes to the server with room that has the fewest calls. With
-	// one slot it is the M/M/n queue. Seed 004 §IV.B's model: "every
+	// one slot it is the M/M/n queue. The .NET Remoting paper's model (§IV.B): "every
 	// server can execute maximum k tasks in parallel. Tasks will be
 	// queued until the running tasks are less than k".
 	HeldFIFO
@@ -96,7 +96,7 @@ type Config struct {
 	Quota Quota
 	// Parallel is the calls a server works on at once, sharing its
 	// speed, in [0, 1024]; the calls sent beyond it wait at the server
-	// in arrival order. Seed 004 §IV.B: "every server can execute
+	// in arrival order. The .NET Remoting paper §IV.B: "every server can execute
 	// maximum k tasks in parallel. Tasks will be queued until the
 	// running tasks are less than k". 0: no limit, processor sharing
 	// over every call; 1: first come, first served. LeastDelay knows
