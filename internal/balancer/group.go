@@ -263,8 +263,8 @@ func metricsOf(m map[string]float64) strategy.Metrics {
 // advertiseLocked is the group's public front door URL: the configured
 // advertise, or one derived from the address actually bound (port 0).
 func (g *group) advertiseLocked() string {
-	if g.ln != nil && g.spec.Advertise == registry.AdvertiseFor(g.spec.Protocol, g.spec.FrontDoor) {
-		return registry.AdvertiseFor(g.spec.Protocol, g.ln.Addr().String())
+	if g.ln != nil && g.spec.Advertise == registry.GroupAdvertise(g.spec, g.spec.FrontDoor) {
+		return registry.GroupAdvertise(g.spec, g.ln.Addr().String())
 	}
 	return g.spec.Advertise
 }
