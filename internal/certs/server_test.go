@@ -19,16 +19,35 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 )
 
-// syncBuf is a log destination safe for concurrent writes.
+// syncBuf is a log destination safe for concurrent writes; changed is
+// signalled after each.
 type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{}
 }
 
 func (s *syncBuf) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 	return s.b.Write(p)
+}
+
+// waitLine waits, bounded, until the log holds want.
+func waitLine(t *testing.T, s *syncBuf, want string) {
+	t.Helper()
+	bound := time.After(10 * time.Second)
+	for !strings.Contains(s.String(), want) {
+		select {
+		case <-s.changed:
+		case <-bound:
+			t.Fatalf("no %q logged:\n%s", want, s.String())
+		}
+	}
 }
 
 func (s *syncBuf) String() string {
@@ -38,7 +57,7 @@ func (s *syncBuf) String() string {
 }
 
 func newLog() (*slog.Logger, *syncBuf) {
-	b := &syncBuf{}
+	b := &syncBuf{changed: make(chan struct{}, 1)}
 	return slog.New(slog.NewTextHandler(b, nil)), b
 }
 
@@ -235,18 +254,13 @@ func TestServerSetReloadsOnTick(t *testing.T) {
 	tk := clk.NewTicker(certs.PollInterval)
 	go func() { defer close(done); set.Run(ctx, tk) }()
 	writeFile(t, first.KeyFile, newKey)
-	deadline := time.Now().Add(5 * time.Second)
-	var got int64
-	for got != second.Cert.SerialNumber.Int64() && time.Now().Before(deadline) {
-		clk.Advance(certs.PollInterval)
-		if got, err = handshake(t, addr, conf); err != nil {
-			t.Fatal(err)
-		}
-	}
+	clk.Advance(certs.PollInterval)
+	// The tick's reload logs the swap: wait for that line.
+	waitLine(t, buf, "certificate reloaded")
 	cancel()
 	<-done
-	if got != second.Cert.SerialNumber.Int64() {
-		t.Fatalf("after the tick: serial %d, want the second certificate's %d", got, second.Cert.SerialNumber.Int64())
+	if got, err := handshake(t, addr, conf); err != nil || got != second.Cert.SerialNumber.Int64() {
+		t.Fatalf("after the tick: serial %d, %v; want the second certificate's %d", got, err, second.Cert.SerialNumber.Int64())
 	}
 	if !strings.Contains(buf.String(), "certificate reloaded") {
 		t.Errorf("no reload logged:\n%s", buf.String())

@@ -116,6 +116,9 @@ type Server struct {
 	handedOver atomic.Int64
 	// tlsConf terminates TLS on new connections (nil: plain; tls.go).
 	tlsConf atomic.Pointer[tls.Config]
+	// handshakes are the connections in their TLS handshake; guarded by
+	// mu.
+	handshakes map[net.Conn]struct{}
 }
 
 // New returns the front door of g. Server-level timeouts (reading request
@@ -359,6 +362,7 @@ func (s *Server) closeListenersLocked() {
 	for ln := range s.listeners {
 		_ = (*ln).Close()
 	}
+	s.closeHandshakesLocked() // tls.go
 }
 
 // checkRequest rejects what no binding mode can serve: CONNECT, and

@@ -27,9 +27,15 @@ func (s *Server) TLS() bool { return s.tlsConf.Load() != nil }
 // *tls.Conn itself, before anything is read; the others run on the lean
 // engine over crypto/tls.
 func (s *Server) serveTLS(nc net.Conn, conf *tls.Config) {
+	if !s.trackHandshake(nc, true) {
+		_ = nc.Close()
+		return
+	}
 	tc := tls.Server(nc, conf)
 	_ = nc.SetDeadline(time.Now().Add(s.to.Request))
-	if err := tc.HandshakeContext(s.base); err != nil {
+	err := tc.HandshakeContext(s.base)
+	s.trackHandshake(nc, false)
+	if err != nil {
 		s.log.Debug("TLS handshake failed", "client", nc.RemoteAddr().String(), "err", err)
 		_ = nc.Close()
 		return
@@ -42,6 +48,33 @@ func (s *Server) serveTLS(nc net.Conn, conf *tls.Config) {
 		return
 	}
 	s.serveConn(tc)
+}
+
+// trackHandshake adds nc to the connections in their handshake, or
+// removes it; adding fails once shutting down.
+func (s *Server) trackHandshake(nc net.Conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !add {
+		delete(s.handshakes, nc)
+		return true
+	}
+	if s.inShutdown.Load() {
+		return false
+	}
+	if s.handshakes == nil {
+		s.handshakes = map[net.Conn]struct{}{}
+	}
+	s.handshakes[nc] = struct{}{}
+	return true
+}
+
+// closeHandshakesLocked closes the connections still in their handshake:
+// nothing was asked on them yet. Caller must hold s.mu.
+func (s *Server) closeHandshakesLocked() {
+	for nc := range s.handshakes {
+		_ = nc.Close()
+	}
 }
 
 // isH2 reports whether c is a TLS connection that negotiated h2: net/http

@@ -78,6 +78,7 @@ var tlsBehaviour = []struct {
 	{"SNI", testTLSSNI},
 	{"ReloadUnderLoad", testTLSReloadUnderLoad},
 	{"ClientLeavesMidCall", testTLSClientLeaves},
+	{"HandshakeBounded", testTLSHandshakeBounded},
 }
 
 // TestTLS runs the TLS front door's behaviour on every engine.
@@ -380,4 +381,41 @@ type lineWriter struct{ lines chan string }
 func (w *lineWriter) Write(p []byte) (int, error) {
 	w.lines <- string(p)
 	return len(p), nil
+}
+
+// testTLSHandshakeBounded: a client that never sends its ClientHello is
+// closed at the request timeout; one still in its handshake when the front
+// door shuts down is closed by Shutdown.
+func testTLSHandshakeBounded(t *testing.T, engine string) {
+	t.Parallel()
+	ca := certstest.NewCA(t)
+	pair := ca.Leaf(t, "door", certstest.LeafOptions{})
+	set, err := certs.NewServerSet(certs.ServerConfig{Cert: pair.CertFile, Key: pair.KeyFile, ALPN: ALPN}, certs.ServerOptions{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, timeout := range []time.Duration{100 * time.Millisecond, time.Hour} {
+		g := newTestGroup(groupConfig{binding: protocol.PerRequest, timeouts: protocol.Timeouts{Request: registryDuration(timeout)}})
+		fd := startFrontDoor(t, g, Options{Engine: engine, TLS: set.TLSConfig(), Logger: quietLogger()})
+		conn, err := net.Dial("tcp", fd.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(waitBound))
+		stopped := make(chan struct{})
+		if timeout == time.Hour {
+			// Shutdown must not wait an hour for the handshake.
+			_, _ = conn.Write([]byte{0x16}) // the first byte of a record
+			go func() { defer close(stopped); fd.stop(t) }()
+		} else {
+			close(stopped)
+		}
+		_, err = conn.Read(make([]byte, 1))
+		<-stopped
+		var ne net.Error
+		if err == nil || errors.As(err, &ne) && ne.Timeout() {
+			t.Errorf("request timeout %v: read %v, want the front door to close the connection", timeout, err)
+		}
+		conn.Close()
+	}
 }
