@@ -3,6 +3,7 @@ package balancer_test
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/certs/certstest"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -90,4 +92,33 @@ func TestTLSGroup(t *testing.T) {
 	if mfs, _ := reg.Gather(); len(mfs) != 0 {
 		t.Errorf("metrics of a certificate no longer served: %v", mfs)
 	}
+}
+
+// The balancer polls the certificate files every certs.PollInterval on
+// its clock: rotated files are served after the next tick, with no
+// SIGHUP.
+func TestTLSCertificatesPolled(t *testing.T) {
+	t.Parallel()
+	clk := newFakeClock()
+	e := newEnv(t, envOptions{ticking: clk})
+	ca := certstest.NewCA(t)
+	first := ca.Leaf(t, "web", certstest.LeafOptions{})
+	rep := newReplica(t, named("r1"))
+	st := e.mustPutGroup(protocol.Group{Name: "web", Binding: protocol.PerRequest, TLS: protocol.FrontDoorTLS{Cert: first.CertFile, Key: first.KeyFile},
+		Replicas: []protocol.StaticReplica{{Address: rep.URL}}})
+	url := st.Advertise + "/"
+	if _, serial := tlsGet(t, ca, url); serial != first.Cert.SerialNumber.Int64() {
+		t.Fatalf("serial %d, want the first certificate's", serial)
+	}
+	second := ca.Leaf(t, "web", certstest.LeafOptions{})
+	if _, serial := tlsGet(t, ca, url); serial != first.Cert.SerialNumber.Int64() {
+		t.Fatalf("the rotated certificate was served before any poll (serial %d)", serial)
+	}
+	clk.Advance(certs.PollInterval)
+	eventually(t, 10*time.Second, func() error {
+		if _, serial := tlsGet(t, ca, url); serial != second.Cert.SerialNumber.Int64() {
+			return fmt.Errorf("serial %d after the poll's tick, want %d", serial, second.Cert.SerialNumber.Int64())
+		}
+		return nil
+	})
 }
