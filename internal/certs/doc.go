@@ -1,5 +1,7 @@
-// Package certs holds the certificates of fulcrum's TLS listeners (front
-// doors and the admin API), read from files and reloaded while they serve.
+// Package certs holds fulcrum's TLS certificates, read from files and
+// reloaded while in use: the server side of its listeners (front doors and
+// the admin API: ServerSet, below) and the client side toward replicas and
+// the admin API (Client, client.go).
 //
 // A ServerSet is one listener's certificates: a default pair, more pairs
 // chosen by SNI, an optional client CA (then client certificates are
