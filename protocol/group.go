@@ -42,8 +42,11 @@ type Group struct {
 	// FrontDoor is the host:port the group's front door listens on.
 	FrontDoor string `json:"front_door" yaml:"front_door"`
 	// Advertise is the front door URL clients and monitors use; default
-	// derived from FrontDoor.
+	// derived from FrontDoor (https:// when TLS is set).
 	Advertise string `json:"advertise,omitempty" yaml:"advertise,omitempty"`
+	// TLS terminates TLS on the front door (protocol http only;
+	// frontdoor_tls.go); advertise then defaults to https://.
+	TLS FrontDoorTLS `json:"tls,omitzero" yaml:"tls,omitempty"`
 	// Binding is per-session, on-demand (default) or per-request.
 	Binding string `json:"binding,omitempty" yaml:"binding,omitempty"`
 	// Strategy is a registered strategy name; default least-loaded.

@@ -23,6 +23,7 @@ func newMetricsHandler(b *balancer.Balancer, version string) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		newCollector(b, version),
+		b.CertificateMetrics(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
@@ -93,6 +94,13 @@ type Balancer struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// certMetrics exports the served certificates' expiry (tls.go);
+	// extraCerts are those of WatchCertificates (guarded by mu).
+	certMetrics *certs.Collector
+	extraCerts  []*certs.ServerSet
+	// pollDone is closed when the certificate poll ends (nil until Start).
+	pollDone chan struct{}
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -133,6 +141,8 @@ func New(opts Options) (*Balancer, error) {
 		tokens: map[string]*member{},
 		ctx:    ctx,
 		cancel: cancel,
+
+		certMetrics: certs.NewCollector(),
 	}
 	snap, err := b.reg.Load()
 	if err != nil {
@@ -217,6 +227,12 @@ func (b *Balancer) Start() error {
 	if err := b.startGroups(); err != nil {
 		return err
 	}
+	b.mu.Lock()
+	if b.pollDone == nil && !b.closed {
+		b.pollDone = make(chan struct{})
+		go b.pollCertificates(b.pollDone)
+	}
+	b.mu.Unlock()
 	b.dropLoopingReplicas()
 	return nil
 }
@@ -258,6 +274,12 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.cancel()
+	b.mu.RLock()
+	pollDone := b.pollDone
+	b.mu.RUnlock()
+	if pollDone != nil {
+		<-pollDone
+	}
 	b.opts.HTTPClient.CloseIdleConnections() // the pull polls'
 	return errors.Join(errs...)
 }
@@ -437,6 +459,7 @@ func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error)
 func (b *Balancer) discardNew(g *group) {
 	_ = g.stop(context.Background())
 	g.mu.Lock()
+	b.certMetrics.Remove(g.tls)
 	for _, m := range append([]*member(nil), g.order...) {
 		g.removeMemberLocked(m)
 		b.forgetToken(m)
@@ -524,6 +547,7 @@ func (b *Balancer) deleteGroup(name string) error {
 	defer cancel()
 	_ = g.stop(ctx)
 	g.mu.Lock()
+	b.certMetrics.Remove(g.tls)
 	w := g.queueWriteLocked(&storeWrite{delGroup: true})
 	g.mu.Unlock()
 	g.flushWrites()

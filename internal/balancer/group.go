@@ -74,6 +74,9 @@ type group struct {
 	// https:// monitor URLs with it.
 	rtls    atomic.Pointer[certs.Client]
 	pullTLS *http.Client
+	// tls is the front door's certificates (nil: plain; tls.go). Guarded
+	// by mu.
+	tls *certs.ServerSet
 }
 
 // member is one replica at run time.
@@ -108,6 +111,10 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
+	set, err := b.loadTLS(gs)
+	if err != nil {
+		return nil, err
+	}
 	g := &group{
 		b:       b,
 		name:    gs.Name,
@@ -116,7 +123,9 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 		core:    groupcore.New(s, coreSettings(gs)),
 		members: map[string]*member{},
 		subs:    map[chan Event]struct{}{},
+		tls:     set,
 	}
+	b.certMetrics.Add(set)
 	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
 	g.setReplicaTLSLocked(rtls)
 	g.pullTLS = g.newPullClient()
@@ -263,8 +272,8 @@ func metricsOf(m map[string]float64) strategy.Metrics {
 // advertiseLocked is the group's public front door URL: the configured
 // advertise, or one derived from the address actually bound (port 0).
 func (g *group) advertiseLocked() string {
-	if g.ln != nil && g.spec.Advertise == registry.AdvertiseFor(g.spec.Protocol, g.spec.FrontDoor) {
-		return registry.AdvertiseFor(g.spec.Protocol, g.ln.Addr().String())
+	if g.ln != nil && g.spec.Advertise == registry.GroupAdvertise(g.spec, g.spec.FrontDoor) {
+		return registry.GroupAdvertise(g.spec, g.ln.Addr().String())
 	}
 	return g.spec.Advertise
 }
@@ -406,6 +415,15 @@ func (g *group) update(gs protocol.Group) error {
 		return err
 	}
 	g.mu.Lock()
+	tlsChanged := !sameTLS(g.spec, gs)
+	g.mu.Unlock()
+	var set *certs.ServerSet
+	if tlsChanged {
+		if set, err = g.b.loadTLS(gs); err != nil {
+			return err
+		}
+	}
+	g.mu.Lock()
 	protoChanged := gs.Protocol != g.spec.Protocol
 	var oldFD frontDoorServer
 	if g.running && (gs.FrontDoor != g.listenOn || gs.Protocol != g.spec.Protocol) {
@@ -433,6 +451,9 @@ func (g *group) update(gs protocol.Group) error {
 		g.closeIdleReplicaConnsLocked()
 	}
 	g.spec = gs
+	if tlsChanged {
+		g.setTLSLocked(set) // for the front door's next connections
+	}
 	if protoChanged {
 		for _, m := range g.order {
 			g.parseAddressLocked(m)

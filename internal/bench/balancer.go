@@ -30,6 +30,9 @@ type GroupSpec struct {
 	// Replicas are static members (base URLs); replicas may also
 	// register themselves (StartReplica with a Join).
 	Replicas []string
+	// TLS, when set, makes the front door terminate TLS with this
+	// certificate, TLS 1.3 only.
+	TLS *BenchCert
 }
 
 // Balancer is a running "fulcrum serve".
@@ -54,6 +57,14 @@ func (e *Env) StartBalancer(ctx context.Context, groups ...GroupSpec) (*Balancer
 	}, groups, false)
 }
 
+// StartBalancerEngine is StartBalancer with http_engine set to engine.
+func (e *Env) StartBalancerEngine(ctx context.Context, engine string, groups ...GroupSpec) (*Balancer, error) {
+	return e.launchBalancerEngine(ctx, func() (string, string, error) {
+		a, err := FreeAddr()
+		return a, a, err
+	}, groups, false, engine)
+}
+
 // launchBalancer starts "fulcrum serve" with groups in its config and
 // returns once /readyz answers 200, with each group's front door known.
 // addr gives the admin API's listen address and the address to call it
@@ -62,6 +73,12 @@ func (e *Env) StartBalancer(ctx context.Context, groups ...GroupSpec) (*Balancer
 // free port may be taken before the balancer binds it. insecure runs the
 // admin API without a token, for addresses only the testbed reaches.
 func (e *Env) launchBalancer(ctx context.Context, addr func() (listen, call string, err error), groups []GroupSpec, insecure bool) (*Balancer, error) {
+	return e.launchBalancerEngine(ctx, addr, groups, insecure, "")
+}
+
+// launchBalancerEngine is launchBalancer with http_engine set to engine
+// ("": the default).
+func (e *Env) launchBalancerEngine(ctx context.Context, addr func() (listen, call string, err error), groups []GroupSpec, insecure bool, engine string) (*Balancer, error) {
 	var lastErr error
 	for range 3 {
 		listen, call, err := addr()
@@ -74,7 +91,11 @@ func (e *Env) launchBalancer(ctx context.Context, addr func() (listen, call stri
 		}
 		name := e.UniqueName("fulcrum-serve")
 		cfgPath := filepath.Join(e.Dir, "logs", name+".yaml")
-		if err := os.WriteFile(cfgPath, []byte(balancerConfig(listen, data, groups)), 0o644); err != nil {
+		cfg := balancerConfig(listen, data, groups)
+		if engine != "" {
+			cfg = "http_engine: " + engine + "\n" + cfg
+		}
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			return nil, err
 		}
 		args := []string{"serve", "--config", cfgPath}
@@ -134,6 +155,9 @@ func balancerConfig(admin, dataDir string, groups []GroupSpec) string {
 			sb.WriteString("    health: {path: /healthz, interval: 1s, timeout: 500ms}\n")
 		}
 		sb.WriteString("    timeouts: {connect: 2s, request: 60s, idle: 90s}\n")
+		if g.TLS != nil {
+			fmt.Fprintf(&sb, "    tls: {cert: %s, key: %s, min_version: \"1.3\"}\n", yamlQuote(g.TLS.CertFile), yamlQuote(g.TLS.KeyFile))
+		}
 		if len(g.Replicas) > 0 {
 			sb.WriteString("    replicas:\n")
 			for _, r := range g.Replicas {

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,9 @@ type Endpoint struct {
 	// GIOP, when set, makes the calls over GIOP with fulcrum's client
 	// ORB instead of HTTP (URL, Method, Body and Binding unused).
 	GIOP *GIOPCall
+	// TLS is the client's TLS configuration for https:// URLs (nil: Go's
+	// defaults).
+	TLS *tls.Config
 }
 
 // LoadResult is what a closed-loop run measured.
@@ -101,6 +105,9 @@ func NewCallers(target Endpoint, n int) *Callers {
 			MaxIdleConnsPerHost: 4,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
+		}
+		if target.TLS != nil {
+			base.TLSClientConfig = target.TLS.Clone()
 		}
 		// Every call is bounded by callTimeout: by the Client over
 		// net/http's own Transport (a context deadline), and by the client

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +64,7 @@ and names the file, line, key, value and what is allowed.`,
 				return exitCode(2, err)
 			}
 			defer stopProfile()
-			return serve(cmd.Context(), cfg, configPath != "", insecure, cmd.ErrOrStderr())
+			return serve(cmd.Context(), cfg, configPath, insecure, cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "YAML config file (see docs/config.md)")
@@ -76,13 +78,19 @@ and names the file, line, key, value and what is allowed.`,
 }
 
 // serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives.
-// fromFile says cfg was read from a config file, whose groups are applied.
-func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut io.Writer) error {
+// configPath is the config file cfg was read from ("" for none), whose
+// groups are applied.
+func serve(ctx context.Context, cfg config.File, configPath string, insecure bool, logOut io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	fromFile := configPath != ""
 	log := newLogger(logOut, cfg.LogLevel)
 	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, insecure); err != nil {
+		return exitCode(2, err)
+	}
+	adminTLS, err := loadCertificates(configPath, cfg, log) // serve_tls.go
+	if err != nil {
 		return exitCode(2, err)
 	}
 	st, err := boltstore.Open(cfg.DataDir)
@@ -112,6 +120,10 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 	// The URL replicas are told to report to: a wildcard listen address
 	// is advertised as loopback, like a front door's.
 	adminURL := registry.AdvertiseFor(protocol.ProtocolHTTP, adminLn.Addr().String())
+	if adminTLS != nil {
+		adminLn = tls.NewListener(adminLn, adminTLS.TLSConfig())
+		adminURL = "https://" + strings.TrimPrefix(adminURL, "http://")
+	}
 
 	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {
@@ -126,11 +138,16 @@ func serve(ctx context.Context, cfg config.File, fromFile, insecure bool, logOut
 			return exitCode(2, err)
 		}
 	}
+	if adminTLS != nil {
+		b.WatchCertificates(adminTLS)
+	}
 	if err := b.Start(); err != nil {
 		adminLn.Close()
 		_ = b.Shutdown(context.Background())
 		return err
 	}
+	stopHUP := reloadCertificatesOnHUP(b.ReloadCertificates, log) // serve_tls.go
+	defer stopHUP()
 	srv := &http.Server{
 		Handler:           api.New(b, api.Options{AdminToken: cfg.AdminToken, Logger: log, Version: Version}),
 		ReadHeaderTimeout: 10 * time.Second,

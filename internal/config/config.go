@@ -46,6 +46,8 @@ type File struct {
 	// AdminToken, when set, is required as "Authorization: Bearer <token>"
 	// on the admin API.
 	AdminToken string `yaml:"admin_token"`
+	// AdminTLS, when set, serves the admin API over TLS (admin_tls.go).
+	AdminTLS AdminTLS `yaml:"admin_tls"`
 	// JoinToken lets replicas of any group register without the admin
 	// token; groups may set their own.
 	JoinToken string `yaml:"join_token"`

@@ -253,8 +253,8 @@ func TestParseBad(t *testing.T) {
 	t.Parallel()
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
-	groupKeys := "name, protocol, front_door, advertise, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, join_token, replicas"
-	topKeys := "admin, admin_token, join_token, data_dir, access_log, log_level, shutdown_timeout, http_engine, groups"
+	groupKeys := "name, protocol, front_door, advertise, tls, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, join_token, replicas"
+	topKeys := "admin, admin_token, admin_tls, join_token, data_dir, access_log, log_level, shutdown_timeout, http_engine, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {
 		name string

@@ -32,6 +32,9 @@ func (f File) Validate() error {
 	if err := checkToken(f.AdminToken); err != "" {
 		return fe("admin_token", "(hidden)", err)
 	}
+	if err := f.AdminTLS.validate(); err != nil {
+		return err
+	}
 	if err := checkToken(f.JoinToken); err != "" {
 		return fe("join_token", "(hidden)", err)
 	}

@@ -90,7 +90,7 @@ func WithDefaults(g protocol.Group) protocol.Group {
 		}
 	}
 	if g.Advertise == "" && g.FrontDoor != "" {
-		g.Advertise = AdvertiseFor(g.Protocol, g.FrontDoor)
+		g.Advertise = GroupAdvertise(g, g.FrontDoor)
 	}
 	if g.Protocol == protocol.ProtocolGIOP {
 		giopWithDefaults(&g.GIOP)
@@ -167,6 +167,9 @@ func Validate(g protocol.Group) error {
 		return err
 	}
 	if err := validateReplicaTLS(g); err != nil {
+		return err
+	}
+	if err := validateFrontDoorTLS(g); err != nil {
 		return err
 	}
 	h := g.Health

@@ -31,6 +31,10 @@ type Overhead struct {
 	// Rounds the calls are split into; 0: 100 (40 with --quick, 5 with
 	// --smoke). At least 5.
 	Rounds int
+	// TLS runs the TLS configurations instead (overhead_tls.go).
+	TLS bool
+
+	tlsCert *bench.BenchCert
 }
 
 // Name implements Experiment.
@@ -48,6 +52,7 @@ func (*Overhead) OverGIOP() bool { return true }
 func (o *Overhead) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Calls, "calls", 0, "calls per configuration (default 200000, --quick 20000, --smoke 200)")
 	fs.IntVar(&o.Rounds, "rounds", 0, "interleaved rounds the calls are split into, at least 5 (default 100, --quick 40, --smoke 5)")
+	fs.BoolVar(&o.TLS, "tls", false, "per-request with TLS termination on the lean and stdlib engines against HAProxy with TLS (http only)")
 }
 
 // sizes are the calls per configuration and the rounds for size.
@@ -117,6 +122,9 @@ type overheadConfig struct {
 	// replicaCPU and proxyCPU meter the replica's and the proxy's CPU
 	// time during the configuration's segments (proxyCPU nil: no proxy).
 	replicaCPU, proxyCPU *bench.CPUMeter
+	// handshakeAt is the host:port whose full TLS handshakes are
+	// measured (--tls; "" for none).
+	handshakeAt string
 }
 
 // Run implements Experiment.
@@ -125,7 +133,16 @@ func (o *Overhead) Run(ctx context.Context, env *bench.Env) (*bench.Results, err
 		return nil, err
 	}
 	calls, rounds := o.sizes(env.Size)
-	cfgs, err := o.setUp(ctx, env)
+	var (
+		cfgs []*overheadConfig
+		tls  *tlsRun
+		err  error
+	)
+	if o.TLS {
+		cfgs, tls, err = o.setUpTLS(ctx, env)
+	} else {
+		cfgs, err = o.setUp(ctx, env)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +198,16 @@ func (o *Overhead) Run(ctx context.Context, env *bench.Env) (*bench.Results, err
 	rows, control := overheadRows(cfgs), overheadControl(cfgs)
 	if err := o.write(env, cfgs, rows); err != nil {
 		return nil, err
+	}
+	if tls != nil {
+		if err := o.measureHandshakes(ctx, env, cfgs, tls); err != nil {
+			return nil, err
+		}
+		res := &bench.Results{Rows: rows, Report: tlsReport(cfgs, rows, control, tls, calls, rounds), Extra: map[string]any{"tls": tls}}
+		if control != nil {
+			res.Extra["control"] = control
+		}
+		return res, nil
 	}
 	res := &bench.Results{Rows: rows, Report: overheadReport(env, cfgs, rows, control, calls, rounds), Extra: map[string]any{}}
 	if env.Protocol == bench.ProtocolGIOP {

@@ -34,6 +34,13 @@
 // alike (below); they differ in how a malformed request is answered (the
 // front door's JSON error against net/http's plain text).
 //
+// With Options.TLS (or SetTLS) the front door terminates TLS (tls.go):
+// each handshake runs on its connection's goroutine, bounded by the request
+// timeout, offering ALPN h2 and http/1.1. A connection that negotiates h2
+// goes to net/http as the *tls.Conn itself; an http/1.1 one runs on the
+// lean engine over crypto/tls and keeps its TLS state when handed over
+// (Request.TLS is set). Replicas are told X-Forwarded-Proto: https.
+//
 // Proxied calls go upstream over HTTP/1.1, except HTTP/2 calls that need
 // HTTP/2 end to end — gRPC (Content-Type application/grpc*) or any call
 // sent with "TE: trailers" — which go over HTTP/2: h2c with prior

@@ -23,15 +23,16 @@ func newHandoff() *handoff {
 }
 
 // give hands c to net/http, guarded (a lean.Guard, as the lean engine
-// hands connections over, or made one); false when the listener is closed
-// (the caller still owns c).
+// hands connections over, or made one) unless it is a *tls.Conn that
+// negotiated h2, which goes as it is (tls.go); false when the listener is
+// closed (the caller still owns c).
 func (l *handoff) give(c net.Conn) bool {
 	select {
 	case <-l.done:
 		return false
 	default:
 	}
-	if _, ok := c.(*lean.Guard); !ok {
+	if _, ok := c.(*lean.Guard); !ok && !isH2(c) {
 		c = lean.NewGuard(c)
 	}
 	select {

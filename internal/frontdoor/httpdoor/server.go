@@ -2,6 +2,7 @@ package httpdoor
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -60,6 +61,9 @@ type Options struct {
 	// https:// member (after Dial): it verifies the member and gives the
 	// client certificate (the group's replica_tls). Nil: the system roots.
 	ReplicaTLS func() *certs.Client
+	// TLS, when not nil, terminates TLS on every connection (tls.go); it
+	// must offer ALPN. SetTLS changes it.
+	TLS *tls.Config
 }
 
 // The HTTP/1 engines (config key http_engine).
@@ -110,6 +114,11 @@ type Server struct {
 	inShutdown atomic.Bool
 	// handedOver counts the connections the lean engine gave to net/http.
 	handedOver atomic.Int64
+	// tlsConf terminates TLS on new connections (nil: plain; tls.go).
+	tlsConf atomic.Pointer[tls.Config]
+	// handshakes are the connections in their TLS handshake; guarded by
+	// mu.
+	handshakes map[net.Conn]struct{}
 }
 
 // New returns the front door of g. Server-level timeouts (reading request
@@ -136,6 +145,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 	s.to = to
 	s.handoff = newHandoff()
 	s.listeners = map[*net.Listener]struct{}{}
+	s.tlsConf.Store(opts.TLS)
 
 	s.up = newUpstream(s, opts.Dial, opts.ReplicaTLS)
 	if opts.Engine != EngineStdlib {
@@ -163,6 +173,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
+	protos.SetHTTP2(true) // h2 negotiated by ALPN (tls.go)
 	s.srv = &http.Server{
 		Handler:           s,
 		Protocols:         protos,
@@ -179,9 +190,11 @@ func New(g frontdoor.Group, opts Options) *Server {
 		// the HTTP/2 preface). HTTP/2 bounds its header list, HPACK sizes
 		// with 32 bytes a field, at this MaxHeaderBytes plus 320.
 		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlop,
-		ConnContext:    withGuard,
-		BaseContext:    func(net.Listener) context.Context { return s.base },
-		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return withTLSState(withGuard(ctx, c), c) // tls.go
+		},
+		BaseContext: func(net.Listener) context.Context { return s.base },
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	// ServeHTTP answers OPTIONS * as net/http would, and judges its
 	// framing (lean.Guard needs every request to reach the handler).
@@ -255,6 +268,7 @@ func (s *Server) forceClose() error {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls.enter()
 	defer s.calls.leave()
+	r = withTLS(r)
 
 	var lw *logWriter
 	if s.acc != nil {
@@ -297,6 +311,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	defer s.trackListener(&ln, false)
 	s.fallback.Do(func() { go func() { _ = s.srv.Serve(s.handoff) }() })
 	err := acceptloop.Serve(ln, func(nc net.Conn) error {
+		if conf := s.tlsConf.Load(); conf != nil {
+			go s.serveTLS(nc, conf)
+			return nil
+		}
 		if s.lean == nil {
 			if !s.handoff.give(nc) {
 				_ = nc.Close()
@@ -344,6 +362,7 @@ func (s *Server) closeListenersLocked() {
 	for ln := range s.listeners {
 		_ = (*ln).Close()
 	}
+	s.closeHandshakesLocked() // tls.go
 }
 
 // checkRequest rejects what no binding mode can serve: CONNECT, and

@@ -20,6 +20,13 @@
 // (Content-Length with Transfer-Encoding; Transfer-Encoding in HTTP/1.0),
 // for the front door to answer as the engine answers its own requests.
 //
+// A client connection may be a *tls.Conn whose handshake is done: the
+// engine then reads and writes through crypto/tls (its raw system calls
+// apply to plain sockets only), tells members X-Forwarded-Proto: https,
+// looks for the client's end on the socket beneath (POLLRDHUP on Linux:
+// a TLS client sends close_notify before its FIN), and a connection it
+// gives back reports its TLS state (Guard.TLSConnectionState).
+//
 // The engine shares nothing with the front door but what Config passes:
 // the group, the member client, the renderer of error answers and the
 // access log.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -64,6 +65,7 @@ type conn struct {
 	bw     *bufio.Writer
 	remote string // nc's remote address
 	ip     string // its host, for X-Forwarded-For; "" when it has none
+	tls    bool   // nc is a *tls.Conn: X-Forwarded-Proto is https
 	state  atomic.Int32
 
 	req reqHead
@@ -100,6 +102,7 @@ func (s *Engine) Serve(nc net.Conn) (rest net.Conn) {
 // newConn starts tracking nc; nil once shutting down.
 func (s *Engine) newConn(nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc}
+	_, c.tls = nc.(*tls.Conn)
 	if a := nc.RemoteAddr(); a != nil {
 		c.remote = a.String()
 		if host, _, err := net.SplitHostPort(c.remote); err == nil {

@@ -633,7 +633,11 @@ func (c *conn) writeUpstreamHead(w *bufio.Writer, b []byte, m *frontdoor.Member)
 	_, _ = w.WriteString("X-Forwarded-Host: ")
 	_, _ = w.Write(h.host.of(b))
 	_, _ = w.WriteString("\r\n")
-	_, _ = w.WriteString("X-Forwarded-Proto: http\r\n")
+	if c.tls {
+		_, _ = w.WriteString("X-Forwarded-Proto: https\r\n")
+	} else {
+		_, _ = w.WriteString("X-Forwarded-Proto: http\r\n")
+	}
 	if c.s.via != "" {
 		_, _ = w.WriteString("Via: 1.1 ")
 		_, _ = w.WriteString(c.s.via)

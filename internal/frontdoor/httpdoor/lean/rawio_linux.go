@@ -3,6 +3,7 @@
 package lean
 
 import (
+	"crypto/tls"
 	"io"
 	"net"
 	"syscall"
@@ -17,9 +18,19 @@ import (
 // raw, inside the connection's own poller (syscall.RawConn), so deadlines,
 // Close and parking on the netpoller work as with net.Conn. Not safe for
 // concurrent use by more than one reader and one writer.
+//
+// Under TLS (nc a *tls.Conn) reads and writes go to nc: crypto/tls works
+// on the bytes, and no raw call applies. Only peek looks at the socket
+// beneath, for its end alone (see pollHup).
 type rawIO struct {
 	nc net.Conn
 	rc syscall.RawConn // nil: nc is not a socket, calls go to nc
+	// under is the socket beneath a *tls.Conn (nil otherwise), which
+	// peek polls.
+	under syscall.RawConn
+	// pfd and zero are pollHup's arguments (made once: no allocation).
+	pfd  pollFd
+	zero syscall.Timespec
 
 	// State of the call in progress, for the functions below (made once,
 	// so that a call allocates nothing).
@@ -35,6 +46,14 @@ type rawIO struct {
 
 func newRawIO(nc net.Conn) *rawIO {
 	r := &rawIO{nc: nc}
+	if tc, ok := nc.(*tls.Conn); ok {
+		if sc, ok := tc.NetConn().(syscall.Conn); ok {
+			if rc, err := sc.SyscallConn(); err == nil {
+				r.under, r.peekFn = rc, r.pollHup
+			}
+		}
+		return r
+	}
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			r.rc = rc
@@ -125,11 +144,15 @@ func (r *rawIO) doWrite(fd uintptr) bool {
 // peek looks, without waiting or consuming, at what the connection holds;
 // deadlines do not matter.
 func (r *rawIO) peek() peekState {
-	if r.rc == nil {
+	rc := r.rc
+	if rc == nil {
+		rc = r.under
+	}
+	if rc == nil {
 		return peekEmpty
 	}
 	r.seen = peekClosed
-	if err := r.rc.Control(r.peekFn); err != nil {
+	if err := rc.Control(r.peekFn); err != nil {
 		return peekClosed
 	}
 	return r.seen
@@ -149,6 +172,48 @@ func (r *rawIO) doPeek(fd uintptr) {
 			r.seen = peekData
 		default:
 			r.seen = peekClosed
+		}
+		return
+	}
+}
+
+// pollFd is struct pollfd of poll(2).
+type pollFd struct {
+	fd      int32
+	events  int16
+	revents int16
+}
+
+// poll(2) events (linux/poll.h; the same on every Linux architecture Go
+// supports).
+const (
+	pollIn    = 0x1
+	pollErr   = 0x8
+	pollHupEv = 0x10
+	pollRdHup = 0x2000
+)
+
+// pollHup is peek under TLS: a client that leaves sends close_notify
+// before its FIN, so that bytes waiting say nothing of its end; ppoll(2)'s
+// POLLRDHUP does, whatever is buffered. It reports peekClosed when the
+// peer shut its side down (or the socket failed), peekData when bytes wait
+// (TLS records: maybe a pipelined request), peekEmpty otherwise.
+func (r *rawIO) pollHup(fd uintptr) {
+	r.pfd = pollFd{fd: int32(fd), events: pollIn | pollRdHup}
+	for {
+		_, _, e := syscall.RawSyscall6(syscall.SYS_PPOLL, uintptr(unsafe.Pointer(&r.pfd)), 1,
+			uintptr(unsafe.Pointer(&r.zero)), 0, 0, 0)
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e != 0:
+			r.seen = peekClosed
+		case r.pfd.revents&(pollRdHup|pollHupEv|pollErr) != 0:
+			r.seen = peekClosed
+		case r.pfd.revents&pollIn != 0:
+			r.seen = peekData
+		default:
+			r.seen = peekEmpty
 		}
 		return
 	}
