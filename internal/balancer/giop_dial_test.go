@@ -29,11 +29,13 @@ func TestGIOPDialsThroughOptions(t *testing.T) {
 	})
 	t.Run("proxy", func(t *testing.T) {
 		t.Parallel()
-		// The first probe is a minute away: every dial within the test is
-		// the front door's.
+		// Probes are a minute apart, but the prober's first round may
+		// still meet the replica: the front door's dials are told apart
+		// by what they send first, a Request where a probe sends a
+		// LocateRequest.
 		d, replica, st := giopDialEnv(t, protocol.Duration(time.Minute))
-		if got := d.count(replica); got != 0 {
-			t.Fatalf("%d dials of %s before any call, with no probe due", got, replica)
+		if got := d.requests(replica); got != 0 {
+			t.Fatalf("%d connections to %s sent a Request before any call", got, replica)
 		}
 		o, err := orb.New(orb.Options{})
 		if err != nil {
@@ -52,23 +54,61 @@ func TestGIOPDialsThroughOptions(t *testing.T) {
 		if obj.Forwarded() {
 			t.Fatal("a per-request group forwarded the client instead of proxying")
 		}
-		if got := d.count(replica); got == 0 {
-			t.Errorf("no dial of %s through Options.Dial after a proxied call", replica)
+		if got := d.requests(replica); got == 0 {
+			t.Errorf("no connection dialed through Options.Dial carried the proxied Request to %s", replica)
 		}
 	})
 }
 
-// countingDial dials with a net.Dialer and counts the dials per address.
+// countingDial dials with a net.Dialer and counts, per address, the dials
+// and the connections whose first GIOP message is a Request.
 type countingDial struct {
-	mu     sync.Mutex
-	dialed map[string]int
+	mu      sync.Mutex
+	dialed  map[string]int
+	sentReq map[string]int
 }
 
 func (d *countingDial) dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d.mu.Lock()
 	d.dialed[addr]++
 	d.mu.Unlock()
-	return (&net.Dialer{}).DialContext(ctx, network, addr)
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &firstMessageConn{Conn: c, d: d, addr: addr}, nil
+}
+
+// requests counts the connections to addr that sent a Request first.
+func (d *countingDial) requests(addr string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sentReq[addr]
+}
+
+// firstMessageConn notes the type of the first GIOP message written on
+// it: byte 7 of the 12-byte header (0 is a Request, 3 a LocateRequest).
+type firstMessageConn struct {
+	net.Conn
+	d    *countingDial
+	addr string
+	head []byte
+	done bool
+}
+
+func (c *firstMessageConn) Write(p []byte) (int, error) {
+	if !c.done {
+		c.head = append(c.head, p[:min(len(p), 8-len(c.head))]...)
+		if len(c.head) == 8 {
+			c.done = true
+			if c.head[7] == 0 {
+				c.d.mu.Lock()
+				c.d.sentReq[c.addr]++
+				c.d.mu.Unlock()
+			}
+		}
+	}
+	return c.Conn.Write(p)
 }
 
 func (d *countingDial) count(addr string) int {
@@ -83,7 +123,7 @@ func (d *countingDial) count(addr string) int {
 // group.
 func giopDialEnv(t *testing.T, interval protocol.Duration) (*countingDial, string, protocol.GroupStatus) {
 	t.Helper()
-	d := &countingDial{dialed: map[string]int{}}
+	d := &countingDial{dialed: map[string]int{}, sentReq: map[string]int{}}
 	e := newEnv(t, envOptions{dial: d.dial})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
