@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/certs"
@@ -92,6 +93,18 @@ type Balancer struct {
 	tokens map[string]*member // token hash → member
 	closed bool
 
+	// joinToken is the global join token, Options.JoinToken until
+	// SetJoinToken.
+	joinToken atomic.Pointer[string]
+	// accessLog is Options.AccessLog until SetAccessLog.
+	accessLog atomic.Pointer[accessLog]
+
+	// reloadMu serialises Reload; preMu guards prebound, the listeners a
+	// reload bound ahead (reload.go).
+	reloadMu sync.Mutex
+	preMu    sync.Mutex
+	prebound map[string]prebound
+
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -144,6 +157,8 @@ func New(opts Options) (*Balancer, error) {
 
 		certMetrics: certs.NewCollector(),
 	}
+	b.joinToken.Store(&opts.JoinToken)
+	b.accessLog.Store(&accessLog{opts.AccessLog})
 	snap, err := b.reg.Load()
 	if err != nil {
 		cancel()
@@ -305,7 +320,7 @@ func (b *Balancer) JoinAllowed(groupName, token string) bool {
 	if token == "" {
 		return false
 	}
-	if b.opts.JoinToken != "" && constantEq(token, b.opts.JoinToken) {
+	if jt := *b.joinToken.Load(); jt != "" && constantEq(token, jt) {
 		return true
 	}
 	b.mu.RLock()
@@ -554,8 +569,12 @@ func (b *Balancer) deleteGroup(name string) error {
 	return writeErr(w)
 }
 
-// listen opens a front door listener.
-func (b *Balancer) listen(addr string) (net.Listener, error) {
+// listenFor opens the front door listener of group name: the one a
+// reload bound for it beforehand (reload.go), if any, else a new one.
+func (b *Balancer) listenFor(name, addr string) (net.Listener, error) {
+	if ln := b.takePrebound(name, addr); ln != nil {
+		return ln, nil
+	}
 	ln, err := b.opts.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFrontDoor, err)
