@@ -77,7 +77,7 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	if err := checkFiles(next); err != nil {
 		return protocol.ReloadResult{}, r.refuse(err)
 	}
-	if err := checkAdminExposure(r.cur.Admin, next.AdminToken, r.insecure); err != nil {
+	if err := checkAdminExposure(r.started.Admin, next.AdminToken, r.insecure); err != nil {
 		return protocol.ReloadResult{}, r.refuse(fmt.Errorf("%s: admin_token: %w", r.path, err))
 	}
 	var newAccess io.Writer
