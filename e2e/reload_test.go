@@ -1,0 +1,182 @@
+//go:build linux
+
+package e2e
+
+import (
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// reloadAnswer is the body of POST /v1/reload, or of its error.
+type reloadAnswer struct {
+	Added           []string `json:"added"`
+	Changed         []string `json:"changed"`
+	Removed         []string `json:"removed"`
+	RestartRequired []string `json:"restart_required"`
+	Error           struct {
+		Code   string   `json:"code"`
+		Errors []string `json:"errors"`
+	} `json:"error"`
+}
+
+// groupNames lists the balancer's groups.
+func groupNames(t *testing.T, hc *http.Client, admin string) []string {
+	t.Helper()
+	var list struct {
+		Groups []groupStatus `json:"groups"`
+	}
+	mustCall(testContext(t, 10*time.Second), t, hc, "GET", admin+"/v1/groups", nil, http.StatusOK, &list)
+	var names []string
+	for _, g := range list.Groups {
+		names = append(names, g.Name)
+	}
+	return names
+}
+
+// SIGHUP re-reads the config file of a running fulcrum serve, which goes
+// on serving: a group added, one removed. A file that cannot be used
+// changes nothing, by SIGHUP or POST /v1/reload, which returns every
+// problem.
+func TestReloadSIGHUP(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	cfg := writeConfig(t, "admin: 127.0.0.1:0\ndata_dir: %s\ngroups:\n  - name: a\n    front_door: 127.0.0.1:0\n  - name: b\n    front_door: 127.0.0.1:0\n", data)
+	bal := startServe(t, "--config", cfg)
+	hc := apiClient(t)
+	if got := groupNames(t, hc, bal.admin); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("groups at start: %v", got)
+	}
+
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(cfg, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("admin: 127.0.0.1:0\ndata_dir: " + data + "\ngroups:\n  - name: a\n    front_door: 127.0.0.1:0\n  - name: c\n    front_door: 127.0.0.1:0\n")
+	bal.Signal(t, syscall.SIGHUP)
+	ctx := testContext(t, 20*time.Second)
+	bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`msg="config file reloaded" .*added=\[c\] changed=\[\] removed=\[b\]`))
+	if got := groupNames(t, hc, bal.admin); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("groups after SIGHUP: %v, want a and c", got)
+	}
+
+	// A file with two problems: SIGHUP logs them and changes nothing.
+	write("admin: 127.0.0.1:0\ndata_dir: " + data + "\nlog_level: loud\ngroups:\n  - name: a\n    front_door: 127.0.0.1:0\n    binding: sometimes\n")
+	bal.Signal(t, syscall.SIGHUP)
+	bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`config file refused; nothing changed" problem=".*:7: groups\[0\]\.binding`))
+	var ans reloadAnswer
+	mustCall(ctx, t, hc, "POST", bal.admin+"/v1/reload", nil, http.StatusBadRequest, &ans)
+	want := []string{
+		cfg + `:3: log_level: invalid value "loud", must be one of: debug, info, warn, error`,
+		cfg + `:7: groups[0].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request`,
+	}
+	if ans.Error.Code != "invalid_config" || !slices.Equal(ans.Error.Errors, want) {
+		t.Errorf("POST /v1/reload of a bad file: %+v, want invalid_config with\n%s", ans.Error, strings.Join(want, "\n"))
+	}
+	if got := groupNames(t, hc, bal.admin); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("groups after a refused reload: %v, want a and c", got)
+	}
+
+	// POST /v1/reload of a good file answers what changed.
+	write("admin: 127.0.0.1:0\ndata_dir: " + data + "\ngroups:\n  - name: c\n    front_door: 127.0.0.1:0\n    strategy: round-robin\n")
+	ans = reloadAnswer{}
+	mustCall(ctx, t, hc, "POST", bal.admin+"/v1/reload", nil, http.StatusOK, &ans)
+	if !slices.Equal(ans.Added, []string{}) || !slices.Equal(ans.Changed, []string{"c"}) || !slices.Equal(ans.Removed, []string{"a"}) || ans.RestartRequired == nil {
+		t.Errorf("POST /v1/reload: %+v, want c changed and a removed", ans)
+	}
+
+	select {
+	case <-bal.Done():
+		t.Fatalf("fulcrum serve exited after SIGHUP: %v\n%s", bal.Err(), bal.Stderr.String())
+	default:
+	}
+	bal.Signal(t, syscall.SIGTERM)
+	if code := bal.Exit(ctx, t); code != 0 {
+		t.Errorf("exit status %d after SIGTERM", code)
+	}
+}
+
+// Without --config there is nothing to reload: POST /v1/reload answers
+// 409 and SIGHUP is logged, not fatal.
+func TestReloadWithoutConfig(t *testing.T) {
+	t.Parallel()
+	bal := startServe(t, "--admin", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data"))
+	ctx := testContext(t, 20*time.Second)
+	hc := apiClient(t)
+	var ans reloadAnswer
+	mustCall(ctx, t, hc, "POST", bal.admin+"/v1/reload", nil, http.StatusConflict, &ans)
+	if ans.Error.Code != "no_config_file" {
+		t.Errorf("POST /v1/reload without --config: code %q, want no_config_file", ans.Error.Code)
+	}
+	bal.Signal(t, syscall.SIGHUP)
+	bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`SIGHUP: started without --config`))
+	mustCall(ctx, t, hc, "GET", bal.admin+"/v1/groups", nil, http.StatusOK, nil)
+	bal.Signal(t, syscall.SIGTERM)
+	if code := bal.Exit(ctx, t); code != 0 {
+		t.Errorf("exit status %d after SIGTERM", code)
+	}
+}
+
+// fulcrum serve --check prints every problem of a file in line order and
+// exits 2, or prints ok and exits 0; it opens no store and binds nothing
+// (the addresses it checks are taken by the test).
+func TestServeCheck(t *testing.T) {
+	t.Parallel()
+	admin, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	door, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer door.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	head := "admin: " + admin.Addr().String() + "\ndata_dir: " + data + "\n"
+
+	good := writeConfig(t, "%sgroups:\n  - name: a\n    front_door: %s\n", head, door.Addr())
+	ctx := testContext(t, 30*time.Second)
+	code, stdout, stderr := run(ctx, t, "fulcrum serve --check", "serve", "--check", "--config", good)
+	if code != 0 || stdout != good+": ok\n" || stderr != "" {
+		t.Errorf("--check of a good file: exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout, stderr, good+": ok\n")
+	}
+
+	bad := writeConfig(t, "%sshutdown_timeout: 2h\ncolour: blue\ngroups:\n  - name: a\n    front_door: %s\n    max_inflight: lots\n  - name: b\n    front_door: %s\n    binding: sometimes\n",
+		head, door.Addr(), door.Addr())
+	code, stdout, stderr = run(ctx, t, "fulcrum serve --check", "serve", "--check", "--config", bad)
+	want := []string{
+		bad + `:3: shutdown_timeout: invalid value "2h", must be a duration in [0s, 1h]`,
+		bad + `:4: colour: unknown key, allowed keys: `,
+		bad + `:8: groups[0].max_inflight: invalid value "lots", must be an integer`,
+		bad + `:10: groups[1].front_door: invalid value "` + door.Addr().String() + `", must not be an address another listener uses (groups[0] listens on ` + door.Addr().String() + `)`,
+		bad + `:11: groups[1].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request`,
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if code != 2 || stdout != "" || len(lines) != len(want) {
+		t.Fatalf("--check of a bad file: exit %d, stdout %q, stderr:\n%s\nwant 2 and %d lines", code, stdout, stderr, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\n got %s\nwant %s...", i+1, lines[i], w)
+		}
+	}
+
+	// The normal start reports the same lines, and exits 2.
+	code, _, stderr = run(ctx, t, "fulcrum serve", "serve", "--config", bad)
+	if code != 2 || strings.Count(stderr, "\n") != len(want) || !strings.HasPrefix(stderr, want[0]) {
+		t.Errorf("serve with a bad file: exit %d, stderr:\n%s\nwant 2 and the %d lines of --check", code, stderr, len(want))
+	}
+	if _, err := os.Stat(data); err == nil {
+		t.Errorf("the data dir was created")
+	}
+}
