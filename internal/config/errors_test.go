@@ -46,6 +46,15 @@ func TestParseReportsEveryError(t *testing.T) {
 			"groups:\n  - name: a\n    front_door: [x]\n    strategy: fastest\n",
 			[]string{
 				`fulcrum.yaml:3: groups[0].front_door: invalid value (a list), must be a string`,
+				`fulcrum.yaml:4: groups[0].strategy: invalid value "fastest", must be one of: `,
+			}},
+		{"every problem of a group",
+			"groups:\n  - name: A\n    front_door: 127.0.0.1:8000\n    binding: sometimes\n    health: {interval: 1ms, timeout: 1h}\n    replicas: [{address: 'ftp://x'}]\n",
+			[]string{
+				`fulcrum.yaml:2: groups[0].name: invalid value "A", must match `,
+				`fulcrum.yaml:4: groups[0].binding: invalid value "sometimes", must be one of: `,
+				`fulcrum.yaml:5: groups[0].health.interval: invalid value "1ms", must be a duration in [10ms, 1h0m0s]`,
+				`fulcrum.yaml:6: groups[0].replicas[0].address: invalid value "ftp://x", must be an absolute http:// or https:// URL`,
 			}},
 		{"a misspelt key is not also missing",
 			"groups:\n  - name: a\n    frontdoor: 127.0.0.1:8000\n  - name: a\n    front_door: 127.0.0.1:8001\n",

@@ -73,7 +73,7 @@ func (f File) validate() []error {
 	}
 	for i, g := range f.Groups {
 		path := fmt.Sprintf("groups[%d]", i)
-		if err := registry.Validate(g); err != nil {
+		for _, err := range registry.ValidateAll(g) {
 			if e, ok := err.(*protocol.FieldError); ok {
 				e.Field = path + "." + e.Field
 				p = append(p, e)
