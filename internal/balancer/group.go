@@ -359,9 +359,11 @@ func (g *group) serveLocked() {
 	go func() {
 		defer close(exited)
 		if err := fd.Serve(ln); err != nil && !serverClosed(err) {
-			g.b.log.Error("front door stopped", "group", g.name, "err", err)
 			g.mu.Lock()
+			// A front door replaced or stopped (its listener closed
+			// first) is not a failure.
 			if g.fd == fd {
+				g.b.log.Error("front door stopped", "group", g.name, "err", err)
 				g.fdStopped = err
 			}
 			g.mu.Unlock()
