@@ -481,7 +481,7 @@ func (g *group) update(gs protocol.Group) error {
 		}
 		_ = oldDoor.Close() // the old address stops accepting at once
 		oldFD = old
-	case g.running && (protoChanged || gs.Timeouts != g.spec.Timeouts):
+	case g.running && needsNewFrontDoor(g.spec, gs):
 		g.spec.Protocol, g.spec.Timeouts = gs.Protocol, gs.Timeouts
 		g.publishLocked() // the new front door reads its timeouts from the snapshot
 		oldFD = g.swapFrontDoorLocked()
@@ -512,6 +512,15 @@ func (g *group) update(gs protocol.Group) error {
 	g.mu.Unlock()
 	retire(oldFD, gs)
 	return nil
+}
+
+// needsNewFrontDoor reports whether a front door serving settings old
+// cannot take settings next in place, and must be replaced by a new one on
+// the same listener: another protocol, or new timeouts (which net/http and
+// the lean engine take at construction). A setting a front door reads at
+// construction (tls on or off, say) belongs here.
+func needsNewFrontDoor(old, next protocol.Group) bool {
+	return old.Protocol != next.Protocol || old.Timeouts != next.Timeouts
 }
 
 // loop runs a step every report interval, on the balancer's clock.

@@ -187,6 +187,9 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	token := api.NewAdminToken(cfg.AdminToken)
+	// Certificates are re-read at every reload, even when the file is
+	// refused (reloadCertificates); applyAdminTLS is where a changed
+	// admin_tls is to be applied to the admin listener.
 	rl := &reloader{reloadCertificates: b.ReloadCertificates, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: cfg, cur: cfg}
 	var reload func() (protocol.ReloadResult, error)
 	if fromFile {
