@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -178,5 +180,90 @@ func TestServeCheck(t *testing.T) {
 	}
 	if _, err := os.Stat(data); err == nil {
 		t.Errorf("the data dir was created")
+	}
+}
+
+// SIGHUP under wrk's load through a real fulcrum serve: reloads add a
+// group, change one and remove one while wrk calls an untouched group,
+// and not one of wrk's calls fails.
+func TestReloadUnderWrkLoad(t *testing.T) {
+	t.Parallel()
+	wrk := needTool(t, "wrk")
+	ctx := testContext(t, 60*time.Second)
+	hc := apiClient(t)
+	_, r1 := startPrime(t, "--listen", "127.0.0.1:0")
+	_, r2 := startPrime(t, "--listen", "127.0.0.1:0")
+	data := filepath.Join(t.TempDir(), "data")
+	const head = "admin: 127.0.0.1:0\ndata_dir: %s\ngroups:\n" +
+		"  - name: keep\n    front_door: 127.0.0.1:0\n    binding: per-request\n    replicas: [{address: %s}, {address: %s}]\n"
+	const change = "  - name: change\n    front_door: 127.0.0.1:0\n    binding: per-request\n    strategy: %s\n    replicas: [{address: %s}]\n"
+	const gone = "  - name: gone\n    front_door: 127.0.0.1:0\n    replicas: [{address: %s}]\n"
+	const added = "  - name: added\n    front_door: 127.0.0.1:0\n    replicas: [{address: %s}]\n"
+	cfg := writeConfig(t, head+change+gone, data, r1, r2, "round-robin", r1, r2)
+	bal := startServe(t, "--config", cfg)
+	keep, err := getGroup(ctx, hc, bal.admin, "keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxied := func() uint64 {
+		t.Helper()
+		g, err := getGroup(ctx, hc, bal.admin, "keep")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, r := range g.Replicas {
+			n += r.Counters.Proxied
+		}
+		return n
+	}
+
+	type wrkRun struct {
+		out string
+		err error
+	}
+	done := make(chan wrkRun, 1)
+	go func() {
+		cmd := exec.CommandContext(ctx, wrk, "-t2", "-c8", "-d4s", "--timeout", "5s", keep.Advertise+"/prime/1000003")
+		out, err := cmd.CombinedOutput()
+		done <- wrkRun{string(out), err}
+	}()
+	// wrk is calling once the balancer has proxied some of its calls.
+	for proxied() < 50 {
+		select {
+		case r := <-done:
+			t.Fatalf("wrk ended before the reloads: %v\n%s", r.err, r.out)
+		case <-ctx.Done():
+			t.Fatal("wrk's calls did not reach the balancer")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	for _, step := range []struct {
+		file string
+		log  string
+	}{
+		{fmt.Sprintf(head+change+added, data, r1, r2, "random", r1, r2), `added=\[added\] changed=\[change\] removed=\[gone\]`},
+		{fmt.Sprintf(head+change+added+gone, data, r1, r2, "round-robin", r1, r2, r2), `added=\[gone\] changed=\[change\] removed=\[\]`},
+		{fmt.Sprintf(head+change, data, r1, r2, "random", r1), `added=\[\] changed=\[change\] removed="\[added gone\]"`},
+	} {
+		if err := os.WriteFile(cfg, []byte(step.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		bal.Signal(t, syscall.SIGHUP)
+		bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`msg="config file reloaded" .*`+step.log))
+	}
+	afterReloads := proxied()
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("wrk: %v\n%s", r.err, r.out)
+	}
+	res := parseWrk(t, r.out)
+	t.Logf("wrk during 3 reloads: %d requests; socket errors connect %d read %d write %d timeout %d; non-2xx %d",
+		res.requests, res.connect, res.read, res.write, res.timeout, res.non2x)
+	if res.connect+res.read+res.write+res.timeout+res.non2x != 0 {
+		t.Errorf("wrk saw errors on the untouched group during the reloads:\n%s", r.out)
+	}
+	if end := proxied(); end <= afterReloads {
+		t.Errorf("no call after the reloads (%d proxied then, %d at the end): the reloads did not happen under load", afterReloads, end)
 	}
 }

@@ -99,9 +99,11 @@ type Balancer struct {
 	// accessLog is Options.AccessLog until SetAccessLog.
 	accessLog atomic.Pointer[accessLog]
 
-	// reloadMu serialises Reload; preMu guards prebound, the listeners a
-	// reload bound ahead (reload.go).
+	// reloadMu serialises Reload and guards declared, the settings the
+	// config file last declared for each group (ApplyConfig, Reload); preMu
+	// guards prebound, the listeners a reload bound ahead (reload.go).
 	reloadMu sync.Mutex
+	declared map[string]protocol.Group
 	preMu    sync.Mutex
 	prebound map[string]prebound
 
@@ -145,15 +147,16 @@ func New(opts Options) (*Balancer, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Balancer{
-		opts:   opts,
-		log:    opts.Logger,
-		reg:    groupstore.New(opts.Store),
-		clock:  opts.Clock,
-		now:    opts.Clock.Now,
-		groups: map[string]*group{},
-		tokens: map[string]*member{},
-		ctx:    ctx,
-		cancel: cancel,
+		opts:     opts,
+		log:      opts.Logger,
+		reg:      groupstore.New(opts.Store),
+		clock:    opts.Clock,
+		now:      opts.Clock.Now,
+		groups:   map[string]*group{},
+		tokens:   map[string]*member{},
+		declared: map[string]protocol.Group{},
+		ctx:      ctx,
+		cancel:   cancel,
 
 		certMetrics: certs.NewCollector(),
 	}
@@ -198,6 +201,9 @@ func New(opts Options) (*Balancer, error) {
 // for what it declares. A stored group that differs from its declaration
 // (a run-time change) is reverted, with a warning.
 func (b *Balancer) ApplyConfig(groups []protocol.Group) error {
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	b.declared = map[string]protocol.Group{}
 	declared := map[string]bool{}
 	for _, gs := range groups {
 		declared[gs.Name] = true
@@ -231,6 +237,7 @@ func (b *Balancer) ApplyConfig(groups []protocol.Group) error {
 		if _, _, err := b.putGroup(gs, false); err != nil {
 			return fmt.Errorf("group %s: %w", gs.Name, err)
 		}
+		b.declared[gs.Name] = gs
 	}
 	return nil
 }

@@ -159,17 +159,28 @@ func (b *Balancer) Reload(groups []protocol.Group) (ReloadResult, error) {
 	for _, gs := range apply {
 		if g := running[gs.Name]; g != nil {
 			g.mu.Lock()
-			same := sameSettings(g.spec, gs)
+			spec := g.spec
 			g.mu.Unlock()
-			if !same {
-				b.log.Warn("group is declared in the config file; reverting run-time changes", "group", gs.Name)
-			} else {
+			last, wasDeclared := b.declared[gs.Name]
+			switch {
+			case !g.fromConfig.Load() && sameSettings(spec, gs):
 				b.log.Info("group is declared in the config file; it was created through the API, the config file now owns it", "group", gs.Name)
+			case !g.fromConfig.Load() || !wasDeclared || !sameSettings(spec, last):
+				// Changed through the API (or created there): the warning
+				// of the start.
+				b.log.Warn("group is declared in the config file; reverting run-time changes", "group", gs.Name)
+			default:
+				b.log.Info("group changed in the config file", "group", gs.Name)
 			}
 		}
 		if _, _, err := b.putGroup(gs, true); err != nil {
 			failed = append(failed, fmt.Errorf("group %s: %w", gs.Name, err))
+			continue
 		}
+		b.declared[gs.Name] = gs
+	}
+	for _, name := range res.Removed {
+		delete(b.declared, name)
 	}
 	b.dropLoopingReplicas() // a front door on port 0 may have got a replica's port
 	sort.Strings(res.Added)

@@ -131,6 +131,18 @@ func TestReloadRules(t *testing.T) {
 			t.Errorf("reloading the same file touched group %s", n)
 		}
 	}
+
+	// A group changed in the file (not through the API) is applied
+	// without the warning.
+	f.Strategy = strategy.RandomName
+	res, err = e.b.Reload([]protocol.Group{a, b, d, f})
+	if err != nil || !slices.Equal(res.Changed, []string{"f"}) || e.mustGroup("f").Strategy != strategy.RandomName {
+		t.Errorf("changing f in the file: %+v, %v", res, err)
+	}
+	out = logs.String()
+	if !strings.Contains(out, `msg="group changed in the config file" group=f`) || strings.Contains(out, "reverting run-time changes\" group=f") {
+		t.Errorf("a change in the file is logged as a revert, or not at all:\n%s", out)
+	}
 }
 
 // brief is what a refused reload must leave as it was.
