@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -87,45 +86,34 @@ func (b *Balancer) Reload(groups []protocol.Group) (ReloadResult, error) {
 	}
 	b.mu.RUnlock()
 
+	views := make(map[string]runningGroup, len(running))
+	for n, g := range running {
+		g.mu.Lock()
+		views[n] = runningGroup{spec: g.spec, fromConfig: g.fromConfig.Load()}
+		g.mu.Unlock()
+	}
+	plan := planReload(views, b.declared, groups)
+	problems := plan.problems
 	var (
-		res      ReloadResult
-		problems []error
-		apply    []protocol.Group // added and changed, in file order
-		declared = map[string]bool{}
+		res   ReloadResult
+		steps []reloadStep
+		apply []protocol.Group
 	)
-	for _, gs := range groups {
-		gs = registry.WithDefaults(gs)
-		gs.Source = protocol.SourceConfig
-		declared[gs.Name] = true
-		if err := registry.Validate(gs); err != nil {
-			problems = append(problems, fmt.Errorf("group %s: %w", gs.Name, err))
+	for _, st := range plan.apply {
+		if err := b.checkGroupLoops(st.gs, true); err != nil {
+			problems = append(problems, fmt.Errorf("group %s: %w", st.gs.Name, err))
 			continue
 		}
-		g := running[gs.Name]
-		if g != nil {
-			g.mu.Lock()
-			same := sameSettings(g.spec, gs)
-			g.mu.Unlock()
-			if same && g.fromConfig.Load() {
-				continue // not touched
-			}
-		}
-		if err := b.checkGroupLoops(gs, true); err != nil {
-			problems = append(problems, fmt.Errorf("group %s: %w", gs.Name, err))
-			continue
-		}
-		if g == nil {
-			res.Added = append(res.Added, gs.Name)
+		if st.kind == stepAdd {
+			res.Added = append(res.Added, st.gs.Name)
 		} else {
-			res.Changed = append(res.Changed, gs.Name)
+			res.Changed = append(res.Changed, st.gs.Name)
 		}
-		apply = append(apply, gs)
+		steps = append(steps, st)
+		apply = append(apply, st.gs)
 	}
-	for name, g := range running {
-		if g.fromConfig.Load() && !declared[name] {
-			res.Removed = append(res.Removed, name)
-		}
-	}
+	res.Removed = plan.removed
+	declared := plan.declared
 
 	bound, bindProblems := b.bindAhead(apply, running, declared)
 	problems = append(problems, bindProblems...)
@@ -149,38 +137,27 @@ func (b *Balancer) Reload(groups []protocol.Group) (ReloadResult, error) {
 		b.preMu.Unlock()
 	}()
 	var failed []error
-	sort.Strings(res.Removed)
 	for _, name := range res.Removed {
 		b.log.Warn("group is no longer declared in the config file; deleting it", "group", name)
 		if err := b.deleteGroup(name); err != nil {
 			failed = append(failed, fmt.Errorf("group %s: %w", name, err))
 		}
+		delete(b.declared, name)
 	}
-	for _, gs := range apply {
-		if g := running[gs.Name]; g != nil {
-			g.mu.Lock()
-			spec := g.spec
-			g.mu.Unlock()
-			last, wasDeclared := b.declared[gs.Name]
-			switch {
-			case !g.fromConfig.Load() && sameSettings(spec, gs):
-				b.log.Info("group is declared in the config file; it was created through the API, the config file now owns it", "group", gs.Name)
-			case !g.fromConfig.Load() || !wasDeclared || !sameSettings(spec, last):
-				// Changed through the API (or created there): the warning
-				// of the start.
-				b.log.Warn("group is declared in the config file; reverting run-time changes", "group", gs.Name)
-			default:
-				b.log.Info("group changed in the config file", "group", gs.Name)
-			}
+	for _, st := range steps {
+		switch st.kind {
+		case stepRevert:
+			b.log.Warn("group is declared in the config file; reverting run-time changes", "group", st.gs.Name)
+		case stepTakeOver:
+			b.log.Info("group is declared in the config file; it was created through the API, the config file now owns it", "group", st.gs.Name)
+		case stepFileChange:
+			b.log.Info("group changed in the config file", "group", st.gs.Name)
 		}
-		if _, _, err := b.putGroup(gs, true); err != nil {
-			failed = append(failed, fmt.Errorf("group %s: %w", gs.Name, err))
+		if _, _, err := b.putGroup(st.gs, true); err != nil {
+			failed = append(failed, fmt.Errorf("group %s: %w", st.gs.Name, err))
 			continue
 		}
-		b.declared[gs.Name] = gs
-	}
-	for _, name := range res.Removed {
-		delete(b.declared, name)
+		b.declared[st.gs.Name] = st.gs
 	}
 	b.dropLoopingReplicas() // a front door on port 0 may have got a replica's port
 	sort.Strings(res.Added)
