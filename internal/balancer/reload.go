@@ -116,6 +116,13 @@ func (b *Balancer) Reload(groups []protocol.Group) (ReloadResult, error) {
 	declared := plan.declared
 
 	bound, bindProblems := b.bindAhead(apply, running, declared)
+	// A front door bound later takes an address another group lets go of
+	// in this reload: it goes after the others.
+	sort.SliceStable(steps, func(i, j int) bool {
+		_, bi := bound[steps[i].gs.Name]
+		_, bj := bound[steps[j].gs.Name]
+		return laterBound(steps[i].gs, running, bi) < laterBound(steps[j].gs, running, bj)
+	})
 	problems = append(problems, bindProblems...)
 	if len(problems) > 0 {
 		for _, p := range bound {
@@ -167,6 +174,23 @@ func (b *Balancer) Reload(groups []protocol.Group) (ReloadResult, error) {
 		return res, fmt.Errorf("balancer: reload applied in part: %w", errors.Join(failed...))
 	}
 	return res, nil
+}
+
+// laterBound is 1 for a step whose front door is bound when another group
+// has let go of its address (neither bound ahead nor staying), else 0.
+func laterBound(gs protocol.Group, running map[string]*group, bound bool) int {
+	if bound {
+		return 0
+	}
+	if g := running[gs.Name]; g != nil {
+		g.mu.Lock()
+		stays := g.ln != nil && g.listenOn == gs.FrontDoor
+		g.mu.Unlock()
+		if stays {
+			return 0
+		}
+	}
+	return 1
 }
 
 // bindAhead binds the listener of every front door in apply that is new

@@ -365,3 +365,35 @@ func TestReloadUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d calls to the untouched group during 3 reloads, %d failed", calls.Load(), failed.Load())
 }
+
+// A front door address one group lets go of in a reload (deleted, or
+// moved) can be taken by another in the same reload, whatever the order
+// of the file.
+func TestReloadAddressHandedOver(t *testing.T) {
+	t.Parallel()
+	addrA, addrB, addrC := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
+	p := declared("p", strategy.RoundRobinName)
+	p.FrontDoor = addrA
+	gone := declared("gone", strategy.RoundRobinName)
+	gone.FrontDoor = addrC
+	e := newEnv(t, envOptions{config: []protocol.Group{p, gone}})
+
+	q := declared("q", strategy.RoundRobinName)
+	q.FrontDoor = addrA // p's, which moves to B
+	r := declared("r", strategy.RoundRobinName)
+	r.FrontDoor = addrC // gone's, which is deleted
+	p2 := p
+	p2.FrontDoor = addrB
+	res, err := e.b.Reload([]protocol.Group{q, r, p2})
+	if err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if !slices.Equal(res.Added, []string{"q", "r"}) || !slices.Equal(res.Changed, []string{"p"}) || !slices.Equal(res.Removed, []string{"gone"}) {
+		t.Errorf("Reload = %+v", res)
+	}
+	for name, want := range map[string]string{"p": addrB, "q": addrA, "r": addrC} {
+		if got := e.mustGroup(name).Listening; got != want {
+			t.Errorf("group %s listens on %q, want %s", name, got, want)
+		}
+	}
+}
