@@ -42,8 +42,8 @@ func checkConfig(path string, override func(*config.File), insecure bool, out, e
 	}
 	cfg, err := config.Load(path)
 	if err == nil {
-		override(&cfg)
 		err = checkFiles(cfg)
+		override(&cfg)
 	}
 	if err == nil {
 		if aerr := checkAdminExposure(cfg.Admin, cfg.AdminToken, insecure); aerr != nil {

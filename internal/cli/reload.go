@@ -73,10 +73,10 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	if err != nil {
 		return protocol.ReloadResult{}, r.refuse(err)
 	}
-	r.override(&next)
 	if err := checkFiles(next); err != nil {
 		return protocol.ReloadResult{}, r.refuse(err)
 	}
+	r.override(&next)
 	if err := checkAdminExposure(r.started.Admin, next.AdminToken, r.insecure); err != nil {
 		return protocol.ReloadResult{}, r.refuse(fmt.Errorf("%s: admin_token: %w", r.path, err))
 	}

@@ -71,7 +71,6 @@ bound (like nginx -t or haproxy -c).`,
 				var err error
 				cfg, err = config.Load(configPath)
 				if err == nil {
-					override(&cfg)
 					err = checkFiles(cfg)
 				}
 				if err != nil {
