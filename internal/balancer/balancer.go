@@ -411,7 +411,7 @@ func (b *Balancer) PutGroup(gs protocol.Group) (protocol.GroupStatus, bool, erro
 	warning := ""
 	if old != nil && old.fromConfig.Load() {
 		gs.Source = protocol.SourceConfig
-		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start"
+		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
 	}
 	g, created, err := b.putGroup(gs, true)
@@ -529,7 +529,7 @@ func (b *Balancer) PatchGroup(name string, p protocol.GroupPatch) (protocol.Grou
 	}
 	warning := ""
 	if gs.Source == protocol.SourceConfig {
-		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start"
+		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", name)
 	}
 	if _, _, err := b.putGroup(gs, true); err != nil {
@@ -546,7 +546,7 @@ func (b *Balancer) DeleteGroup(name string) error {
 	g := b.groups[name]
 	b.mu.RUnlock()
 	if g != nil && g.fromConfig.Load() {
-		b.log.Warn("deleted a config-declared group; it comes back at the next start", "group", name)
+		b.log.Warn("deleted a config-declared group; it comes back at the next start or reload", "group", name)
 	}
 	return b.deleteGroup(name)
 }
