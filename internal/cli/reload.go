@@ -100,6 +100,12 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 		}
 		return protocol.ReloadResult{}, r.refuseLines(lines)
 	}
+	if errors.Is(err, balancer.ErrClosed) {
+		if newFile != nil {
+			_ = newFile.Close()
+		}
+		return protocol.ReloadResult{}, err // shutting down
+	}
 
 	// The balancer took the groups (or failed writing them: err); the
 	// rest of the file applies either way.
