@@ -32,7 +32,7 @@ func (s *server) reload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, apiError{Code: codeInvalidConfig, Message: "the config file was refused; nothing changed", Errors: ce.Errors})
 		return
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, apiError{Code: codeInternal, Message: err.Error()})
+		s.fail(w, r, err) // 503 while shutting down, else 500
 		return
 	}
 	for _, l := range []*[]string{&res.Added, &res.Changed, &res.Removed, &res.RestartRequired} {
