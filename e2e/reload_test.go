@@ -173,6 +173,14 @@ func TestServeCheck(t *testing.T) {
 		}
 	}
 
+	// The files the config names are read too: a CA that is not there.
+	ca := filepath.Join(t.TempDir(), "missing-ca.pem")
+	noCA := writeConfig(t, "%sgroups:\n  - name: a\n    front_door: %s\n    replica_tls:\n      ca: %s\n", head, door.Addr(), ca)
+	code, _, stderr = run(ctx, t, "fulcrum serve --check", "serve", "--check", "--config", noCA)
+	if want := noCA + `:7: groups[0].replica_tls.ca: invalid value "` + ca + `"`; code != 2 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--check of a file naming a missing CA: exit %d, stderr:\n%s\nwant 2 and one line starting %s", code, stderr, want)
+	}
+
 	// The normal start reports the same lines, and exits 2.
 	code, _, stderr = run(ctx, t, "fulcrum serve", "serve", "--config", bad)
 	if code != 2 || strings.Count(stderr, "\n") != len(want) || !strings.HasPrefix(stderr, want[0]) {

@@ -5,17 +5,33 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// checkFiles reads the files cfg names besides itself — the certificate
-// and key files of groups[].tls, groups[].replica_tls and admin_tls, once
-// TLS is wired in — and returns every problem (config.Errors where the
-// problems have lines). It opens no store and binds nothing. `serve
-// --check`, the start and every reload run it before anything changes.
-func checkFiles(cfg config.File) error {
-	_ = cfg
-	return nil
+// fileChecks are the checks of the files a config file names besides
+// itself — the certificate and key files of groups[].replica_tls (and of
+// groups[].tls and admin_tls, once those are wired in) — that `serve
+// --check`, the start and every reload run before anything changes. They
+// open no store and bind nothing.
+func fileChecks() []config.Check {
+	return []config.Check{checkReplicaTLSFiles}
+}
+
+// checkReplicaTLSFiles reads the replica_tls files of every group.
+func checkReplicaTLSFiles(f config.File) []error {
+	var errs []error
+	for i, g := range f.Groups {
+		if err := balancer.CheckReplicaTLS(g); err != nil {
+			var fe *protocol.FieldError
+			if errors.As(err, &fe) {
+				fe.Field = fmt.Sprintf("groups[%d].%s", i, fe.Field)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // printConfigErrors writes one line per problem of err (at most
@@ -40,9 +56,8 @@ func checkConfig(path string, override func(*config.File), insecure bool, out, e
 	if path == "" {
 		return exitCode(2, errors.New("serve: --check needs --config FILE"))
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.Load(path, fileChecks()...)
 	if err == nil {
-		err = checkFiles(cfg)
 		override(&cfg)
 	}
 	if err == nil {

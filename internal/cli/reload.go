@@ -33,10 +33,10 @@ type reloader struct {
 	logOut   io.Writer // where access_log "-" writes
 	token    *api.AdminToken
 
-	// reloadCertificates re-reads every certificate in use (front doors,
-	// replicas, admin API). It runs at every reload before the file is
-	// read, so that certificates are renewed even when the file is
-	// refused. Nil until TLS is wired in.
+	// reloadCertificates re-reads every certificate in use (replicas'
+	// client certificates today; the front doors' and the admin API's
+	// join here). It runs at every reload before the file is read, so
+	// that certificates are renewed even when the file is refused.
 	reloadCertificates func() error
 	// applyAdminTLS applies a changed admin_tls to the admin listener.
 	// Nil until TLS is wired in.
@@ -69,11 +69,8 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 			r.log.Error("certificates not reloaded", "err", err)
 		}
 	}
-	next, err := config.Load(r.path)
+	next, err := config.Load(r.path, fileChecks()...)
 	if err != nil {
-		return protocol.ReloadResult{}, r.refuse(err)
-	}
-	if err := checkFiles(next); err != nil {
 		return protocol.ReloadResult{}, r.refuse(err)
 	}
 	r.override(&next)

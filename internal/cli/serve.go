@@ -69,10 +69,7 @@ bound (like nginx -t or haproxy -c).`,
 			cfg := config.Default()
 			if configPath != "" {
 				var err error
-				cfg, err = config.Load(configPath)
-				if err == nil {
-					err = checkFiles(cfg)
-				}
+				cfg, err = config.Load(configPath, fileChecks()...)
 				if err != nil {
 					printConfigErrors(cmd.ErrOrStderr(), err)
 					return reported(2, err)

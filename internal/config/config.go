@@ -84,13 +84,20 @@ func Default() File {
 
 // Load reads and parses the config file at path. The error it returns is
 // Errors, each naming path.
-func Load(path string) (File, error) {
+func Load(path string, checks ...Check) (File, error) {
 	data, err := readFile(path)
 	if err != nil {
 		return File{}, Errors{{File: path, Problem: ProblemRead, Allowed: err.Error()}}
 	}
-	return Parse(path, data)
+	return Parse(path, data, checks...)
 }
+
+// A Check checks a parsed file beyond its contents, such as reading the
+// certificate files it names. It returns every problem, each a
+// *protocol.FieldError naming the key by its dotted path in the file
+// ("groups[0].replica_tls.ca"), which Load and Parse report with its line.
+// Checks run only on a file without other problems.
+type Check func(File) []error
 
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
@@ -119,9 +126,10 @@ func unwrapPathError(err error) error {
 // errors. It applies the defaults, decodes the YAML rejecting unknown keys,
 // completes every group with its defaults and validates the result. The
 // error it returns is Errors: every problem found, each with the line of
-// the key at fault, in line order. A YAML syntax error ends the list; a
+// the key at fault, in line order; checks run last, on a file without
+// other problems. A YAML syntax error ends the list; a
 // value of the wrong type skips the checks that depend on it.
-func Parse(name string, data []byte) (File, error) {
+func Parse(name string, data []byte, checks ...Check) (File, error) {
 	if len(data) > MaxFileBytes {
 		return File{}, Errors{{File: name, Problem: ProblemInvalid, Value: fmt.Sprintf("(%d bytes)", len(data)), Allowed: fmt.Sprintf("a config file must be at most %d bytes", MaxFileBytes)}}
 	}
@@ -158,6 +166,13 @@ func Parse(name string, data []byte) (File, error) {
 			continue
 		}
 		errs = append(errs, e)
+	}
+	if len(errs) == 0 {
+		for _, check := range checks {
+			for _, err := range check(f) {
+				errs = append(errs, fieldError(name, root, f, err))
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return File{}, sorted(errs)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Every problem of a file is reported at once, in line order; a value of
@@ -105,5 +107,26 @@ func TestErrorsCapped(t *testing.T) {
 	}
 	if !strings.HasPrefix(lines[0], "fulcrum.yaml:1: key0: unknown key") || !strings.HasPrefix(lines[MaxReported-1], fmt.Sprintf("fulcrum.yaml:%d: key%d: ", MaxReported, MaxReported-1)) {
 		t.Fatalf("not in line order:\n%s", err)
+	}
+}
+
+// A Check's problems are reported with the line of the key they name, and
+// only for a file without other problems.
+func TestParseChecks(t *testing.T) {
+	t.Parallel()
+	const in = "groups:\n  - name: a\n    front_door: 127.0.0.1:8000\n    replica_tls:\n      ca: /nowhere/ca.pem\n"
+	calls := 0
+	check := func(f File) []error {
+		calls++
+		return []error{&protocol.FieldError{Field: "groups[0].replica_tls.ca", Value: f.Groups[0].ReplicaTLS.CA, Allowed: "must be a readable PEM certificate file"}}
+	}
+	_, err := Parse("fulcrum.yaml", []byte(in), check)
+	want := `fulcrum.yaml:5: groups[0].replica_tls.ca: invalid value "/nowhere/ca.pem", must be a readable PEM certificate file`
+	if err == nil || err.Error() != want {
+		t.Errorf("Parse with a check = %v, want %s", err, want)
+	}
+	_, err = Parse("fulcrum.yaml", []byte(in+"log_level: loud\n"), check)
+	if calls != 1 || err == nil || strings.Contains(err.Error(), "replica_tls") {
+		t.Errorf("a file with another problem: check ran %d times, error %v; want the check not run", calls, err)
 	}
 }
