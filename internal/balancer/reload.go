@@ -108,6 +108,10 @@ func (b *Balancer) Reload(groups []protocol.Group) (ReloadResult, error) {
 			problems = append(problems, fmt.Errorf("group %s: %w", st.gs.Name, err))
 			continue
 		}
+		if err := CheckTLS(st.gs); err != nil {
+			problems = append(problems, fmt.Errorf("group %s: %w", st.gs.Name, err))
+			continue
+		}
 		if st.kind == stepAdd {
 			res.Added = append(res.Added, st.gs.Name)
 		} else {

@@ -4,34 +4,51 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // fileChecks are the checks of the files a config file names besides
-// itself — the certificate and key files of groups[].replica_tls (and of
-// groups[].tls and admin_tls, once those are wired in) — that `serve
-// --check`, the start and every reload run before anything changes. They
-// open no store and bind nothing.
+// itself — the certificate and key files of groups[].tls,
+// groups[].replica_tls and admin_tls — that `serve --check`, the start and
+// every reload run before anything changes. They open no store and bind
+// nothing.
 func fileChecks() []config.Check {
-	return []config.Check{checkReplicaTLSFiles}
+	return []config.Check{checkGroupTLSFiles, checkAdminTLSFiles}
 }
 
-// checkReplicaTLSFiles reads the replica_tls files of every group.
-func checkReplicaTLSFiles(f config.File) []error {
+// checkGroupTLSFiles reads the tls and replica_tls files of every group.
+func checkGroupTLSFiles(f config.File) []error {
 	var errs []error
 	for i, g := range f.Groups {
-		if err := balancer.CheckReplicaTLS(g); err != nil {
-			var fe *protocol.FieldError
-			if errors.As(err, &fe) {
-				fe.Field = fmt.Sprintf("groups[%d].%s", i, fe.Field)
+		for _, check := range []func(protocol.Group) error{balancer.CheckTLS, balancer.CheckReplicaTLS} {
+			if err := check(g); err != nil {
+				var fe *protocol.FieldError
+				if errors.As(err, &fe) {
+					fe.Field = fmt.Sprintf("groups[%d].%s", i, fe.Field)
+				}
+				errs = append(errs, err)
 			}
-			errs = append(errs, err)
 		}
 	}
 	return errs
+}
+
+// checkAdminTLSFiles reads the admin_tls files.
+func checkAdminTLSFiles(f config.File) []error {
+	a := f.AdminTLS
+	if !a.Enabled() {
+		return nil
+	}
+	_, err := certs.NewServerSet(certs.ServerConfig{Listener: "admin", Cert: a.Cert, Key: a.Key, ClientCA: a.ClientCA, ALPN: adminALPN}, certs.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return []error{&protocol.FieldError{Field: "admin_tls", Value: a.Cert, Allowed: "its files must be readable PEM, the key matching its certificate (" + err.Error() + ")"}}
+	}
+	return nil
 }
 
 // printConfigErrors writes one line per problem of err (at most

@@ -33,10 +33,10 @@ type reloader struct {
 	logOut   io.Writer // where access_log "-" writes
 	token    *api.AdminToken
 
-	// reloadCertificates re-reads every certificate in use (replicas'
-	// client certificates today; the front doors' and the admin API's
-	// join here). It runs at every reload before the file is read, so
-	// that certificates are renewed even when the file is refused.
+	// reloadCertificates re-reads every certificate in use (the front
+	// doors', the admin API's, the replicas' client pairs). It runs at
+	// every reload before the file is read, so that certificates are
+	// renewed even when the file is refused.
 	reloadCertificates func() error
 	// applyAdminTLS applies a changed admin_tls to the admin listener.
 	// Nil until TLS is wired in.
@@ -66,7 +66,9 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	r.log.Info("reloading the config file", "file", r.path)
 	if r.reloadCertificates != nil {
 		if err := r.reloadCertificates(); err != nil {
-			r.log.Error("certificates not reloaded", "err", err)
+			r.log.Error("certificates reloaded with errors; the previous ones are still served where they failed", "err", err)
+		} else {
+			r.log.Info("certificates reloaded")
 		}
 	}
 	next, err := config.Load(r.path, fileChecks()...)
