@@ -14,6 +14,6 @@ type ReloadResult struct {
 	// Removed are the config groups the file no longer declares.
 	Removed []string `json:"removed"`
 	// RestartRequired names the top-level keys that changed but take
-	// effect only at the next start (admin, data_dir, http_engine).
+	// effect only at the next start (admin, admin_tls, data_dir, http_engine).
 	RestartRequired []string `json:"restart_required"`
 }

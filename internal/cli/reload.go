@@ -39,7 +39,9 @@ type reloader struct {
 	// renewed even when the file is refused.
 	reloadCertificates func() error
 	// applyAdminTLS applies a changed admin_tls to the admin listener.
-	// Nil until TLS is wired in.
+	// Nil for now: a changed admin_tls is then listed under
+	// restart_required (its certificate files are re-read at every
+	// reload all the same, by reloadCertificates).
 	applyAdminTLS func(old, next config.File) error
 
 	// started is the config the balancer started with: admin, data_dir
@@ -128,8 +130,11 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 			r.b.SetAccessLog(w)
 		}
 	}
-	if r.applyAdminTLS != nil {
-		if err := r.applyAdminTLS(old, next); err != nil {
+	adminTLSPending := false
+	if next.AdminTLS != r.started.AdminTLS {
+		if r.applyAdminTLS == nil {
+			adminTLSPending = true
+		} else if err := r.applyAdminTLS(old, next); err != nil {
 			r.log.Error("admin_tls not applied", "err", err)
 		}
 	}
@@ -143,6 +148,9 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 		if k.old != k.new {
 			res.RestartRequired = append(res.RestartRequired, k.key)
 		}
+	}
+	if adminTLSPending {
+		res.RestartRequired = append(res.RestartRequired, "admin_tls")
 	}
 	slices.Sort(res.RestartRequired)
 	if err != nil {
