@@ -12,7 +12,7 @@ type GroupStatus struct {
 	// Replicas are all members with their loads and counters.
 	Replicas []ReplicaStatus `json:"replicas"`
 	// Warning is set when a change to a config-declared group will be
-	// reverted at the next start.
+	// reverted at the next start or reload.
 	Warning string `json:"warning,omitempty"`
 	// StrategyAlerts counts the alerts the group's strategies raised (albl:
 	// no replica up for three periods); each is also logged and sent as an

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // Defaults of Options.
@@ -24,6 +25,14 @@ type Options struct {
 	// AdminToken, when not empty, is required as "Authorization: Bearer
 	// <token>" on every admin route.
 	AdminToken string
+	// Token, when not nil, holds the admin token instead of AdminToken,
+	// and may be changed while the API serves (a config reload).
+	Token *AdminToken
+	// Reload re-reads the config file and applies it (POST /v1/reload).
+	// Nil when the balancer was started without a config file: the route
+	// then answers 409. An error that is a *ConfigError is answered 400
+	// invalid_config with its errors.
+	Reload func() (protocol.ReloadResult, error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Version is reported by /healthz and the fulcrum_build_info metric.
@@ -94,6 +103,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/groups/{name}/replicas/{id}/drain", drainSelf, (*server).drain},
 	{http.MethodPost, "/v1/groups/{name}/replicas/{id}/activate", admin, (*server).activate},
 	{http.MethodPost, "/v1/report", replica, (*server).report},
+	{http.MethodPost, "/v1/reload", admin, (*server).reload},
 }
 
 // New returns the admin API handler over b.
@@ -107,7 +117,10 @@ func New(b *balancer.Balancer, opts Options) http.Handler {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
-	s := &server{b: b, opts: opts, log: opts.Logger, auth: newAuthenticator(b, opts.AdminToken), prom: newMetricsHandler(b, opts.Version)}
+	if opts.Token == nil {
+		opts.Token = NewAdminToken(opts.AdminToken)
+	}
+	s := &server{b: b, opts: opts, log: opts.Logger, auth: newAuthenticator(b, opts.Token), prom: newMetricsHandler(b, opts.Version)}
 
 	mux := http.NewServeMux()
 	methods := map[string][]string{}

@@ -5,38 +5,60 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 )
 
-// authenticator checks the tokens of the admin API.
-type authenticator struct {
-	b *balancer.Balancer
-	// adminSum is the SHA-256 of the admin token; nil when none is set.
-	// Comparing sums keeps the comparison constant-time whatever the
-	// length of the token offered.
-	adminSum []byte
+// AdminToken holds the admin token of a running admin API, which a
+// config reload may change (Set). Safe for concurrent use.
+type AdminToken struct {
+	// sum is the SHA-256 of the token; nil when none is set. Comparing
+	// sums keeps the comparison constant-time whatever the length of the
+	// token offered.
+	sum atomic.Pointer[[sha256.Size]byte]
 }
 
-func newAuthenticator(b *balancer.Balancer, adminToken string) authenticator {
-	a := authenticator{b: b}
-	if adminToken != "" {
-		sum := sha256.Sum256([]byte(adminToken))
-		a.adminSum = sum[:]
+// NewAdminToken returns a holder of token ("" = none: the admin routes
+// are open).
+func NewAdminToken(token string) *AdminToken {
+	t := new(AdminToken)
+	t.Set(token)
+	return t
+}
+
+// Set replaces the token; requests that arrive afterwards need the new
+// one.
+func (t *AdminToken) Set(token string) {
+	if token == "" {
+		t.sum.Store(nil)
+		return
 	}
-	return a
+	sum := sha256.Sum256([]byte(token))
+	t.sum.Store(&sum)
+}
+
+// authenticator checks the tokens of the admin API.
+type authenticator struct {
+	b     *balancer.Balancer
+	token *AdminToken
+}
+
+func newAuthenticator(b *balancer.Balancer, token *AdminToken) authenticator {
+	return authenticator{b: b, token: token}
 }
 
 // open reports whether no admin token is set: every admin route is open.
-func (a authenticator) open() bool { return a.adminSum == nil }
+func (a authenticator) open() bool { return a.token.sum.Load() == nil }
 
 // isAdmin reports whether token is the admin token, in constant time.
 func (a authenticator) isAdmin(token string) bool {
-	if a.adminSum == nil || token == "" {
+	want := a.token.sum.Load()
+	if want == nil || token == "" {
 		return false
 	}
 	sum := sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(sum[:], a.adminSum) == 1
+	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header.

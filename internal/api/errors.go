@@ -22,6 +22,8 @@ const (
 	codeMethodNotAllowed = "method_not_allowed"     // 405
 	codeDuplicateAddress = "duplicate_address"      // 409
 	codeFrontDoor        = "front_door_unavailable" // 409
+	codeNoConfigFile     = "no_config_file"         // 409: POST /v1/reload without --config
+	codeInvalidConfig    = "invalid_config"         // 400: POST /v1/reload of a file that cannot be used
 	codeGroupExists      = "group_exists"           // 412: PUT with If-None-Match: *
 	codeNotReady         = "not_ready"              // 503
 	codeShuttingDown     = "shutting_down"          // 503
@@ -39,6 +41,9 @@ type apiError struct {
 	Allowed string `json:"allowed,omitempty"`
 	// ExistingID is the replica already registered at the address (409).
 	ExistingID string `json:"existing_id,omitempty"`
+	// Errors are every problem of a config file that a reload refused
+	// (invalid_config), one line each, in line order.
+	Errors []string `json:"errors,omitempty"`
 }
 
 type errorBody struct {

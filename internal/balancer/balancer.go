@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/certs"
@@ -92,6 +93,20 @@ type Balancer struct {
 	tokens map[string]*member // token hash → member
 	closed bool
 
+	// joinToken is the global join token, Options.JoinToken until
+	// SetJoinToken.
+	joinToken atomic.Pointer[string]
+	// accessLog is Options.AccessLog until SetAccessLog.
+	accessLog atomic.Pointer[accessLog]
+
+	// reloadMu serialises Reload and guards declared, the settings the
+	// config file last declared for each group (ApplyConfig, Reload); preMu
+	// guards prebound, the listeners a reload bound ahead (reload.go).
+	reloadMu sync.Mutex
+	declared map[string]protocol.Group
+	preMu    sync.Mutex
+	prebound map[string]prebound
+
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -132,18 +147,21 @@ func New(opts Options) (*Balancer, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Balancer{
-		opts:   opts,
-		log:    opts.Logger,
-		reg:    groupstore.New(opts.Store),
-		clock:  opts.Clock,
-		now:    opts.Clock.Now,
-		groups: map[string]*group{},
-		tokens: map[string]*member{},
-		ctx:    ctx,
-		cancel: cancel,
+		opts:     opts,
+		log:      opts.Logger,
+		reg:      groupstore.New(opts.Store),
+		clock:    opts.Clock,
+		now:      opts.Clock.Now,
+		groups:   map[string]*group{},
+		tokens:   map[string]*member{},
+		declared: map[string]protocol.Group{},
+		ctx:      ctx,
+		cancel:   cancel,
 
 		certMetrics: certs.NewCollector(),
 	}
+	b.joinToken.Store(&opts.JoinToken)
+	b.accessLog.Store(&accessLog{opts.AccessLog})
 	snap, err := b.reg.Load()
 	if err != nil {
 		cancel()
@@ -183,6 +201,9 @@ func New(opts Options) (*Balancer, error) {
 // for what it declares. A stored group that differs from its declaration
 // (a run-time change) is reverted, with a warning.
 func (b *Balancer) ApplyConfig(groups []protocol.Group) error {
+	b.reloadMu.Lock()
+	defer b.reloadMu.Unlock()
+	b.declared = map[string]protocol.Group{}
 	declared := map[string]bool{}
 	for _, gs := range groups {
 		declared[gs.Name] = true
@@ -216,6 +237,7 @@ func (b *Balancer) ApplyConfig(groups []protocol.Group) error {
 		if _, _, err := b.putGroup(gs, false); err != nil {
 			return fmt.Errorf("group %s: %w", gs.Name, err)
 		}
+		b.declared[gs.Name] = gs
 	}
 	return nil
 }
@@ -305,7 +327,7 @@ func (b *Balancer) JoinAllowed(groupName, token string) bool {
 	if token == "" {
 		return false
 	}
-	if b.opts.JoinToken != "" && constantEq(token, b.opts.JoinToken) {
+	if jt := *b.joinToken.Load(); jt != "" && constantEq(token, jt) {
 		return true
 	}
 	b.mu.RLock()
@@ -389,7 +411,7 @@ func (b *Balancer) PutGroup(gs protocol.Group) (protocol.GroupStatus, bool, erro
 	warning := ""
 	if old != nil && old.fromConfig.Load() {
 		gs.Source = protocol.SourceConfig
-		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start"
+		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
 	}
 	g, created, err := b.putGroup(gs, true)
@@ -507,7 +529,7 @@ func (b *Balancer) PatchGroup(name string, p protocol.GroupPatch) (protocol.Grou
 	}
 	warning := ""
 	if gs.Source == protocol.SourceConfig {
-		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start"
+		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", name)
 	}
 	if _, _, err := b.putGroup(gs, true); err != nil {
@@ -524,7 +546,7 @@ func (b *Balancer) DeleteGroup(name string) error {
 	g := b.groups[name]
 	b.mu.RUnlock()
 	if g != nil && g.fromConfig.Load() {
-		b.log.Warn("deleted a config-declared group; it comes back at the next start", "group", name)
+		b.log.Warn("deleted a config-declared group; it comes back at the next start or reload", "group", name)
 	}
 	return b.deleteGroup(name)
 }
@@ -554,8 +576,12 @@ func (b *Balancer) deleteGroup(name string) error {
 	return writeErr(w)
 }
 
-// listen opens a front door listener.
-func (b *Balancer) listen(addr string) (net.Listener, error) {
+// listenFor opens the front door listener of group name: the one a
+// reload bound for it beforehand (reload.go), if any, else a new one.
+func (b *Balancer) listenFor(name, addr string) (net.Listener, error) {
+	if ln := b.takePrebound(name, addr); ln != nil {
+		return ln, nil
+	}
 	ln, err := b.opts.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFrontDoor, err)

@@ -29,3 +29,22 @@ func (b *Balancer) BreakFrontDoor(name string) <-chan struct{} {
 	_ = g.ln.Close()
 	return g.fdExited
 }
+
+// Identity is what a reload must leave alone for a group it does not
+// touch: the group itself, its strategy, its strategy's probe loop and its
+// front door, compared with ==.
+type Identity struct {
+	Group, Strategy, Probes, FrontDoor any
+}
+
+// IdentityOf returns group name's identity; the zero Identity for an
+// unknown group.
+func (b *Balancer) IdentityOf(name string) Identity {
+	g, err := b.group(name)
+	if err != nil {
+		return Identity{}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return Identity{g, g.strat, g.probes, g.fd}
+}

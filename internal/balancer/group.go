@@ -52,9 +52,11 @@ type group struct {
 	// max_inflight; configured from spec.Queue, shared by its snapshots.
 	queue *frontdoor.Queue
 
-	// front door and loops; guarded by mu.
+	// front door and loops; guarded by mu. fd serves a view of door,
+	// whose socket is ln (doorlistener.go).
 	fd       frontDoorServer
 	ln       net.Listener
+	door     *doorListener
 	listenOn string
 	loopStop chan struct{}
 	loopDone chan struct{}
@@ -335,29 +337,63 @@ func (g *group) start() error {
 }
 
 func (g *group) startFrontDoorLocked() error {
-	ln, err := g.b.listen(g.spec.FrontDoor)
+	ln, err := g.b.listenFor(g.name, g.spec.FrontDoor)
 	if err != nil {
 		return err
 	}
 	g.ln = ln
+	g.door = newDoorListener(ln)
 	g.listenOn = g.spec.FrontDoor
+	g.serveLocked()
+	g.b.log.Info("front door listening", "group", g.name, "protocol", g.spec.Protocol, "addr", ln.Addr().String(), "binding", g.spec.Binding)
+	return nil
+}
+
+// serveLocked starts a new front door of the group's protocol on g.door
+// and makes it g.fd. Caller holds g.mu.
+func (g *group) serveLocked() {
 	g.fd = g.newFrontDoorLocked()
 	g.fdStopped = nil
-	fd, exited := g.fd, make(chan struct{})
+	fd, exited, ln := g.fd, make(chan struct{}), g.door.view()
 	g.fdExited = exited
 	go func() {
 		defer close(exited)
 		if err := fd.Serve(ln); err != nil && !serverClosed(err) {
-			g.b.log.Error("front door stopped", "group", g.name, "err", err)
 			g.mu.Lock()
+			// A front door replaced or stopped (its listener closed
+			// first) is not a failure.
 			if g.fd == fd {
+				g.b.log.Error("front door stopped", "group", g.name, "err", err)
 				g.fdStopped = err
 			}
 			g.mu.Unlock()
 		}
 	}()
-	g.b.log.Info("front door listening", "group", g.name, "protocol", g.spec.Protocol, "addr", ln.Addr().String(), "binding", g.spec.Binding)
-	return nil
+}
+
+// swapFrontDoorLocked replaces the running front door with a new one, of
+// the settings in g.spec, on the same listener: new connections go to the
+// new one, open ones finish on the old one, which is returned for the
+// caller to shut down (retire) after releasing g.mu. Caller holds g.mu
+// and g.running is true.
+func (g *group) swapFrontDoorLocked() frontDoorServer {
+	old := g.fd
+	g.serveLocked()
+	g.b.log.Info("front door replaced on the same listener", "group", g.name, "protocol", g.spec.Protocol, "addr", g.ln.Addr().String())
+	return old
+}
+
+// retire shuts down a front door replaced by another, bounded by
+// timeouts.request, in the background.
+func retire(fd frontDoorServer, gs protocol.Group) {
+	if fd == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), gs.Timeouts.Request.D())
+		defer cancel()
+		_ = fd.Shutdown(ctx)
+	}()
 }
 
 func (g *group) serving() bool {
@@ -376,8 +412,8 @@ func (g *group) stop(ctx context.Context) error {
 		return nil
 	}
 	g.running = false
-	fd := g.fd
-	g.fd, g.ln = nil, nil
+	fd, door := g.fd, g.door
+	g.fd, g.ln, g.door = nil, nil, nil
 	close(g.loopStop)
 	done := g.loopDone
 	for _, m := range g.order {
@@ -391,6 +427,9 @@ func (g *group) stop(ctx context.Context) error {
 	probesDone := g.stopProbesLocked()  // probe.go
 	g.closeSubsLocked()
 	g.mu.Unlock()
+	if door != nil {
+		_ = door.Close() // new connections are refused from now on
+	}
 	<-done
 	if probesDone != nil {
 		<-probesDone
@@ -404,7 +443,9 @@ func (g *group) stop(ctx context.Context) error {
 
 // update applies new settings to a running group: strategy and binding at
 // once, on the next snapshot; a new front door address rebinds the
-// listener (calls in flight on the old one finish).
+// listener (calls in flight on the old one finish); a new protocol or new
+// timeouts replace the front door on the same listener (open connections
+// finish on the old one).
 func (g *group) update(gs protocol.Group) error {
 	s, err := strategy.New(gs.Strategy, gs.Params, strategy.Env{Now: g.b.now, Rand: g.b.opts.Rand})
 	if err != nil {
@@ -426,25 +467,24 @@ func (g *group) update(gs protocol.Group) error {
 	g.mu.Lock()
 	protoChanged := gs.Protocol != g.spec.Protocol
 	var oldFD frontDoorServer
-	if g.running && (gs.FrontDoor != g.listenOn || gs.Protocol != g.spec.Protocol) {
-		old, oldLn, oldAddr, oldProto := g.fd, g.ln, g.listenOn, g.spec.Protocol
-		sameAddr := gs.FrontDoor == g.listenOn
-		if sameAddr {
-			// Same address, new protocol: the old listener must go first.
-			_ = old.Close()
-		}
-		g.spec.FrontDoor, g.spec.Protocol = gs.FrontDoor, gs.Protocol
+	switch {
+	case g.running && gs.FrontDoor != g.listenOn:
+		old, oldLn, oldDoor, oldAddr, oldProto, oldTimeouts := g.fd, g.ln, g.door, g.listenOn, g.spec.Protocol, g.spec.Timeouts
+		g.spec.FrontDoor, g.spec.Protocol, g.spec.Timeouts = gs.FrontDoor, gs.Protocol, gs.Timeouts
+		g.publishLocked() // the new front door reads its timeouts from the snapshot
 		if err := g.startFrontDoorLocked(); err != nil {
-			g.fd, g.ln, g.listenOn, g.spec.FrontDoor, g.spec.Protocol = old, oldLn, oldAddr, oldAddr, oldProto
-			if sameAddr && g.startFrontDoorLocked() != nil {
-				g.fd, g.ln = nil, nil
-			}
+			g.fd, g.ln, g.door, g.listenOn = old, oldLn, oldDoor, oldAddr
+			g.spec.FrontDoor, g.spec.Protocol, g.spec.Timeouts = oldAddr, oldProto, oldTimeouts
+			g.publishLocked()
 			g.mu.Unlock()
 			return err
 		}
-		if !sameAddr {
-			oldFD = old
-		}
+		_ = oldDoor.Close() // the old address stops accepting at once
+		oldFD = old
+	case g.running && needsNewFrontDoor(g.spec, gs):
+		g.spec.Protocol, g.spec.Timeouts = gs.Protocol, gs.Timeouts
+		g.publishLocked() // the new front door reads its timeouts from the snapshot
+		oldFD = g.swapFrontDoorLocked()
 	}
 	if gs.ReplicaTLS != g.spec.ReplicaTLS {
 		g.setReplicaTLSLocked(rtls)
@@ -470,14 +510,17 @@ func (g *group) update(gs protocol.Group) error {
 	g.membershipChangedLocked()
 	g.emitLocked("config", map[string]any{"strategy": gs.Strategy, "params": gs.Params, "binding": gs.Binding})
 	g.mu.Unlock()
-	if oldFD != nil {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), gs.Timeouts.Request.D())
-			defer cancel()
-			_ = oldFD.Shutdown(ctx)
-		}()
-	}
+	retire(oldFD, gs)
 	return nil
+}
+
+// needsNewFrontDoor reports whether a front door serving settings old
+// cannot take settings next in place, and must be replaced by a new one on
+// the same listener: another protocol, or new timeouts (which net/http and
+// the lean engine take at construction). A setting a front door reads at
+// construction (tls on or off, say) belongs here.
+func needsNewFrontDoor(old, next protocol.Group) bool {
+	return old.Protocol != next.Protocol || old.Timeouts != next.Timeouts
 }
 
 // loop runs a step every report interval, on the balancer's clock.

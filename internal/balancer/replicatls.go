@@ -115,3 +115,12 @@ func (b *Balancer) ReloadReplicaTLS() error {
 	}
 	return errors.Join(errs...)
 }
+
+// CheckReplicaTLS reads the files of gs.ReplicaTLS as the group would,
+// without building it: `serve --check` and the config file's checks. Its
+// error is a *protocol.FieldError naming the setting, the file and why it
+// cannot be used.
+func CheckReplicaTLS(gs protocol.Group) error {
+	_, err := replicaTLSClient(gs)
+	return err
+}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,19 +18,29 @@ import (
 // terminate TLS. A file that cannot be read, does not parse or a key that
 // does not match its certificate is a *protocol.FieldError naming it.
 func (b *Balancer) loadTLS(gs protocol.Group) (*certs.ServerSet, error) {
-	t := gs.TLS
-	if gs.Protocol != protocol.ProtocolHTTP || !t.Enabled() {
+	if gs.Protocol != protocol.ProtocolHTTP || !gs.TLS.Enabled() {
 		return nil, nil
 	}
+	set, err := certs.NewServerSet(serverConfig(gs), certs.ServerOptions{Logger: b.log.With("group", gs.Name), Clock: b.clock})
+	if err != nil {
+		return nil, tlsFieldError(gs, err)
+	}
+	return set, nil
+}
+
+// serverConfig is the certificate set of gs's front door.
+func serverConfig(gs protocol.Group) certs.ServerConfig {
+	t := gs.TLS
 	cfg := certs.ServerConfig{Listener: "group " + gs.Name, Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA, MinVersion: t.MinVersion, ALPN: httpdoor.ALPN}
 	for _, p := range t.Certs {
 		cfg.Certs = append(cfg.Certs, certs.PairFiles{Cert: p.Cert, Key: p.Key})
 	}
-	set, err := certs.NewServerSet(cfg, certs.ServerOptions{Logger: b.log.With("group", gs.Name), Clock: b.clock})
-	if err != nil {
-		return nil, &protocol.FieldError{Field: "tls", Value: t.Cert, Allowed: "its files must be readable PEM, each key matching its certificate (" + err.Error() + ")"}
-	}
-	return set, nil
+	return cfg
+}
+
+// tlsFieldError names the tls setting of gs whose files cannot be used.
+func tlsFieldError(gs protocol.Group, err error) error {
+	return &protocol.FieldError{Field: "tls", Value: gs.TLS.Cert, Allowed: "its files must be readable PEM, each key matching its certificate (" + err.Error() + ")"}
 }
 
 // sameTLS reports whether two groups' front doors read the same
@@ -120,3 +131,16 @@ func (b *Balancer) pollCertificates(done chan<- struct{}) {
 // CertificateMetrics exports fulcrum_tls_cert_not_after_timestamp_seconds
 // for every certificate in use.
 func (b *Balancer) CertificateMetrics() prometheus.Collector { return b.certMetrics }
+
+// CheckTLS reads the certificate files of gs's front door as the group
+// would, without building it: `serve --check`, the config file's checks
+// and a reload before it changes anything. Its error is loadTLS's.
+func CheckTLS(gs protocol.Group) error {
+	if gs.Protocol != protocol.ProtocolHTTP || !gs.TLS.Enabled() {
+		return nil
+	}
+	if _, err := certs.NewServerSet(serverConfig(gs), certs.ServerOptions{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		return tlsFieldError(gs, err)
+	}
+	return nil
+}

@@ -17,6 +17,8 @@ var Version = "dev"
 type exitError struct {
 	code int
 	err  error
+	// printed is set when the command printed err itself.
+	printed bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -24,6 +26,10 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // exitCode wraps err so that Main exits with code.
 func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// reported wraps err, which the command has printed already, so that Main
+// exits with code without printing it again.
+func reported(code int, err error) error { return &exitError{code: code, err: err, printed: true} }
 
 // NewRoot builds the fulcrum command tree.
 func NewRoot() *cobra.Command {
@@ -56,9 +62,11 @@ func Main(args []string) int {
 	root := NewRoot()
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "fulcrum:", err)
 		var ee *exitError
-		if errors.As(err, &ee) {
+		if !errors.As(err, &ee) || !ee.printed {
+			fmt.Fprintln(os.Stderr, "fulcrum:", err)
+		}
+		if ee != nil {
 			return ee.code
 		}
 		return 1

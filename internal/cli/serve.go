@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,12 +31,13 @@ func newServeCmd() *cobra.Command {
 	var (
 		configPath string
 		insecure   bool
+		check      bool
 		adminAddr  string
 		dataDir    string
 		cpuProfile string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve [--config fulcrum.yaml]",
+		Use:   "serve [--config fulcrum.yaml] [--check]",
 		Short: "Run a balancer",
 		Long: `Run a balancer: the admin API, and one front door per group.
 
@@ -42,32 +45,47 @@ With no config file it starts with the embedded defaults: store in
 ./fulcrum-data, admin API on 127.0.0.1:7070, no groups (create them with
 "fulcrum ctl create" or PUT /v1/groups/{name}). Groups declared in the config
 file are applied at every start. An invalid config file exits with status 2
-and names the file, line, key, value and what is allowed.`,
+and prints every problem, one a line in line order, naming the file, line,
+key, value and what is allowed.
+
+SIGHUP (or POST /v1/reload) re-reads the config file and applies it without
+a restart; a file that cannot be used changes nothing. With --check, the
+config file is only checked: every problem is printed and the command exits
+2, or it prints "<file>: ok" and exits 0; no store is opened and nothing is
+bound (like nginx -t or haproxy -c).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			override := func(f *config.File) {
+				if cmd.Flags().Changed("admin") {
+					f.Admin = adminAddr
+				}
+				if cmd.Flags().Changed("data-dir") {
+					f.DataDir = dataDir
+				}
+			}
+			if check {
+				return checkConfig(configPath, override, insecure, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
 			cfg := config.Default()
 			if configPath != "" {
 				var err error
-				cfg, err = config.Load(configPath)
+				cfg, err = config.Load(configPath, fileChecks()...)
 				if err != nil {
-					return exitCode(2, err)
+					printConfigErrors(cmd.ErrOrStderr(), err)
+					return reported(2, err)
 				}
 			}
-			if cmd.Flags().Changed("admin") {
-				cfg.Admin = adminAddr
-			}
-			if cmd.Flags().Changed("data-dir") {
-				cfg.DataDir = dataDir
-			}
+			override(&cfg)
 			stopProfile, err := startCPUProfile(cpuProfile)
 			if err != nil {
 				return exitCode(2, err)
 			}
 			defer stopProfile()
-			return serve(cmd.Context(), cfg, configPath, insecure, cmd.ErrOrStderr())
+			return serve(cmd.Context(), serveOptions{cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "YAML config file (see docs/config.md)")
+	cmd.Flags().BoolVar(&check, "check", false, "check the config file and its certificates, print every problem and exit 0 or 2; binds nothing")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow the admin API on a non-loopback address without admin_token")
 	cmd.Flags().StringVar(&adminAddr, "admin", "127.0.0.1:7070", "admin API address (overrides the config file)")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "./fulcrum-data", "directory of the embedded store (overrides the config file)")
@@ -77,19 +95,39 @@ and names the file, line, key, value and what is allowed.`,
 	return cmd
 }
 
-// serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives.
-// configPath is the config file cfg was read from ("" for none), whose
-// groups are applied.
-func serve(ctx context.Context, cfg config.File, configPath string, insecure bool, logOut io.Writer) error {
+// serveOptions are what serve runs with.
+type serveOptions struct {
+	// cfg is the config, the command line's overrides applied.
+	cfg config.File
+	// configPath is the config file cfg was read from; "" when none (the
+	// file's groups are then not applied, and there is nothing to
+	// reload).
+	configPath string
+	// override applies the command line's --admin and --data-dir to a
+	// config file read again.
+	override func(*config.File)
+	insecure bool
+	logOut   io.Writer
+}
+
+// serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives;
+// SIGHUP reloads the config file.
+func serve(ctx context.Context, o serveOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	fromFile := configPath != ""
-	log := newLogger(logOut, cfg.LogLevel)
-	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, insecure); err != nil {
+	// SIGHUP is caught from here on: before, it would end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cfg, logOut := o.cfg, o.logOut
+	level := new(slog.LevelVar)
+	level.Set(parseLevel(cfg.LogLevel))
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, o.insecure); err != nil {
 		return exitCode(2, err)
 	}
-	adminTLS, err := loadCertificates(configPath, cfg, log) // serve_tls.go
+	adminTLS, err := loadCertificates(o.configPath, cfg, log) // serve_tls.go
 	if err != nil {
 		return exitCode(2, err)
 	}
@@ -99,18 +137,15 @@ func serve(ctx context.Context, cfg config.File, configPath string, insecure boo
 	}
 	defer st.Close()
 
+	accessW, accessF, err := openAccessLog(cfg.AccessLog, logOut)
+	if err != nil {
+		return fmt.Errorf("access_log: %w", err)
+	}
+	access := &accessSink{w: accessW, f: accessF}
+	defer access.close()
 	var accessLog io.Writer
-	switch cfg.AccessLog {
-	case "":
-	case "-":
-		accessLog = logOut
-	default:
-		f, err := os.OpenFile(cfg.AccessLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fmt.Errorf("access_log: %w", err)
-		}
-		defer f.Close()
-		accessLog = f
+	if cfg.AccessLog != "" {
+		accessLog = access
 	}
 
 	adminLn, err := net.Listen("tcp", cfg.Admin)
@@ -130,6 +165,7 @@ func serve(ctx context.Context, cfg config.File, configPath string, insecure boo
 		adminLn.Close()
 		return err
 	}
+	fromFile := o.configPath != ""
 	if fromFile {
 		// The file wins for what it declares, and a config group it no
 		// longer declares is deleted. Without a file, stored groups stay.
@@ -146,10 +182,17 @@ func serve(ctx context.Context, cfg config.File, configPath string, insecure boo
 		_ = b.Shutdown(context.Background())
 		return err
 	}
-	stopHUP := reloadCertificatesOnHUP(b.ReloadCertificates, log) // serve_tls.go
-	defer stopHUP()
+	token := api.NewAdminToken(cfg.AdminToken)
+	// Certificates are re-read at every reload, even when the file is
+	// refused (reloadCertificates); applyAdminTLS is where a changed
+	// admin_tls is to be applied to the admin listener.
+	rl := &reloader{reloadCertificates: b.ReloadCertificates, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: cfg, cur: cfg}
+	var reload func() (protocol.ReloadResult, error)
+	if fromFile {
+		reload = rl.reload
+	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{AdminToken: cfg.AdminToken, Logger: log, Version: Version}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Version: Version}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -161,13 +204,25 @@ func serve(ctx context.Context, cfg config.File, configPath string, insecure boo
 	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", Version)
 
 	var runErr error
-	switch sig, err := stop.await(ctx, serveErr); {
-	case err != nil:
-		runErr = fmt.Errorf("admin API: %w", err)
-	case sig != nil:
-		log.Info("shutting down", "signal", sig.String())
+	for {
+		sig, err := stop.awaitOrReload(ctx, serveErr, hup)
+		if sig == syscall.SIGHUP {
+			if !fromFile {
+				log.Warn("SIGHUP: started without --config, there is no config file to reload")
+			} else {
+				_, _ = rl.reload() // logged
+			}
+			continue
+		}
+		switch {
+		case err != nil:
+			runErr = fmt.Errorf("admin API: %w", err)
+		case sig != nil:
+			log.Info("shutting down", "signal", sig.String())
+		}
+		break
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.D())
+	sctx, cancel := context.WithTimeout(context.Background(), rl.shutdownTimeout().D())
 	defer cancel()
 	errs := []error{runErr, b.Shutdown(sctx), srv.Shutdown(sctx)}
 	if err := errors.Join(errs...); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -195,10 +250,11 @@ func checkAdminExposure(addr, token string, insecure bool) error {
 	return fmt.Errorf("admin: refusing to listen on non-loopback address %q without admin_token; set admin_token in the config or pass --insecure", addr)
 }
 
-func newLogger(w io.Writer, level string) *slog.Logger {
+// parseLevel is the slog level of a log_level; info for anything else.
+func parseLevel(level string) slog.Level {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		lv = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lv}))
+	return lv
 }

@@ -3,9 +3,6 @@ package cli
 import (
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
@@ -42,35 +39,4 @@ func loadCertificates(path string, cfg config.File, log *slog.Logger) (*certs.Se
 		return nil, &config.Error{File: path, Key: "admin_tls", Problem: config.ProblemInvalid, Value: fmt.Sprintf("%q", a.Cert), Allowed: err.Error()}
 	}
 	return set, nil
-}
-
-// reloadCertificatesOnHUP re-reads every certificate in use (reload)
-// at each SIGHUP until the returned stop is called. It is the whole of
-// SIGHUP's work until config reload takes the signal over: then it calls
-// reload itself.
-func reloadCertificatesOnHUP(reload func() error, log *slog.Logger) (stop func()) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		for {
-			select {
-			case <-done:
-				return
-			case <-hup:
-				if err := reload(); err != nil {
-					log.Error("certificates reloaded with errors; the previous ones are still served where they failed", "err", err)
-				} else {
-					log.Info("certificates reloaded")
-				}
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(hup)
-		close(done)
-		<-exited
-	}
 }

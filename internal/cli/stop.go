@@ -37,3 +37,18 @@ func (s *stopSignals) await(ctx context.Context, serveErr <-chan error) (os.Sign
 		return nil, err
 	}
 }
+
+// awaitOrReload is await that also returns when a signal arrives on
+// reload (SIGHUP), returning it.
+func (s *stopSignals) awaitOrReload(ctx context.Context, serveErr <-chan error, reload <-chan os.Signal) (os.Signal, error) {
+	select {
+	case <-ctx.Done():
+		return nil, nil
+	case sig := <-s.sigs:
+		return sig, nil
+	case err := <-serveErr:
+		return nil, err
+	case sig := <-reload:
+		return sig, nil
+	}
+}

@@ -2,10 +2,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -79,15 +82,22 @@ func Default() File {
 	}
 }
 
-// Load reads and parses the config file at path. Every error it returns
-// is an *Error naming path.
-func Load(path string) (File, error) {
+// Load reads and parses the config file at path. The error it returns is
+// Errors, each naming path.
+func Load(path string, checks ...Check) (File, error) {
 	data, err := readFile(path)
 	if err != nil {
-		return File{}, &Error{File: path, Problem: ProblemRead, Allowed: err.Error()}
+		return File{}, Errors{{File: path, Problem: ProblemRead, Allowed: err.Error()}}
 	}
-	return Parse(path, data)
+	return Parse(path, data, checks...)
 }
+
+// A Check checks a parsed file beyond its contents, such as reading the
+// certificate files it names. It returns every problem, each a
+// *protocol.FieldError naming the key by its dotted path in the file
+// ("groups[0].replica_tls.ca"), which Load and Parse report with its line.
+// Checks run only on a file without other problems.
+type Check func(File) []error
 
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
@@ -114,36 +124,73 @@ func unwrapPathError(err error) error {
 
 // Parse parses a config file's contents; name is the file name used in
 // errors. It applies the defaults, decodes the YAML rejecting unknown keys,
-// completes every group with its defaults and validates the result. Every
-// error it returns is an *Error with the line of the key at fault.
-func Parse(name string, data []byte) (File, error) {
+// completes every group with its defaults and validates the result. The
+// error it returns is Errors: every problem found, each with the line of
+// the key at fault, in line order; checks run last, on a file without
+// other problems. A YAML syntax error ends the list; a
+// value of the wrong type skips the checks that depend on it.
+func Parse(name string, data []byte, checks ...Check) (File, error) {
 	if len(data) > MaxFileBytes {
-		return File{}, &Error{File: name, Problem: ProblemInvalid, Value: fmt.Sprintf("(%d bytes)", len(data)), Allowed: fmt.Sprintf("a config file must be at most %d bytes", MaxFileBytes)}
+		return File{}, Errors{{File: name, Problem: ProblemInvalid, Value: fmt.Sprintf("(%d bytes)", len(data)), Allowed: fmt.Sprintf("a config file must be at most %d bytes", MaxFileBytes)}}
 	}
 	f := Default()
-	root, err := parseTree(name, data)
-	if err != nil {
-		return File{}, err
+	root, serr := parseTree(name, data)
+	if serr != nil {
+		return File{}, Errors{serr}
 	}
+	var errs []*Error
+	var skip skipped
 	if root != nil {
-		if err := checkTree(name, root); err != nil {
-			return File{}, err
+		errs, skip = checkTree(name, root)
+		if len(errs) == 0 {
+			dec := yaml.NewDecoder(bytes.NewReader(data))
+			dec.KnownFields(true)
+			if err := dec.Decode(&f); err != nil {
+				return File{}, Errors{decodeError(name, root, err)}
+			}
+		} else if err := root.Decode(&f); err != nil {
+			// checkTree pruned what it reported; this is a fallback.
+			return File{}, sorted(append(errs, decodeError(name, root, err)))
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&f); err != nil {
-			return File{}, decodeError(name, root, err)
-		}
-		if err := checkZeroWeights(root); err != nil {
-			return File{}, fieldError(name, root, f, err)
+		for _, err := range checkZeroWeights(root) {
+			errs = append(errs, fieldError(name, root, f, err))
 		}
 	}
 	for i := range f.Groups {
 		f.Groups[i] = registry.WithDefaults(f.Groups[i])
 		f.Groups[i].Source = protocol.SourceConfig
 	}
-	if err := f.Validate(); err != nil {
-		return File{}, fieldError(name, root, f, err)
+	for _, err := range f.validate() {
+		e := fieldError(name, root, f, err)
+		if _, val := locate(root, e.Key); skip.covers(e.Key, val != nil) {
+			continue
+		}
+		errs = append(errs, e)
+	}
+	if len(errs) == 0 {
+		for _, check := range checks {
+			for _, err := range check(f) {
+				errs = append(errs, fieldError(name, root, f, err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return File{}, sorted(errs)
 	}
 	return f, nil
+}
+
+// sorted puts errs in line order, problems without a line last.
+func sorted(errs []*Error) Errors {
+	slices.SortStableFunc(errs, func(a, b *Error) int {
+		la, lb := a.Line, b.Line
+		if la == 0 {
+			la = math.MaxInt
+		}
+		if lb == 0 {
+			lb = math.MaxInt
+		}
+		return cmp.Compare(la, lb)
+	})
+	return Errors(errs)
 }

@@ -355,7 +355,7 @@ func TestParseBad(t *testing.T) {
 			`fulcrum.yaml:4: groups[0].protocol: invalid value "udp", must be one of: http, giop, tcp`, false},
 		{"protocol not built", edit("protocol: http", "protocol: tcp"), 4, "groups[0].protocol",
 			`fulcrum.yaml:4: groups[0].protocol: invalid value "tcp", only http and giop front doors are available in this build`, false},
-		{"giop group with a health path", edit("protocol: http", "protocol: giop"), 9, "groups[0].health.path",
+		{"giop group with a health path", strings.NewReplacer("protocol: http", "protocol: giop", "http://127.0.0.1:9001", "corbaloc:iiop:1.2@127.0.0.1:9001/key").Replace(base), 9, "groups[0].health.path",
 			`fulcrum.yaml:9: groups[0].health.path: invalid value "/healthz", must be empty for giop groups (they probe with a GIOP LocateRequest)`, false},
 		{"giop group with an http replica", strings.NewReplacer("protocol: http", "protocol: giop", "path: /healthz", `path: ""`).Replace(base), 11, "groups[0].replicas[0].address",
 			`fulcrum.yaml:11: groups[0].replicas[0].address: invalid value "http://127.0.0.1:9001", must be a stringified IOR (IOR:...) or a corbaloc:iiop: URL such as corbaloc:iiop:1.2@10.0.0.5:2809/key`, false},

@@ -15,9 +15,10 @@ const (
 	ProblemRead      = "cannot read file"
 )
 
-// Error is a config file that fulcrum cannot use: where (file, line,
-// column), which key, what is wrong with it and what is allowed. Load and
-// Parse return no other error type; `fulcrum serve` exits 2 on one.
+// Error is one problem of a config file that fulcrum cannot use: where
+// (file, line, column), which key, what is wrong with it and what is
+// allowed. Load and Parse return them in Errors; `fulcrum serve` exits 2
+// on any.
 type Error struct {
 	// File is the file name as given to Load or Parse.
 	File string
@@ -90,4 +91,39 @@ func truncate(s string) string {
 		i--
 	}
 	return s[:i] + "..."
+}
+
+// MaxReported bounds the errors Errors.Error prints; the rest are counted
+// in a last line, "… and N more".
+const MaxReported = 50
+
+// Errors is every problem found in a config file, in line order (problems
+// of the whole file, without a line, last). Load and Parse return it,
+// never empty, as their only error type; errors.As finds its first *Error.
+type Errors []*Error
+
+// Error is one line per problem, at most MaxReported of them, then
+// "… and N more".
+func (es Errors) Error() string { return strings.Join(es.Lines(), "\n") }
+
+// Lines is Error split into its lines.
+func (es Errors) Lines() []string {
+	n := min(len(es), MaxReported)
+	out := make([]string, 0, n+1)
+	for _, e := range es[:n] {
+		out = append(out, e.Error())
+	}
+	if len(es) > n {
+		out = append(out, fmt.Sprintf("… and %d more", len(es)-n))
+	}
+	return out
+}
+
+// Unwrap lets errors.As and errors.Is see each *Error.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
 }

@@ -14,21 +14,22 @@ import (
 // localhost and the wildcard forms; the balancer checks again against the
 // machine's interface addresses and the ports listeners on port 0 got
 // (balancer.LoopError).
-func checkLoops(f File) error {
+func checkLoops(f File) []error {
 	var ls []registry.Listener
 	ls = append(ls, registry.Listener{Name: "admin API", Addr: f.Admin})
 	for _, g := range f.Groups {
 		ls = append(ls, registry.Listener{Name: fmt.Sprintf("front door of group %q", g.Name), Addr: g.FrontDoor})
 	}
+	var errs []error
 	for i, g := range f.Groups {
 		for j, r := range g.Replicas {
 			if l, ok := registry.LoopTarget(g.Protocol, r.Address, ls, registry.Local{}); ok {
-				return &protocol.FieldError{
+				errs = append(errs, &protocol.FieldError{
 					Field: fmt.Sprintf("groups[%d].replicas[%d].address", i, j), Value: r.Address,
 					Allowed: fmt.Sprintf("must not lead back into this balancer, but it is the %s (%s)", l.Name, l.Addr),
-				}
+				})
 			}
 		}
 	}
-	return nil
+	return errs
 }

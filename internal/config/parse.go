@@ -16,7 +16,7 @@ var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // parseTree parses data into a node tree and returns the document's root
 // node, or nil for a file without content (empty, only comments, or null).
-func parseTree(name string, data []byte) (*yaml.Node, error) {
+func parseTree(name string, data []byte) (*yaml.Node, *Error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -20,38 +21,49 @@ var logLevels = []string{"debug", "info", "warn", "error"}
 const maxTokenLen = 512
 
 // Validate checks f after defaults (groups completed with WithDefaults).
-// Errors are *protocol.FieldError naming the key by its dotted path in the
-// file, such as "groups[1].front_door".
-func (f File) Validate() error {
-	fe := func(field string, v any, allowed string) error {
-		return &protocol.FieldError{Field: field, Value: v, Allowed: allowed}
-	}
+// The error joins (errors.Join) one *protocol.FieldError per problem,
+// each naming the key by its dotted path in the file, such as
+// "groups[1].front_door".
+func (f File) Validate() error { return errors.Join(f.validate()...) }
+
+// problems collects the problems of a file. A check of a new key adds
+// one with fail and goes on: every problem is reported at once.
+type problems []error
+
+// fail records that field has value v, and what it allows.
+func (p *problems) fail(field string, v any, allowed string) {
+	*p = append(*p, &protocol.FieldError{Field: field, Value: v, Allowed: allowed})
+}
+
+// validate returns every problem of f, each a *protocol.FieldError.
+func (f File) validate() []error {
+	var p problems
 	if err := checkListenAddr(f.Admin); err != "" {
-		return fe("admin", f.Admin, err)
+		p.fail("admin", f.Admin, err)
 	}
 	if err := checkToken(f.AdminToken); err != "" {
-		return fe("admin_token", "(hidden)", err)
+		p.fail("admin_token", "(hidden)", err)
 	}
 	if err := f.AdminTLS.validate(); err != nil {
-		return err
+		p = append(p, err)
 	}
 	if err := checkToken(f.JoinToken); err != "" {
-		return fe("join_token", "(hidden)", err)
+		p.fail("join_token", "(hidden)", err)
 	}
 	if strings.TrimSpace(f.DataDir) == "" {
-		return fe("data_dir", f.DataDir, "must be a directory path")
+		p.fail("data_dir", f.DataDir, "must be a directory path")
 	}
 	if strings.ContainsFunc(f.AccessLog, unicode.IsControl) {
-		return fe("access_log", f.AccessLog, `must be "" (off), "-" (stderr) or a file path`)
+		p.fail("access_log", f.AccessLog, `must be "" (off), "-" (stderr) or a file path`)
 	}
 	if !slices.Contains(logLevels, f.LogLevel) {
-		return fe("log_level", f.LogLevel, "must be one of: "+strings.Join(logLevels, ", "))
+		p.fail("log_level", f.LogLevel, "must be one of: "+strings.Join(logLevels, ", "))
 	}
 	if d := f.ShutdownTimeout.D(); d < 0 || d > time.Hour {
-		return fe("shutdown_timeout", f.ShutdownTimeout.String(), "must be a duration in [0s, 1h]")
+		p.fail("shutdown_timeout", f.ShutdownTimeout.String(), "must be a duration in [0s, 1h]")
 	}
 	if !slices.Contains(httpEngines, f.HTTPEngine) {
-		return fe("http_engine", f.HTTPEngine, "must be one of: "+strings.Join(httpEngines, ", "))
+		p.fail("http_engine", f.HTTPEngine, "must be one of: "+strings.Join(httpEngines, ", "))
 	}
 
 	names := map[string]int{}
@@ -61,25 +73,28 @@ func (f File) Validate() error {
 	}
 	for i, g := range f.Groups {
 		path := fmt.Sprintf("groups[%d]", i)
-		if err := registry.Validate(g); err != nil {
+		for _, err := range registry.ValidateAll(g) {
 			if e, ok := err.(*protocol.FieldError); ok {
 				e.Field = path + "." + e.Field
-				return e
+				p = append(p, e)
+			} else {
+				p.fail(path, g.Name, err.Error())
 			}
-			return fe(path, g.Name, err.Error())
 		}
 		if j, dup := names[g.Name]; dup {
-			return fe(path+".name", g.Name, fmt.Sprintf("must be unique among groups (groups[%d] has it too)", j))
+			p.fail(path+".name", g.Name, fmt.Sprintf("must be unique among groups (groups[%d] has it too)", j))
+		} else {
+			names[g.Name] = i
 		}
-		names[g.Name] = i
 		for _, d := range doors {
 			if sameListener(d.addr, g.FrontDoor) {
-				return fe(path+".front_door", g.FrontDoor, fmt.Sprintf("must not be an address another listener uses (%s listens on %s)", d.owner, d.addr))
+				p.fail(path+".front_door", g.FrontDoor, fmt.Sprintf("must not be an address another listener uses (%s listens on %s)", d.owner, d.addr))
+				break
 			}
 		}
 		doors = append(doors, listener{owner: path, addr: g.FrontDoor})
 	}
-	return checkLoops(f)
+	return append(p, checkLoops(f)...)
 }
 
 // listener is an address some part of the balancer listens on.

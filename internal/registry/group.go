@@ -123,122 +123,133 @@ func AdvertiseFor(proto, addr string) string {
 	}
 }
 
-// Validate checks a group after WithDefaults. Errors are
-// *protocol.FieldError naming the field as in the config file.
+// Validate checks a group after WithDefaults. The error is the first of
+// ValidateAll's, a *protocol.FieldError naming the field as in the config
+// file.
 func Validate(g protocol.Group) error {
-	fe := func(field string, v any, allowed string) error {
-		return &protocol.FieldError{Field: field, Value: v, Allowed: allowed}
+	if errs := ValidateAll(g); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// ValidateAll checks a group after WithDefaults and returns every problem,
+// each a *protocol.FieldError naming the field as in the config file, in
+// the order of the checks. A check that depends on a value found wrong is
+// skipped: an unknown protocol ends the checks, an unknown strategy skips
+// its params, a wrong health.interval the health.timeout.
+func ValidateAll(g protocol.Group) []error {
+	var errs []error
+	fe := func(field string, v any, allowed string) {
+		errs = append(errs, &protocol.FieldError{Field: field, Value: v, Allowed: allowed})
+	}
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if !nameRE.MatchString(g.Name) {
-		return fe("name", g.Name, "must match [a-z0-9-]+, 1 to 63 characters, not starting or ending with '-'")
+		fe("name", g.Name, "must match [a-z0-9-]+, 1 to 63 characters, not starting or ending with '-'")
 	}
 	switch g.Protocol {
 	case protocol.ProtocolHTTP, protocol.ProtocolGIOP, protocol.ProtocolTCP:
 	default:
-		return fe("protocol", g.Protocol, "must be one of: http, giop, tcp")
+		fe("protocol", g.Protocol, "must be one of: http, giop, tcp")
+		return errs
 	}
 	if g.Protocol == protocol.ProtocolTCP {
-		return fe("protocol", g.Protocol, "only http and giop front doors are available in this build")
+		fe("protocol", g.Protocol, "only http and giop front doors are available in this build")
+		return errs
 	}
 	if err := validHostPort(g.FrontDoor); err != nil {
-		return fe("front_door", g.FrontDoor, "must be host:port with a port in 0-65535, 0 meaning any free port ("+err.Error()+")")
+		fe("front_door", g.FrontDoor, "must be host:port with a port in 0-65535, 0 meaning any free port ("+err.Error()+")")
 	}
 	switch g.Binding {
 	case protocol.PerSession, protocol.OnDemand, protocol.PerRequest:
 	default:
-		return fe("binding", g.Binding, "must be one of: per-session, on-demand, per-request")
+		fe("binding", g.Binding, "must be one of: per-session, on-demand, per-request")
 	}
 	if _, ok := strategy.Lookup(g.Strategy); !ok {
-		return fe("strategy", g.Strategy, "must be one of: "+strings.Join(strategy.Names(), ", "))
-	}
-	if _, err := strategy.New(g.Strategy, g.Params, strategy.Env{}); err != nil {
+		fe("strategy", g.Strategy, "must be one of: "+strings.Join(strategy.Names(), ", "))
+	} else if _, err := strategy.New(g.Strategy, g.Params, strategy.Env{}); err != nil {
 		if pe, ok := err.(*strategy.ParamError); ok {
-			return fe("params."+pe.Field, pe.Value, pe.Strategy+": "+pe.Allowed)
+			fe("params."+pe.Field, pe.Value, pe.Strategy+": "+pe.Allowed)
+		} else {
+			fe("params", g.Params, err.Error())
 		}
-		return fe("params", g.Params, err.Error())
 	}
 	if err := durationIn(g.ReportInterval, 10*time.Millisecond, time.Hour); err != "" {
-		return fe("report_interval", g.ReportInterval.String(), err)
+		fe("report_interval", g.ReportInterval.String(), err)
 	}
 	if g.Advertise != "" && g.Protocol == protocol.ProtocolHTTP && !strings.HasPrefix(g.Advertise, "http://") && !strings.HasPrefix(g.Advertise, "https://") {
-		return fe("advertise", g.Advertise, "must be an http:// or https:// URL")
+		fe("advertise", g.Advertise, "must be an http:// or https:// URL")
 	}
-	if err := validateGIOP(g); err != nil {
-		return err
-	}
-	if err := validateReplicaTLS(g); err != nil {
-		return err
-	}
-	if err := validateFrontDoorTLS(g); err != nil {
-		return err
-	}
+	add(validateGIOP(g))
+	add(validateReplicaTLS(g))
+	add(validateFrontDoorTLS(g))
 	h := g.Health
 	if h.Path != "" && g.Protocol == protocol.ProtocolGIOP {
-		return fe("health.path", h.Path, "must be empty for giop groups (they probe with a GIOP LocateRequest)")
-	}
-	if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
-		return fe("health.path", h.Path, "must start with '/'")
+		fe("health.path", h.Path, "must be empty for giop groups (they probe with a GIOP LocateRequest)")
+	} else if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
+		fe("health.path", h.Path, "must start with '/'")
 	}
 	if err := durationIn(h.Interval, 10*time.Millisecond, time.Hour); err != "" {
-		return fe("health.interval", h.Interval.String(), err)
-	}
-	if err := durationIn(h.Timeout, time.Millisecond, h.Interval.D()); err != "" {
-		return fe("health.timeout", h.Timeout.String(), err+" (at most health.interval)")
+		fe("health.interval", h.Interval.String(), err)
+	} else if err := durationIn(h.Timeout, time.Millisecond, h.Interval.D()); err != "" {
+		fe("health.timeout", h.Timeout.String(), err+" (at most health.interval)")
 	}
 	if h.Rise < 1 || h.Rise > 100 {
-		return fe("health.rise", h.Rise, "must be in [1,100]")
+		fe("health.rise", h.Rise, "must be in [1,100]")
 	}
 	if h.Fall < 1 || h.Fall > 100 {
-		return fe("health.fall", h.Fall, "must be in [1,100]")
+		fe("health.fall", h.Fall, "must be in [1,100]")
 	}
 	if h.Passive.ConsecutiveFailures < -1 || h.Passive.ConsecutiveFailures > 10000 {
-		return fe("health.passive.consecutive_failures", h.Passive.ConsecutiveFailures, "must be in [1,10000], or -1 to disable")
+		fe("health.passive.consecutive_failures", h.Passive.ConsecutiveFailures, "must be in [1,10000], or -1 to disable")
 	}
 	if err := durationIn(h.Passive.BaseEjection, time.Millisecond, 24*time.Hour); err != "" {
-		return fe("health.passive.base_ejection", h.Passive.BaseEjection.String(), err)
+		fe("health.passive.base_ejection", h.Passive.BaseEjection.String(), err)
 	}
 	if h.Passive.MaxEjectedPercent < 0 || h.Passive.MaxEjectedPercent > 100 {
-		return fe("health.passive.max_ejected_percent", h.Passive.MaxEjectedPercent, "must be in [0,100]")
+		fe("health.passive.max_ejected_percent", h.Passive.MaxEjectedPercent, "must be in [0,100]")
 	}
 	for _, d := range []struct {
 		name string
 		v    protocol.Duration
 	}{{"timeouts.connect", g.Timeouts.Connect}, {"timeouts.request", g.Timeouts.Request}, {"timeouts.idle", g.Timeouts.Idle}} {
 		if err := durationIn(d.v, time.Millisecond, 24*time.Hour); err != "" {
-			return fe(d.name, d.v.String(), err)
+			fe(d.name, d.v.String(), err)
 		}
 	}
 	if g.MaxInflight < 0 || g.MaxInflight > 1_000_000 {
-		return fe("max_inflight", g.MaxInflight, "must be in [0,1000000] (0: no limit)")
+		fe("max_inflight", g.MaxInflight, "must be in [0,1000000] (0: no limit)")
 	}
-	if err := validateQueue(g); err != nil {
-		return err
-	}
+	add(validateQueue(g))
 	switch g.Retry {
 	case "", protocol.RetryUnsent, protocol.RetryIdempotent:
 	default:
-		return fe("retry", g.Retry, "must be one of: "+protocol.RetryUnsent+", "+protocol.RetryIdempotent)
+		fe("retry", g.Retry, "must be one of: "+protocol.RetryUnsent+", "+protocol.RetryIdempotent)
 	}
 	seen := map[string]int{}
 	for i, r := range g.Replicas {
 		field := fmt.Sprintf("replicas[%d]", i)
 		if err := ValidateAddress(g.Protocol, r.Address); err != nil {
-			return fe(field+".address", r.Address, err.Error())
+			fe(field+".address", r.Address, err.Error())
+		} else if j, dup := seen[NormalizeAddress(r.Address)]; dup {
+			fe(field+".address", r.Address, fmt.Sprintf("must be unique in the group (also replicas[%d])", j))
+		} else {
+			seen[NormalizeAddress(r.Address)] = i
 		}
-		if j, dup := seen[NormalizeAddress(r.Address)]; dup {
-			return fe(field+".address", r.Address, fmt.Sprintf("must be unique in the group (also replicas[%d])", j))
-		}
-		seen[NormalizeAddress(r.Address)] = i
 		if err := ValidateWeight(r.Weight); err != nil {
-			return fe(field+".weight", r.Weight, err.Error())
+			fe(field+".weight", r.Weight, err.Error())
 		}
 		if err := ValidateMonitor(r.Monitor); err != nil {
 			e := err.(*protocol.FieldError)
 			e.Field = field + "." + e.Field
-			return e
+			errs = append(errs, e)
 		}
 	}
-	return nil
+	return errs
 }
 
 func durationIn(d protocol.Duration, lo, hi time.Duration) string {

@@ -193,3 +193,38 @@ func TestHTTPGroupsTakeHTTPSReplicas(t *testing.T) {
 		t.Error("a GIOP group took an https:// address")
 	}
 }
+
+// ValidateAll reports every problem of a group in the order of the
+// checks, skipping the checks that depend on a wrong value; Validate
+// reports the first.
+func TestValidateAll(t *testing.T) {
+	t.Parallel()
+	g := WithDefaults(validGroup())
+	g.Name = "Prime"
+	g.Binding = "sometimes"
+	g.Strategy = "fastest"
+	g.Params = map[string]any{"bogus": 1} // not checked: the strategy is unknown
+	g.Health.Interval = protocol.Duration(time.Millisecond)
+	g.Health.Timeout = protocol.Duration(time.Hour) // not checked: the interval is wrong
+	g.Replicas[0].Weight = -1
+	var fields []string
+	for _, err := range ValidateAll(g) {
+		var fe *protocol.FieldError
+		if !errors.As(err, &fe) {
+			t.Fatalf("%v is not a *protocol.FieldError", err)
+		}
+		fields = append(fields, fe.Field)
+	}
+	want := "name binding strategy health.interval replicas[0].weight"
+	if got := strings.Join(fields, " "); got != want {
+		t.Errorf("ValidateAll fields %q, want %q", got, want)
+	}
+	var fe *protocol.FieldError
+	if err := Validate(g); !errors.As(err, &fe) || fe.Field != "name" {
+		t.Errorf("Validate = %v, want the first problem (name)", err)
+	}
+	g.Protocol = "udp"
+	if errs := ValidateAll(g); len(errs) != 2 || !strings.Contains(errs[1].Error(), "protocol") {
+		t.Errorf("with an unknown protocol: %v; want name and protocol, then no more", errs)
+	}
+}
