@@ -192,7 +192,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		reload = rl.reload
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Version: Version}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: build()}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -201,7 +201,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
-	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", Version)
+	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", build().Version)
 
 	var runErr error
 	for {
