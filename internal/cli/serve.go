@@ -123,7 +123,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	cfg, logOut := o.cfg, o.logOut
 	level := new(slog.LevelVar)
 	level.Set(parseLevel(cfg.LogLevel))
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	log := newLogger(logOut, level, cfg.LogFormat)
 	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, o.insecure); err != nil {
 		return exitCode(2, err)
 	}
@@ -147,6 +147,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	if cfg.AccessLog != "" {
 		accessLog = access
 	}
+	stopReopen := reopenOnSIGUSR1(access.reopen, log) // the file a reload left in force
+	defer stopReopen()
 
 	adminLn, err := net.Listen("tcp", cfg.Admin)
 	if err != nil {
@@ -160,7 +162,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		adminURL = "https://" + strings.TrimPrefix(adminURL, "http://")
 	}
 
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
+	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {
 		adminLn.Close()
 		return err
@@ -257,4 +259,15 @@ func parseLevel(level string) slog.Level {
 		lv = slog.LevelInfo
 	}
 	return lv
+}
+
+// newLogger returns the balancer's logger: level is its log_level (changed
+// by a reload), format its log_format (json: slog's JSONHandler; anything
+// else: its TextHandler).
+func newLogger(w io.Writer, level slog.Leveler, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == config.LogFormatJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
