@@ -143,3 +143,18 @@ func checkCommitIsHead(ctx context.Context, t *testing.T, info fbuild.Info) {
 		t.Errorf("commit time %q, want HEAD's %q", info.CommitTime, w)
 	}
 }
+
+// README and docs/install.md stamp the version through the variable the
+// test above stamps.
+func TestDocsStampTheVersionVariable(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{"../README.md", "../docs/install.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `go build -ldflags "-X `+stampVar+`=`) {
+			t.Errorf("%s does not show go build -ldflags \"-X %s=…\"", doc, stampVar)
+		}
+	}
+}
