@@ -55,6 +55,7 @@ straight from client to replica.`,
 		Version:       build().Text("fulcrum"),
 	}
 	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().BoolP("version", "v", false, `print the version, commit, commit time and Go version (as "fulcrum version")`)
 	root.AddCommand(newVersionCmd())
 	for _, add := range subcommands {
 		root.AddCommand(add())

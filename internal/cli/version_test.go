@@ -10,7 +10,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/buildinfo"
 )
 
-// TestVersionCommands: "fulcrum version" and "fulcrum --version" print
+// TestVersionCommands: "fulcrum version", "fulcrum --version" and "-v" print
 // the same lines, derived from runtime/debug's build information, and the
 // version stamped at link time wins.
 func TestVersionCommands(t *testing.T) {
@@ -31,7 +31,7 @@ func TestVersionCommands(t *testing.T) {
 			if !strings.HasPrefix(want, "fulcrum "+wantVersion+"\n") || !strings.Contains(want, "\ngo: "+runtime.Version()+"\n") {
 				t.Errorf("want text %q: not version %s and Go %s", want, wantVersion, runtime.Version())
 			}
-			for _, args := range [][]string{{"version"}, {"--version"}} {
+			for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}} {
 				root := NewRoot()
 				var out bytes.Buffer
 				root.SetOut(&out)
