@@ -124,6 +124,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	level := new(slog.LevelVar)
 	level.Set(parseLevel(cfg.LogLevel))
 	log := newLogger(logOut, level, cfg.LogFormat)
+	info := build()
 	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, o.insecure); err != nil {
 		return exitCode(2, err)
 	}
@@ -194,7 +195,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		reload = rl.reload
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: build()}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -203,7 +204,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
-	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", build().Version)
+	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", info.Version, "commit", info.Commit)
 
 	var runErr error
 	for {
