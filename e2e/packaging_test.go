@@ -49,8 +49,9 @@ func unitDirectives(t *testing.T) map[string][]string {
 
 // The systemd unit passes "systemd-analyze verify" without a word, and
 // "systemd-analyze security" rates its hardening at most maxExposure. The
-// unit is checked as shipped but for ExecStart's binary, which is the one
-// the tests built (verify requires it to exist).
+// unit is checked as shipped but for the binary of ExecStart and
+// ExecReload, which is the one the tests built (verify requires it to
+// exist).
 func TestSystemdUnit(t *testing.T) {
 	t.Parallel()
 	analyze := needTool(t, "systemd-analyze")
@@ -58,7 +59,7 @@ func TestSystemdUnit(t *testing.T) {
 	d := unitDirectives(t)
 	for key, want := range map[string]string{
 		"ExecStart":       unitBinary + " serve --config " + unitConfig,
-		"ExecReload":      "/bin/kill -HUP $MAINPID",
+		"ExecReload":      unitBinary + " serve --check --config " + unitConfig + " | /bin/kill -HUP $MAINPID",
 		"User":            "fulcrum",
 		"StateDirectory":  "fulcrum",
 		"LogsDirectory":   "fulcrum",
@@ -80,7 +81,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	unit := filepath.Join(t.TempDir(), "fulcrum.service")
-	local := strings.Replace(string(b), "ExecStart="+unitBinary+" ", "ExecStart="+fulcrumBin+" ", 1)
+	local := strings.ReplaceAll(string(b), "="+unitBinary+" ", "="+fulcrumBin+" ")
 	if err := os.WriteFile(unit, []byte(local), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -137,9 +138,13 @@ func TestSysusersCreatesTheUser(t *testing.T) {
 }
 
 // packaging/fulcrum.yaml is a valid config whose paths are the unit's
-// directories.
+// directories, and the unit's ExecReload check passes it.
 func TestPackagedConfig(t *testing.T) {
 	t.Parallel()
+	ctx := testContext(t, 30*time.Second)
+	if code, stdout, stderr := run(ctx, t, "fulcrum serve --check", "serve", "--check", "--config", configFile); code != 0 {
+		t.Errorf("fulcrum serve --check --config %s: exit %d, want 0\n%s%s", configFile, code, stdout, stderr)
+	}
 	f, err := config.Load(configFile)
 	if err != nil {
 		t.Fatal(err)
