@@ -24,6 +24,8 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 [ -x /usr/bin/omniidl ] || need_pkgs+=(omniidl)
 [ -x /usr/bin/catior ] || need_pkgs+=(omniorb)
 command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
+# systemd-analyze and systemd-sysusers check packaging/ (nothing is started).
+{ command -v systemd-analyze && command -v systemd-sysusers; } >/dev/null 2>&1 || need_pkgs+=(systemd)
 if ((${#need_pkgs[@]})); then
 	sudo_cmd=""
 	[ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"

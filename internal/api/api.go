@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/buildinfo"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -35,8 +36,9 @@ type Options struct {
 	Reload func() (protocol.ReloadResult, error)
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Version is reported by /healthz and the fulcrum_build_info metric.
-	Version string
+	// Build is reported by /healthz and /readyz; its Version also by the
+	// fulcrum_build_info metric.
+	Build buildinfo.Info
 	// MaxBodyBytes bounds JSON request bodies; DefaultMaxBodyBytes when 0.
 	// Load reports are bounded by protocol.MaxReportBytes instead.
 	MaxBodyBytes int64
@@ -120,7 +122,7 @@ func New(b *balancer.Balancer, opts Options) http.Handler {
 	if opts.Token == nil {
 		opts.Token = NewAdminToken(opts.AdminToken)
 	}
-	s := &server{b: b, opts: opts, log: opts.Logger, auth: newAuthenticator(b, opts.Token), prom: newMetricsHandler(b, opts.Version)}
+	s := &server{b: b, opts: opts, log: opts.Logger, auth: newAuthenticator(b, opts.Token), prom: newMetricsHandler(b, opts.Build.Version)}
 
 	mux := http.NewServeMux()
 	methods := map[string][]string{}

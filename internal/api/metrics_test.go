@@ -13,6 +13,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/buildinfo"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -49,7 +50,7 @@ next:
 
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Options{Version: "v9.9.9"}, balancer.Options{})
+	e := newEnv(t, api.Options{Build: buildinfo.Info{Version: "v9.9.9"}}, balancer.Options{})
 	// A report counts for three intervals: long enough for a scrape
 	// under the race detector.
 	e.mustGroup("g", map[string]any{"report_interval": "100ms"})

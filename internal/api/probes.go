@@ -3,17 +3,19 @@ package api
 import (
 	_ "embed"
 	"net/http"
+
+	"github.com/fulcrum-lb/fulcrum/internal/buildinfo"
 )
 
 // health is the body of /healthz and of a ready /readyz.
 type health struct {
-	Status  string `json:"status"`
-	Version string `json:"version,omitempty"`
+	Status string `json:"status"`
+	buildinfo.Info
 }
 
 // healthz answers 200 while the process serves HTTP.
 func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, health{Status: "ok", Version: s.opts.Version})
+	writeJSON(w, http.StatusOK, health{Status: "ok", Info: s.opts.Build})
 }
 
 // readyz answers 200 when every group's front door is serving, else 503.
@@ -22,7 +24,7 @@ func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: codeNotReady, Message: "not ready: a front door is not serving or the balancer is shutting down"})
 		return
 	}
-	writeJSON(w, http.StatusOK, health{Status: "ready", Version: s.opts.Version})
+	writeJSON(w, http.StatusOK, health{Status: "ready", Info: s.opts.Build})
 }
 
 // openAPISpec is the API's OpenAPI 3.0 description.

@@ -48,6 +48,8 @@ type Options struct {
 	JoinToken string
 	// AccessLog, when not nil, receives one line per front door request.
 	AccessLog io.Writer
+	// AccessLogJSON writes the access log as JSON lines instead of logfmt.
+	AccessLogJSON bool
 	// HTTPEngine is the HTTP front doors' engine (httpdoor.EngineLean,
 	// the default when empty, or httpdoor.EngineStdlib).
 	HTTPEngine string

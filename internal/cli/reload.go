@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
+	"github.com/fulcrum-lb/fulcrum/internal/logfile"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -21,7 +21,8 @@ import (
 // changes); log_level, access_log, admin_token, join_token and
 // shutdown_timeout apply here once the balancer took the groups; a
 // changed admin, data_dir or http_engine is only reported
-// (restart_required). Safe for concurrent use: reloads are serialised.
+// (restart_required), as is a changed log_format. Safe for concurrent
+// use: reloads are serialised.
 type reloader struct {
 	path     string
 	override func(*config.File) // the command line's --admin and --data-dir
@@ -82,7 +83,7 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 		return protocol.ReloadResult{}, r.refuse(fmt.Errorf("%s: admin_token: %w", r.path, err))
 	}
 	var newAccess io.Writer
-	var newFile *os.File
+	var newFile *logfile.File
 	if next.AccessLog != r.cur.AccessLog {
 		if newAccess, newFile, err = openAccessLog(next.AccessLog, r.logOut); err != nil {
 			return protocol.ReloadResult{}, r.refuse(fmt.Errorf("%s: access_log: %w", r.path, err))
@@ -144,7 +145,7 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	for _, k := range []struct {
 		key      string
 		old, new string
-	}{{"admin", r.started.Admin, next.Admin}, {"data_dir", r.started.DataDir, next.DataDir}, {"http_engine", r.started.HTTPEngine, next.HTTPEngine}} {
+	}{{"admin", r.started.Admin, next.Admin}, {"data_dir", r.started.DataDir, next.DataDir}, {"http_engine", r.started.HTTPEngine, next.HTTPEngine}, {"log_format", r.started.LogFormat, next.LogFormat}} {
 		if k.old != k.new {
 			res.RestartRequired = append(res.RestartRequired, k.key)
 		}
@@ -182,11 +183,12 @@ func (r *reloader) refuseLines(lines []string) error {
 }
 
 // accessSink is the access log of the HTTP front doors: a writer that a
-// reload points at another file. Safe for concurrent use.
+// reload points at another file, and whose file SIGUSR1 reopens at its
+// path (reopen). Safe for concurrent use.
 type accessSink struct {
 	mu sync.Mutex
 	w  io.Writer
-	f  *os.File // the file w writes to, closed when replaced
+	f  *logfile.File // the file w writes to, closed when replaced
 }
 
 func (s *accessSink) Write(p []byte) (int, error) {
@@ -200,7 +202,7 @@ func (s *accessSink) Write(p []byte) (int, error) {
 
 // set makes the sink write to w (nil: discard), closing the file it
 // wrote to.
-func (s *accessSink) set(w io.Writer, f *os.File) {
+func (s *accessSink) set(w io.Writer, f *logfile.File) {
 	s.mu.Lock()
 	old := s.f
 	s.w, s.f = w, f
@@ -213,16 +215,28 @@ func (s *accessSink) set(w io.Writer, f *os.File) {
 // close closes the sink's file.
 func (s *accessSink) close() { s.set(nil, nil) }
 
+// reopen reopens the sink's file at its path (logfile.File.Reopen), for
+// log rotation. ok is false when the access log is not a file (off or
+// "-"); path is the file's.
+func (s *accessSink) reopen() (path string, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return "", false, nil
+	}
+	return s.f.Path(), true, s.f.Reopen()
+}
+
 // openAccessLog opens the access log named by access_log: nil for "" (off),
-// logOut for "-", else the file, appended to.
-func openAccessLog(name string, logOut io.Writer) (io.Writer, *os.File, error) {
+// logOut for "-", else the file, appended to (and reopened on SIGUSR1).
+func openAccessLog(name string, logOut io.Writer) (io.Writer, *logfile.File, error) {
 	switch name {
 	case "":
 		return nil, nil, nil
 	case "-":
 		return logOut, nil, nil
 	}
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := logfile.Open(name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,9 +22,9 @@ import (
 )
 
 // A reload applies admin_token, join_token, log_level, access_log and
-// shutdown_timeout at once, lists a changed data_dir and http_engine under
-// restart_required, and re-reads certificates even when it refuses the
-// file.
+// shutdown_timeout at once, lists a changed data_dir, http_engine and
+// log_format under restart_required, and re-reads certificates even when
+// it refuses the file.
 func TestReloadAppliesSettings(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "fulcrum.yaml")
@@ -87,14 +87,14 @@ func TestReloadAppliesSettings(t *testing.T) {
 
 	accessPath := filepath.Join(dir, "access.log")
 	write("admin: 127.0.0.1:0\ndata_dir: " + filepath.Join(dir, "elsewhere") + "\nhttp_engine: stdlib\nadmin_token: new-token\njoin_token: join-2\n" +
-		"log_level: debug\naccess_log: " + accessPath + "\nshutdown_timeout: 3s\n" + group)
+		"log_level: debug\nlog_format: json\naccess_log: " + accessPath + "\nshutdown_timeout: 3s\n" + group)
 	code, body := do("POST", "/v1/reload", "old-token")
 	var res protocol.ReloadResult
 	if err := json.Unmarshal(body, &res); code != http.StatusOK || err != nil {
 		t.Fatalf("POST /v1/reload: %d %s", code, body)
 	}
-	if !slices.Equal(res.RestartRequired, []string{"data_dir", "http_engine"}) || len(res.Added)+len(res.Changed)+len(res.Removed) != 0 {
-		t.Errorf("reload result %+v, want only data_dir and http_engine under restart_required", res)
+	if !slices.Equal(res.RestartRequired, []string{"data_dir", "http_engine", "log_format"}) || len(res.Added)+len(res.Changed)+len(res.Removed) != 0 {
+		t.Errorf("reload result %+v, want only data_dir, http_engine and log_format under restart_required", res)
 	}
 	if code, _ := do("GET", "/v1/groups", "old-token"); code != http.StatusUnauthorized {
 		t.Errorf("the old admin token after the reload: %d, want 401", code)
@@ -133,6 +133,11 @@ func TestReloadAppliesSettings(t *testing.T) {
 			t.Fatalf("no access log line for the call in %s", accessPath)
 		case <-time.After(5 * time.Millisecond):
 		}
+	}
+
+	// SIGUSR1's reopen reopens the file the reload opened.
+	if path, ok, err := access.reopen(); path != accessPath || !ok || err != nil {
+		t.Errorf("access log reopen after the reload: %q, %v, %v; want %s reopened", path, ok, err, accessPath)
 	}
 
 	// A refused file still re-reads certificates, and changes nothing.

@@ -8,10 +8,21 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fulcrum-lb/fulcrum/internal/buildinfo"
 )
 
-// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
-var Version = "dev"
+// Version is set at link time:
+//
+//	go build -ldflags "-X github.com/fulcrum-lb/fulcrum/internal/cli.Version=v1.2.3" ./cmd/fulcrum
+//
+// Left empty, the build's version is the module version Go recorded, else
+// "dev" (see buildinfo.Info.Version).
+var Version string
+
+// build is the binary's identity, reported by "fulcrum version",
+// "fulcrum --version" and /healthz.
+func build() buildinfo.Info { return buildinfo.Read(Version) }
 
 // exitError carries a process exit code through cobra.
 type exitError struct {
@@ -41,7 +52,10 @@ clients on demand when loads drift, so load stays balanced while calls go
 straight from client to replica.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       build().Text("fulcrum"),
 	}
+	root.SetVersionTemplate("{{.Version}}")
+	root.Flags().BoolP("version", "v", false, `print the version, commit, commit time and Go version (as "fulcrum version")`)
 	root.AddCommand(newVersionCmd())
 	for _, add := range subcommands {
 		root.AddCommand(add())
@@ -77,10 +91,14 @@ func Main(args []string) int {
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print fulcrum's version",
-		Args:  cobra.NoArgs,
+		Short: "Print fulcrum's version, commit, commit time and Go version",
+		Long: `Print fulcrum's version, the commit it was built from ("+dirty" when the
+tree had uncommitted changes), that commit's time and the Go version that
+built it: the values /healthz reports. "fulcrum --version" prints the same.
+Go records no build date; a build without VCS information says "unknown".`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "fulcrum %s\n", Version)
+			fmt.Fprint(cmd.OutOrStdout(), build().Text("fulcrum"))
 			return nil
 		},
 	}

@@ -123,7 +123,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	cfg, logOut := o.cfg, o.logOut
 	level := new(slog.LevelVar)
 	level.Set(parseLevel(cfg.LogLevel))
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	log := newLogger(logOut, level, cfg.LogFormat)
+	info := build()
 	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, o.insecure); err != nil {
 		return exitCode(2, err)
 	}
@@ -147,6 +148,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	if cfg.AccessLog != "" {
 		accessLog = access
 	}
+	stopReopen := reopenOnSIGUSR1(access.reopen, log) // the file a reload left in force
+	defer stopReopen()
 
 	adminLn, err := net.Listen("tcp", cfg.Admin)
 	if err != nil {
@@ -160,7 +163,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		adminURL = "https://" + strings.TrimPrefix(adminURL, "http://")
 	}
 
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
+	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {
 		adminLn.Close()
 		return err
@@ -192,7 +195,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		reload = rl.reload
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Version: Version}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -201,7 +204,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
-	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", Version)
+	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", info.Version, "commit", info.Commit)
 
 	var runErr error
 	for {
@@ -257,4 +260,15 @@ func parseLevel(level string) slog.Level {
 		lv = slog.LevelInfo
 	}
 	return lv
+}
+
+// newLogger returns the balancer's logger: level is its log_level (changed
+// by a reload), format its log_format (json: slog's JSONHandler; anything
+// else: its TextHandler).
+func newLogger(w io.Writer, level slog.Leveler, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == config.LogFormatJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -22,6 +22,7 @@ const (
 	DefaultAdmin           = "127.0.0.1:7070"
 	DefaultDataDir         = "./fulcrum-data"
 	DefaultLogLevel        = "info"
+	DefaultLogFormat       = LogFormatText
 	DefaultShutdownTimeout = protocol.Duration(10 * time.Second)
 	DefaultHTTPEngine      = HTTPEngineLean
 )
@@ -34,6 +35,17 @@ const (
 	// HTTPEngineStdlib serves every connection on net/http.
 	HTTPEngineStdlib = "stdlib"
 )
+
+// The formats of the log and the access log (log_format).
+const (
+	// LogFormatText writes logfmt lines (slog's TextHandler).
+	LogFormatText = "text"
+	// LogFormatJSON writes one JSON object per line (slog's JSONHandler).
+	LogFormatJSON = "json"
+)
+
+// logFormats are the values log_format allows.
+var logFormats = []string{LogFormatText, LogFormatJSON}
 
 // httpEngines are the values http_engine allows.
 var httpEngines = []string{HTTPEngineLean, HTTPEngineStdlib}
@@ -60,6 +72,9 @@ type File struct {
 	AccessLog string `yaml:"access_log"`
 	// LogLevel is debug, info (default), warn or error.
 	LogLevel string `yaml:"log_level"`
+	// LogFormat is text (default: logfmt lines) or json (one JSON object
+	// per line), for the log and the access log alike.
+	LogFormat string `yaml:"log_format"`
 	// ShutdownTimeout bounds the wait for calls in flight on SIGTERM;
 	// default 10s, range [0s, 1h].
 	ShutdownTimeout protocol.Duration `yaml:"shutdown_timeout"`
@@ -77,6 +92,7 @@ func Default() File {
 		Admin:           DefaultAdmin,
 		DataDir:         DefaultDataDir,
 		LogLevel:        DefaultLogLevel,
+		LogFormat:       DefaultLogFormat,
 		ShutdownTimeout: DefaultShutdownTimeout,
 		HTTPEngine:      DefaultHTTPEngine,
 	}

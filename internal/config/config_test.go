@@ -56,7 +56,7 @@ func TestParseFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.Admin != "127.0.0.1:7070" || f.AdminToken != "s3cret-admin-token" || f.JoinToken != "join-me" ||
-		f.DataDir != "./fulcrum-data" || f.AccessLog != "-" || f.LogLevel != "debug" || f.ShutdownTimeout.D() != 15*time.Second ||
+		f.DataDir != "./fulcrum-data" || f.AccessLog != "-" || f.LogLevel != "debug" || f.LogFormat != LogFormatJSON || f.ShutdownTimeout.D() != 15*time.Second ||
 		f.HTTPEngine != HTTPEngineStdlib {
 		t.Errorf("top level = %+v", f)
 	}
@@ -184,6 +184,16 @@ func TestParseGood(t *testing.T) {
 				t.Errorf("http_engine = %q, want the default lean", f.HTTPEngine)
 			}
 		}},
+		{"json log format", "log_format: json\n", func(t *testing.T, f File) {
+			if f.LogFormat != LogFormatJSON {
+				t.Errorf("log_format = %q", f.LogFormat)
+			}
+		}},
+		{"text log format by default", "log_level: info\n", func(t *testing.T, f File) {
+			if f.LogFormat != LogFormatText {
+				t.Errorf("log_format = %q, want the default text", f.LogFormat)
+			}
+		}},
 		{"access log file and warn level", "access_log: /var/log/fulcrum/access.log\nlog_level: warn\n", func(t *testing.T, f File) {
 			if f.AccessLog != "/var/log/fulcrum/access.log" || f.LogLevel != "warn" {
 				t.Errorf("f = %+v", f)
@@ -254,7 +264,7 @@ func TestParseBad(t *testing.T) {
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
 	groupKeys := "name, protocol, front_door, advertise, tls, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, join_token, replicas"
-	topKeys := "admin, admin_token, admin_tls, join_token, data_dir, access_log, log_level, shutdown_timeout, http_engine, groups"
+	topKeys := "admin, admin_token, admin_tls, join_token, data_dir, access_log, log_level, log_format, shutdown_timeout, http_engine, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {
 		name string
@@ -447,6 +457,12 @@ func TestParseBad(t *testing.T) {
 			`fulcrum.yaml:1: log_level: invalid value "verbose", must be one of: debug, info, warn, error`, false},
 		{"log level case", "log_level: INFO\n", 1, "log_level",
 			`fulcrum.yaml:1: log_level: invalid value "INFO", must be one of: debug, info, warn, error`, false},
+		{"log format", "log_format: logfmt\n", 1, "log_format",
+			`fulcrum.yaml:1: log_format: invalid value "logfmt", must be one of: text, json`, false},
+		{"log format case", "log_format: JSON\n", 1, "log_format",
+			`fulcrum.yaml:1: log_format: invalid value "JSON", must be one of: text, json`, false},
+		{"log format empty", "log_format: \"\"\n", 1, "log_format",
+			`fulcrum.yaml:1: log_format: invalid value "", must be one of: text, json`, false},
 		{"http engine", "http_engine: nginx\n", 1, "http_engine",
 			`fulcrum.yaml:1: http_engine: invalid value "nginx", must be one of: lean, stdlib`, false},
 		{"http engine empty", "http_engine: \"\"\n", 1, "http_engine",

@@ -59,6 +59,9 @@ func (f File) validate() []error {
 	if !slices.Contains(logLevels, f.LogLevel) {
 		p.fail("log_level", f.LogLevel, "must be one of: "+strings.Join(logLevels, ", "))
 	}
+	if !slices.Contains(logFormats, f.LogFormat) {
+		p.fail("log_format", f.LogFormat, "must be one of: "+strings.Join(logFormats, ", "))
+	}
 	if d := f.ShutdownTimeout.D(); d < 0 || d > time.Hour {
 		p.fail("shutdown_timeout", f.ShutdownTimeout.String(), "must be a duration in [0s, 1h]")
 	}

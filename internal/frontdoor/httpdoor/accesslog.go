@@ -18,10 +18,14 @@ import (
 // sent, quoted; replica is "-" when none was chosen; bytes counts the
 // response body written to the client; status 499 means the client went
 // away before an answer. Lines are written whole, one Write each.
+//
+// With json set, each line is a JSON object with the same keys instead
+// (see appendJSONEntry); status, duration_ms and bytes are numbers.
 type accessLog struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
+	mu   sync.Mutex
+	w    io.Writer
+	json bool
+	buf  []byte
 }
 
 func (a *accessLog) write(lw *logWriter, r *http.Request, now func() time.Time) {
@@ -45,6 +49,11 @@ func (a *accessLog) WriteEntry(e *lean.Entry, end time.Time) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.json {
+		a.buf = appendJSONEntry(a.buf[:0], e, status, replica, d)
+		_, _ = a.w.Write(a.buf)
+		return
+	}
 	b := a.buf[:0]
 	b = append(b, "time="...)
 	b = e.Start.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")

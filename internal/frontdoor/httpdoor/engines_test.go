@@ -38,6 +38,7 @@ var proxyBehaviour = []struct {
 	{"ClientGoneFreesInflight", testLeanClientGoneFreesInflight},
 	{"HopByHop", testLeanHopByHop},
 	{"AccessLog", testLeanAccessLog},
+	{"AccessLogJSON", testAccessLogJSON},
 	{"EventStream", testLeanEventStream},
 	{"EarlyAnswer", testLeanEarlyAnswer},
 	{"GracefulShutdown", testGracefulShutdown},

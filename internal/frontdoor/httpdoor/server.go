@@ -46,6 +46,9 @@ type Options struct {
 	// AccessLog, when not nil, receives one line per request (see
 	// accesslog.go for the format). Writes are serialised.
 	AccessLog io.Writer
+	// AccessLogJSON writes the access log's lines as JSON objects instead
+	// of logfmt (config key log_format: json).
+	AccessLogJSON bool
 	// Now is the clock of the access log and of the latencies reported to
 	// Group.Observe; time.Now when nil. Connection deadlines and timeouts
 	// always run on the real clock.
@@ -133,7 +136,7 @@ func New(g frontdoor.Group, opts Options) *Server {
 		s.now = time.Now
 	}
 	if opts.AccessLog != nil {
-		s.acc = &accessLog{w: opts.AccessLog}
+		s.acc = &accessLog{w: opts.AccessLog, json: opts.AccessLogJSON}
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())
 
