@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fulcrum-lb/fulcrum/internal/ctl"
+	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -134,9 +135,10 @@ at fault are printed) or cannot be reached, 2 on a usage error.`,
 
 func ctlGroupsCmd(o *ctlOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "groups",
-		Short: "List the groups",
-		Args:  exactArgs(),
+		Use:     "groups",
+		Aliases: []string{"list"},
+		Short:   "List the groups",
+		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client(cmd)
 			if err != nil {
@@ -430,7 +432,10 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 			if o.json {
 				return printJSON(out, raw)
 			}
-			fmt.Fprintf(out, "group %s: %s, strategy %s, params %s", st.Name, st.Binding, st.Strategy, formatParamsLine(st.Params))
+			fmt.Fprintf(out, "group %s: %s, strategy %s", st.Name, st.Binding, st.Strategy)
+			if len(st.Params) > 0 {
+				fmt.Fprintf(out, ", params %s", ctl.FormatParams(st.Params))
+			}
 			if st.MaxInflight > 0 {
 				fmt.Fprintf(out, ", max_inflight %d", st.MaxInflight)
 			}
@@ -455,15 +460,6 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 	return cmd
 }
 
-// formatParamsLine is params as compact JSON.
-func formatParamsLine(p map[string]any) string {
-	data, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Sprint(p)
-	}
-	return string(data)
-}
-
 func ctlAddCmd(o *ctlOptions) *cobra.Command {
 	var (
 		weight                float64
@@ -480,7 +476,7 @@ the balancer poll the monitor instead). An address already in the group is
 refused unless --replace is given.`,
 		Example: `  fulcrum ctl add prime http://127.0.0.1:9001
   fulcrum ctl add prime http://127.0.0.1:9002 --weight 2
-  fulcrum ctl add prime http://127.0.0.1:9003 --pull http://127.0.0.1:9003/fulcrum/load`,
+  fulcrum ctl add prime http://127.0.0.1:9003 --pull http://127.0.0.1:9003` + monitor.DefaultPullPath,
 		Args: exactArgs("GROUP", "ADDRESS"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("weight") && weight == 0 {

@@ -62,7 +62,7 @@ func PrintStatus(w io.Writer, g protocol.GroupStatus) error {
 		fmt.Fprintf(w, "  corbaloc     %s\n", g.Reference.Corbaloc)
 		fmt.Fprintf(w, "  ior          %s\n", g.Reference.IOR)
 	}
-	fmt.Fprintf(w, "  params       %s\n", formatParams(g.Params))
+	fmt.Fprintf(w, "  params       %s\n", FormatParams(g.Params))
 	fmt.Fprintf(w, "  report every %s\n", g.ReportInterval)
 	if g.Warning != "" {
 		fmt.Fprintf(w, "  warning      %s\n", g.Warning)
@@ -82,8 +82,8 @@ func PrintStatus(w io.Writer, g protocol.GroupStatus) error {
 	return tw.Flush()
 }
 
-// formatParams writes params as sorted key=value pairs.
-func formatParams(p map[string]any) string {
+// FormatParams writes params as sorted key=value pairs, "-" when empty.
+func FormatParams(p map[string]any) string {
 	if len(p) == 0 {
 		return "-"
 	}
