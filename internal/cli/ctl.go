@@ -27,6 +27,23 @@ type ctlOptions struct {
 	tls   adminTLSFlags
 }
 
+// outputFlag adds -o/--output to a command that prints replica tables:
+// "wide" prints long replica addresses (GIOP IORs) whole. wide reports
+// the choice, or a usage error naming the value and what is allowed.
+func outputFlag(cmd *cobra.Command) (wide func() (bool, error)) {
+	var output string
+	cmd.Flags().StringVarP(&output, "output", "o", "", `"wide" prints long replica addresses (GIOP IORs) whole instead of shortened`)
+	return func() (bool, error) {
+		switch output {
+		case "":
+			return false, nil
+		case "wide":
+			return true, nil
+		}
+		return false, usageErr(cmd, "-o %q: the only output format is wide (or --json)", output)
+	}
+}
+
 // client returns the admin API client the flags (or FULCRUM_ADMIN and
 // FULCRUM_TOKEN) point at.
 func (o *ctlOptions) client(cmd *cobra.Command) (*ctl.Client, error) {
@@ -157,11 +174,19 @@ func ctlGroupsCmd(o *ctlOptions) *cobra.Command {
 }
 
 func ctlShowCmd(o *ctlOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show GROUP",
+	var wide func() (bool, error)
+	cmd := &cobra.Command{
+		Use:   "show GROUP [-o wide]",
 		Short: "Show a group's settings and replicas: loads, advisories, counters",
-		Args:  exactArgs("GROUP"),
+		Long: `Show a group's settings and a table of its replicas: loads, advisories,
+counters. Replica addresses longer than 48 characters (GIOP IORs) are
+shortened to their first and last characters; -o wide prints them whole.`,
+		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := wide()
+			if err != nil {
+				return err
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -173,17 +198,24 @@ func ctlShowCmd(o *ctlOptions) *cobra.Command {
 			if o.json {
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			return ctl.PrintStatus(cmd.OutOrStdout(), st)
+			return ctl.PrintStatus(cmd.OutOrStdout(), st, w)
 		},
 	}
+	wide = outputFlag(cmd)
+	return cmd
 }
 
 func ctlStatusCmd(o *ctlOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status",
+	var wide func() (bool, error)
+	cmd := &cobra.Command{
+		Use:   "status [-o wide]",
 		Short: "Show every group with its replicas",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := wide()
+			if err != nil {
+				return err
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -203,13 +235,15 @@ func ctlStatusCmd(o *ctlOptions) *cobra.Command {
 				if i > 0 {
 					fmt.Fprintln(out)
 				}
-				if err := ctl.PrintStatus(out, g); err != nil {
+				if err := ctl.PrintStatus(out, g, w); err != nil {
 					return err
 				}
 			}
 			return nil
 		},
 	}
+	wide = outputFlag(cmd)
+	return cmd
 }
 
 // parseParams turns repeated --param k=v into a params map. A value that

@@ -1,9 +1,13 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 )
 
@@ -68,5 +72,38 @@ func TestCtlListIsGroups(t *testing.T) {
 	groups := mustCtl(t, admin, "groups")
 	if list := mustCtl(t, admin, "list"); list != groups || !strings.Contains(list, "NAME") {
 		t.Errorf("list:\n%s\ngroups:\n%s", list, groups)
+	}
+}
+
+// TestCtlShowShortensIOR: "ctl show" of a GIOP group shortens a replica's
+// IOR in the table; "-o wide" prints it whole; another -o is a usage error.
+func TestCtlShowShortensIOR(t *testing.T) {
+	t.Parallel()
+	admin, _ := ctlServer(t, "")
+	file := filepath.Join(t.TempDir(), "g.yaml")
+	if err := os.WriteFile(file, []byte("name: primes\nprotocol: giop\nfront_door: 127.0.0.1:0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCtl(t, admin, "apply", "-f", file)
+	ref := ior.IOR{TypeID: "IDL:Prime:1.0", Profiles: []ior.Profile{ior.IIOPProfile{
+		Order: cdr.BigEndian, Version: ior.V12, Host: "replica-one.example.internal", Port: 9001, ObjectKey: []byte("\x00omniPOA\x01prime-object-key"),
+	}}}.String()
+	if len(ref) < 100 {
+		t.Fatalf("test IOR too short to need shortening: %d characters", len(ref))
+	}
+	mustCtl(t, admin, "add", "primes", ref)
+	for _, args := range [][]string{{"show", "primes"}, {"status"}} {
+		out := mustCtl(t, admin, args...)
+		if strings.Contains(out, ref) || !strings.Contains(out, ref[:28]+"…"+ref[len(ref)-12:]) {
+			t.Errorf("%s: IOR not shortened:\n%s", args[0], out)
+		}
+		out = mustCtl(t, admin, append(args, "-o", "wide")...)
+		if !strings.Contains(out, ref) {
+			t.Errorf("%s -o wide: IOR not whole:\n%s", args[0], out)
+		}
+	}
+	_, errOut, code := runCtl(t, "", "ctl", "--admin", admin, "show", "primes", "-o", "yaml")
+	if code != 2 || !strings.Contains(errOut, `"yaml"`) || !strings.Contains(errOut, "wide") {
+		t.Errorf("-o yaml: exit %d: %s", code, errOut)
 	}
 }
