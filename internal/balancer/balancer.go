@@ -191,8 +191,12 @@ func New(opts Options) (*Balancer, error) {
 	}
 	for _, g := range b.groups {
 		g.mu.Lock()
+		// A group stored with one protocol may hold replicas registered
+		// under another (its protocol changed by an older version).
+		g.dropInvalidAddressesLocked("stored replica loaded at start")
 		g.membershipChangedLocked()
 		g.mu.Unlock()
+		g.flushWrites()
 	}
 	return b, nil
 }

@@ -494,7 +494,9 @@ func (g *group) update(gs protocol.Group) error {
 	if tlsChanged {
 		g.setTLSLocked(set) // for the front door's next connections
 	}
+	dropped := false
 	if protoChanged {
+		dropped = g.dropInvalidAddressesLocked("protocol changed")
 		for _, m := range g.order {
 			g.parseAddressLocked(m)
 		}
@@ -508,6 +510,9 @@ func (g *group) update(gs protocol.Group) error {
 	g.health.configureLocked()
 	g.queue.Configure(gs.Queue)
 	g.membershipChangedLocked()
+	if dropped {
+		g.emitLocked("membership", g.membersEventLocked())
+	}
 	g.emitLocked("config", map[string]any{"strategy": gs.Strategy, "params": gs.Params, "binding": gs.Binding})
 	g.mu.Unlock()
 	retire(oldFD, gs)
