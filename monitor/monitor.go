@@ -168,8 +168,8 @@ func (m *Monitor) Start() error {
 }
 
 // Close stops reporting, stops sending clients back and, if Start
-// registered the replica, deregisters it. ctx bounds the deregistration.
-// Calls after the first return nil.
+// registered the replica (and the monitor did not give up), deregisters
+// it. ctx bounds the deregistration. Calls after the first return nil.
 func (m *Monitor) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -189,8 +189,8 @@ func (m *Monitor) Close(ctx context.Context) error {
 	}
 	m.advice.Store(nominalAdvice)
 	reg := m.reg.Load()
-	if m.opts.Token != "" || reg == nil || reg.ID == "" {
-		return nil
+	if m.opts.Token != "" || reg == nil || reg.ID == "" || m.Err() != nil {
+		return nil // nothing registered, or refused: nothing to take back
 	}
 	return m.deregister(ctx, reg)
 }

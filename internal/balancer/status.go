@@ -27,6 +27,7 @@ func (g *group) status() protocol.GroupStatus {
 	st := protocol.GroupStatus{Group: g.spec, Replicas: []protocol.ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
 	st.Advertise = g.advertiseLocked()
 	st.Reference = g.referenceLocked()
+	st.Blocked = g.blockedAddressesLocked()
 	if g.queueLocked() != nil {
 		qs := g.queue.Stats()
 		st.QueueStats = &qs

@@ -146,6 +146,7 @@ at fault are printed) or cannot be reached, 2 on a usage error.`,
 		ctlGroupsCmd(o), ctlShowCmd(o), ctlStatusCmd(o),
 		ctlCreateCmd(o), ctlApplyCmd(o), ctlDeleteCmd(o), ctlSetCmd(o),
 		ctlAddCmd(o), ctlReplicaCmd(o, "drain"), ctlReplicaCmd(o, "activate"), ctlReplicaCmd(o, "remove"),
+		ctlUnblockCmd(o),
 	)
 	return cmd
 }
@@ -572,9 +573,10 @@ func ctlReplicaCmd(o *ctlOptions, verb string) *cobra.Command {
 	short := map[string]string{
 		"drain":    "Drain a replica: no new bindings, bound clients sent back",
 		"activate": "Activate a drained replica again",
-		"remove":   "Deregister a replica: drain it, then remove it once idle",
+		"remove":   "Deregister a replica: drain it, then remove it once idle (--block: for good)",
 	}[verb]
-	return &cobra.Command{
+	var block bool
+	cmd := &cobra.Command{
 		Use:   verb + " GROUP ID",
 		Short: short,
 		Args:  exactArgs("GROUP", "ID"),
@@ -593,7 +595,7 @@ func ctlReplicaCmd(o *ctlOptions, verb string) *cobra.Command {
 			case "activate":
 				st, raw, err = c.Activate(cmd.Context(), args[0], args[1])
 			case "remove":
-				st, raw, err = c.Remove(cmd.Context(), args[0], args[1])
+				st, raw, err = c.Remove(cmd.Context(), args[0], args[1], block)
 			default:
 				err = errors.New("unknown replica command " + verb)
 			}
@@ -604,12 +606,56 @@ func ctlReplicaCmd(o *ctlOptions, verb string) *cobra.Command {
 			if o.json {
 				return printJSON(out, raw)
 			}
-			switch verb {
-			case "remove":
+			switch {
+			case verb == "remove" && st.Blocked != "":
+				fmt.Fprintf(out, "replica %s of group %s is draining; it is removed once idle\n", st.ID, st.Group)
+				fmt.Fprintf(out, "address %s is blocked: it cannot register again until \"fulcrum ctl unblock %s %s\"\n", st.Blocked, st.Group, st.Blocked)
+			case verb == "remove":
 				fmt.Fprintf(out, "replica %s of group %s is draining; it is removed once idle\n", st.ID, st.Group)
 			default:
 				fmt.Fprintf(out, "replica %s of group %s: %s\n", st.ID, st.Group, st.State)
 			}
+			return nil
+		},
+	}
+	if verb == "remove" {
+		cmd.Long = `Deregister a replica: it takes no new bindings at once, its bound clients
+are sent back, and it is removed once idle (or after the drain timeout).
+
+A replica whose monitor (fulcrum backend, an agent, the Go monitor library)
+is still running registers again as soon as its token stops working, under
+a new id: stop the replica's process, or give --block. --block blocks the
+replica's address first (persisted; shown under "blocked" by "ctl show"):
+the group refuses its registration (403 address_blocked) until
+"fulcrum ctl unblock GROUP ADDRESS". A monitor refused this way gives up
+after 5 tries and fulcrum backend and the agents exit 1 (unless started with
+--retry-forever: they then register again once unblocked).`
+		cmd.Example = `  fulcrum ctl remove prime r-0a1b2c3d4e
+  fulcrum ctl remove prime r-0a1b2c3d4e --block
+  fulcrum ctl unblock prime http://127.0.0.1:9001`
+		cmd.Flags().BoolVar(&block, "block", false, "also block the replica's address, so that its monitor cannot register it again (admin token needed)")
+	}
+	return cmd
+}
+
+func ctlUnblockCmd(o *ctlOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unblock GROUP ADDRESS",
+		Short: "Lift the block \"ctl remove --block\" put on an address: it may register again",
+		Args:  exactArgs("GROUP", "ADDRESS"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			st, raw, err := c.Unblock(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return apiErr(err)
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "address %s of group %s unblocked: it may register again\n", st.Address, st.Group)
 			return nil
 		},
 	}

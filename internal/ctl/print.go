@@ -66,6 +66,9 @@ func PrintStatus(w io.Writer, g protocol.GroupStatus, wide bool) error {
 		fmt.Fprintf(w, "  ior          %s\n", g.Reference.IOR)
 	}
 	fmt.Fprintf(w, "  params       %s\n", FormatParams(g.Params))
+	if len(g.Blocked) > 0 {
+		fmt.Fprintf(w, "  blocked      %s\n", strings.Join(g.Blocked, " "))
+	}
 	fmt.Fprintf(w, "  report every %s\n", g.ReportInterval)
 	if g.Warning != "" {
 		fmt.Fprintf(w, "  warning      %s\n", g.Warning)
