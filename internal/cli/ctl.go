@@ -116,7 +116,8 @@ func newCtlCmd() *cobra.Command {
 		Use:   "ctl COMMAND",
 		Short: "Administer a running balancer through its admin API",
 		Long: `Administer a running balancer through its admin API: list and show groups,
-create, change and delete them, and add, drain, activate and remove replicas.
+create, change and delete them, and add, drain, activate and remove replicas
+(remove --block keeps a replica's address out until unblock).
 
 The admin API is at --admin (or $FULCRUM_ADMIN; default ` + ctl.DefaultAdmin + `).
 When the balancer has an admin_token, pass it with --token (or $FULCRUM_TOKEN).
