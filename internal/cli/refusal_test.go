@@ -28,11 +28,16 @@ func TestMissingJoinTokenExits(t *testing.T) {
 	}
 	replica := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("hello")) }))
 	t.Cleanup(replica.Close)
-	for _, args := range [][]string{
-		{"backend", "prime", "--listen", "127.0.0.1:0", "--register", admin, "--group", "g"},
-		{"agent", "http", "--target", replica.URL, "--register", admin, "--group", "g", "--pid", strconv.Itoa(os.Getpid()), "--sample", "20ms"},
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"backend prime", []string{"backend", "prime", "--listen", "127.0.0.1:0", "--register", admin, "--group", "g"}},
+		{"backend prime --giop", []string{"backend", "prime", "--giop", "--listen", "127.0.0.1:0", "--register", admin, "--group", "g"}},
+		{"agent http", []string{"agent", "http", "--target", replica.URL, "--register", admin, "--group", "g", "--pid", strconv.Itoa(os.Getpid()), "--sample", "20ms"}},
+		{"agent giop", []string{"agent", "giop", "--listen", "127.0.0.1:0", "--target", "corbaloc:iiop:1.2@127.0.0.1:1/Prime", "--type-id", "IDL:Prime:1.0", "--register", admin, "--group", "g"}},
 	} {
-		t.Run(args[0], func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// The backoff before the fifth try is at most 100+200+400+800ms.
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -41,7 +46,7 @@ func TestMissingJoinTokenExits(t *testing.T) {
 			var out, errOut bytes.Buffer
 			root.SetOut(&out)
 			root.SetErr(&errOut)
-			root.SetArgs(args)
+			root.SetArgs(tc.args)
 			err := root.ExecuteContext(ctx)
 			if ctx.Err() != nil {
 				t.Fatalf("still running after 30s: %v", err)
