@@ -26,6 +26,9 @@ var (
 	// ErrUnauthorized wraps a 401 answer of the balancer: the token is
 	// unknown or revoked.
 	ErrUnauthorized = errors.New("monitor: balancer rejected the token")
+	// ErrGaveUp is wrapped by Err once the balancer has refused
+	// Options.RegisterAttempts registrations in a row.
+	ErrGaveUp = errors.New("monitor: gave up registering")
 )
 
 // Monitor measures a replica's load, reports it to the balancer and obeys
@@ -76,6 +79,9 @@ type Monitor struct {
 	runDone      chan struct{}
 	registered   chan struct{} // closed at the first registration
 	registerOnce sync.Once
+	failed       chan struct{} // closed when the monitor gives up registering
+	failErr      error         // why; written once before failed is closed
+	refusals     int           // registrations refused in a row; run's goroutine only
 }
 
 // registration is what the monitor holds of its registration.
@@ -111,6 +117,7 @@ func New(opts Options) (*Monitor, error) {
 		clock:        opts.Clock,
 		clients:      newClientTable(),
 		registered:   make(chan struct{}),
+		failed:       make(chan struct{}),
 		pullInterval: pullInterval,
 	}
 	if opts.Group != "" {
@@ -161,8 +168,8 @@ func (m *Monitor) Start() error {
 }
 
 // Close stops reporting, stops sending clients back and, if Start
-// registered the replica, deregisters it. ctx bounds the deregistration.
-// Calls after the first return nil.
+// registered the replica (and the monitor did not give up), deregisters
+// it. ctx bounds the deregistration. Calls after the first return nil.
 func (m *Monitor) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -182,8 +189,8 @@ func (m *Monitor) Close(ctx context.Context) error {
 	}
 	m.advice.Store(nominalAdvice)
 	reg := m.reg.Load()
-	if m.opts.Token != "" || reg == nil || reg.ID == "" {
-		return nil
+	if m.opts.Token != "" || reg == nil || reg.ID == "" || m.Err() != nil {
+		return nil // nothing registered, or refused: nothing to take back
 	}
 	return m.deregister(ctx, reg)
 }
@@ -210,6 +217,8 @@ func (m *Monitor) run(ctx context.Context) {
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
+		case err != nil && m.refused(err):
+			return // gave up: the balancer refuses to take the replica back
 		case err != nil && !failing:
 			failing = true
 			m.log.Warn("load report failed; will keep trying every interval", "err", err)
@@ -221,13 +230,32 @@ func (m *Monitor) run(ctx context.Context) {
 }
 
 // WaitRegistered waits until the replica is registered (at once with
-// Options.Token) and returns its registration.
+// Options.Token) and returns its registration, or the monitor's error when
+// it gives up registering first.
 func (m *Monitor) WaitRegistered(ctx context.Context) (protocol.Registered, error) {
 	select {
 	case <-m.registered:
 		return m.reg.Load().Registered, nil
+	case <-m.failed:
+		return protocol.Registered{}, m.failErr
 	case <-ctx.Done():
 		return protocol.Registered{}, ctx.Err()
+	}
+}
+
+// Failed is closed when the monitor gives up: the balancer refused
+// Options.RegisterAttempts registrations in a row. The monitor then does
+// nothing more; a program that needs it should stop (Err says why).
+func (m *Monitor) Failed() <-chan struct{} { return m.failed }
+
+// Err returns why the monitor gave up (wrapping ErrGaveUp and the last
+// refusal, an *APIError), or nil while it has not.
+func (m *Monitor) Err() error {
+	select {
+	case <-m.failed:
+		return m.failErr
+	default:
+		return nil
 	}
 }
 

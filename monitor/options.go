@@ -114,7 +114,20 @@ type Options struct {
 	// Clock is the monitor's time source. Default the system clock. Tests
 	// inject a fake one.
 	Clock Clock
+	// RegisterAttempts bounds the registrations the balancer may refuse
+	// (401: no join token or a wrong one; 403: the address is blocked)
+	// before the monitor gives up: it then logs an error, closes Failed and
+	// Err returns the refusal. The first refusal is logged as an error at
+	// once, naming the missing token. Default DefaultRegisterAttempts;
+	// negative: keep trying forever. Other failures (the balancer not
+	// reachable yet, a 5xx) are retried forever whatever it says.
+	RegisterAttempts int
 }
+
+// DefaultRegisterAttempts is how many refused registrations a monitor
+// takes before it gives up, unless Options.RegisterAttempts says
+// otherwise.
+const DefaultRegisterAttempts = 5
 
 // Clock is the monitor's source of time.
 type Clock interface {
@@ -217,6 +230,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = systemClock{}
+	}
+	if o.RegisterAttempts == 0 {
+		o.RegisterAttempts = DefaultRegisterAttempts
 	}
 	return o, nil
 }

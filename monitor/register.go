@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -32,6 +33,8 @@ type APIError struct {
 	Code    string
 	Message string
 	Field   string
+	// registering marks the answer to a registration.
+	registering bool
 }
 
 func (e *APIError) Error() string {
@@ -57,7 +60,7 @@ func (e *APIError) Unwrap() error {
 }
 
 // responseError reads an error answer into an *APIError.
-func responseError(resp *http.Response) error {
+func responseError(resp *http.Response) *APIError {
 	e := &APIError{Status: resp.StatusCode}
 	var body struct {
 		Error struct {
@@ -109,7 +112,9 @@ func (m *Monitor) register(ctx context.Context) (protocol.Registered, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		return protocol.Registered{}, fmt.Errorf("monitor: register in group %q: %w", m.opts.Group, responseError(resp))
+		ae := responseError(resp)
+		ae.registering = true
+		return protocol.Registered{}, fmt.Errorf("monitor: register in group %q: %w", m.opts.Group, ae)
 	}
 	var reg protocol.Registered
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&reg); err != nil {
@@ -124,8 +129,8 @@ func (m *Monitor) register(ctx context.Context) (protocol.Registered, error) {
 	return reg, nil
 }
 
-// registerLoop registers, retrying with backoff until it succeeds (true)
-// or ctx ends (false).
+// registerLoop registers, retrying with backoff until it succeeds (true),
+// ctx ends or the balancer has refused too often (false).
 func (m *Monitor) registerLoop(ctx context.Context) bool {
 	backoff := firstBackoff
 	for {
@@ -134,6 +139,9 @@ func (m *Monitor) registerLoop(ctx context.Context) bool {
 			return true
 		}
 		if ctx.Err() != nil {
+			return false
+		}
+		if m.refused(err) {
 			return false
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
@@ -145,6 +153,49 @@ func (m *Monitor) registerLoop(ctx context.Context) bool {
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// refusal returns err's first *APIError when it is the balancer refusing
+// a registration as such (401: no or a wrong join token; 403: the address
+// is blocked), which trying again will not change by itself.
+func refusal(err error) (*APIError, bool) {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.registering && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+		return ae, true
+	}
+	return nil, false
+}
+
+// refused counts err against Options.RegisterAttempts when it is a
+// refusal (see refusal) and reports whether the monitor has given up. The
+// first refusal in a row is logged as an error at once, saying what is
+// missing; the last one closes Failed. Any other outcome resets the
+// count. Called from run's goroutine only.
+func (m *Monitor) refused(err error) bool {
+	ae, ok := refusal(err)
+	if !ok {
+		m.refusals = 0
+		return false
+	}
+	m.refusals++
+	if m.refusals == 1 {
+		switch {
+		case ae.Status == http.StatusForbidden:
+			m.log.Error("the balancer refuses this replica's registration", "address", m.opts.Address, "err", err)
+		case m.opts.JoinToken == "":
+			m.log.Error("registration refused: no join token given, and group "+m.opts.Group+" needs one (or the admin token)",
+				"hint", "set the join token (fulcrum: --join-token or FULCRUM_JOIN_TOKEN; monitor.Options.JoinToken)", "err", err)
+		default:
+			m.log.Error("registration refused: the join token given is not group "+m.opts.Group+"'s join token (nor the admin token)", "err", err)
+		}
+	}
+	if m.opts.RegisterAttempts < 0 || m.refusals < m.opts.RegisterAttempts {
+		return false
+	}
+	m.failErr = fmt.Errorf("%w after %d refused attempts: %w", ErrGaveUp, m.refusals, err)
+	m.log.Error("giving up registering", "attempts", m.refusals, "err", err)
+	close(m.failed)
+	return true
 }
 
 // deregister removes the replica from its group, with its own token.

@@ -45,7 +45,8 @@ func (m *Monitor) pushLocked(ctx context.Context) (protocol.Advisory, error) {
 	if errors.Is(err, ErrUnauthorized) && m.canRegister() {
 		m.log.Warn("balancer rejected the replica token; registering again")
 		if _, rerr := m.register(ctx); rerr != nil {
-			return protocol.Advisory{}, errors.Join(err, rerr)
+			// The registration's error first: refusal looks at it.
+			return protocol.Advisory{}, errors.Join(rerr, err)
 		}
 		adv, err = m.postReport(ctx, m.reg.Load().Token, body)
 	}

@@ -137,9 +137,15 @@ type FieldError struct {
 	Field   string
 	Value   any
 	Allowed string
+	// Unknown marks a key that is not allowed at all (a strategy parameter
+	// the strategy does not have); Value is then unused.
+	Unknown bool
 }
 
 func (e *FieldError) Error() string {
+	if e.Unknown {
+		return fmt.Sprintf("%s: unknown key, %s", e.Field, e.Allowed)
+	}
 	return fmt.Sprintf("%s: invalid value %s, %s", e.Field, formatValue(e.Value), e.Allowed)
 }
 

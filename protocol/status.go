@@ -11,6 +11,9 @@ type GroupStatus struct {
 	Reference *Reference `json:"reference,omitempty"`
 	// Replicas are all members with their loads and counters.
 	Replicas []ReplicaStatus `json:"replicas"`
+	// Blocked are the addresses the group refuses to register until they
+	// are unblocked (fulcrum ctl remove --block), sorted.
+	Blocked []string `json:"blocked,omitempty"`
 	// Warning is set when a change to a config-declared group will be
 	// reverted at the next start or reload.
 	Warning string `json:"warning,omitempty"`

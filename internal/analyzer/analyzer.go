@@ -73,7 +73,11 @@ type ReplicaView struct {
 	Reported bool
 	// Load is the effective (dampened) load; Sample the last raw one.
 	Load, Sample float64
-	// ReportAge is the age of the last report at Step's time (0 if none).
+	// EverReported is true once the replica has reported at all, fresh or
+	// not; ReportAge means something only then.
+	EverReported bool
+	// ReportAge is the age of the last report at Step's time (0 if none),
+	// kept after the report goes stale.
 	ReportAge time.Duration
 	// Metrics are the last report's metrics. Shared: do not modify.
 	Metrics map[string]float64

@@ -49,6 +49,7 @@ func (a *Analyzer) Step(now time.Time) Step {
 			Advisory: a.advisoryOf(r),
 		}
 		if r.reported {
+			v.EverReported = true
 			v.ReportAge = max(0, now.Sub(r.last))
 		}
 		st.Replicas[i] = v

@@ -104,6 +104,8 @@ var routes = []route{
 	{http.MethodDelete, "/v1/groups/{name}/replicas/{id}", self, (*server).removeReplica},
 	{http.MethodPost, "/v1/groups/{name}/replicas/{id}/drain", drainSelf, (*server).drain},
 	{http.MethodPost, "/v1/groups/{name}/replicas/{id}/activate", admin, (*server).activate},
+	{http.MethodPost, "/v1/groups/{name}/blocks", admin, (*server).block},
+	{http.MethodDelete, "/v1/groups/{name}/blocks", admin, (*server).unblock},
 	{http.MethodPost, "/v1/report", replica, (*server).report},
 	{http.MethodPost, "/v1/reload", admin, (*server).reload},
 }

@@ -18,6 +18,8 @@ const (
 	codeUnauthorized     = "unauthorized"           // 401: missing or wrong bearer token
 	codeUnknownGroup     = "unknown_group"          // 404
 	codeUnknownReplica   = "unknown_replica"        // 404
+	codeUnknownBlock     = "unknown_block"          // 404: the address is not blocked
+	codeAddressBlocked   = "address_blocked"        // 403: registration of a blocked address
 	codeNotFound         = "not_found"              // 404: no such endpoint
 	codeMethodNotAllowed = "method_not_allowed"     // 405
 	codeDuplicateAddress = "duplicate_address"      // 409
@@ -93,6 +95,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		pe  *strategy.ParamError
 		dup *balancer.DuplicateAddressError
 		le  *balancer.LoopError
+		be  *balancer.BlockedError
 	)
 	switch {
 	case errors.As(err, &le):
@@ -107,6 +110,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, apiError{Code: codeDuplicateAddress, Message: message(err), Field: "address", ExistingID: dup.ExistingID})
 	case errors.Is(err, balancer.ErrUnknownGroup):
 		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownGroup, Message: message(err)})
+	case errors.As(err, &be):
+		writeError(w, http.StatusForbidden, apiError{Code: codeAddressBlocked, Message: message(err), Field: "address"})
+	case errors.Is(err, balancer.ErrUnknownBlock):
+		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownBlock, Message: message(err)})
 	case errors.Is(err, balancer.ErrUnknownReplica):
 		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownReplica, Message: message(err)})
 	case errors.Is(err, balancer.ErrNotRegistrar):

@@ -90,7 +90,7 @@ func newCollector(b *balancer.Balancer, version string) *collector {
 		repReported:   d("fulcrum_replica_reported", "1 when the replica has a fresh load report, 0 when its load is unknown.", r, nil),
 		repLoad:       d("fulcrum_replica_load", "The replica's last reported load (absent when unreported).", r, nil),
 		repEffective:  d("fulcrum_replica_effective_load", "The analyzer's effective (dampened) load of the replica (absent when unreported).", r, nil),
-		repAge:        d("fulcrum_replica_report_age_seconds", "Age of the replica's last load report (absent when never reported).", r, nil),
+		repAge:        d("fulcrum_replica_report_age_seconds", "Age of the replica's last load report, kept once it is stale (absent when never reported).", r, nil),
 		repAdvisory:   d("fulcrum_replica_advisory", "1 for the replica's current advisory level, 0 for the others.", []string{"group", "replica", "advisory"}, nil),
 		repEpoch:      d("fulcrum_replica_advisory_epoch", "Epoch of the replica's current advisory.", r, nil),
 		repShed:       d("fulcrum_replica_shed", "Load the replica is advised to shed.", r, nil),
@@ -162,7 +162,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			if rs.ReportAgeMS != nil {
 				age := float64(*rs.ReportAgeMS) / 1000
-				maxAge = max(maxAge, age)
+				if rs.Load != nil {
+					maxAge = max(maxAge, age) // the oldest fresh report
+				}
 				gauge(c.repAge, age, labels...)
 			}
 			for _, lv := range advisoryLevels {

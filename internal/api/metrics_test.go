@@ -195,3 +195,50 @@ func TestQueueWaitHistogram(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsStaleReportAge: a replica that reported, then stopped (its
+// monitor died), keeps its last report's age in the status and in
+// fulcrum_replica_report_age_seconds; it is no longer counted as reported,
+// and the group's oldest-fresh-report gauge goes away with it.
+func TestMetricsStaleReportAge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{}, balancer.Options{})
+	e.mustGroup("g", map[string]any{"report_interval": "10ms"})
+	r := e.mustRegister("g", "http://127.0.0.1:9001")
+	steps := e.steps("g")
+	ctx := boundedContext(t)
+	want(t, e.call("POST", "/v1/report", r.Token, `{"load":7}`), http.StatusOK)
+
+	// Steps go on every interval; wait for the one that finds the report
+	// stale (older than three intervals).
+	var families map[string]*dto.MetricFamily
+	for {
+		nextStep(ctx, t, steps)
+		a := e.call("GET", "/metrics", "", nil)
+		want(t, a, http.StatusOK)
+		var err error
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err = parser.TextToMetricFamilies(bytes.NewReader(a.body))
+		if err != nil {
+			t.Fatalf("metrics do not parse: %v\n%s", err, a.body)
+		}
+		if v, ok := sample(families, "fulcrum_replica_reported", "group", "g", "replica", r.ID); ok && v == 0 {
+			break
+		}
+	}
+	age, ok := sample(families, "fulcrum_replica_report_age_seconds", "group", "g", "replica", r.ID)
+	if !ok || age < 0.030 {
+		t.Errorf("fulcrum_replica_report_age_seconds of a stale replica = %v (present %v), want >= 0.03", age, ok)
+	}
+	if _, ok := sample(families, "fulcrum_replica_load", "group", "g", "replica", r.ID); ok {
+		t.Errorf("fulcrum_replica_load present for a stale replica: its load is unknown")
+	}
+	if _, ok := sample(families, "fulcrum_group_report_age_max_seconds", "group", "g"); ok {
+		t.Errorf("fulcrum_group_report_age_max_seconds present with no fresh report")
+	}
+	var st protocol.GroupStatus
+	e.call("GET", "/v1/groups/g", "", nil).decode(t, &st)
+	if got := st.Replicas[0].ReportAgeMS; got == nil || *got < 30 {
+		t.Errorf("report_age_ms of a stale replica = %v, want >= 30 (null means never reported)", got)
+	}
+}

@@ -12,6 +12,8 @@ type replicaState struct {
 	ID    string `json:"id"`
 	// State is the replica's state after the call.
 	State string `json:"state"`
+	// Blocked is the address a removal with ?block=true blocked.
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // register adds a replica: 201 with its id and token, or 200 when
@@ -65,14 +67,29 @@ func (s *server) activate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, replicaState{Group: name, ID: id, State: s.replicaStateOf(name, id, protocol.StateActive)})
 }
 
-// removeReplica drains a replica and removes it once idle: 202.
+// removeReplica drains a replica and removes it once idle: 202. With
+// ?block=true (admin only) its address is blocked first, so its monitor
+// cannot register it again.
 func (s *server) removeReplica(w http.ResponseWriter, r *http.Request) {
 	name, id := r.PathValue("name"), r.PathValue("id")
-	if err := s.b.RemoveReplica(name, id); err != nil {
+	block, ok := s.wantsBlock(w, r)
+	if !ok {
+		return
+	}
+	var (
+		blocked string
+		err     error
+	)
+	if block {
+		blocked, err = s.b.RemoveReplicaBlocking(name, id)
+	} else {
+		err = s.b.RemoveReplica(name, id)
+	}
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, replicaState{Group: name, ID: id, State: protocol.StateDraining})
+	writeJSON(w, http.StatusAccepted, replicaState{Group: name, ID: id, State: protocol.StateDraining, Blocked: blocked})
 }
 
 // replicaStateOf reads a replica's current state (an activated replica may

@@ -191,10 +191,19 @@ func New(opts Options) (*Balancer, error) {
 		m := g.addMemberLocked(rec, groupcore.Restored(rec.Draining, rec.Removing, b.now()))
 		b.tokens[rec.TokenHash] = m
 	}
+	for _, blk := range snap.Blocks {
+		if g := b.groups[blk.Group]; g != nil {
+			g.restoreBlockLocked(blk)
+		}
+	}
 	for _, g := range b.groups {
 		g.mu.Lock()
+		// A group stored with one protocol may hold replicas registered
+		// under another (its protocol changed by an older version).
+		g.dropInvalidAddressesLocked("stored replica loaded at start")
 		g.membershipChangedLocked()
 		g.mu.Unlock()
+		g.flushWrites()
 	}
 	return b, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
+	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -39,6 +40,9 @@ type group struct {
 	lastStep groupcore.Step
 	subs     map[chan Event]struct{}
 	health   *groupHealth
+	// blocks are the addresses the group refuses to register, by their
+	// registry.NormalizeAddress form (blocks.go).
+	blocks map[string]groupstore.Block
 
 	// pending are the store writes not yet written, in order; deleted is
 	// set once the group's deletion is queued (writes.go). Guarded by mu.
@@ -494,7 +498,9 @@ func (g *group) update(gs protocol.Group) error {
 	if tlsChanged {
 		g.setTLSLocked(set) // for the front door's next connections
 	}
+	dropped := false
 	if protoChanged {
+		dropped = g.dropInvalidAddressesLocked("protocol changed")
 		for _, m := range g.order {
 			g.parseAddressLocked(m)
 		}
@@ -508,6 +514,9 @@ func (g *group) update(gs protocol.Group) error {
 	g.health.configureLocked()
 	g.queue.Configure(gs.Queue)
 	g.membershipChangedLocked()
+	if dropped {
+		g.emitLocked("membership", g.membersEventLocked())
+	}
 	g.emitLocked("config", map[string]any{"strategy": gs.Strategy, "params": gs.Params, "binding": gs.Binding})
 	g.mu.Unlock()
 	retire(oldFD, gs)

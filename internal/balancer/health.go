@@ -49,7 +49,7 @@ func newGroupHealth(g *group) *groupHealth {
 // newProberLocked makes the prober for the group's protocol.
 func (h *groupHealth) newProberLocked() {
 	g := h.g
-	opts := health.ProberOptions{Logger: g.b.log.With("group", g.name), OnResult: h.onProbeResult, Clock: g.b.clock, Dial: g.b.opts.Dial}
+	opts := health.ProberOptions{OnResult: h.onProbeResult, Clock: g.b.clock, Dial: g.b.opts.Dial}
 	if g.spec.Protocol == protocol.ProtocolGIOP {
 		opts.Probe = giopProbe(g.b.opts.Dial)
 	} else {

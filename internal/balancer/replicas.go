@@ -52,6 +52,10 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	token, hash := registry.NewToken()
 
 	g.mu.Lock()
+	if g.blockedLocked(reg.Address) {
+		g.mu.Unlock()
+		return protocol.Registered{}, false, &BlockedError{Group: groupName, Address: reg.Address}
+	}
 	var existing *member
 	for _, m := range g.order {
 		if registry.NormalizeAddress(m.rec.Address) == registry.NormalizeAddress(reg.Address) {

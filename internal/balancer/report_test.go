@@ -92,6 +92,10 @@ func testStaleReportsAreUnreported(t *testing.T) {
 	if r.Load != nil || r.EffectiveLoad != nil {
 		t.Fatalf("stale report: load %v effective %v, want both null", r.Load, r.EffectiveLoad)
 	}
+	// The age of the last report is kept: null would say "never reported".
+	if r.ReportAgeMS == nil || *r.ReportAgeMS != 61 {
+		t.Fatalf("stale report: age %v, want 61ms (kept once stale)", r.ReportAgeMS)
+	}
 
 	// A new report makes it reported again, from the new sample.
 	e.mustReport(reg.Token, protocol.Report{Load: 9})

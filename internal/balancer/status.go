@@ -27,6 +27,7 @@ func (g *group) status() protocol.GroupStatus {
 	st := protocol.GroupStatus{Group: g.spec, Replicas: []protocol.ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
 	st.Advertise = g.advertiseLocked()
 	st.Reference = g.referenceLocked()
+	st.Blocked = g.blockedAddressesLocked()
 	if g.queueLocked() != nil {
 		qs := g.queue.Stats()
 		st.QueueStats = &qs
@@ -50,10 +51,15 @@ func (g *group) status() protocol.GroupStatus {
 		}
 		adv := g.core.Advisory(m.rec.ID)
 		rs.Advisory, rs.Shed, rs.Epoch = adv.Advisory, adv.Shed, adv.Epoch
-		if v, ok := views[m.rec.ID]; ok && v.Reported {
+		v, ok := views[m.rec.ID]
+		if ok && v.Reported {
 			load, eff := v.Sample, v.Load
 			rs.Load, rs.EffectiveLoad = &load, &eff
 			rs.Metrics = v.Metrics
+		}
+		if ok && v.EverReported {
+			// Kept once the report is stale: a replica that stopped
+			// reporting shows how long ago it last did.
 			age := (v.ReportAge + now.Sub(g.lastStep.Now)).Milliseconds()
 			if age < 0 {
 				age = 0

@@ -3,6 +3,8 @@ package balancer
 import (
 	"errors"
 
+	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
+
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -16,12 +18,14 @@ import (
 // write API is in (*group).write.
 
 // storeWrite is one change to the store; exactly one field of the first
-// four is set.
+// six is set.
 type storeWrite struct {
 	putReplica *protocol.Replica
 	delReplica string // replica id
 	putGroup   *protocol.Group
 	delGroup   bool
+	putBlock   *groupstore.Block
+	delBlock   string // the block's Match
 	// err is the write's outcome, set by the flush that writes it: read it
 	// after the caller's own flushWrites has returned.
 	err error
@@ -77,6 +81,10 @@ func (g *group) write(w *storeWrite) error {
 		return reg.PutGroup(*w.putGroup)
 	case w.delGroup:
 		return reg.DeleteGroup(g.name)
+	case w.putBlock != nil:
+		return reg.PutBlock(*w.putBlock)
+	case w.delBlock != "":
+		return reg.DeleteBlock(g.name, w.delBlock)
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func (b *Balancer) WaitReady(ctx context.Context, group string, n int, reported 
 		ready := 0
 		if err == nil {
 			for _, r := range st.Replicas {
-				if r.State == "active" && (!reported || r.ReportAgeMS != nil) {
+				if r.State == "active" && (!reported || r.Load != nil) { // Load: a fresh report
 					ready++
 				}
 			}

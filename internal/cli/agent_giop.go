@@ -31,6 +31,7 @@ type agentGIOPFlags struct {
 	weight                                                               float64
 	maxMessageSize                                                       int
 	dialTimeout                                                          time.Duration
+	retryForever                                                         bool
 
 	// Set by check.
 	targetRef ior.IOR
@@ -82,6 +83,7 @@ calls elsewhere). Its first lines on stdout are "listening on HOST:PORT" and
 	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
 	fl.StringVar(&f.token, "token", "", "replica token from an earlier registration (fulcrum ctl add) instead of registering")
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
+	addRetryForever(cmd, &f.retryForever)
 	fl.Float64Var(&f.weight, "weight", 0, "relative capacity (default 1)")
 	fl.StringVar(&f.load, "load", string(monitor.LoadRate), "what to report as load: rate (calls/s), inflight (calls in flight) or latency (ms)")
 	fl.StringVar(&f.mode, "mode", protocol.MonitorPush, "report mode: push or pull")
@@ -223,7 +225,8 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 	mon, err := monitor.New(monitor.Options{
 		Admin: f.register, Group: f.group, Address: ref.String(), Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, PullURL: pullURL, Load: monitor.LoadSource(f.load), Logger: log,
-		HTTPClient: adminHC,
+		HTTPClient:       adminHC,
+		RegisterAttempts: registerAttempts(f.retryForever),
 	})
 	if err != nil {
 		return exitCode(2, err)
@@ -257,7 +260,10 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 	if err := mon.Start(); err != nil {
 		return err
 	}
-	_, runErr := stop.await(ctx, serveErr)
+	waitCtx, stopWait := untilMonitorFails(ctx, mon)
+	defer stopWait()
+	_, runErr := stop.await(waitCtx, serveErr)
+	runErr = monitorErr(runErr, mon)
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := mon.Close(sctx); err != nil {

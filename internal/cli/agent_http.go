@@ -29,6 +29,7 @@ type agentHTTPFlags struct {
 	pids                                               []int
 	cpus, weight                                       float64
 	sample, wait                                       time.Duration
+	retryForever                                       bool
 }
 
 // agentLoads maps --load to the monitor's load sources.
@@ -90,6 +91,7 @@ to the agent (see docs/agents.md). Its first line on stdout is
 	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
 	fl.StringVar(&f.token, "token", "", "replica token from an earlier registration (fulcrum ctl add) instead of registering")
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
+	addRetryForever(cmd, &f.retryForever)
 	fl.Float64Var(&f.weight, "weight", 0, "relative capacity (default 1)")
 	fl.StringVar(&f.stubStatus, "stub-status", "", "URL of NGINX's stub_status page")
 	fl.IntSliceVar(&f.pids, "pid", nil, "process whose CPU time (with its children's) is the replica's; repeatable")
@@ -250,6 +252,7 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 	opts := monitor.Options{
 		Admin: f.register, Group: f.group, Address: f.address, Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, Load: agentLoads[f.load], Logger: log,
+		RegisterAttempts: registerAttempts(f.retryForever),
 	}
 	opts.HTTPClient = adminHC
 	if f.mode == protocol.MonitorPull {
@@ -283,7 +286,10 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		return err
 	}
 	log.Info("agent measuring the replica", "target", f.target, "address", f.address, "load", f.load, "mode", f.mode)
-	_, runErr := stop.await(ctx, serveErr)
+	waitCtx, stopWait := untilMonitorFails(ctx, mon)
+	defer stopWait()
+	_, runErr := stop.await(waitCtx, serveErr)
+	runErr = monitorErr(runErr, mon)
 	stopRun()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

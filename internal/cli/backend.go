@@ -31,7 +31,7 @@ func newBackendCmd() *cobra.Command {
 type primeFlags struct {
 	listen, advertise, register, group, token, joinToken, load, mode string
 	weight, cpus                                                     float64
-	giop                                                             bool
+	giop, retryForever                                               bool
 	// tlsCert and tlsKey make the replica serve HTTPS.
 	tlsCert, tlsKey string
 	adminTLS        adminTLSFlags
@@ -51,7 +51,10 @@ With --register the replica joins a group through the Go monitor library: it
 registers (with replace, so a restarted replica keeps its id), reports its
 load (calls/s by default) every report interval, obeys advisories, and
 deregisters on SIGTERM or SIGINT. Its first line on stdout is
-"listening on <URL>".
+"listening on <URL>". When the balancer refuses the registration (401: the
+group needs a join token, --join-token, and none or a wrong one was given;
+403: the address is blocked) the first refusal is logged as an error and the
+process exits 1 after 5 tries, unless --retry-forever.
 
 With --giop it serves the same service as the CORBA interface
   interface Prime { boolean is_prime(in long n); long prime_count(in long x); };
@@ -95,6 +98,7 @@ asks for one).`,
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate to serve HTTPS with (needs --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.adminTLS.register(fl)
+	addRetryForever(cmd, &f.retryForever)
 	return cmd
 }
 
@@ -137,7 +141,8 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 		mon, err = monitor.New(monitor.Options{
 			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
 			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
-			HTTPClient: adminHC,
+			HTTPClient:       adminHC,
+			RegisterAttempts: registerAttempts(f.retryForever),
 		})
 		if err != nil {
 			ln.Close()
@@ -164,7 +169,10 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 			return err
 		}
 	}
-	_, runErr := stop.await(ctx, serveErr)
+	waitCtx, stopWait := untilMonitorFails(ctx, mon)
+	defer stopWait()
+	_, runErr := stop.await(waitCtx, serveErr)
+	runErr = monitorErr(runErr, mon)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if mon != nil {

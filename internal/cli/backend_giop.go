@@ -51,7 +51,8 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 		mon, err := monitor.New(monitor.Options{
 			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
 			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
-			HTTPClient: adminHC,
+			HTTPClient:       adminHC,
+			RegisterAttempts: registerAttempts(f.retryForever),
 		})
 		if err != nil {
 			ln.Close()
@@ -72,7 +73,10 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 			return err
 		}
 	}
-	_, runErr := stop.await(ctx, serveErr)
+	waitCtx, stopWait := untilMonitorFails(ctx, opts.Monitor)
+	defer stopWait()
+	_, runErr := stop.await(waitCtx, serveErr)
+	runErr = monitorErr(runErr, opts.Monitor)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if opts.Monitor != nil {

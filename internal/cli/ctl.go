@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fulcrum-lb/fulcrum/internal/ctl"
+	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -24,6 +25,23 @@ type ctlOptions struct {
 	token string
 	json  bool
 	tls   adminTLSFlags
+}
+
+// outputFlag adds -o/--output to a command that prints replica tables:
+// "wide" prints long replica addresses (GIOP IORs) whole. wide reports
+// the choice, or a usage error naming the value and what is allowed.
+func outputFlag(cmd *cobra.Command) (wide func() (bool, error)) {
+	var output string
+	cmd.Flags().StringVarP(&output, "output", "o", "", `"wide" prints long replica addresses (GIOP IORs) whole instead of shortened`)
+	return func() (bool, error) {
+		switch output {
+		case "":
+			return false, nil
+		case "wide":
+			return true, nil
+		}
+		return false, usageErr(cmd, "-o %q: the only output format is wide (or --json)", output)
+	}
 }
 
 // client returns the admin API client the flags (or FULCRUM_ADMIN and
@@ -98,7 +116,8 @@ func newCtlCmd() *cobra.Command {
 		Use:   "ctl COMMAND",
 		Short: "Administer a running balancer through its admin API",
 		Long: `Administer a running balancer through its admin API: list and show groups,
-create, change and delete them, and add, drain, activate and remove replicas.
+create, change and delete them, and add, drain, activate and remove replicas
+(remove --block keeps a replica's address out until unblock).
 
 The admin API is at --admin (or $FULCRUM_ADMIN; default ` + ctl.DefaultAdmin + `).
 When the balancer has an admin_token, pass it with --token (or $FULCRUM_TOKEN).
@@ -128,15 +147,17 @@ at fault are printed) or cannot be reached, 2 on a usage error.`,
 		ctlGroupsCmd(o), ctlShowCmd(o), ctlStatusCmd(o),
 		ctlCreateCmd(o), ctlApplyCmd(o), ctlDeleteCmd(o), ctlSetCmd(o),
 		ctlAddCmd(o), ctlReplicaCmd(o, "drain"), ctlReplicaCmd(o, "activate"), ctlReplicaCmd(o, "remove"),
+		ctlUnblockCmd(o),
 	)
 	return cmd
 }
 
 func ctlGroupsCmd(o *ctlOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "groups",
-		Short: "List the groups",
-		Args:  exactArgs(),
+		Use:     "groups",
+		Aliases: []string{"list"},
+		Short:   "List the groups",
+		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client(cmd)
 			if err != nil {
@@ -155,11 +176,19 @@ func ctlGroupsCmd(o *ctlOptions) *cobra.Command {
 }
 
 func ctlShowCmd(o *ctlOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show GROUP",
+	var wide func() (bool, error)
+	cmd := &cobra.Command{
+		Use:   "show GROUP [-o wide]",
 		Short: "Show a group's settings and replicas: loads, advisories, counters",
-		Args:  exactArgs("GROUP"),
+		Long: `Show a group's settings and a table of its replicas: loads, advisories,
+counters. Replica addresses longer than 48 characters (GIOP IORs) are
+shortened to their first and last characters; -o wide prints them whole.`,
+		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			w, err := wide()
+			if err != nil {
+				return err
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -171,17 +200,24 @@ func ctlShowCmd(o *ctlOptions) *cobra.Command {
 			if o.json {
 				return printJSON(cmd.OutOrStdout(), raw)
 			}
-			return ctl.PrintStatus(cmd.OutOrStdout(), st)
+			return ctl.PrintStatus(cmd.OutOrStdout(), st, w)
 		},
 	}
+	wide = outputFlag(cmd)
+	return cmd
 }
 
 func ctlStatusCmd(o *ctlOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status",
+	var wide func() (bool, error)
+	cmd := &cobra.Command{
+		Use:   "status [-o wide]",
 		Short: "Show every group with its replicas",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := wide()
+			if err != nil {
+				return err
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -201,13 +237,15 @@ func ctlStatusCmd(o *ctlOptions) *cobra.Command {
 				if i > 0 {
 					fmt.Fprintln(out)
 				}
-				if err := ctl.PrintStatus(out, g); err != nil {
+				if err := ctl.PrintStatus(out, g, w); err != nil {
 					return err
 				}
 			}
 			return nil
 		},
 	}
+	wide = outputFlag(cmd)
+	return cmd
 }
 
 // parseParams turns repeated --param k=v into a params map. A value that
@@ -430,7 +468,10 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 			if o.json {
 				return printJSON(out, raw)
 			}
-			fmt.Fprintf(out, "group %s: %s, strategy %s, params %s", st.Name, st.Binding, st.Strategy, formatParamsLine(st.Params))
+			fmt.Fprintf(out, "group %s: %s, strategy %s", st.Name, st.Binding, st.Strategy)
+			if len(st.Params) > 0 {
+				fmt.Fprintf(out, ", params %s", ctl.FormatParams(st.Params))
+			}
 			if st.MaxInflight > 0 {
 				fmt.Fprintf(out, ", max_inflight %d", st.MaxInflight)
 			}
@@ -455,15 +496,6 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 	return cmd
 }
 
-// formatParamsLine is params as compact JSON.
-func formatParamsLine(p map[string]any) string {
-	data, err := json.Marshal(p)
-	if err != nil {
-		return fmt.Sprint(p)
-	}
-	return string(data)
-}
-
 func ctlAddCmd(o *ctlOptions) *cobra.Command {
 	var (
 		weight                float64
@@ -480,7 +512,7 @@ the balancer poll the monitor instead). An address already in the group is
 refused unless --replace is given.`,
 		Example: `  fulcrum ctl add prime http://127.0.0.1:9001
   fulcrum ctl add prime http://127.0.0.1:9002 --weight 2
-  fulcrum ctl add prime http://127.0.0.1:9003 --pull http://127.0.0.1:9003/fulcrum/load`,
+  fulcrum ctl add prime http://127.0.0.1:9003 --pull http://127.0.0.1:9003` + monitor.DefaultPullPath,
 		Args: exactArgs("GROUP", "ADDRESS"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("weight") && weight == 0 {
@@ -542,9 +574,10 @@ func ctlReplicaCmd(o *ctlOptions, verb string) *cobra.Command {
 	short := map[string]string{
 		"drain":    "Drain a replica: no new bindings, bound clients sent back",
 		"activate": "Activate a drained replica again",
-		"remove":   "Deregister a replica: drain it, then remove it once idle",
+		"remove":   "Deregister a replica: drain it, then remove it once idle (--block: for good)",
 	}[verb]
-	return &cobra.Command{
+	var block bool
+	cmd := &cobra.Command{
 		Use:   verb + " GROUP ID",
 		Short: short,
 		Args:  exactArgs("GROUP", "ID"),
@@ -563,7 +596,7 @@ func ctlReplicaCmd(o *ctlOptions, verb string) *cobra.Command {
 			case "activate":
 				st, raw, err = c.Activate(cmd.Context(), args[0], args[1])
 			case "remove":
-				st, raw, err = c.Remove(cmd.Context(), args[0], args[1])
+				st, raw, err = c.Remove(cmd.Context(), args[0], args[1], block)
 			default:
 				err = errors.New("unknown replica command " + verb)
 			}
@@ -574,12 +607,56 @@ func ctlReplicaCmd(o *ctlOptions, verb string) *cobra.Command {
 			if o.json {
 				return printJSON(out, raw)
 			}
-			switch verb {
-			case "remove":
+			switch {
+			case verb == "remove" && st.Blocked != "":
+				fmt.Fprintf(out, "replica %s of group %s is draining; it is removed once idle\n", st.ID, st.Group)
+				fmt.Fprintf(out, "address %s is blocked: it cannot register again until \"fulcrum ctl unblock %s %s\"\n", st.Blocked, st.Group, st.Blocked)
+			case verb == "remove":
 				fmt.Fprintf(out, "replica %s of group %s is draining; it is removed once idle\n", st.ID, st.Group)
 			default:
 				fmt.Fprintf(out, "replica %s of group %s: %s\n", st.ID, st.Group, st.State)
 			}
+			return nil
+		},
+	}
+	if verb == "remove" {
+		cmd.Long = `Deregister a replica: it takes no new bindings at once, its bound clients
+are sent back, and it is removed once idle (or after the drain timeout).
+
+A replica whose monitor (fulcrum backend, an agent, the Go monitor library)
+is still running registers again as soon as its token stops working, under
+a new id: stop the replica's process, or give --block. --block blocks the
+replica's address first (persisted; shown under "blocked" by "ctl show"):
+the group refuses its registration (403 address_blocked) until
+"fulcrum ctl unblock GROUP ADDRESS". A monitor refused this way gives up
+after 5 tries and fulcrum backend and the agents exit 1 (unless started with
+--retry-forever: they then register again once unblocked).`
+		cmd.Example = `  fulcrum ctl remove prime r-0a1b2c3d4e
+  fulcrum ctl remove prime r-0a1b2c3d4e --block
+  fulcrum ctl unblock prime http://127.0.0.1:9001`
+		cmd.Flags().BoolVar(&block, "block", false, "also block the replica's address, so that its monitor cannot register it again (admin token needed)")
+	}
+	return cmd
+}
+
+func ctlUnblockCmd(o *ctlOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unblock GROUP ADDRESS",
+		Short: "Lift the block \"ctl remove --block\" put on an address: it may register again",
+		Args:  exactArgs("GROUP", "ADDRESS"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(cmd)
+			if err != nil {
+				return err
+			}
+			st, raw, err := c.Unblock(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return apiErr(err)
+			}
+			if o.json {
+				return printJSON(cmd.OutOrStdout(), raw)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "address %s of group %s unblocked: it may register again\n", st.Address, st.Group)
 			return nil
 		},
 	}

@@ -316,7 +316,7 @@ func TestCtlUnreachable(t *testing.T) {
 
 func TestCtlHelp(t *testing.T) {
 	t.Parallel()
-	for _, sub := range []string{"", "groups", "show", "status", "create", "apply", "delete", "set", "add", "drain", "activate", "remove"} {
+	for _, sub := range []string{"", "groups", "show", "status", "create", "apply", "delete", "set", "add", "drain", "activate", "remove", "unblock", "list"} {
 		args := []string{"ctl"}
 		if sub != "" {
 			args = append(args, sub)

@@ -293,7 +293,7 @@ func TestParseBad(t *testing.T) {
 		{"source is not a key", edit("binding: on-demand", "source: api"), 6, "groups[0].source",
 			"fulcrum.yaml:6: groups[0].source: unknown key, allowed keys: " + groupKeys, false},
 		{"unknown param", edit("strategy: least-loaded", "strategy: least-loaded\n    params: {dampning: 0.5}"), 8, "groups[0].params.dampning",
-			"fulcrum.yaml:8: groups[0].params.dampning: unknown key, allowed keys: " + llKeys, false},
+			"fulcrum.yaml:8: groups[0].params.dampning: unknown key, allowed keys of least-loaded: " + llKeys, false},
 		{"param of another strategy", edit("strategy: least-loaded", "strategy: round-robin\n    params:\n      dampening: 0.5"), 9, "groups[0].params.dampening",
 			"fulcrum.yaml:9: groups[0].params.dampening: unknown key, round-robin takes no parameters", false},
 		{"unknown key in merged anchor", "groups:\n  - &a {name: a, front_door: 127.0.0.1:8000, strategy: round-robin}\n  - <<: *a\n    name: b\n    front_door: 127.0.0.1:8001\n    colour: blue\n", 6, "groups[1].colour",

@@ -40,10 +40,7 @@ func fieldError(name string, root *yaml.Node, f File, err error) *Error {
 	if val != nil {
 		if strat, known, ok := unknownParam(f, field); ok {
 			e.Problem, e.Value = ProblemUnknown, ""
-			e.Allowed = "allowed keys: " + strings.Join(known, ", ")
-			if len(known) == 0 {
-				e.Allowed = strat + " takes no parameters"
-			}
+			e.Allowed = strategy.UnknownParamAllowed(strat, known)
 		}
 	}
 	return e

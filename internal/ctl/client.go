@@ -189,6 +189,8 @@ type ReplicaState struct {
 	Group string `json:"group"`
 	ID    string `json:"id"`
 	State string `json:"state"`
+	// Blocked is the address Remove with block blocked.
+	Blocked string `json:"blocked,omitempty"`
 }
 
 // Drain stops new bindings to a replica.
@@ -203,8 +205,27 @@ func (c *Client) Activate(ctx context.Context, group, id string) (st ReplicaStat
 	return st, raw, err
 }
 
-// Remove drains a replica and removes it once idle.
-func (c *Client) Remove(ctx context.Context, group, id string) (st ReplicaState, raw []byte, err error) {
-	_, raw, err = c.do(ctx, http.MethodDelete, replicaPath(group, id), nil, nil, &st)
+// Remove drains a replica and removes it once idle. With block its
+// address is blocked first, so that its monitor cannot register it again
+// until Unblock.
+func (c *Client) Remove(ctx context.Context, group, id string, block bool) (st ReplicaState, raw []byte, err error) {
+	path := replicaPath(group, id)
+	if block {
+		path += "?block=true"
+	}
+	_, raw, err = c.do(ctx, http.MethodDelete, path, nil, nil, &st)
+	return st, raw, err
+}
+
+// BlockState is the answer of Unblock.
+type BlockState struct {
+	Group   string `json:"group"`
+	Address string `json:"address"`
+	Blocked bool   `json:"blocked"`
+}
+
+// Unblock lifts the block of address in group.
+func (c *Client) Unblock(ctx context.Context, group, address string) (st BlockState, raw []byte, err error) {
+	_, raw, err = c.do(ctx, http.MethodDelete, groupPath(group)+"/blocks?address="+url.QueryEscape(address), nil, nil, &st)
 	return st, raw, err
 }

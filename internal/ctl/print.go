@@ -50,8 +50,11 @@ func replicaCount(rs []protocol.ReplicaStatus) string {
 	return fmt.Sprintf("%d/%d active", active, len(rs))
 }
 
-// PrintStatus writes a group's settings and its replica table.
-func PrintStatus(w io.Writer, g protocol.GroupStatus) error {
+// PrintStatus writes a group's settings and its replica table. Replica
+// addresses longer than MaxAddressWidth (GIOP IORs run to hundreds of
+// characters) are shortened to their first and last characters around an
+// ellipsis unless wide is set.
+func PrintStatus(w io.Writer, g protocol.GroupStatus, wide bool) error {
 	listening := ""
 	if g.Listening != "" {
 		listening = " (listening on " + g.Listening + ")"
@@ -62,7 +65,10 @@ func PrintStatus(w io.Writer, g protocol.GroupStatus) error {
 		fmt.Fprintf(w, "  corbaloc     %s\n", g.Reference.Corbaloc)
 		fmt.Fprintf(w, "  ior          %s\n", g.Reference.IOR)
 	}
-	fmt.Fprintf(w, "  params       %s\n", formatParams(g.Params))
+	fmt.Fprintf(w, "  params       %s\n", FormatParams(g.Params))
+	if len(g.Blocked) > 0 {
+		fmt.Fprintf(w, "  blocked      %s\n", strings.Join(g.Blocked, " "))
+	}
 	fmt.Fprintf(w, "  report every %s\n", g.ReportInterval)
 	if g.Warning != "" {
 		fmt.Fprintf(w, "  warning      %s\n", g.Warning)
@@ -75,15 +81,29 @@ func PrintStatus(w io.Writer, g protocol.GroupStatus) error {
 	fmt.Fprintln(tw, "ID\tADDRESS\tSTATE\tWEIGHT\tLOAD\tEFFECTIVE\tADVISORY\tSHED\tREPORT AGE\tBINDINGS\tREBINDS\tPROXIED\tREDIRECTED\tFAILURES")
 	for _, r := range g.Replicas {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n",
-			r.ID, r.Address, r.State, num(r.Weight), optNum(r.Load), optNum(r.EffectiveLoad),
+			r.ID, shortAddress(r.Address, wide), r.State, num(r.Weight), optNum(r.Load), optNum(r.EffectiveLoad),
 			dash(r.Advisory), num(r.Shed), age(r.ReportAgeMS),
 			r.Counters.Bindings, r.Counters.Rebinds, r.Counters.Proxied, r.Counters.Redirected, r.Counters.Failures)
 	}
 	return tw.Flush()
 }
 
-// formatParams writes params as sorted key=value pairs.
-func formatParams(p map[string]any) string {
+// MaxAddressWidth is the widest replica address PrintStatus prints whole
+// in its table without wide.
+const MaxAddressWidth = 48
+
+// shortAddress is addr, or when longer than MaxAddressWidth and not wide,
+// its first 28 and last 12 characters around "…": the IOR's type prefix and
+// the end that tells replicas apart.
+func shortAddress(addr string, wide bool) string {
+	if wide || len(addr) <= MaxAddressWidth {
+		return addr
+	}
+	return addr[:28] + "…" + addr[len(addr)-12:]
+}
+
+// FormatParams writes params as sorted key=value pairs, "-" when empty.
+func FormatParams(p map[string]any) string {
 	if len(p) == 0 {
 		return "-"
 	}

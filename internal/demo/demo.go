@@ -253,7 +253,7 @@ func waitRegistered(ctx context.Context, b *balancer.Balancer, n int) ([]string,
 		}
 		ready := 0
 		for _, r := range st.Replicas {
-			if r.ReportAgeMS != nil {
+			if r.Load != nil { // a fresh report
 				ready++
 			}
 		}

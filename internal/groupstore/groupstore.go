@@ -39,11 +39,13 @@ func New(st store.Store) *Records { return &Records{st: st} }
 type Snapshot struct {
 	Groups   []protocol.Group
 	Replicas []protocol.Replica
+	Blocks   []Block
 	Rev      int64
 }
 
-// Load reads every group and replica, at one revision: it lists the groups,
-// then the replicas, and tries again if the store changed in between.
+// Load reads every group, replica and block, at one revision: it lists the
+// groups, the replicas and the blocks, and tries again if the store changed
+// in between.
 func (r *Records) Load() (Snapshot, error) {
 	ctx := context.Background()
 	for range loadAttempts {
@@ -55,7 +57,11 @@ func (r *Records) Load() (Snapshot, error) {
 		if err != nil {
 			return Snapshot{}, fmt.Errorf("groupstore: load replicas: %w", err)
 		}
-		if grev != rrev {
+		bkvs, brev, err := r.st.List(ctx, BlocksPrefix)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("groupstore: load blocks: %w", err)
+		}
+		if grev != rrev || rrev != brev {
 			continue
 		}
 		s := Snapshot{Rev: grev}
@@ -72,6 +78,13 @@ func (r *Records) Load() (Snapshot, error) {
 				return Snapshot{}, fmt.Errorf("groupstore: corrupt replica record %s: %w", kv.Key, err)
 			}
 			s.Replicas = append(s.Replicas, rep)
+		}
+		for _, kv := range bkvs {
+			var b Block
+			if err := json.Unmarshal(kv.Value, &b); err != nil {
+				return Snapshot{}, fmt.Errorf("groupstore: corrupt block record %s: %w", kv.Key, err)
+			}
+			s.Blocks = append(s.Blocks, b)
 		}
 		return s, nil
 	}
@@ -108,7 +121,7 @@ func (r *Records) DeleteReplica(group, id string) error {
 	return nil
 }
 
-// DeleteGroup removes a group and all its replicas: the replicas in
+// DeleteGroup removes a group, its blocks and all its replicas: the replicas in
 // transactions of at most store.MaxTxnOps deletes, then the group (with
 // any replica registered meanwhile). A failure part way leaves the group
 // with fewer replicas; deleting it again finishes the job.
@@ -129,7 +142,7 @@ func (r *Records) DeleteGroup(name string) error {
 		}
 		kvs = kvs[n:]
 	}
-	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name))}
+	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name)), store.DeletePrefix(BlocksOf(name))}
 	if _, _, _, err := r.st.Txn(ctx, nil, ops); err != nil {
 		return fmt.Errorf("groupstore: delete group %s: %w", name, err)
 	}

@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"sort"
@@ -52,8 +51,6 @@ type ProberOptions struct {
 	// Clock times the rounds (Run) and the probes' latencies; the system
 	// clock when nil.
 	Clock clock.Clock
-	// Logger gets state changes; slog.Default() when nil.
-	Logger *slog.Logger
 	// OnResult, when not nil, gets every probe's outcome (e.g. to count it
 	// as a call with Group.Observe). Called from Round's goroutine.
 	OnResult func(id string, latency time.Duration, ok bool)
@@ -73,7 +70,6 @@ type ProberOptions struct {
 type Prober struct {
 	onChange func(replicaID, state string)
 	client   *http.Client
-	log      *slog.Logger
 	onResult func(string, time.Duration, bool)
 	probeFn  func(context.Context, Target) bool
 	clock    clock.Clock
@@ -89,8 +85,10 @@ type target struct {
 }
 
 // NewProber returns a prober with no targets. onChange must not be nil.
+// The prober logs nothing: a state change is the caller's to log, once
+// (the balancer logs "replica health changed").
 func NewProber(cfg protocol.Health, onChange func(replicaID, state string), opts ProberOptions) *Prober {
-	p := &Prober{onChange: onChange, client: opts.Client, log: opts.Logger, onResult: opts.OnResult,
+	p := &Prober{onChange: onChange, client: opts.Client, onResult: opts.OnResult,
 		probeFn: opts.Probe, targets: map[string]*target{}, clock: clock.Or(opts.Clock)}
 	if p.client == nil {
 		dial := opts.Dial
@@ -106,9 +104,6 @@ func NewProber(cfg protocol.Health, onChange func(replicaID, state string), opts
 			},
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-	}
-	if p.log == nil {
-		p.log = slog.Default()
 	}
 	p.SetConfig(cfg)
 	return p
@@ -251,7 +246,6 @@ func (p *Prober) Round(ctx context.Context) {
 		}
 	}
 	for _, c := range changes {
-		p.log.Info("health probe state changed", "replica", c.ID, "state", c.State)
 		p.onChange(c.ID, c.State)
 	}
 }

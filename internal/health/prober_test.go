@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -15,8 +14,6 @@ import (
 )
 
 const waitBound = 10 * time.Second
-
-var quiet = slog.New(slog.DiscardHandler)
 
 // healthServer serves /base/healthz on a fixed address and can be stopped
 // and started again on it.
@@ -100,7 +97,7 @@ func TestProberDownAndBack(t *testing.T) {
 		Path: "/healthz", Interval: protocol.Duration(10 * time.Millisecond),
 		Timeout: protocol.Duration(time.Second), Rise: 2, Fall: 2,
 	}, func(id, state string) { changes <- change{id, state} },
-		ProberOptions{Logger: quiet, OnResult: func(string, time.Duration, bool) { results.Add(1) }})
+		ProberOptions{OnResult: func(string, time.Duration, bool) { results.Add(1) }})
 	p.SetTargets([]Target{{ID: "flaky", URL: flaky.url()}, {ID: "steady", URL: steady.url()}})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,7 +153,7 @@ func TestProberRounds(t *testing.T) {
 
 	var got []change
 	p := NewProber(protocol.Health{Path: "/healthz", Timeout: protocol.Duration(50 * time.Millisecond), Rise: 1, Fall: 2},
-		func(id, state string) { got = append(got, change{id, state}) }, ProberOptions{Logger: quiet})
+		func(id, state string) { got = append(got, change{id, state}) }, ProberOptions{})
 	p.SetTargets([]Target{{ID: "a", URL: h.url()}, {ID: "slow", URL: "http://" + slowLn.Addr().String()}})
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()

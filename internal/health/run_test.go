@@ -25,7 +25,7 @@ func TestRunTicksOnItsClock(t *testing.T) {
 		p := NewProber(protocol.Health{Interval: protocol.Duration(time.Second), Timeout: protocol.Duration(time.Second)},
 			func(string, string) {},
 			ProberOptions{
-				Logger: quiet, Clock: clk,
+				Clock: clk,
 				Probe: func(context.Context, Target) bool {
 					probes.Add(1)
 					clk.Advance(3 * time.Millisecond) // the probe takes 3ms on the prober's clock

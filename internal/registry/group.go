@@ -172,9 +172,13 @@ func ValidateAll(g protocol.Group) []error {
 	if _, ok := strategy.Lookup(g.Strategy); !ok {
 		fe("strategy", g.Strategy, "must be one of: "+strings.Join(strategy.Names(), ", "))
 	} else if _, err := strategy.New(g.Strategy, g.Params, strategy.Env{}); err != nil {
-		if pe, ok := err.(*strategy.ParamError); ok {
+		pe, isParam := err.(*strategy.ParamError)
+		switch {
+		case isParam && pe.Unknown:
+			errs = append(errs, &protocol.FieldError{Field: "params." + pe.Field, Unknown: true, Allowed: pe.Allowed})
+		case isParam:
 			fe("params."+pe.Field, pe.Value, pe.Strategy+": "+pe.Allowed)
-		} else {
+		default:
 			fe("params", g.Params, err.Error())
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -123,10 +125,29 @@ type ParamError struct {
 	Field    string
 	Value    any
 	Allowed  string
+	// Unknown marks a parameter the strategy does not have; Value is then
+	// unused and Allowed is UnknownParamAllowed's list.
+	Unknown bool
 }
 
 func (e *ParamError) Error() string {
+	if e.Unknown {
+		return fmt.Sprintf("%s: %s: unknown key, %s", e.Strategy, e.Field, e.Allowed)
+	}
 	return fmt.Sprintf("%s: %s %v, %s", e.Strategy, e.Field, e.Value, e.Allowed)
+}
+
+// UnknownParamAllowed is what to say about a parameter strategy does not
+// have, given the parameters it has: "allowed keys of least-loaded: a, b"
+// or "round-robin takes no parameters". The config file and the admin API
+// both say it, so the two read the same.
+func UnknownParamAllowed(strategy string, known []string) string {
+	if len(known) == 0 {
+		return strategy + " takes no parameters"
+	}
+	known = slices.Clone(known)
+	slices.Sort(known)
+	return "allowed keys of " + strategy + ": " + strings.Join(known, ", ")
 }
 
 // DecodeParams fills cfg (a pointer to a struct with json tags, already set
@@ -150,7 +171,8 @@ func DecodeParams(strategy string, params map[string]any, cfg any) error {
 		}
 		msg := err.Error()
 		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-			return &ParamError{Strategy: strategy, Field: strings.Trim(f, `"`), Value: "(unknown)", Allowed: "is not a parameter of " + strategy}
+			known := slices.Collect(maps.Keys(ToParams(cfg)))
+			return &ParamError{Strategy: strategy, Field: strings.Trim(f, `"`), Unknown: true, Allowed: UnknownParamAllowed(strategy, known)}
 		}
 		return &ParamError{Strategy: strategy, Field: "params", Value: msg, Allowed: "must be valid parameters"}
 	}
