@@ -59,8 +59,11 @@ func TestLocateProbe(t *testing.T) {
 func TestHealthProbesTakeReplicasOut(t *testing.T) {
 	t.Parallel()
 	b := newBalancer(t)
+	// The stopped replica refuses connections at once; three probes in a
+	// row must fail, so that a loaded machine that delays one probe of the
+	// live replica does not take it down too.
 	fd := giopGroup(t, b, protocol.Group{Health: protocol.Health{
-		Interval: protocol.Duration(30 * time.Millisecond), Timeout: protocol.Duration(25 * time.Millisecond), Rise: 1, Fall: 1}})
+		Interval: protocol.Duration(100 * time.Millisecond), Timeout: protocol.Duration(100 * time.Millisecond), Rise: 1, Fall: 3}})
 	live, dying := startServant(t, "a"), startServant(t, "b")
 	register(t, b, "g", live.ref.String())
 	dead := register(t, b, "g", dying.ref.String())
