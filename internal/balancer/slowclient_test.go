@@ -25,7 +25,10 @@ func TestSlowClientsDoNotEjectAReplica(t *testing.T) {
 	gs := e.mustPutGroup(protocol.Group{
 		Name: "slow", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
 		Health:   protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: 3, BaseEjection: ms(60_000)}},
-		Timeouts: protocol.Timeouts{Request: ms(100)},
+		// Wide enough that the front door has dialed the replica and
+		// written the head before the time runs out, even on a loaded
+		// machine: the time must run out waiting for the client.
+		Timeouts: protocol.Timeouts{Request: ms(1000)},
 	})
 	ids := []string{e.mustRegister("slow", a.URL).ID, e.mustRegister("slow", b.URL).ID}
 	u, err := url.Parse(gs.Advertise)
