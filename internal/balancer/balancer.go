@@ -116,6 +116,8 @@ type Balancer struct {
 	// extraCerts are those of WatchCertificates (guarded by mu).
 	certMetrics *certs.Collector
 	extraCerts  []*certs.ServerSet
+	// adminURL is Options.AdminURL until SetAdminURL replaces it.
+	adminURL atomic.Pointer[string]
 	// pollDone is closed when the certificate poll ends (nil until Start).
 	pollDone chan struct{}
 }
@@ -163,7 +165,8 @@ func New(opts Options) (*Balancer, error) {
 		certMetrics: certs.NewCollector(),
 	}
 	b.joinToken.Store(&opts.JoinToken)
-	b.accessLog.Store(&accessLog{opts.AccessLog})
+	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
+	b.adminURL.Store(&opts.AdminURL)
 	snap, err := b.reg.Load()
 	if err != nil {
 		cancel()

@@ -35,7 +35,8 @@ func (g *group) newFrontDoorLocked() frontDoorServer {
 	if g.spec.Protocol == protocol.ProtocolGIOP {
 		return giopdoor.New(g, giopdoor.Options{Logger: log, Dial: g.b.opts.Dial})
 	}
-	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: g.b.accessLog.Load().w, AccessLogJSON: g.b.opts.AccessLogJSON, Engine: g.b.opts.HTTPEngine, Dial: g.b.opts.Dial, ReplicaTLS: g.replicaTLS, TLS: g.tlsConfigLocked()})
+	acc := g.b.accessLog.Load()
+	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: acc.w, AccessLogJSON: acc.json, Engine: g.b.opts.HTTPEngine, Dial: g.b.opts.Dial, ReplicaTLS: g.replicaTLS, TLS: g.tlsConfigLocked()})
 }
 
 // serverClosed tells the error Serve returns after Shutdown or Close.

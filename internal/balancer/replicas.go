@@ -105,7 +105,7 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 		ID:             rec.ID,
 		Token:          token,
 		FrontDoor:      g.frontDoorURLLocked(),
-		ReportURL:      strings.TrimRight(b.opts.AdminURL, "/") + "/v1/report",
+		ReportURL:      strings.TrimRight(*b.adminURL.Load(), "/") + "/v1/report",
 		ReportInterval: g.spec.ReportInterval,
 	}
 	g.mu.Unlock()

@@ -11,12 +11,13 @@ import (
 // tokens.
 func (b *Balancer) SetJoinToken(token string) { b.joinToken.Store(&token) }
 
-// SetAccessLog replaces the access log of the HTTP front doors (nil: off),
-// as a config reload does. A running HTTP front door is replaced on the
-// same listener by one writing to w; its open connections finish on the
-// old one, which keeps writing to the old writer until they end.
-func (b *Balancer) SetAccessLog(w io.Writer) {
-	b.accessLog.Store(&accessLog{w})
+// SetAccessLog replaces the access log of the HTTP front doors (nil: off)
+// and its format (json: JSON lines; else logfmt), as a config reload does.
+// A running HTTP front door is replaced on the same listener by one writing
+// to w; its open connections finish on the old one, which keeps writing to
+// the old writer until they end.
+func (b *Balancer) SetAccessLog(w io.Writer, json bool) {
+	b.accessLog.Store(&accessLog{w: w, json: json})
 	b.mu.Lock()
 	groups := make([]*group, 0, len(b.groups))
 	for _, g := range b.groups {
@@ -35,5 +36,9 @@ func (b *Balancer) SetAccessLog(w io.Writer) {
 	}
 }
 
-// accessLog holds the access log writer, which may be nil.
-type accessLog struct{ w io.Writer }
+// accessLog holds the access log writer, which may be nil, and its format
+// (JSON lines, or logfmt).
+type accessLog struct {
+	w    io.Writer
+	json bool
+}

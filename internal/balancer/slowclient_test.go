@@ -24,7 +24,7 @@ func TestSlowClientsDoNotEjectAReplica(t *testing.T) {
 	a, b := newReplica(t, named("good")), newReplica(t, named("good"))
 	gs := e.mustPutGroup(protocol.Group{
 		Name: "slow", Binding: protocol.PerRequest, Strategy: strategy.RoundRobinName, ReportInterval: ms(20),
-		Health:   protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: 3, BaseEjection: ms(60_000)}},
+		Health: protocol.Health{Passive: protocol.Passive{ConsecutiveFailures: 3, BaseEjection: ms(60_000)}},
 		// Wide enough that the front door has dialed the replica and
 		// written the head before the time runs out, even on a loaded
 		// machine: the time must run out waiting for the client.

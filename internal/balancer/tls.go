@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -78,6 +79,20 @@ func (b *Balancer) WatchCertificates(set *certs.ServerSet) {
 	b.mu.Unlock()
 	b.certMetrics.Add(set)
 }
+
+// UnwatchCertificates undoes WatchCertificates(set): a reload that replaced
+// or removed the admin API's certificates.
+func (b *Balancer) UnwatchCertificates(set *certs.ServerSet) {
+	b.mu.Lock()
+	b.extraCerts = slices.DeleteFunc(b.extraCerts, func(s *certs.ServerSet) bool { return s == set })
+	b.mu.Unlock()
+	b.certMetrics.Remove(set)
+}
+
+// SetAdminURL replaces the admin API's public base URL told to replicas
+// that register from now on (Options.AdminURL), as a reload that turns the
+// admin API's TLS on or off does.
+func (b *Balancer) SetAdminURL(u string) { b.adminURL.Store(&u) }
 
 // ReloadCertificates re-reads every certificate in use: the front doors',
 // those given to WatchCertificates, and the client pairs of the groups'

@@ -18,11 +18,10 @@ import (
 // reloader re-reads the config file of a running `fulcrum serve` and
 // applies it: SIGHUP and POST /v1/reload. Groups go to the balancer
 // (balancer.Reload: checked, and new front doors bound, before anything
-// changes); log_level, access_log, admin_token, join_token and
-// shutdown_timeout apply here once the balancer took the groups; a
-// changed admin, data_dir or http_engine is only reported
-// (restart_required), as is a changed log_format. Safe for concurrent
-// use: reloads are serialised.
+// changes); log_level, log_format, access_log, admin_token, join_token,
+// shutdown_timeout and admin_tls apply here once the balancer took the
+// groups; a changed admin, data_dir or http_engine is only reported
+// (restart_required). Safe for concurrent use: reloads are serialised.
 type reloader struct {
 	path     string
 	override func(*config.File) // the command line's --admin and --data-dir
@@ -39,11 +38,11 @@ type reloader struct {
 	// every reload before the file is read, so that certificates are
 	// renewed even when the file is refused.
 	reloadCertificates func() error
-	// applyAdminTLS applies a changed admin_tls to the admin listener.
-	// Nil for now: a changed admin_tls is then listed under
-	// restart_required (its certificate files are re-read at every
-	// reload all the same, by reloadCertificates).
+	// applyAdminTLS applies a changed admin_tls to the admin listener
+	// (nil: a changed admin_tls is listed under restart_required).
 	applyAdminTLS func(old, next config.File) error
+	// logFormat switches the log's format (log_format).
+	logFormat func(format string)
 
 	// started is the config the balancer started with: admin, data_dir
 	// and http_engine stay as they were until the next start.
@@ -121,22 +120,28 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	if next.JoinToken != old.JoinToken {
 		r.b.SetJoinToken(next.JoinToken)
 	}
+	if next.LogFormat != old.LogFormat && r.logFormat != nil {
+		r.logFormat(next.LogFormat)
+	}
 	if next.AccessLog != old.AccessLog {
 		r.access.set(newAccess, newFile)
-		if (old.AccessLog == "") != (next.AccessLog == "") {
-			var w io.Writer
-			if next.AccessLog != "" {
-				w = r.access
-			}
-			r.b.SetAccessLog(w)
+	}
+	// Front doors are replaced when the access log goes on or off, or
+	// changes format.
+	if (old.AccessLog == "") != (next.AccessLog == "") || (next.AccessLog != "" && next.LogFormat != old.LogFormat) {
+		var w io.Writer
+		if next.AccessLog != "" {
+			w = r.access
 		}
+		r.b.SetAccessLog(w, next.LogFormat == config.LogFormatJSON)
 	}
 	adminTLSPending := false
-	if next.AdminTLS != r.started.AdminTLS {
+	if next.AdminTLS != old.AdminTLS {
 		if r.applyAdminTLS == nil {
 			adminTLSPending = true
 		} else if err := r.applyAdminTLS(old, next); err != nil {
-			r.log.Error("admin_tls not applied", "err", err)
+			r.log.Error("admin_tls not applied; the admin API keeps the one in force", "err", err)
+			next.AdminTLS = old.AdminTLS
 		}
 	}
 	r.cur = next
@@ -145,7 +150,7 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	for _, k := range []struct {
 		key      string
 		old, new string
-	}{{"admin", r.started.Admin, next.Admin}, {"data_dir", r.started.DataDir, next.DataDir}, {"http_engine", r.started.HTTPEngine, next.HTTPEngine}, {"log_format", r.started.LogFormat, next.LogFormat}} {
+	}{{"admin", r.started.Admin, next.Admin}, {"data_dir", r.started.DataDir, next.DataDir}, {"http_engine", r.started.HTTPEngine, next.HTTPEngine}} {
 		if k.old != k.new {
 			res.RestartRequired = append(res.RestartRequired, k.key)
 		}

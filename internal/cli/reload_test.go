@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -21,9 +22,9 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// A reload applies admin_token, join_token, log_level, access_log and
-// shutdown_timeout at once, lists a changed data_dir, http_engine and
-// log_format under restart_required, and re-reads certificates even when
+// A reload applies admin_token, join_token, log_level, log_format,
+// access_log and shutdown_timeout at once, lists a changed data_dir and
+// http_engine under restart_required, and re-reads certificates even when
 // it refuses the file.
 func TestReloadAppliesSettings(t *testing.T) {
 	dir := t.TempDir()
@@ -63,12 +64,14 @@ func TestReloadAppliesSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	level := new(slog.LevelVar)
+	var logged syncBuffer
+	logH := newLogHandler(&logged, level, cfg.LogFormat)
 	access := &accessSink{}
 	defer access.close()
 	token := api.NewAdminToken(cfg.AdminToken)
 	certReloads := 0
-	rl := &reloader{path: path, override: func(*config.File) {}, b: b, log: quiet, level: level, access: access, logOut: io.Discard, token: token,
-		reloadCertificates: func() error { certReloads++; return nil }, started: cfg, cur: cfg}
+	rl := &reloader{path: path, override: func(*config.File) {}, b: b, log: slog.New(logH), level: level, access: access, logOut: io.Discard, token: token,
+		reloadCertificates: func() error { certReloads++; return nil }, logFormat: logH.setFormat, started: cfg, cur: cfg}
 	srv := httptest.NewServer(api.New(b, api.Options{Token: token, Reload: rl.reload, Logger: quiet}))
 	defer srv.Close()
 	hc := srv.Client()
@@ -93,8 +96,12 @@ func TestReloadAppliesSettings(t *testing.T) {
 	if err := json.Unmarshal(body, &res); code != http.StatusOK || err != nil {
 		t.Fatalf("POST /v1/reload: %d %s", code, body)
 	}
-	if !slices.Equal(res.RestartRequired, []string{"data_dir", "http_engine", "log_format"}) || len(res.Added)+len(res.Changed)+len(res.Removed) != 0 {
-		t.Errorf("reload result %+v, want only data_dir, http_engine and log_format under restart_required", res)
+	if !slices.Equal(res.RestartRequired, []string{"data_dir", "http_engine"}) || len(res.Added)+len(res.Changed)+len(res.Removed) != 0 {
+		t.Errorf("reload result %+v, want only data_dir and http_engine under restart_required", res)
+	}
+	// log_format json: the reload's own closing lines are JSON already.
+	if out := logged.String(); !strings.Contains(out, "\n{") || !strings.Contains(out, `"msg":"config file reloaded"`) {
+		t.Errorf("log after log_format: json:\n%s\nwant the reload's closing lines as JSON", out)
 	}
 	if code, _ := do("GET", "/v1/groups", "old-token"); code != http.StatusUnauthorized {
 		t.Errorf("the old admin token after the reload: %d, want 401", code)
@@ -126,6 +133,9 @@ func TestReloadAppliesSettings(t *testing.T) {
 	defer cancel()
 	for {
 		if b, _ := os.ReadFile(accessPath); strings.Contains(string(b), "/hello") {
+			if !json.Valid(bytes.TrimSpace(b)) {
+				t.Errorf("access log line %q is not JSON under log_format: json", b)
+			}
 			break
 		}
 		select {

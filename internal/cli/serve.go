@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -123,12 +121,13 @@ func serve(ctx context.Context, o serveOptions) error {
 	cfg, logOut := o.cfg, o.logOut
 	level := new(slog.LevelVar)
 	level.Set(parseLevel(cfg.LogLevel))
-	log := newLogger(logOut, level, cfg.LogFormat)
+	logH := newLogHandler(logOut, level, cfg.LogFormat)
+	log := slog.New(logH)
 	info := build()
 	if err := checkAdminExposure(cfg.Admin, cfg.AdminToken, o.insecure); err != nil {
 		return exitCode(2, err)
 	}
-	adminTLS, err := loadCertificates(o.configPath, cfg, log) // serve_tls.go
+	adminCerts, err := loadCertificates(o.configPath, cfg, log) // serve_tls.go
 	if err != nil {
 		return exitCode(2, err)
 	}
@@ -157,11 +156,11 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	// The URL replicas are told to report to: a wildcard listen address
 	// is advertised as loopback, like a front door's.
-	adminURL := registry.AdvertiseFor(protocol.ProtocolHTTP, adminLn.Addr().String())
-	if adminTLS != nil {
-		adminLn = tls.NewListener(adminLn, adminTLS.TLSConfig())
-		adminURL = "https://" + strings.TrimPrefix(adminURL, "http://")
-	}
+	httpAdminURL := registry.AdvertiseFor(protocol.ProtocolHTTP, adminLn.Addr().String())
+	adminSwitch := &adminListener{Listener: adminLn}
+	adminSwitch.set.Store(adminCerts)
+	adminLn = adminSwitch
+	adminURL := adminURLFor(httpAdminURL, adminCerts)
 
 	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {
@@ -177,8 +176,8 @@ func serve(ctx context.Context, o serveOptions) error {
 			return exitCode(2, err)
 		}
 	}
-	if adminTLS != nil {
-		b.WatchCertificates(adminTLS)
+	if adminCerts != nil {
+		b.WatchCertificates(adminCerts)
 	}
 	if err := b.Start(); err != nil {
 		adminLn.Close()
@@ -189,7 +188,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	// Certificates are re-read at every reload, even when the file is
 	// refused (reloadCertificates); applyAdminTLS is where a changed
 	// admin_tls is to be applied to the admin listener.
-	rl := &reloader{reloadCertificates: b.ReloadCertificates, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: cfg, cur: cfg}
+	admin := &adminTLSSwitch{ln: adminSwitch, b: b, log: log, httpURL: httpAdminURL}
+	rl := &reloader{reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: cfg, cur: cfg}
 	var reload func() (protocol.ReloadResult, error)
 	if fromFile {
 		reload = rl.reload
@@ -260,15 +260,4 @@ func parseLevel(level string) slog.Level {
 		lv = slog.LevelInfo
 	}
 	return lv
-}
-
-// newLogger returns the balancer's logger: level is its log_level (changed
-// by a reload), format its log_format (json: slog's JSONHandler; anything
-// else: its TextHandler).
-func newLogger(w io.Writer, level slog.Leveler, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if format == config.LogFormatJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
