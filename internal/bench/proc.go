@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -204,9 +205,18 @@ func WaitLine(ctx context.Context, p *Proc, lines <-chan string, prefix string, 
 // WaitHTTP polls url every 20ms until it answers 200 (true from ok), the
 // process exits, or within passes.
 func WaitHTTP(ctx context.Context, p *Proc, url string, within time.Duration) error {
+	return waitHTTP(ctx, p, url, nil, within)
+}
+
+// waitHTTP is WaitHTTP, over TLS with conf when conf is not nil.
+func waitHTTP(ctx context.Context, p *Proc, url string, conf *tls.Config, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	tr := &http.Transport{DisableKeepAlives: true}
+	if conf != nil {
+		tr.TLSClientConfig = conf.Clone()
+	}
+	hc := &http.Client{Timeout: time.Second, Transport: tr}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var last error

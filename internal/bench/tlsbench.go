@@ -11,10 +11,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,40 +90,6 @@ func WriteBenchCert(dir string) (*BenchCert, error) {
 	return bc, nil
 }
 
-// waitHTTPS is WaitHTTP over TLS with conf.
-func waitHTTPS(ctx context.Context, p *Proc, url string, conf *tls.Config, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: conf.Clone()}}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var last error
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Errorf("status %s", resp.Status)
-		} else {
-			last = err
-		}
-		select {
-		case <-p.exited:
-			return p.died()
-		case <-ctx.Done():
-			return fmt.Errorf("bench: %s not ready at %s within %s (last: %v); see %s", p.Name, url, within, last, p.Log)
-		case <-tick.C:
-		}
-	}
-}
-
 // HAProxyTLS is how the TLS bench's HAProxy ran.
 type HAProxyTLS struct {
 	// NBThread is the nbthread set in its configuration.
@@ -160,7 +124,7 @@ func (e *Env) StartHAProxyTLS(ctx context.Context, backends []string, cert *Benc
 			return nil, err
 		}
 		url := "https://" + addr
-		if lastErr = waitHTTPS(ctx, p, url+"/healthz", cert.Client, 20*time.Second); lastErr != nil {
+		if lastErr = waitHTTP(ctx, p, url+"/healthz", cert.Client, 20*time.Second); lastErr != nil {
 			p.Stop(0)
 			if ctx.Err() != nil {
 				break
