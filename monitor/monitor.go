@@ -62,6 +62,9 @@ type Monitor struct {
 	advice    atomic.Pointer[advice]
 	reg       atomic.Pointer[registration]
 	interval  atomic.Int64 // nanoseconds
+	// termSeen is the highest advisory term seen since the last
+	// registration; written under reportMu, reset by adopt.
+	termSeen atomic.Uint64
 
 	// reportMu serialises reports: closing a window, applying an advisory.
 	reportMu    sync.Mutex
@@ -309,6 +312,7 @@ func (m *Monitor) adopt(r protocol.Registered) {
 		fd = trimSlash(r.FrontDoor)
 	}
 	m.reg.Store(&registration{Registered: r, frontDoor: fd})
+	m.termSeen.Store(0) // a registration starts afresh: any term is accepted
 	if r.ReportInterval > 0 {
 		m.setInterval(r.ReportInterval.D())
 	}

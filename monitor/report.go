@@ -188,9 +188,16 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 }
 
 // applyLocked makes adv the advisory the middleware obeys, unless it is the
-// one already obeyed (same level and epoch), and adopts its report
-// interval. Caller must hold m.reportMu.
+// one already obeyed (same level, term and epoch) or its term is below the
+// highest seen since the last registration (then it is ignored whole), and
+// adopts its report interval. Caller must hold m.reportMu.
 func (m *Monitor) applyLocked(adv protocol.Advisory) {
+	admit, highest := admitTerm(m.termSeen.Load(), adv.Term)
+	if !admit {
+		m.log.Warn("ignoring an advisory of an older term", "term", adv.Term, "highest_term", highest, "epoch", adv.Epoch)
+		return
+	}
+	m.termSeen.Store(highest)
 	if adv.ReportInterval > 0 {
 		m.setInterval(adv.ReportInterval.D())
 	}
@@ -207,7 +214,7 @@ func (m *Monitor) applyLocked(adv protocol.Advisory) {
 	if adv.Advisory == protocol.Nominal {
 		m.advice.Store(nominalAdvice)
 		if cur != nominalAdvice {
-			m.log.Info("advisory nominal", "epoch", adv.Epoch)
+			m.log.Info("advisory nominal", "term", adv.Term, "epoch", adv.Epoch)
 		}
 		return
 	}
@@ -215,9 +222,9 @@ func (m *Monitor) applyLocked(adv protocol.Advisory) {
 	m.advice.Store(a)
 	switch {
 	case a.drain:
-		m.log.Info("advisory drain: sending every bound client back", "epoch", adv.Epoch)
+		m.log.Info("advisory drain: sending every bound client back", "term", adv.Term, "epoch", adv.Epoch)
 	default:
-		m.log.Info("advisory high: sending clients back once each", "epoch", adv.Epoch, "shed", adv.Shed, "clients", a.chosen())
+		m.log.Info("advisory high: sending clients back once each", "term", adv.Term, "epoch", adv.Epoch, "shed", adv.Shed, "clients", a.chosen())
 	}
 }
 
