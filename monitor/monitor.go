@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,12 @@ type Monitor struct {
 	// registration; written under reportMu, reset by adopt.
 	termSeen atomic.Uint64
 
+	// noRedirects is opts.HTTPClient with redirects left to the monitor.
+	noRedirects *http.Client
+	// routeMu guards route, the admin URLs and the one reported to now.
+	routeMu sync.Mutex
+	route   adminRoute
+
 	// reportMu serialises reports: closing a window, applying an advisory.
 	reportMu    sync.Mutex
 	win         window                // guarded by reportMu
@@ -122,7 +129,11 @@ func New(opts Options) (*Monitor, error) {
 		registered:   make(chan struct{}),
 		failed:       make(chan struct{}),
 		pullInterval: pullInterval,
+		route:        newAdminRoute(opts.Admins),
 	}
+	nr := *opts.HTTPClient
+	nr.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	m.noRedirects = &nr
 	if opts.Group != "" {
 		m.bindingPrefix = opts.Group + "/"
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // realBalancer runs a real single-node balancer behind the real admin API
-// on a loopback socket, with group testGroup (join token "join"). wrap, when not
+// on a loopback socket, with group testGroup (join token "join"; a report
+// interval of an hour, so that tests drive every report with ReportNow). wrap, when not
 // nil, sits in front of the API handler (to watch what arrives). It
 // returns the API's base URL and the balancer.
 func realBalancer(t *testing.T, wrap func(http.Handler) http.Handler) (string, *balancer.Balancer) {
@@ -37,7 +38,8 @@ func realBalancer(t *testing.T, wrap func(http.Handler) http.Handler) (string, *
 		defer cancel()
 		_ = b.Shutdown(ctx)
 	})
-	if _, _, err := b.PutGroup(protocol.Group{Name: testGroup, FrontDoor: "127.0.0.1:0", JoinToken: "join"}); err != nil {
+	if _, _, err := b.PutGroup(protocol.Group{Name: testGroup, FrontDoor: "127.0.0.1:0", JoinToken: "join",
+		ReportInterval: protocol.Duration(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	var h http.Handler = api.New(b, api.Options{AdminToken: "admin", Logger: discardLogger()})
