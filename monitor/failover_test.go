@@ -45,7 +45,8 @@ func (tp *reportTap) reports() []string {
 // balancers cannot share a group's state yet): it answers every
 // /v1/report with 307 to redirectTo's /v1/report, as a non-leader will, and
 // passes every other request (registration, deregistration) on to the
-// balancer at proxyTo. It counts the reports it redirected.
+// balancer at proxyTo. It counts the reports it redirected. An empty
+// redirectTo redirects to itself.
 func nonLeader(t *testing.T, proxyTo, redirectTo string) (string, *atomic.Int64) {
 	t.Helper()
 	u, err := url.Parse(proxyTo)
@@ -57,7 +58,7 @@ func nonLeader(t *testing.T, proxyTo, redirectTo string) (string, *atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/report" {
 			redirected.Add(1)
-			http.Redirect(w, r, redirectTo+"/v1/report", http.StatusTemporaryRedirect)
+			http.Redirect(w, r, redirectTo+"/v1/report", http.StatusTemporaryRedirect) // "" + path: itself
 			return
 		}
 		proxy.ServeHTTP(w, r)
@@ -199,5 +200,25 @@ func TestFailoverWhenTheBalancerDies(t *testing.T) {
 	reg, _ := rp.mon.Registered()
 	if st, err := b.Group(testGroup); err != nil || len(st.Replicas) != 1 || st.Replicas[0].ID != reg.ID {
 		t.Fatalf("the second balancer's group: %+v, %v; want the replica registered again", st.Replicas, err)
+	}
+}
+
+// TestRedirectLoopIsBounded: an instance that redirects a report to itself
+// gets it at most 1 + 3 times; then the monitor tries the next admin URL.
+func TestRedirectLoopIsBounded(t *testing.T) {
+	t.Parallel()
+	var tap reportTap
+	bal, _ := realBalancer(t, tap.wrap)
+	loop, redirected := nonLeader(t, bal, "")
+	rp := newReplica(t, nil, func(o *monitor.Options) {
+		o.Admins, o.JoinToken = []string{loop, bal}, "join"
+	})
+	rp.start(t)
+	rp.reportNow(t, time.Second)
+	if n := redirected.Load(); n != 4 {
+		t.Fatalf("the looping instance got %d reports, want 4 (the report and 3 redirects)", n)
+	}
+	if n := len(tap.reports()); n != 1 {
+		t.Fatalf("the balancer got %d reports, want 1", n)
 	}
 }
