@@ -21,6 +21,22 @@
 // strings.Reader do) or when it fits in Options.MaxBufferedBody; a larger
 // streamed body cannot be sent twice, and the redirect is returned instead.
 //
+// # Several front doors
+//
+// A group served by several balancer instances (a cluster) has a front door
+// on each. List them in Options.FrontDoors: calls sent to any of them share
+// one binding, and a call that must go through a front door moves to the
+// next one only when it provably did not run there — a dial error, the
+// front door's own 503 (fulcrum's JSON error with code no_replica or
+// overloaded, naming the group in Fulcrum-Group), or, once a front door of
+// the group has bound the client (so it redirects and runs no call), any
+// transport error. A replica's 503 is never a reason to try another front
+// door: it is returned to the caller as is, since the call ran. The rule
+// above stands: no call runs twice. A DNS name with several addresses as
+// the front door's host is dialled address by address by net/http when
+// one refuses the connection, but a 503 is not retried on its other
+// addresses; list them in Options.FrontDoors for that.
+//
 // The Transport follows fulcrum's redirects itself, a bounded number of
 // times (Options.MaxHops); the http.Client's own redirect policy only sees
 // other redirects. Plain clients (curl -L) work with an on-demand or

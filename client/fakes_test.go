@@ -160,7 +160,7 @@ func (fd *fakeFrontDoor) serve(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set(protocol.HeaderGroup, testGroup) // the front door's own 503
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "no_replica", "message": "group g: no replica available"}})
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "no_replica", "message": "no replica can serve this request", "group": testGroup}})
 		return
 	}
 	fd.unavailable.Store(0)

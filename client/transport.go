@@ -52,6 +52,21 @@ type Options struct {
 	// Logger receives binding changes at debug level. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// FrontDoors lists one group's front doors on several balancer
+	// instances (a cluster), as base URLs ("http://10.0.0.1:8000"). A call
+	// sent to any of them is a call to the group: the Transport keeps one
+	// binding for all of them, and a call that must go through a front
+	// door goes to the one that last answered. It moves to the next only
+	// when the call provably did not run: after a dial error (nothing was
+	// sent), after that front door's own 503 (fulcrum's JSON error: code
+	// no_replica or overloaded, naming the group in Fulcrum-Group), or
+	// after any transport error once a front door of the group has bound
+	// this client (a redirecting front door runs no call) — each front
+	// door once per call. Never after a replica's 503 or any other
+	// answer, which is returned as is, so that no call runs twice. Default none: a call goes to the front door
+	// its URL names. An entry that is not an http(s) base URL makes every
+	// call fail, naming it.
+	FrontDoors []string
 	// Timeout bounds each call, redirects and retries included, from
 	// sending it until its answer's body is read to the end or closed,
 	// as http.Client.Timeout does. Default 0: no bound but the request's
@@ -79,6 +94,11 @@ type Transport struct {
 	timeout time.Duration
 	log     *slog.Logger
 	doors   doors
+	// sets maps each front door of Options.FrontDoors to its set;
+	// read-only.
+	sets map[doorKey]*doorSet
+	// optsErr is why Options.FrontDoors is invalid; every call returns it.
+	optsErr error
 }
 
 // NewTransport returns a Transport for opts.
@@ -110,6 +130,11 @@ func NewTransport(opts Options) *Transport {
 	if t.log == nil {
 		t.log = slog.Default()
 	}
+	sets, err := newDoorSets(opts.FrontDoors)
+	if err != nil {
+		t.optsErr = fmt.Errorf("%w: %w", errFrontDoors, err)
+	}
+	t.sets = sets
 	return t
 }
 
@@ -140,7 +165,7 @@ func (t *Transport) Binding(frontDoor string) (Binding, bool) {
 	if err != nil {
 		return Binding{}, false
 	}
-	d := t.doors.get(keyOf(u))
+	d := t.doors.get(t.canonical(keyOf(u)))
 	if d == nil {
 		return Binding{}, false
 	}
@@ -158,7 +183,7 @@ func (t *Transport) Unbind(frontDoor string) {
 	if err != nil {
 		return
 	}
-	if d := t.doors.get(keyOf(u)); d != nil {
+	if d := t.doors.get(t.canonical(keyOf(u))); d != nil {
 		d.binding.Store(nil)
 	}
 }
@@ -184,7 +209,9 @@ func (t *Transport) CloseIdleConnections() {
 //   - a 503 from the replica drops the binding and is returned;
 //   - a 503 from a front door that has bound this client before (so it
 //     redirects) and that names the group in Fulcrum-Group (so the 503 is
-//     its own, not a proxied replica's) is retried once.
+//     its own, not a proxied replica's) is retried once;
+//   - with Options.FrontDoors, a call the front door provably did not run
+//     (see Options.FrontDoors) goes to the group's next front door.
 //
 // A call is sent again only when it provably did not run, so no call runs
 // twice. The body follows redirects when the request has GetBody or the
@@ -207,12 +234,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // roundTrip is RoundTrip with the attempts made under ctx (req's context,
 // or one with Options.Timeout's deadline).
 func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if t.optsErr != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, t.optsErr
+	}
 	body, err := newReplay(req, t.maxBody)
 	if err != nil {
 		return nil, err
 	}
 	defer body.close()
 	key := keyOf(req.URL)
+	set := t.sets[key]
+	var via int32 // the index in set of the front door a call goes to
+	tried := 1    // the front doors of set tried in this call
+	if set != nil {
+		key = set.keys[0]
+		via = set.current.Load()
+	}
 	door := t.doors.get(key)
 	var bound *binding
 	if door != nil {
@@ -225,7 +265,11 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
 		}
-		out, err := t.attempt(ctx, req, bound, &body, unreachable, leaving)
+		var to *doorKey
+		if set != nil && bound == nil {
+			to = &set.keys[via]
+		}
+		out, err := t.attempt(ctx, req, bound, to, &body, unreachable, leaving)
 		if err != nil {
 			return nil, err
 		}
@@ -264,12 +308,30 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		}
 
 		// The front door answered (or a host not known as one).
+		if set != nil && tried < len(set.keys) && body.canReplay() && ctx.Err() == nil &&
+			(err != nil && (notSent(err) || door != nil) || err == nil && ownUnavailable(resp)) {
+			// Provably not run — not sent, refused by the front door
+			// itself, or lost by a front door that redirects (it has
+			// bound this client: it runs no call) — so the next front
+			// door of the group.
+			if err == nil {
+				discard(resp)
+			}
+			t.log.Debug("fulcrum: front door unavailable; trying the next", "front_door", set.keys[via].host, "err", err)
+			via = (via + 1) % int32(len(set.keys))
+			tried++
+			hop-- // front doors tried are bounded by the set, not MaxHops
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
+		if set != nil {
+			set.current.Store(via)
+		}
 		switch {
 		case resp.StatusCode == http.StatusTemporaryRedirect:
-			nb, ok := bindingFrom(resp, req.URL)
+			nb, ok := bindingFrom(resp, out.URL)
 			if !ok {
 				return resp, nil // not a binding redirect
 			}
@@ -295,11 +357,12 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 }
 
 // attempt builds the request of one attempt: to the replica of b, or to
-// the front door when b is nil. unreachable, when set, is the binding the
+// the front door when b is nil (door, when set, in place of the one req's
+// URL names). unreachable, when set, is the binding the
 // client could not connect to; the front door is told so that it binds the
 // client elsewhere. leaving, when set, is the binding a replica sent the
 // client back from; the front door is told so that it counts the move.
-func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, body *replay, unreachable, leaving string) (*http.Request, error) {
+func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, unreachable, leaving string) (*http.Request, error) {
 	rc, err := body.next()
 	if err != nil {
 		return nil, err
@@ -321,6 +384,12 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 		h[k] = v
 	}
 	out.Header = h
+	if b == nil && door != nil && (door.scheme != req.URL.Scheme || door.host != req.URL.Host) {
+		u := *req.URL
+		u.Scheme, u.Host = door.scheme, door.host
+		out.URL = &u
+		out.Host = ""
+	}
 	switch {
 	case b != nil:
 		out.URL = b.rewrite(req.URL)
@@ -356,4 +425,13 @@ func notSent(err error) bool {
 func discard(resp *http.Response) {
 	_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
 	resp.Body.Close()
+}
+
+// canonical returns the key under which the binding of the front door k is
+// kept: its set's first front door, or k itself.
+func (t *Transport) canonical(k doorKey) doorKey {
+	if set := t.sets[k]; set != nil {
+		return set.keys[0]
+	}
+	return k
 }

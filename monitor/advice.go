@@ -8,7 +8,7 @@ import (
 )
 
 // advice is an advisory as the hot path applies it. Immutable but for the
-// sent set; a new advisory (a new epoch or level) is a new advice, so every
+// sent set; a new advisory (a new term, epoch or level) is a new advice, so every
 // client may be sent back once again.
 type advice struct {
 	adv protocol.Advisory
@@ -18,7 +18,7 @@ type advice struct {
 	targets map[string]struct{}
 
 	mu sync.Mutex
-	// sent are the targets already sent back in this epoch. Guarded by mu.
+	// sent are the targets already sent back in this advisory (term, epoch). Guarded by mu.
 	sent map[string]struct{}
 }
 
@@ -49,10 +49,10 @@ func (a *advice) sendBack(client string) bool {
 	return true
 }
 
-// sameAs reports whether adv is the advisory a already applies: same level
-// and epoch (the epoch changes with every new advisory).
+// sameAs reports whether adv is the advisory a already applies: same level,
+// term and epoch (see sameAdvisory).
 func (a *advice) sameAs(adv protocol.Advisory) bool {
-	return a.adv.Advisory == adv.Advisory && a.adv.Epoch == adv.Epoch
+	return sameAdvisory(a.adv, adv)
 }
 
 // newAdvice builds the advice for adv. rates are the bound clients' rates

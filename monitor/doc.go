@@ -38,11 +38,18 @@
 // If the balancer later rejects the token (401), the monitor registers
 // again. Close deregisters.
 //
+// With several admin URLs (Options.Admins: a cluster's instances) it
+// reports to one and moves to the next when it cannot be reached, does not
+// answer in time or answers 5xx; it follows a 307 from /v1/report itself,
+// re-sending the report with its token, and stays there until that fails.
+// Advisories carry a term (0 on a single node): one whose term is below the
+// highest seen since the monitor last registered is ignored.
+//
 // # What it obeys
 //
 // Under a high advisory the middleware answers each client the advisory
 // names — or, when it names none, the busiest bound clients whose rates add
-// up to the shed amount — once per epoch with 307 Temporary Redirect to the
+// up to the shed amount — once per advisory (term, epoch) with 307 Temporary Redirect to the
 // front door (same path and query) and Fulcrum-Rebind: 1, instead of running
 // the call; the client goes back through the front door and is bound
 // afresh. Under drain every call of a bound client is sent back. Calls

@@ -256,12 +256,14 @@ func newReplica(t *testing.T, admin *fakeAdmin, edit func(*monitor.Options)) *re
 	rp := &replica{clock: newFakeClock(), runs: map[string]int{}}
 	rp.srv = httptest.NewUnstartedServer(nil)
 	opts := monitor.Options{
-		Admin:     admin.URL(),
 		Group:     testGroup,
 		Address:   "http://" + rp.srv.Listener.Addr().String(),
 		JoinToken: "join-secret",
 		Clock:     rp.clock,
 		Logger:    discardLogger(),
+	}
+	if admin != nil { // nil: edit names the admin API
+		opts.Admin = admin.URL()
 	}
 	if edit != nil {
 		edit(&opts)

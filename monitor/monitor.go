@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,15 @@ type Monitor struct {
 	advice    atomic.Pointer[advice]
 	reg       atomic.Pointer[registration]
 	interval  atomic.Int64 // nanoseconds
+	// termSeen is the highest advisory term seen since the last
+	// registration; written under reportMu, reset by adopt.
+	termSeen atomic.Uint64
+
+	// noRedirects is opts.HTTPClient with redirects left to the monitor.
+	noRedirects *http.Client
+	// routeMu guards route, the admin URLs and the one reported to now.
+	routeMu sync.Mutex
+	route   adminRoute
 
 	// reportMu serialises reports: closing a window, applying an advisory.
 	reportMu    sync.Mutex
@@ -119,7 +129,11 @@ func New(opts Options) (*Monitor, error) {
 		registered:   make(chan struct{}),
 		failed:       make(chan struct{}),
 		pullInterval: pullInterval,
+		route:        newAdminRoute(opts.Admins),
 	}
+	nr := *opts.HTTPClient
+	nr.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	m.noRedirects = &nr
 	if opts.Group != "" {
 		m.bindingPrefix = opts.Group + "/"
 	}
@@ -309,6 +323,7 @@ func (m *Monitor) adopt(r protocol.Registered) {
 		fd = trimSlash(r.FrontDoor)
 	}
 	m.reg.Store(&registration{Registered: r, frontDoor: fd})
+	m.termSeen.Store(0) // a registration starts afresh: any term is accepted
 	if r.ReportInterval > 0 {
 		m.setInterval(r.ReportInterval.D())
 	}

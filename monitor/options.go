@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,8 +52,19 @@ const minInterval = 10 * time.Millisecond
 // registration needs (Admin, Group, Address) is a usable default.
 type Options struct {
 	// Admin is the balancer's admin API base URL, e.g.
-	// "http://127.0.0.1:7070". Needed to register and to push reports.
+	// "http://127.0.0.1:7070". Needed (or Admins) to register and to push
+	// reports.
 	Admin string
+	// Admins are more admin API base URLs of the same balancer (the
+	// instances of a cluster), tried after Admin, in order. The monitor
+	// reports to one; when it cannot be reached, does not answer in time
+	// or answers 5xx, the monitor tries the next. A 307 from /v1/report is
+	// followed by the monitor itself (never by HTTPClient, which would drop
+	// the token across hosts): it sends the same report with its token to
+	// the Location and keeps reporting there until that fails, then tries
+	// the list again. Registration and deregistration go to the first URL
+	// that answers. Duplicates are dropped.
+	Admins []string
 	// Group is the group the replica joins.
 	Group string
 	// Address is the replica's public base URL, the one clients are
@@ -107,7 +119,8 @@ type Options struct {
 	// at most protocol.MaxReportClients. Default DefaultTopClients.
 	TopClients int
 	// HTTPClient talks to the admin API. Default: a client with a 10s
-	// timeout.
+	// timeout. The monitor follows /v1/report's redirects itself, whatever
+	// its CheckRedirect says.
 	HTTPClient *http.Client
 	// Logger receives the monitor's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -158,6 +171,23 @@ func (o Options) withDefaults() (Options, error) {
 			return o, invalid("Admin", "%q: %v", o.Admin, err)
 		}
 	}
+	admins := make([]string, 0, 1+len(o.Admins))
+	if o.Admin != "" {
+		admins = append(admins, o.Admin)
+	}
+	for i, a := range o.Admins {
+		a = strings.TrimRight(a, "/")
+		if err := checkBaseURL(a); err != nil {
+			return o, invalid(fmt.Sprintf("Admins[%d]", i), "%q: %v", o.Admins[i], err)
+		}
+		if !slices.Contains(admins, a) {
+			admins = append(admins, a)
+		}
+	}
+	o.Admins = admins
+	if o.Admin == "" && len(admins) > 0 {
+		o.Admin = admins[0]
+	}
 	if o.Address != "" {
 		if err := checkAddress(o.Address); err != nil {
 			return o, invalid("Address", "%q: %v", o.Address, err)
@@ -178,11 +208,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Token == "" {
 		// The monitor registers itself.
 		if o.Admin == "" || o.Group == "" || o.Address == "" {
-			return o, invalid("Admin, Group and Address", "are required to register (or give Token)")
+			return o, invalid("Admin (or Admins), Group and Address", "are required to register (or give Token)")
 		}
 	}
 	if o.Mode == protocol.MonitorPush && o.Admin == "" {
-		return o, invalid("Admin", "is required in push mode")
+		return o, invalid("Admin (or Admins)", "is required in push mode")
 	}
 	if o.Mode == protocol.MonitorPull {
 		if o.PullURL == "" && o.Address != "" {

@@ -78,7 +78,7 @@ func responseError(resp *http.Response) *APIError {
 
 // canRegister reports whether the monitor knows enough to register.
 func (m *Monitor) canRegister() bool {
-	return m.opts.Admin != "" && m.opts.Group != "" && m.opts.Address != ""
+	return len(m.opts.Admins) > 0 && m.opts.Group != "" && m.opts.Address != ""
 }
 
 // register registers the replica once, with replace, and adopts the answer.
@@ -97,7 +97,51 @@ func (m *Monitor) register(ctx context.Context) (protocol.Registered, error) {
 	if err != nil {
 		return protocol.Registered{}, fmt.Errorf("monitor: register: %w", err)
 	}
-	u := m.opts.Admin + "/v1/groups/" + url.PathEscape(m.opts.Group) + "/replicas"
+	var reg protocol.Registered
+	err = m.eachAdmin(ctx, func(base string) error {
+		var err error
+		reg, err = m.registerAt(ctx, base, data)
+		return err
+	})
+	if err != nil {
+		return protocol.Registered{}, err
+	}
+	m.adopt(reg)
+	m.log.Info("registered", "replica", reg.ID, "address", m.opts.Address, "front_door", reg.FrontDoor,
+		"report_interval", reg.ReportInterval.D())
+	return reg, nil
+}
+
+// eachAdmin calls try with each admin URL in turn, from the one reported
+// to now, until one answers (see tryElsewhere); the one that does becomes
+// the one reported to. It returns try's error (all of them, when every URL
+// failed).
+func (m *Monitor) eachAdmin(ctx context.Context, try func(base string) error) error {
+	m.routeMu.Lock()
+	order, was := m.route.order(), m.route.current
+	m.routeMu.Unlock()
+	var errs []error
+	for _, base := range order {
+		err := try(base)
+		if err == nil || ctx.Err() != nil || !tryElsewhere(err) {
+			if err == nil && base != was {
+				m.routeMu.Lock()
+				m.route.current = base
+				m.routeMu.Unlock()
+			}
+			return err
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// registerAt posts an encoded registration to one admin URL.
+func (m *Monitor) registerAt(ctx context.Context, base string, data []byte) (protocol.Registered, error) {
+	u := base + "/v1/groups/" + url.PathEscape(m.opts.Group) + "/replicas"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
 	if err != nil {
 		return protocol.Registered{}, fmt.Errorf("monitor: register: %w", err)
@@ -118,14 +162,11 @@ func (m *Monitor) register(ctx context.Context) (protocol.Registered, error) {
 	}
 	var reg protocol.Registered
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&reg); err != nil {
-		return protocol.Registered{}, fmt.Errorf("monitor: register: decode answer: %w", err)
+		return protocol.Registered{}, &decodeError{fmt.Errorf("monitor: register: decode answer: %w", err)}
 	}
 	if reg.ID == "" || reg.Token == "" {
-		return protocol.Registered{}, fmt.Errorf("monitor: register: answer has no id or token")
+		return protocol.Registered{}, &decodeError{errors.New("monitor: register: answer has no id or token")}
 	}
-	m.adopt(reg)
-	m.log.Info("registered", "replica", reg.ID, "address", m.opts.Address, "front_door", reg.FrontDoor,
-		"report_interval", reg.ReportInterval.D())
 	return reg, nil
 }
 
@@ -200,7 +241,12 @@ func (m *Monitor) refused(err error) bool {
 
 // deregister removes the replica from its group, with its own token.
 func (m *Monitor) deregister(ctx context.Context, reg *registration) error {
-	u := m.opts.Admin + "/v1/groups/" + url.PathEscape(m.opts.Group) + "/replicas/" + url.PathEscape(reg.ID)
+	return m.eachAdmin(ctx, func(base string) error { return m.deregisterAt(ctx, base, reg) })
+}
+
+// deregisterAt removes the replica through one admin URL.
+func (m *Monitor) deregisterAt(ctx context.Context, base string, reg *registration) error {
+	u := base + "/v1/groups/" + url.PathEscape(m.opts.Group) + "/replicas/" + url.PathEscape(reg.ID)
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
 	if err != nil {
 		return fmt.Errorf("monitor: deregister: %w", err)

@@ -57,27 +57,80 @@ func (m *Monitor) pushLocked(ctx context.Context) (protocol.Advisory, error) {
 	return adv, nil
 }
 
-// postReport POSTs an encoded report to {admin}/v1/report.
+// postReport POSTs an encoded report to the admin URL reported to now,
+// following 307s itself (with the token) and trying the other admin URLs
+// when one fails (see Options.Admins). The instance that answers becomes
+// the one reported to.
 func (m *Monitor) postReport(ctx context.Context, token string, body []byte) (protocol.Advisory, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.opts.Admin+"/v1/report", bytes.NewReader(body))
+	m.routeMu.Lock()
+	order, was := m.route.order(), m.route.current
+	m.routeMu.Unlock()
+	var errs []error
+	hops := 0
+	for _, base := range order {
+		for {
+			adv, location, err := m.postReportTo(ctx, base, token, body)
+			if err == nil && location == "" {
+				if base != was {
+					m.routeMu.Lock()
+					m.route.current = base
+					m.routeMu.Unlock()
+					m.log.Info("reporting to another balancer instance", "admin", base, "was", was)
+				}
+				return adv, nil
+			}
+			if err == nil {
+				to, rerr := redirectBase(base, location)
+				switch {
+				case rerr != nil:
+					err = fmt.Errorf("monitor: report to %s: %w", base, rerr)
+				case hops >= maxReportRedirects:
+					err = fmt.Errorf("monitor: report to %s: more than %d redirects", base, maxReportRedirects)
+				default:
+					hops++
+					base = to
+					continue
+				}
+			}
+			if ctx.Err() != nil || !tryElsewhere(err) {
+				return protocol.Advisory{}, err
+			}
+			errs = append(errs, err)
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return protocol.Advisory{}, errs[0]
+	}
+	return protocol.Advisory{}, fmt.Errorf("monitor: report: no admin URL took it: %w", errors.Join(errs...))
+}
+
+// postReportTo POSTs an encoded report to base+"/v1/report" once. A 307 or
+// 308 returns its Location and no error.
+func (m *Monitor) postReportTo(ctx context.Context, base, token string, body []byte) (adv protocol.Advisory, location string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+reportPath, bytes.NewReader(body))
 	if err != nil {
-		return protocol.Advisory{}, fmt.Errorf("monitor: report: %w", err)
+		return protocol.Advisory{}, "", fmt.Errorf("monitor: report: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := m.opts.HTTPClient.Do(req)
+	resp, err := m.noRedirects.Do(req)
 	if err != nil {
-		return protocol.Advisory{}, fmt.Errorf("monitor: report: %w", err)
+		return protocol.Advisory{}, "", fmt.Errorf("monitor: report: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return protocol.Advisory{}, fmt.Errorf("monitor: report: %w", responseError(resp))
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes))
+		return protocol.Advisory{}, resp.Header.Get("Location"), nil
+	default:
+		return protocol.Advisory{}, "", fmt.Errorf("monitor: report to %s: %w", base, responseError(resp))
 	}
-	var adv protocol.Advisory
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&adv); err != nil {
-		return protocol.Advisory{}, fmt.Errorf("monitor: report: decode advisory: %w", err)
+		return protocol.Advisory{}, "", &decodeError{fmt.Errorf("monitor: report: decode advisory: %w", err)}
 	}
-	return adv, nil
+	return adv, "", nil
 }
 
 // PullHandler serves the balancer's pulls: it applies the advisory passed
@@ -188,9 +241,16 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 }
 
 // applyLocked makes adv the advisory the middleware obeys, unless it is the
-// one already obeyed (same level and epoch), and adopts its report
-// interval. Caller must hold m.reportMu.
+// one already obeyed (same level, term and epoch) or its term is below the
+// highest seen since the last registration (then it is ignored whole), and
+// adopts its report interval. Caller must hold m.reportMu.
 func (m *Monitor) applyLocked(adv protocol.Advisory) {
+	admit, highest := admitTerm(m.termSeen.Load(), adv.Term)
+	if !admit {
+		m.log.Warn("ignoring an advisory of an older term", "term", adv.Term, "highest_term", highest, "epoch", adv.Epoch)
+		return
+	}
+	m.termSeen.Store(highest)
 	if adv.ReportInterval > 0 {
 		m.setInterval(adv.ReportInterval.D())
 	}
@@ -207,7 +267,7 @@ func (m *Monitor) applyLocked(adv protocol.Advisory) {
 	if adv.Advisory == protocol.Nominal {
 		m.advice.Store(nominalAdvice)
 		if cur != nominalAdvice {
-			m.log.Info("advisory nominal", "epoch", adv.Epoch)
+			m.log.Info("advisory nominal", "term", adv.Term, "epoch", adv.Epoch)
 		}
 		return
 	}
@@ -215,9 +275,9 @@ func (m *Monitor) applyLocked(adv protocol.Advisory) {
 	m.advice.Store(a)
 	switch {
 	case a.drain:
-		m.log.Info("advisory drain: sending every bound client back", "epoch", adv.Epoch)
+		m.log.Info("advisory drain: sending every bound client back", "term", adv.Term, "epoch", adv.Epoch)
 	default:
-		m.log.Info("advisory high: sending clients back once each", "epoch", adv.Epoch, "shed", adv.Shed, "clients", a.chosen())
+		m.log.Info("advisory high: sending clients back once each", "term", adv.Term, "epoch", adv.Epoch, "shed", adv.Shed, "clients", a.chosen())
 	}
 }
 

@@ -122,8 +122,14 @@ type Advisory struct {
 	Advisory string `json:"advisory"`
 	// Shed is the amount of load (in the report's unit) to move away.
 	Shed float64 `json:"shed"`
-	// Epoch changes with every new advisory; a monitor sends each client
-	// back at most once per epoch.
+	// Term is the term of the balancer instance that advised: 0 on a
+	// single node (in a cluster, the analyzer leader's election revision).
+	// A monitor ignores an advisory whose term is below the highest it has
+	// seen since it last registered.
+	Term uint64 `json:"term"`
+	// Epoch changes with every new advisory within a term; an advisory is
+	// identified by (Term, Epoch), and a monitor sends each client back at
+	// most once per advisory.
 	Epoch uint64 `json:"epoch"`
 	// Clients optionally names the bound clients to send back.
 	Clients []string `json:"clients,omitempty"`

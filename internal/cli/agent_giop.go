@@ -79,7 +79,7 @@ calls elsewhere). Its first lines on stdout are "listening on HOST:PORT" and
 	fl.StringVar(&f.advertise, "advertise", "", "host:port clients reach the agent at, put in the registered IOR (default the listen address; required when it is a wildcard)")
 	fl.StringVar(&f.target, "target", "", "the server's object reference: IOR:... or corbaloc:iiop:host:port/key (required)")
 	fl.StringVar(&f.typeID, "type-id", "", "repository id of the object, e.g. IDL:Prime:1.0 (default: the target IOR's; a corbaloc target has none)")
-	fl.StringVar(&f.register, "register", "", "admin API URL of the balancer to register with")
+	fl.StringVar(&f.register, "register", "", registerUsage)
 	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
 	fl.StringVar(&f.token, "token", "", "replica token from an earlier registration (fulcrum ctl add) instead of registering")
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
@@ -136,6 +136,9 @@ func (f *agentGIOPFlags) check() error {
 	}
 	if f.register != "" && f.group == "" {
 		return errors.New("--group is required with --register")
+	}
+	if _, err := registerURLs(f.register); err != nil {
+		return err
 	}
 	switch monitor.LoadSource(f.load) {
 	case monitor.LoadRate, monitor.LoadInflight, monitor.LoadLatency:
@@ -223,7 +226,7 @@ func runAgentGIOP(ctx context.Context, f *agentGIOPFlags, stdout io.Writer) erro
 		}
 	}
 	mon, err := monitor.New(monitor.Options{
-		Admin: f.register, Group: f.group, Address: ref.String(), Token: f.token, JoinToken: f.joinToken,
+		Admins: checkedRegisterURLs(f.register), Group: f.group, Address: ref.String(), Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, PullURL: pullURL, Load: monitor.LoadSource(f.load), Logger: log,
 		HTTPClient:       adminHC,
 		RegisterAttempts: registerAttempts(f.retryForever),

@@ -87,7 +87,7 @@ to the agent (see docs/agents.md). Its first line on stdout is
 	fl.StringVar(&f.target, "target", "", "base URL the agent reaches the replica at (required)")
 	f.adminTLS.register(fl)
 	fl.StringVar(&f.address, "address", "", "public base URL to register the replica with (default --target)")
-	fl.StringVar(&f.register, "register", "", "admin API URL of the balancer to register with")
+	fl.StringVar(&f.register, "register", "", registerUsage)
 	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
 	fl.StringVar(&f.token, "token", "", "replica token from an earlier registration (fulcrum ctl add) instead of registering")
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
@@ -125,6 +125,9 @@ func (f *agentHTTPFlags) check() error {
 	}
 	if f.register != "" && f.group == "" {
 		return errors.New("--group is required with --register")
+	}
+	if _, err := registerURLs(f.register); err != nil {
+		return err
 	}
 	if f.stubStatus != "" {
 		if err := absoluteHTTP(f.stubStatus); err != nil {
@@ -250,7 +253,7 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		listenURL = strings.TrimRight(listenURL, "/")
 	}
 	opts := monitor.Options{
-		Admin: f.register, Group: f.group, Address: f.address, Token: f.token, JoinToken: f.joinToken,
+		Admins: checkedRegisterURLs(f.register), Group: f.group, Address: f.address, Token: f.token, JoinToken: f.joinToken,
 		Weight: f.weight, Mode: f.mode, Load: agentLoads[f.load], Logger: log,
 		RegisterAttempts: registerAttempts(f.retryForever),
 	}

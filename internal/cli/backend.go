@@ -71,6 +71,9 @@ asks for one).`,
 			if f.register != "" && f.group == "" {
 				return exitCode(2, errors.New("--group is required with --register"))
 			}
+			if _, err := registerURLs(f.register); err != nil {
+				return exitCode(2, err)
+			}
 			if (f.tlsCert == "") != (f.tlsKey == "") {
 				return exitCode(2, errors.New("--tls-cert and --tls-key must be given together"))
 			}
@@ -86,7 +89,7 @@ asks for one).`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:9001", "address to listen on (port 0: any free port)")
 	fl.StringVar(&f.advertise, "advertise", "", "base URL clients reach this replica at (default http://<listen address>)")
-	fl.StringVar(&f.register, "register", "", "admin API URL of the balancer to register with")
+	fl.StringVar(&f.register, "register", "", registerUsage)
 	fl.StringVar(&f.group, "group", "", "group to join (with --register)")
 	fl.StringVar(&f.token, "token", "", "replica token from an earlier registration (fulcrum ctl add) instead of registering")
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
@@ -139,7 +142,7 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 	var mon *monitor.Monitor
 	if f.register != "" || f.token != "" {
 		mon, err = monitor.New(monitor.Options{
-			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
+			Admins: checkedRegisterURLs(f.register), Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
 			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
 			HTTPClient:       adminHC,
 			RegisterAttempts: registerAttempts(f.retryForever),

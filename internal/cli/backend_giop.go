@@ -49,7 +49,7 @@ func runPrimeGIOP(ctx context.Context, f primeFlags, stdout interface{ Write([]b
 	addr := ref.String()
 	if f.register != "" || f.token != "" {
 		mon, err := monitor.New(monitor.Options{
-			Admin: f.register, Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
+			Admins: checkedRegisterURLs(f.register), Group: f.group, Address: addr, Token: f.token, JoinToken: f.joinToken,
 			Weight: f.weight, CPUs: f.cpus, Mode: f.mode, Load: monitor.LoadSource(f.load), Logger: log,
 			HTTPClient:       adminHC,
 			RegisterAttempts: registerAttempts(f.retryForever),
