@@ -63,6 +63,9 @@ func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	gs.Name = name
 	if r.Header.Get("If-None-Match") == "*" {
+		// Looked at here so that an existing group is a 412 whatever the
+		// body; held atomically by the store's transaction (ifmatch.go).
+		m.None = true
 		if _, err := s.b.Group(name); err == nil {
 			writeError(w, http.StatusPreconditionFailed, apiError{Code: codeGroupExists, Message: "group " + name + " already exists (If-None-Match: *)", Field: "name"})
 			return

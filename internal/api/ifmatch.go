@@ -50,11 +50,16 @@ func parseIfMatch(r *http.Request) (balancer.Match, *protocol.FieldError) {
 }
 
 // revisionMismatch writes the 412 of a *balancer.RevisionError, if err is
-// one, with the current revision in the body and the ETag header.
+// one, with the current revision in the body and the ETag header; or the
+// 412 group_exists of a PUT with If-None-Match: * on an existing group.
 func revisionMismatch(w http.ResponseWriter, err error) bool {
 	var re *balancer.RevisionError
 	if !errors.As(err, &re) {
 		return false
+	}
+	if re.Match.None && re.Current != 0 {
+		writeError(w, http.StatusPreconditionFailed, apiError{Code: codeGroupExists, Message: message(err), Field: "name"})
+		return true
 	}
 	setETag(w, re.Current)
 	cur := re.Current

@@ -259,3 +259,40 @@ func TestWritesWithoutIfMatchNeverConflict(t *testing.T) {
 		t.Fatalf("params %v after the racing patches, want dampening 0.5 and tolerance 2", st.Params)
 	}
 }
+
+// Creates racing with If-None-Match: * on one name: exactly one creates
+// the group (201), every other gets 412 group_exists.
+func TestIfNoneMatchRace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{}, balancer.Options{})
+	const n = 12
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			answers[i] = e.call("PUT", "/v1/groups/g", "", group(nil), "If-None-Match", "*")
+		}()
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for i, a := range answers {
+		switch a.status {
+		case http.StatusCreated:
+			created++
+		case http.StatusPreconditionFailed:
+			if a.err(t).Code != "group_exists" {
+				t.Fatalf("create %d: %s", i, a.body)
+			}
+		default:
+			t.Fatalf("create %d: status %d: %s", i, a.status, a.body)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d creates succeeded with If-None-Match: *, want 1", created)
+	}
+}

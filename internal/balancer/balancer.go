@@ -482,7 +482,7 @@ func (b *Balancer) putGroupLocked(gs protocol.Group, start bool, m Match) (*grou
 		if !errors.As(err, &ce) {
 			return g, created, err
 		}
-		if m.Rev != 0 {
+		if m.Rev != 0 || m.None {
 			return nil, false, &RevisionError{Group: gs.Name, Match: m, Current: ce.Current}
 		}
 		if attempt == writeAttempts {

@@ -37,17 +37,14 @@ type Match struct {
 	Rev int64
 	// Any requires the group to exist (If-Match: *).
 	Any bool
+	// None requires the group not to exist (If-None-Match: *): a PUT
+	// that only creates.
+	None bool
 }
 
 // holds tells whether m holds for a group at revision cur (0: absent).
 func (m Match) holds(cur int64) bool {
-	switch {
-	case m.Any:
-		return cur != 0
-	case m.Rev != 0:
-		return m.Rev == cur
-	}
-	return true
+	return (!m.Any || cur != 0) && (m.Rev == 0 || m.Rev == cur) && (!m.None || cur == 0)
 }
 
 func (m Match) String() string {
@@ -67,6 +64,9 @@ type RevisionError struct {
 }
 
 func (e *RevisionError) Error() string {
+	if e.Match.None && e.Current != 0 {
+		return fmt.Sprintf("balancer: group %s already exists (If-None-Match: *)", e.Group)
+	}
 	if e.Current == 0 {
 		return fmt.Sprintf("balancer: group %s does not exist (If-Match: %s)", e.Group, e.Match)
 	}
