@@ -24,6 +24,10 @@ type GroupStatus struct {
 	// QueueStats are the queue's calls waiting and counters, when the
 	// group has a queue (queue.limit > 0).
 	QueueStats *QueueStats `json:"queue_stats,omitempty"`
+	// Revision is the store revision at which the group's settings were
+	// last written (its ETag, "<revision>"); replica registrations and
+	// load reports do not change it. See If-Match in docs/api.md.
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // ReplicaStatus is one replica's live state.

@@ -27,6 +27,7 @@ const (
 	codeNoConfigFile     = "no_config_file"         // 409: POST /v1/reload without --config
 	codeInvalidConfig    = "invalid_config"         // 400: POST /v1/reload of a file that cannot be used
 	codeGroupExists      = "group_exists"           // 412: PUT with If-None-Match: *
+	codeRevisionMismatch = "revision_mismatch"      // 412: If-Match no longer holds (ifmatch.go)
 	codeNotReady         = "not_ready"              // 503
 	codeShuttingDown     = "shutting_down"          // 503
 	codeInternal         = "internal"               // 500
@@ -46,6 +47,9 @@ type apiError struct {
 	// Errors are every problem of a config file that a reload refused
 	// (invalid_config), one line each, in line order.
 	Errors []string `json:"errors,omitempty"`
+	// Revision is the group's current revision (revision_mismatch; 0:
+	// the group does not exist).
+	Revision *int64 `json:"revision,omitempty"`
 }
 
 type errorBody struct {
@@ -90,6 +94,9 @@ func jsonBodyError(fe *protocol.FieldError) apiError {
 
 // fail maps an error from the balancer to its status and writes it.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if revisionMismatch(w, err) {
+		return
+	}
 	var (
 		fe  *protocol.FieldError
 		pe  *strategy.ParamError

@@ -27,14 +27,21 @@ func (s *server) getGroup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	setETag(w, st.Revision)
 	writeJSON(w, http.StatusOK, st)
 }
 
 // putGroup creates (201) or replaces (200) a group. The body is the group's
 // config file keys as JSON; "name", when given, must match the path. With
-// "If-None-Match: *" an existing group is not replaced (412).
+// "If-None-Match: *" an existing group is not replaced (412); with
+// If-Match the group is replaced only at that revision (ifmatch.go).
 func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	m, fe := parseIfMatch(r)
+	if fe != nil {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, fe))
+		return
+	}
 	var gs protocol.Group
 	data, fe := readBody(w, r, s.opts.MaxBodyBytes)
 	if fe == nil {
@@ -56,6 +63,9 @@ func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	gs.Name = name
 	if r.Header.Get("If-None-Match") == "*" {
+		// Looked at here so that an existing group is a 412 whatever the
+		// body; held atomically by the store's transaction (ifmatch.go).
+		m.None = true
 		if _, err := s.b.Group(name); err == nil {
 			writeError(w, http.StatusPreconditionFailed, apiError{Code: codeGroupExists, Message: "group " + name + " already exists (If-None-Match: *)", Field: "name"})
 			return
@@ -64,11 +74,12 @@ func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	st, created, err := s.b.PutGroup(gs)
+	st, created, err := s.b.PutGroupIf(gs, m)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	setETag(w, st.Revision)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
@@ -80,6 +91,11 @@ func (s *server) putGroup(w http.ResponseWriter, r *http.Request) {
 // patchGroup changes strategy, params, binding, max_inflight or queue at
 // run time.
 func (s *server) patchGroup(w http.ResponseWriter, r *http.Request) {
+	m, fe := parseIfMatch(r)
+	if fe != nil {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, fe))
+		return
+	}
 	var p protocol.GroupPatch
 	if fe := decodeJSON(w, r, s.opts.MaxBodyBytes, &p); fe != nil {
 		if fe.Allowed == allowedUnknownField {
@@ -88,17 +104,23 @@ func (s *server) patchGroup(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, jsonBodyError(fe))
 		return
 	}
-	st, err := s.b.PatchGroup(r.PathValue("name"), p)
+	st, err := s.b.PatchGroupIf(r.PathValue("name"), p, m)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	setETag(w, st.Revision)
 	writeJSON(w, http.StatusOK, st)
 }
 
 // deleteGroup stops a group's front door and forgets it and its replicas.
 func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) {
-	if err := s.b.DeleteGroup(r.PathValue("name")); err != nil {
+	m, fe := parseIfMatch(r)
+	if fe != nil {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, fe))
+		return
+	}
+	if err := s.b.DeleteGroupIf(r.PathValue("name"), m); err != nil {
 		s.fail(w, r, err)
 		return
 	}

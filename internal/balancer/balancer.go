@@ -106,6 +106,9 @@ type Balancer struct {
 	// guards prebound, the listeners a reload bound ahead (reload.go).
 	reloadMu sync.Mutex
 	declared map[string]protocol.Group
+	// adminMu serialises the writes of groups' settings (revision.go).
+	// Lock order: reloadMu before adminMu before mu.
+	adminMu  sync.Mutex
 	preMu    sync.Mutex
 	prebound map[string]prebound
 
@@ -183,6 +186,7 @@ func New(opts Options) (*Balancer, error) {
 			b.log.Warn("stored group cannot be built; skipped", "group", gs.Name, "err", err)
 			continue
 		}
+		g.rev = snap.GroupRevs[gs.Name]
 		b.groups[gs.Name] = g
 	}
 	sort.SliceStable(snap.Replicas, func(i, j int) bool { return snap.Replicas[i].Created.Before(snap.Replicas[j].Created) })
@@ -411,6 +415,12 @@ func (b *Balancer) Group(name string) (protocol.GroupStatus, error) {
 // PutGroup creates or replaces a group from the API. created is true when
 // it did not exist.
 func (b *Balancer) PutGroup(gs protocol.Group) (protocol.GroupStatus, bool, error) {
+	return b.PutGroupIf(gs, Match{})
+}
+
+// PutGroupIf is PutGroup if the group's revision satisfies m, and fails
+// with a *RevisionError otherwise (revision.go).
+func (b *Balancer) PutGroupIf(gs protocol.Group, m Match) (protocol.GroupStatus, bool, error) {
 	gs = registry.WithDefaults(gs)
 	gs.Source = protocol.SourceAPI
 	if err := registry.Validate(gs); err != nil {
@@ -419,6 +429,8 @@ func (b *Balancer) PutGroup(gs protocol.Group) (protocol.GroupStatus, bool, erro
 	if err := b.checkGroupLoops(gs, true); err != nil {
 		return protocol.GroupStatus{}, false, err
 	}
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	b.mu.RLock()
 	old := b.groups[gs.Name]
 	b.mu.RUnlock()
@@ -428,7 +440,7 @@ func (b *Balancer) PutGroup(gs protocol.Group) (protocol.GroupStatus, bool, erro
 		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
 	}
-	g, created, err := b.putGroup(gs, true)
+	g, created, err := b.putGroupLocked(gs, true, m)
 	if err != nil {
 		return protocol.GroupStatus{}, false, err
 	}
@@ -441,6 +453,49 @@ func (b *Balancer) PutGroup(gs protocol.Group) (protocol.GroupStatus, bool, erro
 // putGroup stores and applies gs (already defaulted and validated). When
 // start is true a new front door is started at once.
 func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error) {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	return b.putGroupLocked(gs, start, Match{})
+}
+
+// putGroupLocked is putGroup if the group's revision satisfies m: it reads
+// the revision, applies gs and writes it in a transaction conditioned on
+// that revision, and tries again when another writer changed the record
+// in between (revision.go). Caller holds b.adminMu.
+func (b *Balancer) putGroupLocked(gs protocol.Group, start bool, m Match) (*group, bool, error) {
+	for attempt := 1; ; attempt++ {
+		b.mu.RLock()
+		closed := b.closed
+		b.mu.RUnlock()
+		if closed {
+			return nil, false, ErrClosed
+		}
+		cur, err := b.reg.GroupRevision(gs.Name)
+		if err != nil {
+			return nil, false, err
+		}
+		if !m.holds(cur) {
+			return nil, false, &RevisionError{Group: gs.Name, Match: m, Current: cur}
+		}
+		g, created, err := b.applyGroup(gs, start, cur)
+		var ce *groupstore.ConflictError
+		if !errors.As(err, &ce) {
+			return g, created, err
+		}
+		if m.Rev != 0 || m.None {
+			return nil, false, &RevisionError{Group: gs.Name, Match: m, Current: ce.Current}
+		}
+		if attempt == writeAttempts {
+			return nil, false, fmt.Errorf("balancer: group %s changed under each of %d writes: %w", gs.Name, writeAttempts, err)
+		}
+		b.log.Info("group changed by another writer; writing again on its new revision", "group", gs.Name, "revision", ce.Current)
+	}
+}
+
+// applyGroup applies gs and stores it in a transaction conditioned on the
+// group's record being at revision rev. When the store refuses (a
+// *groupstore.ConflictError), the in-memory change is undone.
+func (b *Balancer) applyGroup(gs protocol.Group, start bool, rev int64) (*group, bool, error) {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -449,13 +504,30 @@ func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error)
 	g := b.groups[gs.Name]
 	b.mu.Unlock()
 	if g != nil {
+		g.mu.Lock()
+		old := g.spec
+		g.mu.Unlock()
 		if err := g.update(gs); err != nil {
 			return nil, false, err
 		}
 		g.mu.Lock()
-		writes := append([]*storeWrite{g.queueWriteLocked(&storeWrite{putGroup: &gs})}, g.syncStaticLocked()...)
+		gw := g.queueWriteLocked(&storeWrite{putGroup: &gs, groupRev: rev})
+		writes := append([]*storeWrite{gw}, g.syncStaticLocked()...)
 		g.mu.Unlock()
 		g.flushWrites()
+		if errors.Is(gw.err, groupstore.ErrConflict) {
+			if err := g.update(old); err != nil {
+				b.log.Error("cannot undo a group change the store refused", "group", gs.Name, "err", err)
+			}
+			g.mu.Lock()
+			writes := g.syncStaticLocked()
+			g.mu.Unlock()
+			g.flushWrites()
+			if err := writeErr(writes...); err != nil {
+				b.log.Error("cannot undo a group change the store refused", "group", gs.Name, "err", err)
+			}
+			return nil, false, gw.err
+		}
 		return g, false, writeErr(writes...)
 	}
 	g, err := b.newGroup(gs)
@@ -474,10 +546,10 @@ func (b *Balancer) putGroup(gs protocol.Group, start bool) (*group, bool, error)
 	err = writeErr(writes...)
 	if err == nil {
 		g.mu.Lock()
-		w := g.queueWriteLocked(&storeWrite{putGroup: &gs})
+		w := g.queueWriteLocked(&storeWrite{putGroup: &gs, groupRev: rev})
 		g.mu.Unlock()
 		g.flushWrites()
-		err = writeErr(w)
+		err = w.err
 	}
 	if err != nil {
 		b.discardNew(g)
@@ -509,6 +581,14 @@ func (b *Balancer) discardNew(g *group) {
 // merged into the current ones; switching strategy resets params to the new
 // strategy's defaults unless given.
 func (b *Balancer) PatchGroup(name string, p protocol.GroupPatch) (protocol.GroupStatus, error) {
+	return b.PatchGroupIf(name, p, Match{})
+}
+
+// PatchGroupIf is PatchGroup if the group's revision satisfies m, and
+// fails with a *RevisionError otherwise (revision.go).
+func (b *Balancer) PatchGroupIf(name string, p protocol.GroupPatch, m Match) (protocol.GroupStatus, error) {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	g, err := b.group(name)
 	if err != nil {
 		return protocol.GroupStatus{}, err
@@ -546,7 +626,7 @@ func (b *Balancer) PatchGroup(name string, p protocol.GroupPatch) (protocol.Grou
 		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", name)
 	}
-	if _, _, err := b.putGroup(gs, true); err != nil {
+	if _, _, err := b.putGroupLocked(gs, true, m); err != nil {
 		return protocol.GroupStatus{}, err
 	}
 	st := g.status()
@@ -556,16 +636,44 @@ func (b *Balancer) PatchGroup(name string, p protocol.GroupPatch) (protocol.Grou
 
 // DeleteGroup stops a group's front door and forgets it and its replicas.
 func (b *Balancer) DeleteGroup(name string) error {
+	return b.DeleteGroupIf(name, Match{})
+}
+
+// DeleteGroupIf is DeleteGroup if the group's revision satisfies m, and
+// fails with a *RevisionError otherwise (revision.go).
+func (b *Balancer) DeleteGroupIf(name string, m Match) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
 	b.mu.RLock()
 	g := b.groups[name]
 	b.mu.RUnlock()
 	if g != nil && g.fromConfig.Load() {
 		b.log.Warn("deleted a config-declared group; it comes back at the next start or reload", "group", name)
 	}
-	return b.deleteGroup(name)
+	return b.deleteGroupLocked(name, m)
 }
 
 func (b *Balancer) deleteGroup(name string) error {
+	b.adminMu.Lock()
+	defer b.adminMu.Unlock()
+	return b.deleteGroupLocked(name, Match{})
+}
+
+// deleteGroupLocked deletes group name if its revision satisfies m. With a
+// revision in m, the store's deletion of the record is conditioned on it;
+// without, the group is deleted whatever its revision. Caller holds
+// b.adminMu.
+func (b *Balancer) deleteGroupLocked(name string, m Match) error {
+	if _, err := b.group(name); err != nil {
+		return err
+	}
+	cur, err := b.reg.GroupRevision(name)
+	if err != nil {
+		return err
+	}
+	if !m.holds(cur) {
+		return &RevisionError{Group: name, Match: m, Current: cur}
+	}
 	b.mu.Lock()
 	g := b.groups[name]
 	if g == nil {
@@ -584,9 +692,20 @@ func (b *Balancer) deleteGroup(name string) error {
 	_ = g.stop(ctx)
 	g.mu.Lock()
 	b.certMetrics.Remove(g.tls)
-	w := g.queueWriteLocked(&storeWrite{delGroup: true})
+	w := &storeWrite{delGroup: true, groupRev: -1}
+	if m.Rev != 0 {
+		w.groupRev = m.Rev
+	}
+	g.queueWriteLocked(w)
 	g.mu.Unlock()
 	g.flushWrites()
+	// A conflict here means another instance wrote the record between the
+	// check above and this write: the group is stopped here, and that
+	// instance's record stays in the store.
+	var ce *groupstore.ConflictError
+	if errors.As(w.err, &ce) {
+		return &RevisionError{Group: name, Match: m, Current: ce.Current}
+	}
 	return writeErr(w)
 }
 

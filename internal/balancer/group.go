@@ -48,6 +48,9 @@ type group struct {
 	// set once the group's deletion is queued (writes.go). Guarded by mu.
 	pending []*storeWrite
 	deleted bool
+	// rev is the revision of the group's record as this instance last
+	// read or wrote it (revision.go). Guarded by mu.
+	rev int64
 	// wmu serialises flushWrites. Lock order: wmu before mu.
 	wmu sync.Mutex
 

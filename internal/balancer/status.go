@@ -24,7 +24,7 @@ func (g *group) status() protocol.GroupStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	now := g.b.now()
-	st := protocol.GroupStatus{Group: g.spec, Replicas: []protocol.ReplicaStatus{}, StrategyAlerts: g.alerts.Load()}
+	st := protocol.GroupStatus{Group: g.spec, Replicas: []protocol.ReplicaStatus{}, StrategyAlerts: g.alerts.Load(), Revision: g.rev}
 	st.Advertise = g.advertiseLocked()
 	st.Reference = g.referenceLocked()
 	st.Blocked = g.blockedAddressesLocked()

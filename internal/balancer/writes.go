@@ -26,6 +26,10 @@ type storeWrite struct {
 	delGroup   bool
 	putBlock   *groupstore.Block
 	delBlock   string // the block's Match
+	// groupRev is the revision of the group's record a putGroup or
+	// delGroup write is conditioned on (0: absent; revision.go); a
+	// delGroup with a negative groupRev is not conditioned.
+	groupRev int64
 	// err is the write's outcome, set by the flush that writes it: read it
 	// after the caller's own flushWrites has returned.
 	err error
@@ -78,9 +82,17 @@ func (g *group) write(w *storeWrite) error {
 	case w.delReplica != "":
 		return reg.DeleteReplica(g.name, w.delReplica)
 	case w.putGroup != nil:
-		return reg.PutGroup(*w.putGroup)
-	case w.delGroup:
+		rev, err := reg.PutGroupAt(*w.putGroup, w.groupRev)
+		if err == nil {
+			g.mu.Lock()
+			g.rev = rev
+			g.mu.Unlock()
+		}
+		return err
+	case w.delGroup && w.groupRev < 0:
 		return reg.DeleteGroup(g.name)
+	case w.delGroup:
+		return reg.DeleteGroupAt(g.name, w.groupRev)
 	case w.putBlock != nil:
 		return reg.PutBlock(*w.putBlock)
 	case w.delBlock != "":

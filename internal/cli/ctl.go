@@ -329,15 +329,20 @@ replicas, write the group in a file and use "fulcrum ctl apply -f".`,
 }
 
 func ctlApplyCmd(o *ctlOptions) *cobra.Command {
-	var file string
+	var (
+		file    string
+		ifMatch int64
+	)
 	cmd := &cobra.Command{
-		Use:   "apply -f FILE",
+		Use:   "apply -f FILE [--if-match REV]",
 		Short: "Create or replace groups from a YAML or JSON file",
 		Long: `Create or replace the groups a file defines. The file holds one group with the
 keys of a group in the config file (name, front_door, binding, strategy,
 params, report_interval, health, timeouts, replicas, ...), a "groups:" list
 of them, or several YAML documents. "-" reads standard input. Unknown keys
-are rejected with their line.`,
+are rejected with their line. With --if-match REV (a file of one group) the
+group is replaced only if it is still at revision REV. Prints each group's
+new revision.`,
 		Example: `  fulcrum ctl apply -f prime.yaml
   cat prime.json | fulcrum ctl apply -f -`,
 		Args: exactArgs(),
@@ -349,6 +354,12 @@ are rejected with their line.`,
 			if err != nil {
 				return exitCode(2, err)
 			}
+			if err := checkIfMatch(cmd, ifMatch); err != nil {
+				return err
+			}
+			if ifMatch != 0 && len(groups) != 1 {
+				return usageErr(cmd, "--if-match is the revision of one group; the file defines %d", len(groups))
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
@@ -356,7 +367,7 @@ are rejected with their line.`,
 			out := cmd.OutOrStdout()
 			var answers []json.RawMessage
 			for _, g := range groups {
-				st, created, raw, err := c.PutGroup(cmd.Context(), g.Name, g, false)
+				st, created, raw, err := c.PutGroupIf(cmd.Context(), g.Name, g, ifMatch)
 				if err != nil {
 					return apiErr(fmt.Errorf("group %s: %w", g.Name, err))
 				}
@@ -368,7 +379,7 @@ are rejected with their line.`,
 				if created {
 					verb = "created"
 				}
-				fmt.Fprintf(out, "group %s %s: front door %s, %s, strategy %s\n", st.Name, verb, st.Advertise, st.Binding, st.Strategy)
+				fmt.Fprintf(out, "group %s %s: front door %s, %s, strategy %s, revision %d\n", st.Name, verb, st.Advertise, st.Binding, st.Strategy, st.Revision)
 				if st.Warning != "" {
 					fmt.Fprintf(out, "  warning: %s\n", st.Warning)
 				}
@@ -384,20 +395,25 @@ are rejected with their line.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "group file (YAML or JSON; - for standard input)")
+	ifMatchFlag(cmd, &ifMatch)
 	return cmd
 }
 
 func ctlDeleteCmd(o *ctlOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete GROUP",
+	var ifMatch int64
+	cmd := &cobra.Command{
+		Use:   "delete GROUP [--if-match REV]",
 		Short: "Delete a group: stop its front door and forget its replicas",
 		Args:  exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkIfMatch(cmd, ifMatch); err != nil {
+				return err
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
 			}
-			if err := c.DeleteGroup(cmd.Context(), args[0]); err != nil {
+			if err := c.DeleteGroupIf(cmd.Context(), args[0], ifMatch); err != nil {
 				return apiErr(err)
 			}
 			if o.json {
@@ -407,6 +423,8 @@ func ctlDeleteCmd(o *ctlOptions) *cobra.Command {
 			return nil
 		},
 	}
+	ifMatchFlag(cmd, &ifMatch)
+	return cmd
 }
 
 func ctlSetCmd(o *ctlOptions) *cobra.Command {
@@ -416,19 +434,24 @@ func ctlSetCmd(o *ctlOptions) *cobra.Command {
 		maxInflight    int
 		queue          protocol.Queue
 		queueTimeout   time.Duration
+		ifMatch        int64
 	)
 	cmd := &cobra.Command{
-		Use:   "set GROUP [--strategy S] [--param KEY=VALUE ...] [--binding B] [--max-inflight N] [--queue-limit N ...]",
+		Use:   "set GROUP [--strategy S] [--param KEY=VALUE ...] [--binding B] [--max-inflight N] [--queue-limit N ...] [--if-match REV]",
 		Short: "Change a group's strategy, params, binding, in-flight limit or queue at run time",
 		Long: `Change a group's strategy, strategy params, binding mode, max_inflight or
 queue at run time, without a restart and without failing a call in flight.
 Params are merged into the current ones; switching strategy resets params to
 the new strategy's defaults, then applies the --param given. The queue flags
-replace the whole queue (--queue-limit 0 turns it off).`,
+replace the whole queue (--queue-limit 0 turns it off). With --if-match REV
+the change applies only if the group is still at revision REV (as "ctl show"
+prints it); otherwise nothing changes and the current revision is printed.
+Prints the group's new revision.`,
 		Example: `  fulcrum ctl set prime --strategy round-robin
   fulcrum ctl set prime --param tolerance=1.2
   fulcrum ctl set prime --binding per-request
-  fulcrum ctl set prime --max-inflight 2 --queue-limit 1000 --queue-order cost`,
+  fulcrum ctl set prime --max-inflight 2 --queue-limit 1000 --queue-order cost
+  fulcrum ctl set prime --strategy round-robin --if-match 42`,
 		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := parseParams(cmd, params)
@@ -456,11 +479,14 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 			if patch.Strategy == nil && patch.Binding == nil && len(p) == 0 && patch.MaxInflight == nil && patch.Queue == nil {
 				return usageErr(cmd, "nothing to set: give --strategy, --param, --binding, --max-inflight or --queue-limit")
 			}
+			if err := checkIfMatch(cmd, ifMatch); err != nil {
+				return err
+			}
 			c, err := o.client(cmd)
 			if err != nil {
 				return err
 			}
-			st, raw, err := c.PatchGroup(cmd.Context(), args[0], patch)
+			st, raw, err := c.PatchGroupIf(cmd.Context(), args[0], patch, ifMatch)
 			if err != nil {
 				return apiErr(err)
 			}
@@ -479,6 +505,7 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 				fmt.Fprintf(out, ", queue of %d (%s, timeout %s)", q.Limit, q.Order, q.Timeout)
 			}
 			fmt.Fprintln(out)
+			fmt.Fprintf(out, "  revision %d\n", st.Revision)
 			if st.Warning != "" {
 				fmt.Fprintf(out, "  warning: %s\n", st.Warning)
 			}
@@ -486,6 +513,7 @@ replace the whole queue (--queue-limit 0 turns it off).`,
 		},
 	}
 	f := cmd.Flags()
+	ifMatchFlag(cmd, &ifMatch)
 	f.StringVar(&strat, "strategy", "", "new strategy name")
 	f.StringArrayVar(&params, "param", nil, "strategy parameter KEY=VALUE (repeatable)")
 	f.StringVar(&binding, "binding", "", "new binding mode: per-session, on-demand or per-request")

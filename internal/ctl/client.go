@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +50,8 @@ type APIError struct {
 	Field      string `json:"field,omitempty"`
 	Allowed    string `json:"allowed,omitempty"`
 	ExistingID string `json:"existing_id,omitempty"`
+	// Revision is the group's current revision on revision_mismatch.
+	Revision *int64 `json:"revision,omitempty"`
 }
 
 func (e *APIError) Error() string {
@@ -165,16 +168,44 @@ func (c *Client) PutGroup(ctx context.Context, name string, body any, createOnly
 	return st, status == http.StatusCreated, raw, err
 }
 
+// PutGroupIf replaces group name if it is at revision ifMatch (its ETag;
+// 0: whatever its revision, as PutGroup does); a group at another
+// revision is an *APIError with code revision_mismatch and the current
+// Revision.
+func (c *Client) PutGroupIf(ctx context.Context, name string, body any, ifMatch int64) (st protocol.GroupStatus, created bool, raw []byte, err error) {
+	status, raw, err := c.do(ctx, http.MethodPut, groupPath(name), ifMatchHeader(ifMatch), body, &st)
+	return st, status == http.StatusCreated, raw, err
+}
+
 // PatchGroup changes strategy, params or binding.
 func (c *Client) PatchGroup(ctx context.Context, name string, p protocol.GroupPatch) (st protocol.GroupStatus, raw []byte, err error) {
-	_, raw, err = c.do(ctx, http.MethodPatch, groupPath(name), nil, p, &st)
+	return c.PatchGroupIf(ctx, name, p, 0)
+}
+
+// PatchGroupIf is PatchGroup if the group is at revision ifMatch (0: any).
+func (c *Client) PatchGroupIf(ctx context.Context, name string, p protocol.GroupPatch, ifMatch int64) (st protocol.GroupStatus, raw []byte, err error) {
+	_, raw, err = c.do(ctx, http.MethodPatch, groupPath(name), ifMatchHeader(ifMatch), p, &st)
 	return st, raw, err
 }
 
 // DeleteGroup deletes a group.
 func (c *Client) DeleteGroup(ctx context.Context, name string) error {
-	_, _, err := c.do(ctx, http.MethodDelete, groupPath(name), nil, nil, nil)
+	return c.DeleteGroupIf(ctx, name, 0)
+}
+
+// DeleteGroupIf is DeleteGroup if the group is at revision ifMatch (0:
+// any).
+func (c *Client) DeleteGroupIf(ctx context.Context, name string, ifMatch int64) error {
+	_, _, err := c.do(ctx, http.MethodDelete, groupPath(name), ifMatchHeader(ifMatch), nil, nil)
 	return err
+}
+
+// ifMatchHeader is the If-Match header of revision rev (none for 0).
+func ifMatchHeader(rev int64) http.Header {
+	if rev == 0 {
+		return nil
+	}
+	return http.Header{"If-Match": {`"` + strconv.FormatInt(rev, 10) + `"`}}
 }
 
 // Register adds a replica. created is false when reg.Replace took over an

@@ -70,6 +70,9 @@ func PrintStatus(w io.Writer, g protocol.GroupStatus, wide bool) error {
 		fmt.Fprintf(w, "  blocked      %s\n", strings.Join(g.Blocked, " "))
 	}
 	fmt.Fprintf(w, "  report every %s\n", g.ReportInterval)
+	if g.Revision != 0 {
+		fmt.Fprintf(w, "  revision     %d (ETag \"%d\"; ctl set/apply/delete --if-match %d)\n", g.Revision, g.Revision, g.Revision)
+	}
 	if g.Warning != "" {
 		fmt.Fprintf(w, "  warning      %s\n", g.Warning)
 	}

@@ -41,6 +41,8 @@ type Snapshot struct {
 	Replicas []protocol.Replica
 	Blocks   []Block
 	Rev      int64
+	// GroupRevs are the groups' revisions (revision.go), by name.
+	GroupRevs map[string]int64
 }
 
 // Load reads every group, replica and block, at one revision: it lists the
@@ -64,13 +66,14 @@ func (r *Records) Load() (Snapshot, error) {
 		if grev != rrev || rrev != brev {
 			continue
 		}
-		s := Snapshot{Rev: grev}
+		s := Snapshot{Rev: grev, GroupRevs: map[string]int64{}}
 		for _, kv := range gkvs {
 			var g protocol.Group
 			if err := json.Unmarshal(kv.Value, &g); err != nil {
 				return Snapshot{}, fmt.Errorf("groupstore: corrupt group record %s: %w", kv.Key, err)
 			}
 			s.Groups = append(s.Groups, g)
+			s.GroupRevs[g.Name] = kv.ModRev
 		}
 		for _, kv := range rkvs {
 			var rep protocol.Replica
@@ -126,12 +129,37 @@ func (r *Records) DeleteReplica(group, id string) error {
 // any replica registered meanwhile). A failure part way leaves the group
 // with fewer replicas; deleting it again finishes the job.
 func (r *Records) DeleteGroup(name string) error {
+	return r.deleteGroup(name, nil)
+}
+
+// DeleteGroupAt deletes group name as DeleteGroup does if its record is at
+// revision expected, and returns a *ConflictError with the current
+// revision otherwise. The revision is checked before the first deletion
+// and again, atomically, by the transaction that deletes the record; the
+// first check is the one that matters unless the group has more replicas
+// than one transaction deletes and another writer changes the record in
+// between (then some of its replicas are gone and the record stays).
+func (r *Records) DeleteGroupAt(name string, expected int64) error {
+	cur, err := r.GroupRevision(name)
+	if err != nil {
+		return err
+	}
+	if cur != expected {
+		return &ConflictError{Group: name, Expected: expected, Current: cur}
+	}
+	return r.deleteGroup(name, &expected)
+}
+
+// deleteGroup deletes group name; the record's deletion is conditioned on
+// revision *expected when expected is not nil.
+func (r *Records) deleteGroup(name string, expected *int64) error {
 	ctx := context.Background()
 	kvs, _, err := r.st.List(ctx, ReplicasOf(name))
 	if err != nil {
 		return fmt.Errorf("groupstore: delete group %s: %w", name, err)
 	}
-	for len(kvs) > 0 {
+	// Leave room in the last transaction for the group's own deletes.
+	for len(kvs) > store.MaxTxnOps-3 {
 		n := min(len(kvs), store.MaxTxnOps)
 		ops := make([]store.Op, n)
 		for i, kv := range kvs[:n] {
@@ -142,9 +170,19 @@ func (r *Records) DeleteGroup(name string) error {
 		}
 		kvs = kvs[n:]
 	}
+	var conds []store.Cond
+	if expected != nil {
+		conds = []store.Cond{store.ModRevIs(GroupKey(name), *expected)}
+	}
+	// The prefix deletes take the remaining replicas (and any registered
+	// meanwhile) with the record, in one transaction.
 	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name)), store.DeletePrefix(BlocksOf(name))}
-	if _, _, _, err := r.st.Txn(ctx, nil, ops); err != nil {
+	ok, _, cur, err := r.st.Txn(ctx, conds, ops)
+	if err != nil {
 		return fmt.Errorf("groupstore: delete group %s: %w", name, err)
+	}
+	if !ok {
+		return &ConflictError{Group: name, Expected: *expected, Current: cur[0].ModRev}
 	}
 	return nil
 }
