@@ -299,6 +299,9 @@ func (m *Member) health(ctx context.Context) error {
 }
 
 // logTail is the end of the member's log, for errors.
+// LogTail is the end of the member's log (for a failing test's message).
+func (m *Member) LogTail() string { return m.logTail() }
+
 func (m *Member) logTail() string {
 	b, _ := os.ReadFile(m.logPath)
 	if len(b) > 2000 {
