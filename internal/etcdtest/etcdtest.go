@@ -2,6 +2,8 @@ package etcdtest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +34,20 @@ type Options struct {
 	// Dir holds the members' data directories and logs; empty: a new
 	// temporary directory, removed by Close.
 	Dir string
+	// TLS, when set, makes the client URLs https:// and requires client
+	// certificates signed by its CA (peers stay plain http on loopback).
+	TLS *TLS
+}
+
+// TLS is the client side of a cluster's TLS. Files are PEM.
+type TLS struct {
+	// CA signs the client certificates the members accept.
+	CA string
+	// Cert and Key are the members' server pair (valid for 127.0.0.1).
+	Cert, Key string
+	// ClientCert and ClientKey are the pair the harness's health calls
+	// present.
+	ClientCert, ClientKey string
 }
 
 // Cluster is a running etcd cluster. Its methods are safe for concurrent
@@ -50,6 +66,8 @@ type Member struct {
 	args      []string
 	bin       string
 	logPath   string
+
+	http *http.Client // for health calls
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -111,6 +129,13 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		c.ownDir = true
 	}
+	hc, scheme := http.DefaultClient, "http://"
+	if opts.TLS != nil {
+		if hc, err = tlsClient(opts.TLS); err != nil {
+			return nil, err
+		}
+		scheme = "https://"
+	}
 	var initial []string
 	for i := range n {
 		client, err := freePort()
@@ -123,7 +148,8 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: "http://" + client,
+			ClientURL: scheme + client,
+			http:      hc,
 			PeerURL:   "http://" + peer,
 			bin:       bin,
 			logPath:   filepath.Join(c.dir, fmt.Sprintf("m%d.log", i)),
@@ -144,6 +170,10 @@ func Start(opts Options) (*Cluster, error) {
 			// test machine makes the members elect again and again.
 			"--heartbeat-interval", "50", "--election-timeout", "500",
 			"--logger", "zap", "--log-level", "warn",
+		}
+		if opts.TLS != nil {
+			m.args = append(m.args, "--cert-file", opts.TLS.Cert, "--key-file", opts.TLS.Key,
+				"--trusted-ca-file", opts.TLS.CA, "--client-cert-auth")
 		}
 		if err := m.Start(); err != nil {
 			c.Close()
@@ -194,6 +224,7 @@ func (c *Cluster) Member(i int) *Member { return c.members[i] }
 func (c *Cluster) Close() {
 	for _, m := range c.members {
 		m.Kill()
+		m.http.CloseIdleConnections()
 	}
 	if c.ownDir {
 		os.RemoveAll(c.dir)
@@ -283,7 +314,7 @@ func (m *Member) health(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.http.Do(req)
 	if err != nil {
 		return err
 	}
@@ -346,4 +377,24 @@ func (m *Member) signal(sig syscall.Signal) error {
 		return fmt.Errorf("etcdtest: signal %s: %w", m.Name, err)
 	}
 	return nil
+}
+
+// tlsClient is an HTTP client that trusts o.CA and presents the client
+// pair.
+func tlsClient(o *TLS) (*http.Client, error) {
+	ca, err := os.ReadFile(o.CA)
+	if err != nil {
+		return nil, fmt.Errorf("etcdtest: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("etcdtest: no certificate in %s", o.CA)
+	}
+	pair, err := tls.LoadX509KeyPair(o.ClientCert, o.ClientKey)
+	if err != nil {
+		return nil, fmt.Errorf("etcdtest: client pair: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}}
+	return &http.Client{Transport: tr}, nil
 }
