@@ -132,18 +132,22 @@ func Start(opts Options) (*Cluster, error) {
 	hc, scheme := http.DefaultClient, "http://"
 	if opts.TLS != nil {
 		if hc, err = tlsClient(opts.TLS); err != nil {
+			c.Close()
 			return nil, err
 		}
 		scheme = "https://"
 	}
 	var initial []string
+	taken := map[string]bool{}
 	for i := range n {
-		client, err := freePort()
+		client, err := freePort(taken)
 		if err != nil {
+			c.Close()
 			return nil, err
 		}
-		peer, err := freePort()
+		peer, err := freePort(taken)
 		if err != nil {
+			c.Close()
 			return nil, err
 		}
 		m := &Member{
@@ -189,16 +193,21 @@ func Start(opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// freePort returns 127.0.0.1:port free now, drawn below the ephemeral range
-// (32768 on) so that outgoing connections do not take it meanwhile.
-func freePort() (string, error) {
+// freePort returns 127.0.0.1:port free now and not in taken (to which it
+// adds it), drawn below the ephemeral range (32768 on) so that outgoing
+// connections do not take it meanwhile.
+func freePort(taken map[string]bool) (string, error) {
 	for range 100 {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(32768-10000)))
+		if taken[addr] {
+			continue
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue // taken: draw again
 		}
 		ln.Close()
+		taken[addr] = true
 		return addr, nil
 	}
 	return "", errors.New("etcdtest: no free port below the ephemeral range in 100 draws")
@@ -224,7 +233,9 @@ func (c *Cluster) Member(i int) *Member { return c.members[i] }
 func (c *Cluster) Close() {
 	for _, m := range c.members {
 		m.Kill()
-		m.http.CloseIdleConnections()
+		if m.http != nil {
+			m.http.CloseIdleConnections()
+		}
 	}
 	if c.ownDir {
 		os.RemoveAll(c.dir)
