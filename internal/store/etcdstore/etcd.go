@@ -15,7 +15,10 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 )
 
-// Store is store.Store on etcd. Safe for concurrent use.
+// Store is store.Store on etcd. Every read is linearizable (it sees every
+// write committed before it began, by any instance). Every request is
+// bounded by the dial timeout, or the caller's earlier deadline. Safe for
+// concurrent use.
 type Store struct {
 	cli       *clientv3.Client
 	opts      Options
@@ -130,7 +133,10 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.KV, int64, err
 
 // Txn implements store.Store as one etcd transaction: the conditions as
 // compares, the ops on success, and on failure a read of every compared
-// key.
+// key. An error other than a refused transaction (a timeout, a leader
+// lost) leaves it unknown whether the transaction applied: etcd may
+// commit a request whose answer is lost. Callers that must know read
+// again, or condition the retry on the revision they read.
 func (s *Store) Txn(ctx context.Context, conds []store.Cond, ops []store.Op) (bool, int64, []store.KV, error) {
 	if err := store.CheckTxn(conds, ops); err != nil {
 		return false, 0, nil, err
