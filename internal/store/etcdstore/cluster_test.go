@@ -22,6 +22,7 @@ func TestCluster(t *testing.T) {
 	}{
 		{"LeaderKilled", testLeaderKilled},
 		{"QuorumLostEndsWatch", testQuorumLostEndsWatch},
+		{"ResumedWatchCompacted", testResumedWatchCompacted},
 		{"AllStopped", testAllStopped},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,5 +207,58 @@ func testAllStopped(t *testing.T, c *etcdtest.Cluster) {
 	}
 	if kv, err := s.Get(ctxT(t), "k"); err != nil || string(kv.Value) != "2" {
 		t.Fatalf("k once etcd is back = %+v, %v; want 2", kv, err)
+	}
+}
+
+// testResumedWatchCompacted: a watch whose member is killed resumes when
+// the member is back, from where it was; if the history from there was
+// compacted meanwhile, it ends with ErrCompacted (never a silent gap), and
+// listing again and watching from the list's revision + 1 goes on.
+func testResumedWatchCompacted(t *testing.T, c *etcdtest.Cluster) {
+	m0 := c.Member(0)
+	s := openCluster(t, []string{m0.ClientURL}, 5*time.Second)
+	others := openCluster(t, []string{c.Member(1).ClientURL, c.Member(2).ClientURL}, 5*time.Second)
+	others.opts.Prefix, others.kvPrefix = s.opts.Prefix, s.kvPrefix // the same keys
+	r1 := put(t, s, "g/a", "1")
+	ch, err := s.Watch(ctxT(t), "g/", r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recvT(t, ch); r.Rev != r1 {
+		t.Fatalf("first response %+v, want the put at %d", r, r1)
+	}
+	m0.Kill()
+	// m0 may have led: write once the others have elected.
+	if err := c.WaitHealthy(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	put(t, others, "g/a", "2")
+	r3 := put(t, others, "g/b", "3")
+	if _, err := others.Client().Compact(ctxT(t), r3); err != nil {
+		t.Fatal(err)
+	}
+	// A member serves clients only once it has applied the log up to its
+	// return, the compaction included: the resumed watch is compacted.
+	if err := m0.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := recvT(t, ch)
+	if !errors.Is(r.Err, store.ErrCompacted) || !strings.Contains(r.Err.Error(), "etcd at "+m0.ClientURL) {
+		t.Fatalf("resumed watch: %+v; want ErrCompacted naming etcd", r)
+	}
+	if _, ok := <-ch; ok {
+		t.Fatal("watch delivered after its error")
+	}
+	kvs, rev, err := s.List(ctxT(t), "g/")
+	if err != nil || len(kvs) != 2 || string(kvs[0].Value) != "2" {
+		t.Fatalf("List after the compaction = %+v, %v", kvs, err)
+	}
+	ch, err = s.Watch(ctxT(t), "g/", rev+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r4 := put(t, s, "g/c", "4")
+	if r := recvT(t, ch); r.Err != nil || r.Rev != r4 {
+		t.Fatalf("watch after relisting: %+v, want the put at %d", r, r4)
 	}
 }
