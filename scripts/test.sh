@@ -24,6 +24,9 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 [ -x /usr/bin/omniidl ] || need_pkgs+=(omniidl)
 [ -x /usr/bin/catior ] || need_pkgs+=(omniorb)
 command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
+# etcd 3.4 (Debian's etcd-server): the etcd store's tests start it on
+# loopback (internal/etcdtest); the package's service is not used.
+[ -x /usr/bin/etcd ] || need_pkgs+=(etcd-server)
 # systemd-analyze and systemd-sysusers check packaging/ (nothing is started).
 { command -v systemd-analyze && command -v systemd-sysusers; } >/dev/null 2>&1 || need_pkgs+=(systemd)
 if ((${#need_pkgs[@]})); then

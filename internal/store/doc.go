@@ -7,9 +7,12 @@
 // The contract:
 //
 //   - Every transaction that changes something (puts a key, or deletes a
-//     key that exists) advances the store's revision by exactly one; all its
-//     changes carry that revision. A transaction that changes nothing
-//     leaves the revision where it was.
+//     key that exists) advances the store's revision; all its changes carry
+//     that revision. A transaction that changes nothing makes no revision.
+//     In a store nobody else writes to (boltstore) the revision advances by
+//     exactly one per such transaction; etcd's revision counts every change
+//     of its cluster, under any prefix, so there revisions increase but
+//     are sparse: callers compare revisions, they never count them.
 //   - Every key has a ModRev (the revision of its last put) and a CreateRev
 //     (the revision of the put that created it, since it was last absent).
 //     An absent key has both 0, so CreateRevIs(key, 0) means "absent".
