@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // StartTimeout bounds the wait for a new cluster to be healthy.
@@ -372,8 +374,33 @@ func (m *Member) end(sig syscall.Signal) {
 }
 
 // Pause stops the member's process with SIGSTOP: it keeps its sockets
-// but answers nothing until Resume.
-func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP) }
+// but answers nothing until Resume. It returns once every thread of the
+// process has stopped (kill returns before that: a thread the signal has
+// not reached yet could still answer a call).
+func (m *Member) Pause() error {
+	if err := m.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("etcdtest: %s is not running", m.Name)
+	}
+	// WNOWAIT leaves the report for nobody else to miss; os/exec's own
+	// wait takes only the exit.
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WSTOPPED|unix.WNOWAIT, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("etcdtest: wait for %s to stop: %w", m.Name, err)
+		}
+		return nil
+	}
+}
 
 // Resume continues a paused member (SIGCONT).
 func (m *Member) Resume() error { return m.signal(syscall.SIGCONT) }
