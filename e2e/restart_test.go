@@ -17,7 +17,7 @@ import (
 // made, through the API.
 const restartConfig = `
 admin: 127.0.0.1:0
-data_dir: %s
+%s
 groups:
   - name: declared
     front_door: 127.0.0.1:0
@@ -31,9 +31,15 @@ groups:
 // with a warning.
 func TestBalancerRestartKeepsConfiguration(t *testing.T) {
 	t.Parallel()
+	testRestartKeepsConfiguration(t, "data_dir: "+filepath.Join(t.TempDir(), "data"))
+}
+
+// testRestartKeepsConfiguration is TestBalancerRestartKeepsConfiguration
+// with storeKeys (data_dir or store) in the config file.
+func testRestartKeepsConfiguration(t *testing.T, storeKeys string) {
 	ctx := testContext(t, 60*time.Second)
 	hc := apiClient(t)
-	cfg := writeConfig(t, restartConfig, filepath.Join(t.TempDir(), "data"))
+	cfg := writeConfig(t, restartConfig, storeKeys)
 
 	bal := startServe(t, "--config", cfg)
 	admin := bal.admin
