@@ -80,6 +80,12 @@ type Options struct {
 	// HTTPClient is used for pull polls; a client with short timeouts
 	// that dials with Dial when nil.
 	HTTPClient *http.Client
+	// SharedConfig says the store is shared by several instances (etcd):
+	// ApplyConfig and Reload create the groups the file declares when the
+	// store has none of that name and never change or delete a stored
+	// group, logging a difference as a warning that names the fields
+	// (sharedconfig.go); changes through the API are not reverted.
+	SharedConfig bool
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -217,10 +223,16 @@ func New(opts Options) (*Balancer, error) {
 
 // ApplyConfig applies the groups declared in the config file: the file wins
 // for what it declares. A stored group that differs from its declaration
-// (a run-time change) is reverted, with a warning.
+// (a run-time change) is reverted, with a warning. With
+// Options.SharedConfig it only creates the groups absent from the store
+// (sharedconfig.go).
 func (b *Balancer) ApplyConfig(groups []protocol.Group) error {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
+	if b.opts.SharedConfig {
+		_, err := b.applyShared(groups, false)
+		return err
+	}
 	b.declared = map[string]protocol.Group{}
 	declared := map[string]bool{}
 	for _, gs := range groups {
@@ -435,7 +447,9 @@ func (b *Balancer) PutGroupIf(gs protocol.Group, m Match) (protocol.GroupStatus,
 	old := b.groups[gs.Name]
 	b.mu.RUnlock()
 	warning := ""
-	if old != nil && old.fromConfig.Load() {
+	if old != nil && old.fromConfig.Load() && b.opts.SharedConfig {
+		gs.Source = protocol.SourceConfig // where it came from; the API owns it
+	} else if old != nil && old.fromConfig.Load() {
 		gs.Source = protocol.SourceConfig
 		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
@@ -622,7 +636,7 @@ func (b *Balancer) PatchGroupIf(name string, p protocol.GroupPatch, m Match) (pr
 		return protocol.GroupStatus{}, err
 	}
 	warning := ""
-	if gs.Source == protocol.SourceConfig {
+	if gs.Source == protocol.SourceConfig && !b.opts.SharedConfig {
 		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", name)
 	}
@@ -647,7 +661,7 @@ func (b *Balancer) DeleteGroupIf(name string, m Match) error {
 	b.mu.RLock()
 	g := b.groups[name]
 	b.mu.RUnlock()
-	if g != nil && g.fromConfig.Load() {
+	if g != nil && g.fromConfig.Load() && !b.opts.SharedConfig {
 		b.log.Warn("deleted a config-declared group; it comes back at the next start or reload", "group", name)
 	}
 	return b.deleteGroupLocked(name, m)

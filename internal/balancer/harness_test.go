@@ -71,6 +71,8 @@ type envOptions struct {
 	engine string
 	// logger, when not nil, is the balancer's logger (quiet otherwise).
 	logger *slog.Logger
+	// shared sets Options.SharedConfig (a store shared by instances).
+	shared bool
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -112,6 +114,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		JoinToken:  opts.joinToken,
 		AdminURL:   "http://admin.invalid",
 		HTTPEngine: opts.engine,
+
+		SharedConfig: opts.shared,
 	}
 	if opts.logger != nil {
 		bopts.Logger = opts.logger

@@ -46,7 +46,7 @@ With no config file it starts with the embedded defaults: store in
 config file, or --etcd, the state is on etcd instead of data_dir; an etcd
 not reachable within store.etcd.dial_timeout makes serve exit 1, naming the
 endpoints tried (docs/cluster.md). Groups declared in the config
-file are applied at every start. An invalid config file exits with status 2
+file are applied at every start (on etcd: only created when absent). An invalid config file exits with status 2
 and prints every problem, one a line in line order, naming the file, line,
 key, value and what is allowed.
 
@@ -186,7 +186,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		return exitCode(2, err)
 	}
 
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
+	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {
 		adminLn.Close()
 		return err
@@ -195,6 +195,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	if fromFile {
 		// The file wins for what it declares, and a config group it no
 		// longer declares is deleted. Without a file, stored groups stay.
+		// On etcd (shared by instances) the file's groups are only
+		// created when absent.
 		if err := b.ApplyConfig(cfg.Groups); err != nil {
 			adminLn.Close()
 			return exitCode(2, err)
