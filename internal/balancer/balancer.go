@@ -86,6 +86,9 @@ type Options struct {
 	// group, logging a difference as a warning that names the fields
 	// (sharedconfig.go); changes through the API are not reverted.
 	SharedConfig bool
+	// Follow makes the balancer, once started, watch the store and apply
+	// the changes other writers (other instances) make to it (follow.go).
+	Follow bool
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -129,6 +132,12 @@ type Balancer struct {
 	adminURL atomic.Pointer[string]
 	// pollDone is closed when the certificate poll ends (nil until Start).
 	pollDone chan struct{}
+	// loadedRev is the store's revision New loaded the state at.
+	loadedRev int64
+	// stopFollow ends the watch of the store (Options.Follow); followDone
+	// is closed when it has ended. Both nil until Start; guarded by mu.
+	stopFollow context.CancelFunc
+	followDone chan struct{}
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -176,11 +185,22 @@ func New(opts Options) (*Balancer, error) {
 	b.joinToken.Store(&opts.JoinToken)
 	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
 	b.adminURL.Store(&opts.AdminURL)
-	snap, err := b.reg.Load()
+	load := b.reg.Load
+	if opts.Follow {
+		// Others write the store too: a record this fulcrum cannot
+		// decode is theirs to fix, and must not stop this one.
+		load = func() (groupstore.Snapshot, error) {
+			return b.reg.LoadSkipping(func(key string, err error) {
+				b.log.Warn("store key cannot be decoded; skipped", "key", key, "err", err)
+			})
+		}
+	}
+	snap, err := load()
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	b.loadedRev = snap.Rev
 	for _, gs := range snap.Groups {
 		gs = registry.WithDefaults(gs)
 		if err := registry.Validate(gs); err != nil {
@@ -284,6 +304,12 @@ func (b *Balancer) Start() error {
 		b.pollDone = make(chan struct{})
 		go b.pollCertificates(b.pollDone)
 	}
+	if b.opts.Follow && b.followDone == nil && !b.closed {
+		var ctx context.Context
+		ctx, b.stopFollow = context.WithCancel(b.ctx)
+		b.followDone = make(chan struct{})
+		go b.follow(ctx, b.loadedRev, b.followDone) // follow.go
+	}
 	b.mu.Unlock()
 	b.dropLoopingReplicas()
 	return nil
@@ -308,6 +334,13 @@ func (b *Balancer) startGroups() error {
 // Shutdown stops every front door (finishing calls in flight, bounded by
 // ctx) and every loop.
 func (b *Balancer) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	stopFollow, followDone := b.stopFollow, b.followDone
+	b.mu.Unlock()
+	if stopFollow != nil {
+		stopFollow() // before the groups stop: it creates groups
+		<-followDone
+	}
 	b.mu.Lock()
 	b.closed = true
 	groups := make([]*group, 0, len(b.groups))
