@@ -17,7 +17,7 @@ import (
 // made, through the API.
 const restartConfig = `
 admin: 127.0.0.1:0
-data_dir: %s
+%s
 groups:
   - name: declared
     front_door: 127.0.0.1:0
@@ -31,9 +31,17 @@ groups:
 // with a warning.
 func TestBalancerRestartKeepsConfiguration(t *testing.T) {
 	t.Parallel()
+	testRestartKeepsConfiguration(t, "data_dir: "+filepath.Join(t.TempDir(), "data"), false)
+}
+
+// testRestartKeepsConfiguration is TestBalancerRestartKeepsConfiguration
+// with storeKeys (data_dir or store) in the config file. With shared (a
+// store on etcd), the run-time change to the declared group is kept
+// instead, and the restart warns naming the field.
+func testRestartKeepsConfiguration(t *testing.T, storeKeys string, shared bool) {
 	ctx := testContext(t, 60*time.Second)
 	hc := apiClient(t)
-	cfg := writeConfig(t, restartConfig, filepath.Join(t.TempDir(), "data"))
+	cfg := writeConfig(t, restartConfig, storeKeys)
 
 	bal := startServe(t, "--config", cfg)
 	admin := bal.admin
@@ -63,8 +71,8 @@ func TestBalancerRestartKeepsConfiguration(t *testing.T) {
 	mustCall(ctx, t, hc, http.MethodPatch, admin+"/v1/groups/made", map[string]any{"strategy": "power-of-two"}, http.StatusOK, nil)
 	var patched groupStatus
 	mustCall(ctx, t, hc, http.MethodPatch, admin+"/v1/groups/declared", map[string]any{"strategy": "random"}, http.StatusOK, &patched)
-	if patched.Strategy != "random" || patched.Warning == "" {
-		t.Errorf("PATCH of the declared group answered strategy %q, warning %q; want random and a warning", patched.Strategy, patched.Warning)
+	if patched.Strategy != "random" || (patched.Warning == "") != shared {
+		t.Errorf("PATCH of the declared group answered strategy %q, warning %q; want random and a warning (none on etcd: %v)", patched.Strategy, patched.Warning, shared)
 	}
 
 	bal.Kill9(ctx, t)
@@ -75,7 +83,11 @@ func TestBalancerRestartKeepsConfiguration(t *testing.T) {
 	if bal.admin != admin {
 		t.Fatalf("restarted balancer serves on %s, want %s", bal.admin, admin)
 	}
-	bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`level=WARN msg="[^"]*revert[^"]*" group=declared`))
+	if shared {
+		bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`level=WARN msg="group declared in the config file differs from the stored one[^"]*" group=declared fields="?\[[^]]*strategy`))
+	} else {
+		bal.WaitOutput(ctx, t, bal.Stderr, regexp.MustCompile(`level=WARN msg="[^"]*revert[^"]*" group=declared`))
+	}
 
 	made, err := getGroup(ctx, hc, admin, "made")
 	if err != nil {
@@ -92,8 +104,8 @@ func TestBalancerRestartKeepsConfiguration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if declared.Strategy != "round-robin" {
-		t.Errorf("declared group's strategy after the restart: %q, want the file's round-robin", declared.Strategy)
+	if want := map[bool]string{false: "round-robin", true: "random"}[shared]; declared.Strategy != want {
+		t.Errorf("declared group's strategy after the restart: %q, want %s (the file's on bbolt, the stored one on etcd)", declared.Strategy, want)
 	}
 	if r, ok := declared.replica(reg.ID); !ok || r.Address != plainURL {
 		t.Errorf("replica %s registered at run time in the declared group is gone after the restart: %+v", reg.ID, declared.Replicas)

@@ -80,6 +80,15 @@ type Options struct {
 	// HTTPClient is used for pull polls; a client with short timeouts
 	// that dials with Dial when nil.
 	HTTPClient *http.Client
+	// SharedConfig says the store is shared by several instances (etcd):
+	// ApplyConfig and Reload create the groups the file declares when the
+	// store has none of that name and never change or delete a stored
+	// group, logging a difference as a warning that names the fields
+	// (sharedconfig.go); changes through the API are not reverted.
+	SharedConfig bool
+	// Follow makes the balancer, once started, watch the store and apply
+	// the changes other writers (other instances) make to it (follow.go).
+	Follow bool
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -123,6 +132,12 @@ type Balancer struct {
 	adminURL atomic.Pointer[string]
 	// pollDone is closed when the certificate poll ends (nil until Start).
 	pollDone chan struct{}
+	// loadedRev is the store's revision New loaded the state at.
+	loadedRev int64
+	// stopFollow ends the watch of the store (Options.Follow); followDone
+	// is closed when it has ended. Both nil until Start; guarded by mu.
+	stopFollow context.CancelFunc
+	followDone chan struct{}
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -170,11 +185,22 @@ func New(opts Options) (*Balancer, error) {
 	b.joinToken.Store(&opts.JoinToken)
 	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
 	b.adminURL.Store(&opts.AdminURL)
-	snap, err := b.reg.Load()
+	load := b.reg.Load
+	if opts.Follow {
+		// Others write the store too: a record this fulcrum cannot
+		// decode is theirs to fix, and must not stop this one.
+		load = func() (groupstore.Snapshot, error) {
+			return b.reg.LoadSkipping(func(key string, err error) {
+				b.log.Warn("store key cannot be decoded; skipped", "key", key, "err", err)
+			})
+		}
+	}
+	snap, err := load()
 	if err != nil {
 		cancel()
 		return nil, err
 	}
+	b.loadedRev = snap.Rev
 	for _, gs := range snap.Groups {
 		gs = registry.WithDefaults(gs)
 		if err := registry.Validate(gs); err != nil {
@@ -217,10 +243,16 @@ func New(opts Options) (*Balancer, error) {
 
 // ApplyConfig applies the groups declared in the config file: the file wins
 // for what it declares. A stored group that differs from its declaration
-// (a run-time change) is reverted, with a warning.
+// (a run-time change) is reverted, with a warning. With
+// Options.SharedConfig it only creates the groups absent from the store
+// (sharedconfig.go).
 func (b *Balancer) ApplyConfig(groups []protocol.Group) error {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
+	if b.opts.SharedConfig {
+		_, err := b.applyShared(groups, false)
+		return err
+	}
 	b.declared = map[string]protocol.Group{}
 	declared := map[string]bool{}
 	for _, gs := range groups {
@@ -272,6 +304,12 @@ func (b *Balancer) Start() error {
 		b.pollDone = make(chan struct{})
 		go b.pollCertificates(b.pollDone)
 	}
+	if b.opts.Follow && b.followDone == nil && !b.closed {
+		var ctx context.Context
+		ctx, b.stopFollow = context.WithCancel(b.ctx)
+		b.followDone = make(chan struct{})
+		go b.follow(ctx, b.loadedRev, b.followDone) // follow.go
+	}
 	b.mu.Unlock()
 	b.dropLoopingReplicas()
 	return nil
@@ -296,6 +334,13 @@ func (b *Balancer) startGroups() error {
 // Shutdown stops every front door (finishing calls in flight, bounded by
 // ctx) and every loop.
 func (b *Balancer) Shutdown(ctx context.Context) error {
+	b.mu.Lock()
+	stopFollow, followDone := b.stopFollow, b.followDone
+	b.mu.Unlock()
+	if stopFollow != nil {
+		stopFollow() // before the groups stop: it creates groups
+		<-followDone
+	}
 	b.mu.Lock()
 	b.closed = true
 	groups := make([]*group, 0, len(b.groups))
@@ -435,7 +480,9 @@ func (b *Balancer) PutGroupIf(gs protocol.Group, m Match) (protocol.GroupStatus,
 	old := b.groups[gs.Name]
 	b.mu.RUnlock()
 	warning := ""
-	if old != nil && old.fromConfig.Load() {
+	if old != nil && old.fromConfig.Load() && b.opts.SharedConfig {
+		gs.Source = protocol.SourceConfig // where it came from; the API owns it
+	} else if old != nil && old.fromConfig.Load() {
 		gs.Source = protocol.SourceConfig
 		warning = "group " + gs.Name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", gs.Name)
@@ -622,7 +669,7 @@ func (b *Balancer) PatchGroupIf(name string, p protocol.GroupPatch, m Match) (pr
 		return protocol.GroupStatus{}, err
 	}
 	warning := ""
-	if gs.Source == protocol.SourceConfig {
+	if gs.Source == protocol.SourceConfig && !b.opts.SharedConfig {
 		warning = "group " + name + " is declared in the config file; this change will be reverted at the next start or reload"
 		b.log.Warn("run-time change to a config-declared group", "group", name)
 	}
@@ -647,7 +694,7 @@ func (b *Balancer) DeleteGroupIf(name string, m Match) error {
 	b.mu.RLock()
 	g := b.groups[name]
 	b.mu.RUnlock()
-	if g != nil && g.fromConfig.Load() {
+	if g != nil && g.fromConfig.Load() && !b.opts.SharedConfig {
 		b.log.Warn("deleted a config-declared group; it comes back at the next start or reload", "group", name)
 	}
 	return b.deleteGroupLocked(name, m)

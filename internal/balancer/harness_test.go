@@ -71,6 +71,13 @@ type envOptions struct {
 	engine string
 	// logger, when not nil, is the balancer's logger (quiet otherwise).
 	logger *slog.Logger
+	// shared sets Options.SharedConfig (a store shared by instances).
+	shared bool
+	// follow sets Options.Follow.
+	follow bool
+	// store, when not nil, is the store (another env's, not closed by
+	// this one) instead of a bbolt store in dir.
+	store store.Store
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -84,6 +91,8 @@ type env struct {
 	// adminURL is the admin API's base URL ("" without opts.admin).
 	adminURL string
 	srv      *httptest.Server
+	// ownStore tells that the env opened st (and closes it).
+	ownStore bool
 
 	closeOnce sync.Once
 }
@@ -96,9 +105,14 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	if e.dir == "" {
 		e.dir = t.TempDir()
 	}
-	st, err := boltstore.Open(e.dir)
-	if err != nil {
-		t.Fatal(err)
+	var st store.Store = opts.store
+	if st == nil {
+		bst, err := boltstore.Open(e.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = bst
+		e.ownStore = true
 	}
 	e.st = st
 	var bst store.Store = st
@@ -112,6 +126,9 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		JoinToken:  opts.joinToken,
 		AdminURL:   "http://admin.invalid",
 		HTTPEngine: opts.engine,
+
+		SharedConfig: opts.shared,
+		Follow:       opts.follow,
 	}
 	if opts.logger != nil {
 		bopts.Logger = opts.logger
@@ -171,6 +188,9 @@ func (e *env) close() {
 		}
 		if e.srv != nil {
 			e.srv.Close()
+		}
+		if !e.ownStore {
+			return
 		}
 		if err := e.st.Close(); err != nil {
 			e.t.Errorf("store close: %v", err)

@@ -72,9 +72,23 @@ func (b *Balancer) takePrebound(name, addr string) net.Listener {
 // A front door whose address is held by a group this reload deletes or
 // moves is bound when that group has let go of it. Reloads are
 // serialised.
+//
+// With Options.SharedConfig none of the above: the file's groups absent
+// from the store are created (and their front doors started), the others
+// are left as stored, a difference logged as a warning naming the fields;
+// nothing is deleted (sharedconfig.go).
 func (b *Balancer) Reload(groups []protocol.Group) (ReloadResult, error) {
 	b.reloadMu.Lock()
 	defer b.reloadMu.Unlock()
+	if b.opts.SharedConfig {
+		b.mu.RLock()
+		closed := b.closed
+		b.mu.RUnlock()
+		if closed {
+			return ReloadResult{}, ErrClosed
+		}
+		return b.applyShared(groups, true)
+	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()

@@ -218,7 +218,7 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 	if g.applyLocked(m, groupcore.Remove) {
 		write = g.putReplicaLocked(m.rec)
 	}
-	if m.rec.Static && g.fromConfig.Load() {
+	if m.rec.Static && g.fromConfig.Load() && !b.opts.SharedConfig {
 		b.log.Warn("removing a replica declared in the config file; it comes back at the next start", "group", groupName, "replica", id)
 	}
 	g.membershipChangedLocked()

@@ -18,7 +18,7 @@ import (
 // every reload run before anything changes. They open no store and bind
 // nothing.
 func fileChecks() []config.Check {
-	return []config.Check{checkGroupTLSFiles, checkAdminTLSFiles}
+	return []config.Check{checkGroupTLSFiles, checkAdminTLSFiles, checkEtcdTLSFiles}
 }
 
 // checkGroupTLSFiles reads the tls and replica_tls files of every group.

@@ -20,7 +20,7 @@ import (
 // (balancer.Reload: checked, and new front doors bound, before anything
 // changes); log_level, log_format, access_log, admin_token, join_token,
 // shutdown_timeout and admin_tls apply here once the balancer took the
-// groups; a changed admin, data_dir or http_engine is only reported
+// groups; a changed admin, data_dir, http_engine, store or instance is only reported
 // (restart_required). Safe for concurrent use: reloads are serialised.
 type reloader struct {
 	path     string
@@ -150,7 +150,8 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	for _, k := range []struct {
 		key      string
 		old, new string
-	}{{"admin", r.started.Admin, next.Admin}, {"data_dir", r.started.DataDir, next.DataDir}, {"http_engine", r.started.HTTPEngine, next.HTTPEngine}} {
+	}{{"admin", r.started.Admin, next.Admin}, {"data_dir", r.started.DataDir, next.DataDir}, {"http_engine", r.started.HTTPEngine, next.HTTPEngine},
+		{"store", fmt.Sprintf("%+v", r.started.Store), fmt.Sprintf("%+v", next.Store)}, {"instance", fmt.Sprintf("%+v", r.started.Instance), fmt.Sprintf("%+v", next.Instance)}} {
 		if k.old != k.new {
 			res.RestartRequired = append(res.RestartRequired, k.key)
 		}

@@ -23,8 +23,8 @@ import (
 )
 
 // A reload applies admin_token, join_token, log_level, log_format,
-// access_log and shutdown_timeout at once, lists a changed data_dir and
-// http_engine under restart_required, and re-reads certificates even when
+// access_log and shutdown_timeout at once, lists a changed data_dir,
+// http_engine, store and instance under restart_required, and re-reads certificates even when
 // it refuses the file.
 func TestReloadAppliesSettings(t *testing.T) {
 	dir := t.TempDir()
@@ -90,14 +90,15 @@ func TestReloadAppliesSettings(t *testing.T) {
 
 	accessPath := filepath.Join(dir, "access.log")
 	write("admin: 127.0.0.1:0\ndata_dir: " + filepath.Join(dir, "elsewhere") + "\nhttp_engine: stdlib\nadmin_token: new-token\njoin_token: join-2\n" +
+		"store: {etcd: {endpoints: ['http://127.0.0.1:1']}}\ninstance: {name: other}\n" +
 		"log_level: debug\nlog_format: json\naccess_log: " + accessPath + "\nshutdown_timeout: 3s\n" + group)
 	code, body := do("POST", "/v1/reload", "old-token")
 	var res protocol.ReloadResult
 	if err := json.Unmarshal(body, &res); code != http.StatusOK || err != nil {
 		t.Fatalf("POST /v1/reload: %d %s", code, body)
 	}
-	if !slices.Equal(res.RestartRequired, []string{"data_dir", "http_engine"}) || len(res.Added)+len(res.Changed)+len(res.Removed) != 0 {
-		t.Errorf("reload result %+v, want only data_dir and http_engine under restart_required", res)
+	if !slices.Equal(res.RestartRequired, []string{"data_dir", "http_engine", "instance", "store"}) || len(res.Added)+len(res.Changed)+len(res.Removed) != 0 {
+		t.Errorf("reload result %+v, want only data_dir, http_engine, instance and store under restart_required", res)
 	}
 	// log_format json: the reload's own closing lines are JSON already.
 	if out := logged.String(); !strings.Contains(out, "\n{") || !strings.Contains(out, `"msg":"config file reloaded"`) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
-	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -32,6 +32,7 @@ func newServeCmd() *cobra.Command {
 		check      bool
 		adminAddr  string
 		dataDir    string
+		etcd       string
 		cpuProfile string
 	)
 	cmd := &cobra.Command{
@@ -41,8 +42,11 @@ func newServeCmd() *cobra.Command {
 
 With no config file it starts with the embedded defaults: store in
 ./fulcrum-data, admin API on 127.0.0.1:7070, no groups (create them with
-"fulcrum ctl create" or PUT /v1/groups/{name}). Groups declared in the config
-file are applied at every start. An invalid config file exits with status 2
+"fulcrum ctl create" or PUT /v1/groups/{name}). With store.etcd in the
+config file, or --etcd, the state is on etcd instead of data_dir; an etcd
+not reachable within store.etcd.dial_timeout makes serve exit 1, naming the
+endpoints tried (docs/cluster.md). Groups declared in the config
+file are applied at every start (on etcd: only created when absent). An invalid config file exits with status 2
 and prints every problem, one a line in line order, naming the file, line,
 key, value and what is allowed.
 
@@ -53,12 +57,22 @@ config file is only checked: every problem is printed and the command exits
 bound (like nginx -t or haproxy -c).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var eps []string
+			if cmd.Flags().Changed("etcd") {
+				var err error
+				if eps, err = parseEtcdFlag(etcd); err != nil {
+					return exitCode(2, err)
+				}
+			}
 			override := func(f *config.File) {
 				if cmd.Flags().Changed("admin") {
 					f.Admin = adminAddr
 				}
 				if cmd.Flags().Changed("data-dir") {
 					f.DataDir = dataDir
+				}
+				if eps != nil {
+					f.Store.Etcd.Endpoints = eps
 				}
 			}
 			if check {
@@ -79,14 +93,16 @@ bound (like nginx -t or haproxy -c).`,
 				return exitCode(2, err)
 			}
 			defer stopProfile()
-			return serve(cmd.Context(), serveOptions{cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
+			dataDirSet := cmd.Flags().Changed("data-dir") || cfg.DataDir != config.DefaultDataDir
+			return serve(cmd.Context(), serveOptions{dataDirSet: dataDirSet, cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "YAML config file (see docs/config.md)")
 	cmd.Flags().BoolVar(&check, "check", false, "check the config file and its certificates, print every problem and exit 0 or 2; binds nothing")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow the admin API on a non-loopback address without admin_token")
 	cmd.Flags().StringVar(&adminAddr, "admin", "127.0.0.1:7070", "admin API address (overrides the config file)")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "./fulcrum-data", "directory of the embedded store (overrides the config file)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./fulcrum-data", "directory of the embedded store (overrides the config file); not used with store.etcd")
+	cmd.Flags().StringVar(&etcd, "etcd", "", "keep the state on etcd at these client URLs, separated by commas (overrides store.etcd.endpoints)")
 	// For fulcrum bench --profile: where the front doors spend their time.
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file until the balancer stops")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
@@ -106,6 +122,9 @@ type serveOptions struct {
 	override func(*config.File)
 	insecure bool
 	logOut   io.Writer
+	// dataDirSet tells that data_dir was set (in the file or by
+	// --data-dir): with store.etcd it is not used, which is logged.
+	dataDirSet bool
 }
 
 // serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives;
@@ -131,7 +150,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return exitCode(2, err)
 	}
-	st, err := boltstore.Open(cfg.DataDir)
+	st, err := openStore(ctx, cfg, o.dataDirSet, log) // serve_store.go
 	if err != nil {
 		return err
 	}
@@ -161,8 +180,13 @@ func serve(ctx context.Context, o serveOptions) error {
 	adminSwitch.set.Store(adminCerts)
 	adminLn = adminSwitch
 	adminURL := adminURLFor(httpAdminURL, adminCerts)
+	instance, err := instanceOf(cfg.Instance, adminURL)
+	if err != nil {
+		adminLn.Close()
+		return exitCode(2, err)
+	}
 
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
+	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
 	if err != nil {
 		adminLn.Close()
 		return err
@@ -171,6 +195,8 @@ func serve(ctx context.Context, o serveOptions) error {
 	if fromFile {
 		// The file wins for what it declares, and a config group it no
 		// longer declares is deleted. Without a file, stored groups stay.
+		// On etcd (shared by instances) the file's groups are only
+		// created when absent.
 		if err := b.ApplyConfig(cfg.Groups); err != nil {
 			adminLn.Close()
 			return exitCode(2, err)
@@ -204,7 +230,12 @@ func serve(ctx context.Context, o serveOptions) error {
 	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
-	log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "version", info.Version, "commit", info.Commit)
+	if cfg.Store.Etcd.Enabled() {
+		e := cfg.Store.Etcd.WithDefaults()
+		log.Info("fulcrum serving", "admin", adminURL, "etcd", strings.Join(e.Endpoints, ","), "prefix", e.Prefix, "instance", instance.Name, "instance_admin_url", instance.AdminURL, "version", info.Version, "commit", info.Commit)
+	} else {
+		log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "instance", instance.Name, "version", info.Version, "commit", info.Commit)
+	}
 
 	var runErr error
 	for {

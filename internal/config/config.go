@@ -66,8 +66,13 @@ type File struct {
 	// JoinToken lets replicas of any group register without the admin
 	// token; groups may set their own.
 	JoinToken string `yaml:"join_token"`
-	// DataDir holds the store; default ./fulcrum-data.
+	// DataDir holds the store; default ./fulcrum-data. Not used with
+	// store.etcd.
 	DataDir string `yaml:"data_dir"`
+	// Store, when store.etcd is set, keeps the state on etcd (store.go).
+	Store Store `yaml:"store"`
+	// Instance names this balancer in a cluster (store.go).
+	Instance Instance `yaml:"instance"`
 	// AccessLog is "" (off, the default), "-" (stderr) or a file path.
 	AccessLog string `yaml:"access_log"`
 	// LogLevel is debug, info (default), warn or error.

@@ -264,7 +264,7 @@ func TestParseBad(t *testing.T) {
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
 	groupKeys := "name, protocol, front_door, advertise, tls, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, join_token, replicas"
-	topKeys := "admin, admin_token, admin_tls, join_token, data_dir, access_log, log_level, log_format, shutdown_timeout, http_engine, groups"
+	topKeys := "admin, admin_token, admin_tls, join_token, data_dir, store, instance, access_log, log_level, log_format, shutdown_timeout, http_engine, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {
 		name string

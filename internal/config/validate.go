@@ -53,6 +53,7 @@ func (f File) validate() []error {
 	if strings.TrimSpace(f.DataDir) == "" {
 		p.fail("data_dir", f.DataDir, "must be a directory path")
 	}
+	f.validateCluster(&p)
 	if strings.ContainsFunc(f.AccessLog, unicode.IsControl) {
 		p.fail("access_log", f.AccessLog, `must be "" (off), "-" (stderr) or a file path`)
 	}

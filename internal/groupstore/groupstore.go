@@ -48,7 +48,18 @@ type Snapshot struct {
 // Load reads every group, replica and block, at one revision: it lists the
 // groups, the replicas and the blocks, and tries again if the store changed
 // in between.
-func (r *Records) Load() (Snapshot, error) {
+func (r *Records) Load() (Snapshot, error) { return r.load(nil) }
+
+// LoadSkipping is Load, but a record that cannot be decoded is passed to
+// skip (its key and the error) and left out, instead of failing the load:
+// for an instance following a store that others write too.
+func (r *Records) LoadSkipping(skip func(key string, err error)) (Snapshot, error) {
+	return r.load(skip)
+}
+
+// load is Load; a record that cannot be decoded fails it when skip is nil,
+// and is passed to skip otherwise.
+func (r *Records) load(skip func(key string, err error)) (Snapshot, error) {
 	ctx := context.Background()
 	for range loadAttempts {
 		gkvs, grev, err := r.st.List(ctx, GroupsPrefix)
@@ -70,7 +81,11 @@ func (r *Records) Load() (Snapshot, error) {
 		for _, kv := range gkvs {
 			var g protocol.Group
 			if err := json.Unmarshal(kv.Value, &g); err != nil {
-				return Snapshot{}, fmt.Errorf("groupstore: corrupt group record %s: %w", kv.Key, err)
+				if skip == nil {
+					return Snapshot{}, fmt.Errorf("groupstore: corrupt group record %s: %w", kv.Key, err)
+				}
+				skip(kv.Key, err)
+				continue
 			}
 			s.Groups = append(s.Groups, g)
 			s.GroupRevs[g.Name] = kv.ModRev
@@ -78,14 +93,22 @@ func (r *Records) Load() (Snapshot, error) {
 		for _, kv := range rkvs {
 			var rep protocol.Replica
 			if err := json.Unmarshal(kv.Value, &rep); err != nil {
-				return Snapshot{}, fmt.Errorf("groupstore: corrupt replica record %s: %w", kv.Key, err)
+				if skip == nil {
+					return Snapshot{}, fmt.Errorf("groupstore: corrupt replica record %s: %w", kv.Key, err)
+				}
+				skip(kv.Key, err)
+				continue
 			}
 			s.Replicas = append(s.Replicas, rep)
 		}
 		for _, kv := range bkvs {
 			var b Block
 			if err := json.Unmarshal(kv.Value, &b); err != nil {
-				return Snapshot{}, fmt.Errorf("groupstore: corrupt block record %s: %w", kv.Key, err)
+				if skip == nil {
+					return Snapshot{}, fmt.Errorf("groupstore: corrupt block record %s: %w", kv.Key, err)
+				}
+				skip(kv.Key, err)
+				continue
 			}
 			s.Blocks = append(s.Blocks, b)
 		}
