@@ -3,6 +3,7 @@ package orb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
@@ -26,6 +27,9 @@ type Object struct {
 	// binding it used (not one another call has moved since).
 	gen         uint64
 	disposition giop.AddressingDisposition
+	// endpoint indexes current.Endpoints(): the address calls try first,
+	// the last one that could be connected to.
+	endpoint int
 }
 
 // Result is the outcome of a call that got an answer.
@@ -48,12 +52,13 @@ type binding struct {
 	located   bool
 	gen       uint64
 	disp      giop.AddressingDisposition
+	endpoint  int
 }
 
 func (obj *Object) snapshot() binding {
 	obj.mu.Lock()
 	defer obj.mu.Unlock()
-	return binding{ref: obj.current, forwarded: obj.forwarded, located: obj.located, gen: obj.gen, disp: obj.disposition}
+	return binding{ref: obj.current, forwarded: obj.forwarded, located: obj.located, gen: obj.gen, disp: obj.disposition, endpoint: obj.endpoint}
 }
 
 // Target returns the reference calls go to now.
@@ -88,7 +93,7 @@ func (obj *Object) forward(b binding, ref ior.IOR, perm bool) {
 		return
 	}
 	obj.gen++
-	obj.current, obj.located, obj.disposition = ref, false, giop.KeyAddr
+	obj.current, obj.located, obj.disposition, obj.endpoint = ref, false, giop.KeyAddr, 0
 	if perm {
 		obj.original, obj.forwarded = ref, false
 	} else {
@@ -107,9 +112,49 @@ func (obj *Object) revert(b binding) bool {
 	defer obj.mu.Unlock()
 	if obj.gen == b.gen {
 		obj.gen++
-		obj.current, obj.forwarded, obj.located, obj.disposition = obj.original, false, false, giop.KeyAddr
+		obj.current, obj.forwarded, obj.located, obj.disposition, obj.endpoint = obj.original, false, false, giop.KeyAddr, 0
 	}
 	return true
+}
+
+// useEndpoint makes endpoint i of b's reference the one later calls try
+// first, unless the binding has moved since b.
+func (obj *Object) useEndpoint(b binding, i int) {
+	obj.mu.Lock()
+	if obj.gen == b.gen {
+		obj.endpoint = i
+	}
+	obj.mu.Unlock()
+}
+
+// connect connects to b's reference: to the endpoint that worked last,
+// and when that cannot be connected to, to each other address the
+// reference lists (further IIOP profiles, TAG_ALTERNATE_IIOP_ADDRESS
+// components), in order. Nothing has been sent when it fails, so trying
+// the next address never runs a call twice. It returns the connection,
+// the profile the address came from and the address.
+func (obj *Object) connect(ctx context.Context, b binding) (*conn, ior.IIOPProfile, string, error) {
+	eps := b.ref.Endpoints()
+	var errs []error
+	for k := range eps {
+		i := (b.endpoint + k) % len(eps)
+		addr := eps[i].Address.HostPort()
+		c, err := obj.orb.connTo(ctx, addr)
+		if err == nil {
+			if i != b.endpoint {
+				obj.useEndpoint(b, i)
+			}
+			return c, eps[i].Profile, addr, nil
+		}
+		if ctx.Err() != nil || isClosed(err) {
+			return nil, ior.IIOPProfile{}, addr, err
+		}
+		errs = append(errs, fmt.Errorf("connecting to %s: %w", addr, err))
+	}
+	if len(errs) == 0 {
+		return nil, ior.IIOPProfile{}, "", errors.New("orb: the reference lists no IIOP address")
+	}
+	return nil, ior.IIOPProfile{}, eps[b.endpoint%len(eps)].Address.HostPort(), errors.Join(errs...)
 }
 
 func (obj *Object) markLocated(b binding) {
@@ -163,9 +208,7 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			return nil, transient("more than %d forwards for one call", o.opts.MaxForwards)
 		}
 		b := obj.snapshot()
-		prof, _ := b.ref.IIOP()
-		addr := prof.Address().HostPort()
-		c, err := o.connTo(ctx, addr)
+		c, prof, addr, err := obj.connect(ctx, b)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -175,7 +218,7 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			case retry(b):
 				continue
 			}
-			return nil, transient("connecting to %s: %w", addr, err)
+			return nil, transient("%w", err)
 		}
 		version := o.versionFor(prof)
 		env := giop.Envelope{Version: version, Order: o.opts.Order}
