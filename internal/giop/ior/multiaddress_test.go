@@ -101,3 +101,37 @@ func TestEndpointsOpaqueProfile(t *testing.T) {
 		t.Fatalf("endpoints %+v, want none", eps)
 	}
 }
+
+func TestParseHostPort(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want ior.Address
+		err  string
+	}{
+		{in: "10.0.0.2:2809", want: ior.Address{Version: ior.V12, Host: "10.0.0.2", Port: 2809}},
+		{in: "lb-2.example:1", want: ior.Address{Version: ior.V12, Host: "lb-2.example", Port: 1}},
+		{in: "[::1]:65535", want: ior.Address{Version: ior.V12, Host: "::1", Port: 65535}},
+		{in: "10.0.0.2", err: `no port, want host:port`},
+		{in: "h:0", err: `port "0" is not a number in 1..65535`},
+		{in: "h:65536", err: `port "65536" is not a number in 1..65535`},
+		{in: "h:+1", err: `port "+1" is not a number in 1..65535`},
+		{in: ":2809", err: "empty host"},
+		{in: "::1:2809", err: "must be in brackets"},
+		{in: "h/x:1", err: `contains '/'`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			t.Parallel()
+			got, err := ior.ParseHostPort(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), tc.in) {
+					t.Fatalf("ParseHostPort(%q) = %+v, %v; want an error naming it and containing %q", tc.in, got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("ParseHostPort(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
