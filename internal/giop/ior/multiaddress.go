@@ -61,6 +61,9 @@ type Endpoint struct {
 	// Profile is the IIOP profile that lists the address, as its own
 	// address or as a TAG_ALTERNATE_IIOP_ADDRESS component.
 	Profile IIOPProfile
+	// ProfileIndex is Profile's index in the reference's Profiles (what
+	// GIOP 1.2 ReferenceAddr calls selected_profile_index).
+	ProfileIndex int
 	// Alternate says the address comes from a TAG_ALTERNATE_IIOP_ADDRESS
 	// component.
 	Alternate bool
@@ -73,15 +76,15 @@ type Endpoint struct {
 // ORBs write them there). Non-IIOP profiles offer none.
 func (v IOR) Endpoints() []Endpoint {
 	var out []Endpoint
-	for _, p := range v.Profiles {
+	for i, p := range v.Profiles {
 		ip, ok := p.(IIOPProfile)
 		if !ok {
 			continue
 		}
-		out = append(out, Endpoint{Address: ip.Address(), Profile: ip})
+		out = append(out, Endpoint{Address: ip.Address(), Profile: ip, ProfileIndex: i})
 		for _, c := range ip.Components {
 			if alt, ok := c.(AlternateIIOPAddress); ok {
-				out = append(out, Endpoint{Address: Address{Version: ip.Version, Host: alt.Host, Port: alt.Port}, Profile: ip, Alternate: true})
+				out = append(out, Endpoint{Address: Address{Version: ip.Version, Host: alt.Host, Port: alt.Port}, Profile: ip, ProfileIndex: i, Alternate: true})
 			}
 		}
 	}

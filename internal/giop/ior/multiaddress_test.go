@@ -47,7 +47,11 @@ func TestMultiAddress(t *testing.T) {
 			}
 			for i, ep := range eps {
 				want := ior.Address{Version: tc.wantVer[i], Host: addrs[i].Host, Port: addrs[i].Port}
-				if ep.Address != want || ep.Alternate != tc.alternate[i] || string(ep.Profile.ObjectKey) != "prime" {
+				wantIndex := i
+				if tc.form == ior.FormAlternates {
+					wantIndex = 0
+				}
+				if ep.Address != want || ep.Alternate != tc.alternate[i] || ep.ProfileIndex != wantIndex || string(ep.Profile.ObjectKey) != "prime" {
 					t.Errorf("endpoint %d: %+v, want %+v (alternate %v) with key prime", i, ep, want, tc.alternate[i])
 				}
 			}

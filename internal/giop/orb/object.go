@@ -132,8 +132,8 @@ func (obj *Object) useEndpoint(b binding, i int) {
 // reference lists (further IIOP profiles, TAG_ALTERNATE_IIOP_ADDRESS
 // components), in order. Nothing has been sent when it fails, so trying
 // the next address never runs a call twice. It returns the connection,
-// the profile the address came from and the address.
-func (obj *Object) connect(ctx context.Context, b binding) (*conn, ior.IIOPProfile, string, error) {
+// the endpoint connected to and its address.
+func (obj *Object) connect(ctx context.Context, b binding) (*conn, ior.Endpoint, string, error) {
 	eps := b.ref.Endpoints()
 	var errs []error
 	for k := range eps {
@@ -144,17 +144,17 @@ func (obj *Object) connect(ctx context.Context, b binding) (*conn, ior.IIOPProfi
 			if i != b.endpoint {
 				obj.useEndpoint(b, i)
 			}
-			return c, eps[i].Profile, addr, nil
+			return c, eps[i], addr, nil
 		}
 		if ctx.Err() != nil || isClosed(err) {
-			return nil, ior.IIOPProfile{}, addr, err
+			return nil, ior.Endpoint{}, addr, err
 		}
 		errs = append(errs, fmt.Errorf("connecting to %s: %w", addr, err))
 	}
 	if len(errs) == 0 {
-		return nil, ior.IIOPProfile{}, "", errors.New("orb: the reference lists no IIOP address")
+		return nil, ior.Endpoint{}, "", errors.New("orb: the reference lists no IIOP address")
 	}
-	return nil, ior.IIOPProfile{}, eps[b.endpoint%len(eps)].Address.HostPort(), errors.Join(errs...)
+	return nil, ior.Endpoint{}, eps[b.endpoint%len(eps)].Address.HostPort(), errors.Join(errs...)
 }
 
 func (obj *Object) markLocated(b binding) {
@@ -208,7 +208,7 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			return nil, transient("more than %d forwards for one call", o.opts.MaxForwards)
 		}
 		b := obj.snapshot()
-		c, prof, addr, err := obj.connect(ctx, b)
+		c, ep, addr, err := obj.connect(ctx, b)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -220,11 +220,11 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			}
 			return nil, transient("%w", err)
 		}
-		version := o.versionFor(prof)
+		version := o.versionFor(ep.Profile)
 		env := giop.Envelope{Version: version, Order: o.opts.Order}
 
 		if o.opts.Locate && !b.located {
-			again, err := obj.locate(ctx, c, b, env, prof, res)
+			again, err := obj.locate(ctx, c, b, env, ep, res)
 			if err != nil {
 				var se *sendError
 				var be *brokenError
@@ -246,7 +246,7 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			}
 		}
 
-		req := &giop.Request{Envelope: env, Operation: op, Target: target(b, prof)}
+		req := &giop.Request{Envelope: env, Operation: op, Target: target(b, ep)}
 		if twoway {
 			req.ResponseFlags = giop.FlagsTwoway
 		}
@@ -331,8 +331,8 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 // again == true when the object moved (forwarded, or another addressing
 // mode asked for), and an error for UNKNOWN_OBJECT (OBJECT_NOT_EXIST) and
 // LOC_SYSTEM_EXCEPTION.
-func (obj *Object) locate(ctx context.Context, c *conn, b binding, env giop.Envelope, prof ior.IIOPProfile, res *Result) (again bool, err error) {
-	lr := &giop.LocateRequest{Envelope: env, Target: target(b, prof)}
+func (obj *Object) locate(ctx context.Context, c *conn, b binding, env giop.Envelope, ep ior.Endpoint, res *Result) (again bool, err error) {
+	lr := &giop.LocateRequest{Envelope: env, Target: target(b, ep)}
 	m, err := c.roundTrip(ctx, lr, func(id uint32) { lr.RequestID = id }, true)
 	if err != nil {
 		return false, err
@@ -375,23 +375,17 @@ func (obj *Object) locate(ctx context.Context, c *conn, b binding, env giop.Enve
 	return false, marshal("%s answered with locate status %v", c.addr, rep.Status)
 }
 
-// target is the TargetAddress of a request to b through prof: the object
-// key unless the server asked for another addressing mode (GIOP 1.2).
-func target(b binding, prof ior.IIOPProfile) giop.TargetAddress {
+// target is the TargetAddress of a request to b through endpoint ep: the
+// object key unless the server asked for another addressing mode (GIOP
+// 1.2), ep's profile or the whole reference with ep's profile selected.
+func target(b binding, ep ior.Endpoint) giop.TargetAddress {
 	switch b.disp {
 	case giop.ProfileAddr:
-		return giop.TargetAddress{Disposition: giop.ProfileAddr, Profile: prof}
+		return giop.TargetAddress{Disposition: giop.ProfileAddr, Profile: ep.Profile}
 	case giop.ReferenceAddr:
-		idx := 0
-		for i, p := range b.ref.Profiles {
-			if p.Tag() == ior.TagInternetIOP {
-				idx = i
-				break
-			}
-		}
-		return giop.TargetAddress{Disposition: giop.ReferenceAddr, Reference: giop.IORAddressingInfo{SelectedProfileIndex: uint32(idx), IOR: b.ref}}
+		return giop.TargetAddress{Disposition: giop.ReferenceAddr, Reference: giop.IORAddressingInfo{SelectedProfileIndex: uint32(ep.ProfileIndex), IOR: b.ref}}
 	}
-	return giop.KeyTarget(prof.ObjectKey)
+	return giop.KeyTarget(ep.Profile.ObjectKey)
 }
 
 // IsA asks the object whether it supports the interface repoID
