@@ -149,8 +149,15 @@ at fault are printed) or cannot be reached, 2 on a usage error.`,
 		ctlAddCmd(o), ctlReplicaCmd(o, "drain"), ctlReplicaCmd(o, "activate"), ctlReplicaCmd(o, "remove"),
 		ctlUnblockCmd(o),
 	)
+	for _, mk := range ctlExtraCmds {
+		cmd.AddCommand(mk(o))
+	}
 	return cmd
 }
+
+// ctlExtraCmds are ctl subcommands that add themselves from their own
+// files.
+var ctlExtraCmds []func(*ctlOptions) *cobra.Command
 
 func ctlGroupsCmd(o *ctlOptions) *cobra.Command {
 	return &cobra.Command{

@@ -160,3 +160,21 @@ func isAlnum(c byte) bool {
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
+
+// ParseHostPort parses "host:port" or "[v6]:port" into an IIOP 1.2
+// address. The port is required and must be in 1..65535; the host is a
+// DNS name or an IP address as in a corbaloc URL.
+func ParseHostPort(s string) (Address, error) {
+	host, port, err := splitHostPort(s)
+	if err != nil {
+		return Address{}, fmt.Errorf("ior: address %q: %w", s, err)
+	}
+	if port == "" {
+		return Address{}, fmt.Errorf("ior: address %q: no port, want host:port", s)
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 || port[0] == '+' {
+		return Address{}, fmt.Errorf("ior: address %q: port %q is not a number in 1..65535", s, port)
+	}
+	return Address{Version: V12, Host: host, Port: uint16(n)}, nil
+}

@@ -22,4 +22,8 @@
 //	fmt.Println(replica.TypeID, replica.String())
 //
 //	agent := replica.WithAddress("10.0.0.7", 4100) // same type and key, new address
+//
+//	// one object behind several front doors, as one profile with alternates
+//	multi, err := ior.MultiAddress("IDL:Prime:1.0", []byte("primes"), addrs, ior.FormAlternates)
+//	for _, ep := range multi.Endpoints() { ... } // every address, in order
 package ior

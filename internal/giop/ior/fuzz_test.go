@@ -13,7 +13,8 @@ import (
 // and as the bytes of the encapsulation behind "IOR:" (which lets the fuzzer
 // mutate the CDR rather than hex digits). It must never panic, and any IOR it
 // accepts must stringify, in either byte order, to a string that parses to
-// an equal value.
+// an equal value and list one endpoint per IIOP profile and alternate
+// address.
 func FuzzParseIOR(f *testing.F) {
 	for _, ref := range append(capturedIORs(f), sample, ior.IOR{}) {
 		for _, o := range []cdr.ByteOrder{cdr.BigEndian, cdr.LittleEndian} {
@@ -22,6 +23,12 @@ func FuzzParseIOR(f *testing.F) {
 			raw, _ := hex.DecodeString(s[4:])
 			f.Add(raw)
 		}
+	}
+	for _, form := range []ior.Form{ior.FormAlternates, ior.FormProfiles} {
+		multi, _ := ior.MultiAddress("IDL:Prime:1.0", []byte("prime"), []ior.Address{{Host: "a", Port: 1}, {Host: "::1", Port: 2}}, form)
+		f.Add([]byte(multi.String()))
+		raw, _ := hex.DecodeString(multi.String()[4:])
+		f.Add(raw)
 	}
 	f.Add([]byte("IOR:"))
 	f.Add([]byte("ior:0100"))
@@ -41,6 +48,20 @@ func FuzzParseIOR(f *testing.F) {
 				}
 			}
 			_ = ref.WithAddress("h", 1)
+			n := 0
+			for _, p := range ref.Profiles {
+				if ip, ok := p.(ior.IIOPProfile); ok {
+					n++
+					for _, c := range ip.Components {
+						if c.Tag() == ior.TagAlternateIIOPAddress {
+							n++
+						}
+					}
+				}
+			}
+			if eps := ref.Endpoints(); len(eps) != n {
+				t.Fatalf("%d endpoints, want %d (IIOP profiles and their alternate addresses): %+v", len(eps), n, eps)
+			}
 		}
 	})
 }

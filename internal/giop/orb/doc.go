@@ -17,6 +17,13 @@
 //     re-issued there at once, once at most; a call that had been sent fails
 //     with COMM_FAILURE (COMPLETED_MAYBE), since it may have run.
 //
+// A reference may list several addresses: several IIOP profiles (a
+// multi-address corbaloc URL) or TAG_ALTERNATE_IIOP_ADDRESS components.
+// When the address an object uses cannot be connected to, the call tries
+// the next ones in order (nothing was sent, so nothing runs twice), and the
+// object keeps to the address that answered. A call fails with TRANSIENT
+// only when no address can be connected to.
+//
 // With Options.Locate the ORB sends a LocateRequest before the first call on
 // each new target, as omniORB does by default.
 //

@@ -3,6 +3,7 @@ package orb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
@@ -26,6 +27,9 @@ type Object struct {
 	// binding it used (not one another call has moved since).
 	gen         uint64
 	disposition giop.AddressingDisposition
+	// endpoint indexes current.Endpoints(): the address calls try first,
+	// the last one that could be connected to.
+	endpoint int
 }
 
 // Result is the outcome of a call that got an answer.
@@ -48,12 +52,13 @@ type binding struct {
 	located   bool
 	gen       uint64
 	disp      giop.AddressingDisposition
+	endpoint  int
 }
 
 func (obj *Object) snapshot() binding {
 	obj.mu.Lock()
 	defer obj.mu.Unlock()
-	return binding{ref: obj.current, forwarded: obj.forwarded, located: obj.located, gen: obj.gen, disp: obj.disposition}
+	return binding{ref: obj.current, forwarded: obj.forwarded, located: obj.located, gen: obj.gen, disp: obj.disposition, endpoint: obj.endpoint}
 }
 
 // Target returns the reference calls go to now.
@@ -88,7 +93,7 @@ func (obj *Object) forward(b binding, ref ior.IOR, perm bool) {
 		return
 	}
 	obj.gen++
-	obj.current, obj.located, obj.disposition = ref, false, giop.KeyAddr
+	obj.current, obj.located, obj.disposition, obj.endpoint = ref, false, giop.KeyAddr, 0
 	if perm {
 		obj.original, obj.forwarded = ref, false
 	} else {
@@ -107,9 +112,49 @@ func (obj *Object) revert(b binding) bool {
 	defer obj.mu.Unlock()
 	if obj.gen == b.gen {
 		obj.gen++
-		obj.current, obj.forwarded, obj.located, obj.disposition = obj.original, false, false, giop.KeyAddr
+		obj.current, obj.forwarded, obj.located, obj.disposition, obj.endpoint = obj.original, false, false, giop.KeyAddr, 0
 	}
 	return true
+}
+
+// useEndpoint makes endpoint i of b's reference the one later calls try
+// first, unless the binding has moved since b.
+func (obj *Object) useEndpoint(b binding, i int) {
+	obj.mu.Lock()
+	if obj.gen == b.gen {
+		obj.endpoint = i
+	}
+	obj.mu.Unlock()
+}
+
+// connect connects to b's reference: to the endpoint that worked last,
+// and when that cannot be connected to, to each other address the
+// reference lists (further IIOP profiles, TAG_ALTERNATE_IIOP_ADDRESS
+// components), in order. Nothing has been sent when it fails, so trying
+// the next address never runs a call twice. It returns the connection,
+// the endpoint connected to and its address.
+func (obj *Object) connect(ctx context.Context, b binding) (*conn, ior.Endpoint, string, error) {
+	eps := b.ref.Endpoints()
+	var errs []error
+	for k := range eps {
+		i := (b.endpoint + k) % len(eps)
+		addr := eps[i].Address.HostPort()
+		c, err := obj.orb.connTo(ctx, addr)
+		if err == nil {
+			if i != b.endpoint {
+				obj.useEndpoint(b, i)
+			}
+			return c, eps[i], addr, nil
+		}
+		if ctx.Err() != nil || isClosed(err) {
+			return nil, ior.Endpoint{}, addr, err
+		}
+		errs = append(errs, fmt.Errorf("connecting to %s: %w", addr, err))
+	}
+	if len(errs) == 0 {
+		return nil, ior.Endpoint{}, "", errors.New("orb: the reference lists no IIOP address")
+	}
+	return nil, ior.Endpoint{}, eps[b.endpoint%len(eps)].Address.HostPort(), errors.Join(errs...)
 }
 
 func (obj *Object) markLocated(b binding) {
@@ -163,9 +208,7 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			return nil, transient("more than %d forwards for one call", o.opts.MaxForwards)
 		}
 		b := obj.snapshot()
-		prof, _ := b.ref.IIOP()
-		addr := prof.Address().HostPort()
-		c, err := o.connTo(ctx, addr)
+		c, ep, addr, err := obj.connect(ctx, b)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -175,13 +218,13 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			case retry(b):
 				continue
 			}
-			return nil, transient("connecting to %s: %w", addr, err)
+			return nil, transient("%w", err)
 		}
-		version := o.versionFor(prof)
+		version := o.versionFor(ep.Profile)
 		env := giop.Envelope{Version: version, Order: o.opts.Order}
 
 		if o.opts.Locate && !b.located {
-			again, err := obj.locate(ctx, c, b, env, prof, res)
+			again, err := obj.locate(ctx, c, b, env, ep, res)
 			if err != nil {
 				var se *sendError
 				var be *brokenError
@@ -203,7 +246,7 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 			}
 		}
 
-		req := &giop.Request{Envelope: env, Operation: op, Target: target(b, prof)}
+		req := &giop.Request{Envelope: env, Operation: op, Target: target(b, ep)}
 		if twoway {
 			req.ResponseFlags = giop.FlagsTwoway
 		}
@@ -288,8 +331,8 @@ func (obj *Object) invoke(ctx context.Context, op string, args func(e *cdr.Encod
 // again == true when the object moved (forwarded, or another addressing
 // mode asked for), and an error for UNKNOWN_OBJECT (OBJECT_NOT_EXIST) and
 // LOC_SYSTEM_EXCEPTION.
-func (obj *Object) locate(ctx context.Context, c *conn, b binding, env giop.Envelope, prof ior.IIOPProfile, res *Result) (again bool, err error) {
-	lr := &giop.LocateRequest{Envelope: env, Target: target(b, prof)}
+func (obj *Object) locate(ctx context.Context, c *conn, b binding, env giop.Envelope, ep ior.Endpoint, res *Result) (again bool, err error) {
+	lr := &giop.LocateRequest{Envelope: env, Target: target(b, ep)}
 	m, err := c.roundTrip(ctx, lr, func(id uint32) { lr.RequestID = id }, true)
 	if err != nil {
 		return false, err
@@ -332,23 +375,17 @@ func (obj *Object) locate(ctx context.Context, c *conn, b binding, env giop.Enve
 	return false, marshal("%s answered with locate status %v", c.addr, rep.Status)
 }
 
-// target is the TargetAddress of a request to b through prof: the object
-// key unless the server asked for another addressing mode (GIOP 1.2).
-func target(b binding, prof ior.IIOPProfile) giop.TargetAddress {
+// target is the TargetAddress of a request to b through endpoint ep: the
+// object key unless the server asked for another addressing mode (GIOP
+// 1.2), ep's profile or the whole reference with ep's profile selected.
+func target(b binding, ep ior.Endpoint) giop.TargetAddress {
 	switch b.disp {
 	case giop.ProfileAddr:
-		return giop.TargetAddress{Disposition: giop.ProfileAddr, Profile: prof}
+		return giop.TargetAddress{Disposition: giop.ProfileAddr, Profile: ep.Profile}
 	case giop.ReferenceAddr:
-		idx := 0
-		for i, p := range b.ref.Profiles {
-			if p.Tag() == ior.TagInternetIOP {
-				idx = i
-				break
-			}
-		}
-		return giop.TargetAddress{Disposition: giop.ReferenceAddr, Reference: giop.IORAddressingInfo{SelectedProfileIndex: uint32(idx), IOR: b.ref}}
+		return giop.TargetAddress{Disposition: giop.ReferenceAddr, Reference: giop.IORAddressingInfo{SelectedProfileIndex: uint32(ep.ProfileIndex), IOR: b.ref}}
 	}
-	return giop.KeyTarget(prof.ObjectKey)
+	return giop.KeyTarget(ep.Profile.ObjectKey)
 }
 
 // IsA asks the object whether it supports the interface repoID
