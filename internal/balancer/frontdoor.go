@@ -54,7 +54,16 @@ func (g *group) referenceLocked() *protocol.Reference {
 	if err != nil {
 		return nil
 	}
-	return &protocol.Reference{Corbaloc: c.String(), IOR: c.IOR(g.typeIDLocked()).String()}
+	ref := c.IOR(g.typeIDLocked())
+	if len(c.Addresses) > 1 {
+		// Several advertised addresses: one profile with alternate
+		// addresses, the form omniORB fails over with (it reads only
+		// an IOR's first profile).
+		if multi, err := registry.GroupIOR(c, g.typeIDLocked(), nil); err == nil {
+			ref = multi
+		}
+	}
+	return &protocol.Reference{Corbaloc: c.String(), IOR: ref.String()}
 }
 
 // frontDoorURLLocked is what monitors are told the front door is: the
