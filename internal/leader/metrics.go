@@ -63,3 +63,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.changes.Collect(ch)
 	m.leading.Collect(ch)
 }
+
+// Changes is the counter of group's changes to state to (for tests and
+// the status page).
+func (m *Metrics) Changes(group string, to State) prometheus.Counter {
+	return m.changes.WithLabelValues(group, to.String())
+}
