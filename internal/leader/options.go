@@ -36,7 +36,9 @@ type Options struct {
 	// keeping it alive loses leadership within it. Whole seconds, at
 	// least MinSessionTTL; default DefaultSessionTTL.
 	SessionTTL time.Duration
-	// Clock reads the time for warm-up; default the system clock.
+	// Clock reads the time for warm-up (Report, CanPlan); default the
+	// system clock. The pauses between retries against etcd are real
+	// time, as etcd's lease is.
 	Clock clock.Clock
 	// Metrics, when set, counts changes.
 	Metrics *Metrics
