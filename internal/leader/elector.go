@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -322,10 +323,18 @@ func wait(ctx context.Context, d time.Duration) bool {
 // groups, revokes the lease once etcd answers and starts over.
 func (e *Elector) sessions() {
 	defer e.workers.Done()
+	var lost clientv3.LeaseID // a lost lease not yet revoked
 	for {
 		s, err := e.newSession()
 		if err != nil {
 			return // closing
+		}
+		if lost != clientv3.NoLease {
+			// etcd answers again: the lost lease's keys go now rather
+			// than a TTL after etcd's return (lease not found: it
+			// expired meanwhile).
+			e.revoke(lost)
+			lost = clientv3.NoLease
 		}
 		e.mu.Lock()
 		if e.closed {
@@ -358,11 +367,21 @@ func (e *Elector) sessions() {
 		e.mu.Unlock()
 		e.opts.Logger.Warn("leader: session lost; its lease is revoked when etcd answers", "instance", e.opts.Instance, "lease", fmt.Sprintf("%x", s.Lease()))
 		// Revoke the lost lease, so that its keys (and the fences on
-		// them) go at once rather than a TTL after etcd is back.
-		rctx, cancel := context.WithTimeout(e.ctx, e.opts.SessionTTL)
-		_, _ = e.cli.Revoke(rctx, s.Lease())
-		cancel()
+		// them) go at once rather than a TTL after etcd is back; if etcd
+		// does not answer now, once the next session is granted.
+		if !e.revoke(s.Lease()) {
+			lost = s.Lease()
+		}
 	}
+}
+
+// revoke revokes a lease, bounded by the TTL; it tells whether etcd
+// answered (a lease already gone counts).
+func (e *Elector) revoke(id clientv3.LeaseID) bool {
+	ctx, cancel := context.WithTimeout(e.ctx, e.opts.SessionTTL)
+	defer cancel()
+	_, err := e.cli.Revoke(ctx, id)
+	return err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound)
 }
 
 // newSession grants a lease (each attempt bounded by the TTL, so that an

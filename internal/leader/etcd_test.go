@@ -384,6 +384,7 @@ func testAllStopped(t *testing.T, c *etcdtest.Cluster) {
 	if err := c.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
+	back := time.Now()
 	// Either instance may win now; a's old lease is revoked or expires.
 	won := make(chan string, 2)
 	wctx, cancel := context.WithCancel(ctx)
@@ -420,7 +421,7 @@ func testAllStopped(t *testing.T, c *etcdtest.Cluster) {
 	cancel()
 	name, termS, _ := strings.Cut(winner, " ")
 	termNew := atoi(t, termS)
-	t.Logf("%s elected with term %d after etcd returned (a's old term %d)", name, termNew, termA)
+	t.Logf("%s elected with term %d %v after etcd was healthy again (a's old term %d)", name, termNew, time.Since(back), termA)
 	if termNew <= termA {
 		t.Errorf("new term %d, want above %d", termNew, termA)
 	}
