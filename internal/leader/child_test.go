@@ -16,11 +16,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fulcrum-lb/fulcrum/internal/leader"
+	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/etcdstore"
 )
 
 // childEnv makes the re-executed test binary an "instance" of the
 // real-etcd tests instead of running tests: it campaigns for group g and
-// writes through its fence, printing what happens, until stdin ends. Its
+// writes through its fence (Fence.Store on an etcdstore), printing what happens, until stdin ends. Its
 // settings come from the environment:
 //
 //	FULCRUM_LEADER_CHILD   instance name
@@ -41,7 +43,8 @@ import (
 //	failed term=N err=...     (outcome unknown)
 const childEnv = "FULCRUM_LEADER_CHILD"
 
-// probeKey is the key the instances write, under the prefix.
+// probeKey is the store key the instances write, through their fenced
+// store (etcd key <prefix>kv/probe).
 const probeKey = "probe"
 
 // writeEvery paces the child's writes.
@@ -62,6 +65,12 @@ func runChild(name string) int {
 		return 1
 	}
 	defer cli.Close()
+	st, err := etcdstore.Open(context.Background(), etcdstore.Options{Endpoints: eps, Prefix: prefix, DialTimeout: 2 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer st.Close()
 	var out sync.Mutex
 	say := func(format string, args ...any) {
 		out.Lock()
@@ -88,7 +97,7 @@ func runChild(name string) int {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		write(ctx, e, cli, prefix+probeKey, name, zombie, say)
+		write(ctx, e, st, name, zombie, say)
 	}()
 	_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until stdin ends
 	stop()
@@ -102,7 +111,7 @@ func runChild(name string) int {
 	return 0
 }
 
-func write(ctx context.Context, e *leader.Elector, cli *clientv3.Client, key, name string, zombie bool, say func(string, ...any)) {
+func write(ctx context.Context, e *leader.Elector, st *etcdstore.Store, name string, zombie bool, say func(string, ...any)) {
 	tick := time.NewTicker(writeEvery)
 	defer tick.Stop()
 	var kept leader.Fence
@@ -123,11 +132,11 @@ func write(ctx context.Context, e *leader.Elector, cli *clientv3.Client, key, na
 			continue
 		}
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
-		resp, err := f.Txn(wctx, cli, nil, []clientv3.Op{clientv3.OpPut(key, fmt.Sprintf("%s term=%d seq=%d", name, f.Term, seq))}, nil)
+		_, rev, _, err := f.Store(st).Txn(wctx, nil, []store.Op{store.Put(probeKey, fmt.Appendf(nil, "%s term=%d seq=%d", name, f.Term, seq))})
 		cancel()
 		switch {
-		case err == nil:
-			say("wrote term=%d rev=%d at=%d", f.Term, resp.Header.Revision, time.Now().UnixNano())
+		case err == nil: // no conditions: applied
+			say("wrote term=%d rev=%d at=%d", f.Term, rev, time.Now().UnixNano())
 		case errors.Is(err, leader.ErrDeposed):
 			say("refused term=%d", f.Term)
 		case ctx.Err() != nil:

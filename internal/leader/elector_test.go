@@ -18,6 +18,8 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
 	"github.com/fulcrum-lb/fulcrum/internal/leader"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
+	"github.com/fulcrum-lb/fulcrum/internal/store"
+	"github.com/fulcrum-lb/fulcrum/internal/store/etcdstore"
 )
 
 func TestOptionErrors(t *testing.T) {
@@ -99,6 +101,13 @@ func TestElector(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	clk := clocktest.New(t0)
 	prefix := newPrefix()
+	// The store first, as an instance opens it: it writes the schema of
+	// an empty prefix.
+	st, err := etcdstore.Open(ctx, etcdstore.Options{Endpoints: c.Endpoints(), Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
 	x := newMember(t, cli, prefix, "x", clk)
 	if err := x.e.Join("g", 100*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -152,6 +161,15 @@ func TestElector(t *testing.T) {
 		t.Fatalf("fenced txn with a failing condition: %v %+v", err, resp)
 	}
 
+	// The same fence around the store's transactions.
+	fenced := f.Store(st)
+	if ok, _, _, err := fenced.Txn(ctx, nil, []store.Op{store.Put("moves/g", []byte("x"))}); err != nil || !ok {
+		t.Fatalf("x's fenced store put: %v %v", ok, err)
+	}
+	if ok, _, kvs, err := fenced.Txn(ctx, []store.Cond{store.ValueIs("moves/g", []byte("other"))}, []store.Op{store.Put("moves/g", []byte("no"))}); err != nil || ok || string(kvs[0].Value) != "x" {
+		t.Fatalf("x's fenced store txn with a failing condition: %v %v %+v", ok, err, kvs)
+	}
+
 	// x leaves: y takes over with a higher term; x's fence changes nothing.
 	if err := x.e.Leave(ctx, "g"); err != nil {
 		t.Fatal(err)
@@ -165,6 +183,12 @@ func TestElector(t *testing.T) {
 	}
 	if _, err := f.Txn(ctx, cli, nil, []clientv3.Op{clientv3.OpPut(key, "stale")}, nil); !errors.Is(err, leader.ErrDeposed) {
 		t.Errorf("x's old fence: %v, want ErrDeposed", err)
+	}
+	if _, _, _, err := fenced.Txn(ctx, nil, []store.Op{store.Put("moves/g", []byte("stale"))}); !errors.Is(err, leader.ErrDeposed) {
+		t.Errorf("x's old fenced store: %v, want ErrDeposed", err)
+	}
+	if kv, err := st.Get(ctx, "moves/g"); err != nil || string(kv.Value) != "x" {
+		t.Errorf("moves/g after the refused put: %q %v, want x", kv.Value, err)
 	}
 	if got, err := cli.Get(ctx, key); err != nil || string(got.Kvs[0].Value) != "x" {
 		t.Errorf("probe after the refused put: %v %v", got, err)

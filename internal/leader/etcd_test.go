@@ -147,7 +147,7 @@ type put struct {
 // history (nothing is compacted in these tests).
 func history(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string) []put {
 	t.Helper()
-	key := prefix + probeKey
+	key := prefix + "kv/" + probeKey
 	cur, err := cli.Get(ctx, key)
 	if err != nil {
 		t.Fatal(err)
