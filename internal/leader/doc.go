@@ -15,7 +15,8 @@
 // The term of a leader is its election key's create revision: it grows
 // with every new leader, in every group. Every write a leader makes goes
 // through its Fence, a transaction conditioned on that key still having
-// that create revision, so that a deposed leader (frozen, cut off, or not
+// that create revision (Fence.Txn on the etcd client, Fence.Store around
+// the etcd store), so that a deposed leader (frozen, cut off, or not
 // yet aware of its loss) changes nothing.
 //
 //	e, err := leader.New(leader.Options{Client: cli, Instance: "fulcrum-a", SessionTTL: 3 * time.Second})
@@ -25,7 +26,8 @@
 //	...
 //	e.Report("prime")               // a load report arrived
 //	if e.CanPlan("prime") {
-//		f, ok := e.Fence("prime")
-//		if ok { _, err = f.Txn(ctx, cli, nil, []clientv3.Op{put}, nil) } // leader.ErrDeposed: changed nothing
+//		if f, ok := e.Fence("prime"); ok {
+//			_, _, _, err = f.Store(st).Txn(ctx, conds, ops) // leader.ErrDeposed: changed nothing
+//		}
 //	}
 package leader
