@@ -146,32 +146,7 @@ func (s *Store) Txn(ctx context.Context, conds []store.Cond, ops []store.Op) (bo
 		return false, 0, nil, err
 	}
 	defer cancel()
-	cmps := make([]clientv3.Cmp, 0, len(conds))
-	var reads []clientv3.Op
-	for _, c := range conds {
-		k := s.kvPrefix + c.Key
-		switch c.Target {
-		case store.TargetValue:
-			cmps = append(cmps, clientv3.Compare(clientv3.Value(k), "=", string(c.Value)))
-		case store.TargetModRev:
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", c.Rev))
-		default: // store.TargetCreateRev; CheckTxn refused others
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", c.Rev))
-		}
-		reads = append(reads, clientv3.OpGet(k))
-	}
-	then := make([]clientv3.Op, 0, len(ops))
-	for _, op := range ops {
-		k := s.kvPrefix + op.Key
-		switch op.Kind {
-		case store.OpPut:
-			then = append(then, clientv3.OpPut(k, string(op.Value)))
-		case store.OpDelete:
-			then = append(then, clientv3.OpDelete(k))
-		default: // store.OpDeletePrefix
-			then = append(then, clientv3.OpDelete(k, clientv3.WithPrefix()))
-		}
-	}
+	cmps, then, reads := s.txnOps(conds, ops)
 	resp, err := s.cli.Txn(rctx).If(cmps...).Then(then...).Else(reads...).Commit()
 	if err != nil {
 		return false, 0, nil, s.wrap("txn", "", err)
@@ -187,6 +162,38 @@ func (s *Store) Txn(ctx context.Context, conds []store.Cond, ops []store.Op) (bo
 		}
 	}
 	return false, resp.Header.Revision, kvs, nil
+}
+
+// txnOps translates a transaction's conditions and ops into etcd's: the
+// compares, the ops on success, and a read of every compared key (for the
+// failure branch).
+func (s *Store) txnOps(conds []store.Cond, ops []store.Op) (cmps []clientv3.Cmp, then, reads []clientv3.Op) {
+	cmps = make([]clientv3.Cmp, 0, len(conds))
+	for _, c := range conds {
+		k := s.kvPrefix + c.Key
+		switch c.Target {
+		case store.TargetValue:
+			cmps = append(cmps, clientv3.Compare(clientv3.Value(k), "=", string(c.Value)))
+		case store.TargetModRev:
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", c.Rev))
+		default: // store.TargetCreateRev; CheckTxn refused others
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", c.Rev))
+		}
+		reads = append(reads, clientv3.OpGet(k))
+	}
+	then = make([]clientv3.Op, 0, len(ops))
+	for _, op := range ops {
+		k := s.kvPrefix + op.Key
+		switch op.Kind {
+		case store.OpPut:
+			then = append(then, clientv3.OpPut(k, string(op.Value)))
+		case store.OpDelete:
+			then = append(then, clientv3.OpDelete(k))
+		default: // store.OpDeletePrefix
+			then = append(then, clientv3.OpDelete(k, clientv3.WithPrefix()))
+		}
+	}
+	return cmps, then, reads
 }
 
 // kv converts etcd's key/value, stripping the prefix. A present key's
