@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
 )
 
 // TestInspect: Inspect reads the store's keys, the schema version and the
