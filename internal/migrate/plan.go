@@ -58,6 +58,19 @@ type Plan struct {
 // reported.
 var known = []string{"groups", "replicas", "blocks"}
 
+// byKnown orders kinds: the known ones in their order, then the others by
+// name.
+func byKnown(a, b string) int {
+	ia, ib := slices.Index(known, a), slices.Index(known, b)
+	if ia < 0 {
+		ia = len(known)
+	}
+	if ib < 0 {
+		ib = len(known)
+	}
+	return cmp.Or(cmp.Compare(ia, ib), cmp.Compare(a, b))
+}
+
 // KindOf is the kind of a key: its first segment.
 func KindOf(key string) string {
 	k, _, _ := strings.Cut(key, "/")
@@ -96,18 +109,10 @@ func Decide(src []store.KV, srcSchema int, t Target, force bool) Plan {
 			}
 		}
 	}
-	for _, name := range known {
-		if k := byName[name]; k != nil {
-			p.Kinds = append(p.Kinds, *k)
-			delete(byName, name)
-		}
-	}
-	rest := make([]Kind, 0, len(byName))
 	for _, k := range byName {
-		rest = append(rest, *k)
+		p.Kinds = append(p.Kinds, *k)
 	}
-	slices.SortFunc(rest, func(a, b Kind) int { return cmp.Compare(a.Name, b.Name) })
-	p.Kinds = append(p.Kinds, rest...)
+	slices.SortFunc(p.Kinds, func(a, b Kind) int { return byKnown(a.Name, b.Name) })
 	for _, kv := range t.KVs {
 		if !seen[kv.Key] {
 			p.Kept++
@@ -142,7 +147,7 @@ func describe(t Target) string {
 	for n := range counts {
 		names = append(names, n)
 	}
-	slices.Sort(names)
+	slices.SortFunc(names, byKnown)
 	var parts []string
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[n], n))
