@@ -13,8 +13,27 @@ type Copied struct {
 	Keys, Txns int
 }
 
+// MaxTxnBytes bounds the keys and values of one transaction, below etcd's
+// default request limit (--max-request-bytes, 1.5 MiB). A single larger
+// key goes alone.
+const MaxTxnBytes = 1 << 20
+
+// chunkLen is how many keys of src go into the next transaction: at most
+// store.MaxTxnOps, at most MaxTxnBytes of keys and values, at least one.
+func chunkLen(src []store.KV) int {
+	size := 0
+	for i, kv := range src {
+		size += len(kv.Key) + len(kv.Value)
+		if i == store.MaxTxnOps || (i > 0 && size > MaxTxnBytes) {
+			return i
+		}
+	}
+	return len(src)
+}
+
 // Copy puts every key of src into dst with its value unchanged, in
-// transactions of at most store.MaxTxnOps puts each, in src's order.
+// transactions of at most store.MaxTxnOps puts and MaxTxnBytes each, in
+// src's order.
 // Unless force, each put is conditioned on its key being absent: a key
 // that appeared meanwhile (another writer) stops the copy with an error
 // naming it, and the transaction that found it writes nothing. With force
@@ -23,7 +42,7 @@ type Copied struct {
 func Copy(ctx context.Context, dst store.Store, src []store.KV, force bool) (Copied, error) {
 	var c Copied
 	for len(src) > 0 {
-		n := min(len(src), store.MaxTxnOps)
+		n := chunkLen(src)
 		chunk := src[:n]
 		ops := make([]store.Op, n)
 		var conds []store.Cond

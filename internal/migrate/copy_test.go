@@ -191,3 +191,26 @@ func TestCopyForced(t *testing.T) {
 		t.Errorf("groups/other = %q, %v; want it kept", kv.Value, err)
 	}
 }
+
+// TestCopyLargeValues: values that would exceed etcd's request limit in
+// one transaction are split by size (12 keys of 300 KiB: four
+// transactions of at most 1 MiB).
+func TestCopyLargeValues(t *testing.T) {
+	var src []store.KV
+	for i := range 12 {
+		v := make([]byte, 300<<10)
+		v[0] = byte(i)
+		src = append(src, store.KV{Key: fmt.Sprintf("groups/g%02d", i), Value: v})
+	}
+	dst := openEtcd(t)
+	c, err := Copy(ctxT(t), dst, src, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Keys != 12 || c.Txns != 4 {
+		t.Errorf("Copy = %+v, want 12 keys in 4 transactions", c)
+	}
+	if v, err := Verify(ctxT(t), dst, src); err != nil || !v.OK() {
+		t.Errorf("Verify = %+v, %v", v, err)
+	}
+}

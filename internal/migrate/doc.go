@@ -8,7 +8,7 @@
 //     (groups, replicas, blocks, ...), and refuses a target of another
 //     schema version, or one that already holds fulcrum data unless forced.
 //   - Copy (copy.go) writes the source's keys, values unchanged, in
-//     transactions of at most store.MaxTxnOps puts. Unforced, each put is
+//     transactions of at most store.MaxTxnOps puts and MaxTxnBytes. Unforced, each put is
 //     conditioned on its key being absent, so a writer that appears
 //     meanwhile stops the copy rather than being overwritten. Forced, it
 //     overwrites the keys the source holds and never deletes any other.

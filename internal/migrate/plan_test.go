@@ -71,3 +71,38 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+func TestChunkLen(t *testing.T) {
+	t.Parallel()
+	sized := func(sizes ...int) []store.KV {
+		var out []store.KV
+		for i, n := range sizes {
+			out = append(out, store.KV{Key: string(rune('a' + i)), Value: make([]byte, n-1)})
+		}
+		return out
+	}
+	many := make([]store.KV, 300)
+	for i := range many {
+		many[i] = store.KV{Key: "k", Value: []byte("v")}
+	}
+	tests := []struct {
+		name string
+		src  []store.KV
+		want int
+	}{
+		{"one", sized(1), 1},
+		{"at most MaxTxnOps", many, store.MaxTxnOps},
+		{"exactly MaxTxnOps", many[:store.MaxTxnOps], store.MaxTxnOps},
+		{"bytes", sized(MaxTxnBytes/2, MaxTxnBytes/2, 1), 2},
+		{"over the bytes", sized(MaxTxnBytes/2, MaxTxnBytes/2+1, 1), 1},
+		{"one larger than the limit goes alone", sized(MaxTxnBytes*2, 1), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := chunkLen(tt.src); got != tt.want {
+				t.Errorf("chunkLen = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
