@@ -32,9 +32,9 @@ func newMigrateCmd() *cobra.Command {
 		Long: `Copy a single node's state into etcd: every key of the embedded store in
 the config file's data_dir (groups, replicas with their token hashes,
 blocked addresses, whatever else it holds) goes under store.etcd.prefix,
-values unchanged, in transactions of at most 128 keys. The config file is
-the one "fulcrum serve" runs with; it must set both data_dir and
-store.etcd.
+values unchanged, in transactions of at most 128 keys and 1 MiB. The
+config file is the one "fulcrum serve" runs with; it must set both
+data_dir and store.etcd.
 
 The balancer using data_dir must be stopped first: migrate refuses, after a
 short wait, a data_dir another process holds. It also refuses (exit 2,
