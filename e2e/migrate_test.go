@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -22,9 +23,9 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// migrateConfig is one config file for serve (on bbolt) and migrate: a
-// declared group with a join token; store.etcd for migrate.
-const migrateConfig = `
+// singleConfig is a single node's config file: a declared group with a
+// join token.
+const singleConfig = `
 admin: 127.0.0.1:0
 data_dir: %s
 groups:
@@ -32,7 +33,11 @@ groups:
     front_door: 127.0.0.1:0
     binding: per-request
     join_token: declared-join
-store:
+`
+
+// clusterStore is what the single node's config file gains for cluster
+// mode, and migrate reads.
+const clusterStore = `store:
   etcd:
     endpoints: [%s]
     prefix: %s
@@ -54,10 +59,12 @@ func TestMigrateIntoEtcd(t *testing.T) {
 	hc := apiClient(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	const prefix = "/fulcrum-migrate/"
-	cfg := writeConfig(t, migrateConfig, dataDir, etcd.Endpoints()[0], prefix)
+	single := fmt.Sprintf(singleConfig, dataDir)
+	singleCfg := writeConfig(t, "%s", single)
+	cfg := writeConfig(t, "%s", single+fmt.Sprintf(clusterStore, etcd.Endpoints()[0], prefix))
 	eopts := etcdstore.Options{Endpoints: etcd.Endpoints(), Prefix: prefix}
 
-	bal := startServe(t, "--config", cfg)
+	bal := startServe(t, "--config", singleCfg)
 	admin := bal.admin
 	mustCall(ctx, t, hc, http.MethodPut, admin+"/v1/groups/made", map[string]any{
 		"front_door": freeAddr(t), "binding": "on-demand", "strategy": "least-loaded",
