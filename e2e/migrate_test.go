@@ -50,7 +50,9 @@ const clusterStore = `store:
 // holds the data dir, quickly; serve stops; --dry-run writes nothing into a
 // real etcd; migrate copies, and the records read back from etcd through
 // groupstore equal the bbolt's (all kinds, token hashes, no plain token);
-// a second migrate refuses the prefix that now holds data; --force
+// fulcrum serve with the same config file, now on etcd, shows the same
+// groups, replicas and blocks; a second migrate refuses the prefix that
+// now holds data; --force
 // restores the keys the data dir holds and keeps etcd's others.
 func TestMigrateIntoEtcd(t *testing.T) {
 	t.Parallel()
@@ -156,6 +158,10 @@ func TestMigrateIntoEtcd(t *testing.T) {
 	if hashed != 2 {
 		t.Errorf("%d of 2 replicas in etcd have a token hash", hashed)
 	}
+
+	// fulcrum serve with the same config file, on etcd now, shows what
+	// the single node had.
+	checkServeOnEtcd(ctx, t, hc, cfg, etcd.Endpoints()[0], want)
 
 	// Again: the prefix holds data now.
 	code, _, stderr = run(ctx, t, "fulcrum migrate (again)", "migrate", "--config", cfg)
