@@ -47,17 +47,7 @@ func openStore(ctx context.Context, cfg config.File, dataDirSet bool, log *slog.
 		log.Warn("data_dir is not used with store.etcd: the state is on etcd", "data_dir", cfg.DataDir)
 	}
 	e = e.WithDefaults()
-	opts := etcdstore.Options{
-		Endpoints:   e.Endpoints,
-		Prefix:      e.Prefix,
-		DialTimeout: e.DialTimeout.D(),
-		Username:    e.Username,
-		Password:    e.Password,
-	}
-	if e.TLS != (config.EtcdTLS{}) {
-		opts.TLS = &certs.ClientFiles{CA: e.TLS.CA, Cert: e.TLS.Cert, Key: e.TLS.Key}
-	}
-	st, err := etcdstore.Open(ctx, opts)
+	st, err := etcdstore.Open(ctx, etcdStoreOptions(e))
 	if err != nil {
 		return nil, fmt.Errorf("serve: etcd not reachable within dial_timeout %v (endpoints tried: %s): %w", e.DialTimeout, strings.Join(e.Endpoints, ","), err)
 	}

@@ -41,19 +41,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := clientv3.Config{
-		Endpoints:   opts.Endpoints,
-		DialTimeout: opts.DialTimeout,
-		Username:    opts.Username,
-		Password:    opts.Password,
-		Logger:      zap.NewNop(),
-	}
-	if opts.TLS != nil {
-		c, err := certs.NewClient(*opts.TLS)
-		if err != nil {
-			return nil, fmt.Errorf("etcdstore: tls: %w", err)
-		}
-		cfg.TLS = c.Config()
+	cfg, err := clientConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	s := &Store{
 		opts:      opts,
@@ -71,6 +61,25 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// clientConfig is the etcd client's config for opts (defaults applied).
+func clientConfig(opts Options) (clientv3.Config, error) {
+	cfg := clientv3.Config{
+		Endpoints:   opts.Endpoints,
+		DialTimeout: opts.DialTimeout,
+		Username:    opts.Username,
+		Password:    opts.Password,
+		Logger:      zap.NewNop(),
+	}
+	if opts.TLS != nil {
+		c, err := certs.NewClient(*opts.TLS)
+		if err != nil {
+			return cfg, fmt.Errorf("etcdstore: tls: %w", err)
+		}
+		cfg.TLS = c.Config()
+	}
+	return cfg, nil
 }
 
 // Prefix is where the store's keys are in etcd.
