@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -24,9 +25,6 @@ func ReplicaKey(group, id string) string { return ReplicasPrefix + group + "/" +
 // ReplicasOf is the prefix of group's replicas.
 func ReplicasOf(group string) string { return ReplicasPrefix + group + "/" }
 
-// loadAttempts bounds the retries of Load while others write.
-const loadAttempts = 10
-
 // Records persists groups and replicas. Safe for concurrent use.
 type Records struct {
 	st store.Store
@@ -45,9 +43,9 @@ type Snapshot struct {
 	GroupRevs map[string]int64
 }
 
-// Load reads every group, replica and block, at one revision: it lists the
-// groups, the replicas and the blocks, and tries again if the store changed
-// in between.
+// Load reads every group, replica and block, at one revision: one List of
+// the whole store, so that writers elsewhere (other instances on etcd)
+// never make it retry.
 func (r *Records) Load() (Snapshot, error) { return r.load(nil) }
 
 // LoadSkipping is Load, but a record that cannot be decoded is passed to
@@ -58,63 +56,50 @@ func (r *Records) LoadSkipping(skip func(key string, err error)) (Snapshot, erro
 }
 
 // load is Load; a record that cannot be decoded fails it when skip is nil,
-// and is passed to skip otherwise.
+// and is passed to skip otherwise. Keys outside the three kinds are not
+// groupstore's and are passed over.
 func (r *Records) load(skip func(key string, err error)) (Snapshot, error) {
-	ctx := context.Background()
-	for range loadAttempts {
-		gkvs, grev, err := r.st.List(ctx, GroupsPrefix)
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("groupstore: load groups: %w", err)
-		}
-		rkvs, rrev, err := r.st.List(ctx, ReplicasPrefix)
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("groupstore: load replicas: %w", err)
-		}
-		bkvs, brev, err := r.st.List(ctx, BlocksPrefix)
-		if err != nil {
-			return Snapshot{}, fmt.Errorf("groupstore: load blocks: %w", err)
-		}
-		if grev != rrev || rrev != brev {
+	kvs, rev, err := r.st.List(context.Background(), "")
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("groupstore: load: %w", err)
+	}
+	s := Snapshot{Rev: rev, GroupRevs: map[string]int64{}}
+	for _, kv := range kvs {
+		var (
+			kind string
+			into any
+		)
+		var g protocol.Group
+		var rep protocol.Replica
+		var b Block
+		switch {
+		case strings.HasPrefix(kv.Key, GroupsPrefix):
+			kind, into = "group", &g
+		case strings.HasPrefix(kv.Key, ReplicasPrefix):
+			kind, into = "replica", &rep
+		case strings.HasPrefix(kv.Key, BlocksPrefix):
+			kind, into = "block", &b
+		default:
 			continue
 		}
-		s := Snapshot{Rev: grev, GroupRevs: map[string]int64{}}
-		for _, kv := range gkvs {
-			var g protocol.Group
-			if err := json.Unmarshal(kv.Value, &g); err != nil {
-				if skip == nil {
-					return Snapshot{}, fmt.Errorf("groupstore: corrupt group record %s: %w", kv.Key, err)
-				}
-				skip(kv.Key, err)
-				continue
+		if err := json.Unmarshal(kv.Value, into); err != nil {
+			if skip == nil {
+				return Snapshot{}, fmt.Errorf("groupstore: corrupt %s record %s: %w", kind, kv.Key, err)
 			}
+			skip(kv.Key, err)
+			continue
+		}
+		switch kind {
+		case "group":
 			s.Groups = append(s.Groups, g)
 			s.GroupRevs[g.Name] = kv.ModRev
-		}
-		for _, kv := range rkvs {
-			var rep protocol.Replica
-			if err := json.Unmarshal(kv.Value, &rep); err != nil {
-				if skip == nil {
-					return Snapshot{}, fmt.Errorf("groupstore: corrupt replica record %s: %w", kv.Key, err)
-				}
-				skip(kv.Key, err)
-				continue
-			}
+		case "replica":
 			s.Replicas = append(s.Replicas, rep)
-		}
-		for _, kv := range bkvs {
-			var b Block
-			if err := json.Unmarshal(kv.Value, &b); err != nil {
-				if skip == nil {
-					return Snapshot{}, fmt.Errorf("groupstore: corrupt block record %s: %w", kv.Key, err)
-				}
-				skip(kv.Key, err)
-				continue
-			}
+		case "block":
 			s.Blocks = append(s.Blocks, b)
 		}
-		return s, nil
 	}
-	return Snapshot{}, fmt.Errorf("groupstore: load: the store changed during each of %d attempts", loadAttempts)
+	return s, nil
 }
 
 // PutGroup stores g (replacing any group of the same name).
