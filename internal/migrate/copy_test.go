@@ -2,16 +2,12 @@ package migrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
@@ -23,25 +19,7 @@ import (
 // installed: the tests then fail with CI=true and skip otherwise).
 var shared *etcdtest.Cluster
 
-func TestMain(m *testing.M) {
-	c, err := etcdtest.Start(etcdtest.Options{})
-	if err != nil && !errors.Is(err, etcdtest.ErrNoBinary) {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	shared = c
-	code := m.Run()
-	if c != nil {
-		c.Close()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { etcdtest.Main(m, &shared) }
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
