@@ -181,6 +181,39 @@ func history(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix str
 	return nil
 }
 
+// termEnd is the revision at which the election key of term (its create
+// revision) was deleted, from etcd's history of the election keys.
+func termEnd(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string, term int64) int64 {
+	t.Helper()
+	root := prefix + "leaders/"
+	cur, err := cli.Get(ctx, root, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := cur.Header.Revision
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var key string
+	for wr := range cli.Watch(wctx, root, clientv3.WithPrefix(), clientv3.WithRev(1)) {
+		if err := wr.Err(); err != nil {
+			t.Fatalf("history of %s: %v", root, err)
+		}
+		for _, ev := range wr.Events {
+			switch {
+			case ev.Type == mvccpb.PUT && ev.Kv.CreateRevision == term:
+				key = string(ev.Kv.Key)
+			case ev.Type == mvccpb.DELETE && key != "" && string(ev.Kv.Key) == key:
+				return ev.Kv.ModRevision
+			}
+			if ev.Kv.ModRevision >= last {
+				t.Fatalf("the election key of term %d (%q) was never deleted up to revision %d", term, key, last)
+			}
+		}
+	}
+	t.Fatalf("history of %s: watch ended: %v", root, ctx.Err())
+	return 0
+}
+
 // leaderOf returns the etcd member that leads the cluster.
 func leaderOf(ctx context.Context, t *testing.T, c *etcdtest.Cluster, cli *clientv3.Client) *etcdtest.Member {
 	t.Helper()
@@ -260,16 +293,24 @@ func testFrozen(t *testing.T, c *etcdtest.Cluster) {
 func checkHistory(ctx context.Context, t *testing.T, cli *clientv3.Client, prefix string, a *instance, termA, termB int64) {
 	t.Helper()
 	puts := history(ctx, t, cli, prefix)
+	// A term is its key's create revision, but the next leader's key may
+	// be created (as a candidate's) while the old leader still writes:
+	// the old term ends where its key is deleted, and no put of it may
+	// land there or after.
+	end := termEnd(ctx, t, cli, prefix, termA)
 	var olds, news int
 	for _, p := range puts {
 		switch {
 		case p.term == termA:
 			olds++
-			if p.inst != "a" || p.rev >= termB {
-				t.Errorf("a put of term %d by %s landed at revision %d, at or after term %d began", termA, p.inst, p.rev, termB)
+			if p.inst != "a" || p.rev >= end {
+				t.Errorf("a put of term %d by %s landed at revision %d, at or after the term ended (its election key deleted at %d)", termA, p.inst, p.rev, end)
 			}
 		case p.term == termB:
 			news++
+			if p.rev < end {
+				t.Errorf("a put of term %d landed at revision %d, before term %d ended at %d", termB, p.rev, termA, end)
+			}
 		}
 	}
 	wrote := a.count(fmt.Sprintf(`wrote term=%d `, termA))
