@@ -721,24 +721,11 @@ func (b *Balancer) deleteGroupLocked(name string, m Match) error {
 	if !m.holds(cur) {
 		return &RevisionError{Group: name, Match: m, Current: cur}
 	}
-	b.mu.Lock()
-	g := b.groups[name]
+	g := b.detachGroup(name)
 	if g == nil {
-		b.mu.Unlock()
 		return fmt.Errorf("%w %q", ErrUnknownGroup, name)
 	}
-	delete(b.groups, name)
-	for h, m := range b.tokens {
-		if m.g == g {
-			delete(b.tokens, h)
-		}
-	}
-	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = g.stop(ctx)
 	g.mu.Lock()
-	b.certMetrics.Remove(g.tls)
 	w := &storeWrite{delGroup: true, groupRev: -1}
 	if m.Rev != 0 {
 		w.groupRev = m.Rev
@@ -754,6 +741,32 @@ func (b *Balancer) deleteGroupLocked(name string, m Match) error {
 		return &RevisionError{Group: name, Match: m, Current: ce.Current}
 	}
 	return writeErr(w)
+}
+
+// detachGroup takes group name out of the balancer (its tokens too),
+// stops it within 5 s and takes its certificates out of the metrics; nil
+// when there is no such group.
+func (b *Balancer) detachGroup(name string) *group {
+	b.mu.Lock()
+	g := b.groups[name]
+	if g == nil {
+		b.mu.Unlock()
+		return nil
+	}
+	delete(b.groups, name)
+	for h, m := range b.tokens {
+		if m.g == g {
+			delete(b.tokens, h)
+		}
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = g.stop(ctx)
+	g.mu.Lock()
+	b.certMetrics.Remove(g.tls)
+	g.mu.Unlock()
+	return g
 }
 
 // listenFor opens the front door listener of group name: the one a

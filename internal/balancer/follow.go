@@ -257,24 +257,11 @@ func (b *Balancer) followGroup(gs protocol.Group, rev int64) {
 func (b *Balancer) followGroupDeleted(name string) {
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	b.mu.Lock()
-	g := b.groups[name]
+	g := b.detachGroup(name)
 	if g == nil {
-		b.mu.Unlock()
 		return
 	}
-	delete(b.groups, name)
-	for h, m := range b.tokens {
-		if m.g == g {
-			delete(b.tokens, h)
-		}
-	}
-	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = g.stop(ctx)
 	g.mu.Lock()
-	b.certMetrics.Remove(g.tls)
 	g.deleted = true // nothing more of it is written
 	g.mu.Unlock()
 	b.log.Info("group deleted in the store", "group", name)
