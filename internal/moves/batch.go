@@ -5,9 +5,15 @@ import (
 	"time"
 )
 
-// MaxTxnOps is the most operations Commit puts in one transaction: etcd's
-// default --max-txn-ops (128). A larger batch is split.
+// MaxTxnOps is etcd's default --max-txn-ops (128), the most operations
+// one transaction may hold.
 const MaxTxnOps = 128
+
+// MovesPerTxn is the most moves Commit puts in one transaction: etcd
+// counts the fence's outer transaction against the limit of the inner one
+// (a nested transaction may hold MaxTxnOps less the outer one's
+// operations), so one less than MaxTxnOps. A larger batch is split.
+const MovesPerTxn = MaxTxnOps - 1
 
 // MinLeaseTTL is the shortest lease Commit grants: etcd's lease TTLs are
 // whole seconds, and etcd 3.4 makes shorter ones 2 s anyway.

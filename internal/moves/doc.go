@@ -22,7 +22,8 @@
 //
 // Every write is fenced by the leader's term (leader.Fence.Txn): a
 // deposed leader commits and deletes nothing. A batch larger than
-// MaxTxnOps is split into several fenced transactions. Commit takes the
+// MovesPerTxn (etcd's --max-txn-ops, 128, less the fence's own operation)
+// is split into several fenced transactions. Commit takes the
 // group's whole set of pending moves at every step and writes only those
 // not yet committed in the term, so a steady plan costs no writes.
 //

@@ -97,10 +97,10 @@ func New(opts Options) (*Store, error) {
 // ended, are not written again, and the group's clients missing from
 // moves are forgotten (their keys expire with their lease, or Completed
 // deleted them). So a step that plans nothing new writes nothing; one that
-// does writes one transaction per MaxTxnOps new moves, plus a lease grant
+// does writes one transaction per MovesPerTxn new moves, plus a lease grant
 // at most once per life.
 //
-// The batch is split into transactions of at most MaxTxnOps moves; when
+// The batch is split into transactions of at most MovesPerTxn moves; when
 // one fails, the ones before it stay written (while the term held) and
 // Commit returns the error. As with any etcd request, an error other than
 // leader.ErrDeposed leaves it unknown whether the failing transaction
@@ -115,7 +115,7 @@ func (s *Store) Commit(ctx context.Context, fence leader.Fence, group string, li
 	if len(due) == 0 {
 		return nil
 	}
-	for _, part := range chunks(due, MaxTxnOps) {
+	for _, part := range chunks(due, MovesPerTxn) {
 		if err := s.commitPart(ctx, fence, group, life, part); err != nil {
 			return err
 		}
@@ -123,7 +123,7 @@ func (s *Store) Commit(ctx context.Context, fence leader.Fence, group string, li
 	return nil
 }
 
-// commitPart writes at most MaxTxnOps moves in one fenced transaction,
+// commitPart writes at most MovesPerTxn moves in one fenced transaction,
 // granting a new lease and trying once more if etcd no longer knows the
 // cached one.
 func (s *Store) commitPart(ctx context.Context, fence leader.Fence, group string, life time.Duration, part []Move) error {
