@@ -232,3 +232,16 @@ func (s *Store) Lookup(ctx context.Context, group, client string) (to string, ok
 	}
 	return r.To, true, nil
 }
+
+// LookupFor is Lookup for group in the shape of frontdoor.Snapshot's
+// LookupMove: errors (etcd away, a value that does not decode) go to
+// onErr when it is not nil and count as no move.
+func (s *Store) LookupFor(group string, onErr func(error)) func(ctx context.Context, client string) (replicaID string, ok bool) {
+	return func(ctx context.Context, client string) (string, bool) {
+		to, ok, err := s.Lookup(ctx, group, client)
+		if err != nil && onErr != nil {
+			onErr(err)
+		}
+		return to, ok
+	}
+}
