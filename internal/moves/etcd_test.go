@@ -125,7 +125,9 @@ func TestCommitLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	other := newStore(t, moves.Options{Client: client(t, shared), Prefix: prefix})
+	// A generous bound: this test is about what is found, not how fast
+	// (TestLookupEtcdDown is), on a machine that may be busy.
+	other := newStore(t, moves.Options{Client: client(t, shared), Prefix: prefix, LookupTimeout: 5 * time.Second})
 	for _, m := range plan {
 		to, ok, err := other.Lookup(ctx, "prime", m.Client)
 		if err != nil || !ok || to != m.To {
@@ -255,7 +257,7 @@ func TestLeaseExpiry(t *testing.T) {
 	cli := client(t, shared)
 	prefix := newPrefix(t)
 	_, fence := elect(ctx, t, cli, prefix, "prime")
-	s := newStore(t, moves.Options{Client: cli, Prefix: prefix})
+	s := newStore(t, moves.Options{Client: cli, Prefix: prefix, LookupTimeout: 5 * time.Second})
 	const life = time.Second // lease of 2 s
 	key := moves.Key(prefix, "prime", "c1")
 	start := time.Now()
@@ -347,7 +349,7 @@ func TestLookupBadValue(t *testing.T) {
 	if _, err := cli.Put(ctx, key, `{"to":"r1","term":0}`); err != nil {
 		t.Fatal(err)
 	}
-	s := newStore(t, moves.Options{Client: cli, Prefix: prefix})
+	s := newStore(t, moves.Options{Client: cli, Prefix: prefix, LookupTimeout: 5 * time.Second})
 	to, ok, err := s.Lookup(ctx, "prime", "c1")
 	if ok || err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), `field "term"`) {
 		t.Fatalf("Lookup of a bad value = %q, %v, %v; want not found and an error naming %s and the field", to, ok, err, key)
@@ -360,8 +362,10 @@ func TestLookupEtcdDown(t *testing.T) {
 	c := etcdtest.New(t, etcdtest.Options{})
 	ctx := ctxFor(t, 30*time.Second)
 	cli := client(t, c)
-	s := newStore(t, moves.Options{Client: cli, Prefix: newPrefix(t)})
-	if _, _, err := s.Lookup(ctx, "prime", "c1"); err != nil {
+	prefix := newPrefix(t)
+	s := newStore(t, moves.Options{Client: cli, Prefix: prefix}) // LookupTimeout's default
+	up := newStore(t, moves.Options{Client: cli, Prefix: prefix, LookupTimeout: 5 * time.Second})
+	if _, _, err := up.Lookup(ctx, "prime", "c1"); err != nil {
 		t.Fatalf("Lookup with etcd up: %v", err)
 	}
 	lookup := func(what string) {
