@@ -10,6 +10,7 @@
 package frontdoor
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"sync/atomic"
@@ -83,6 +84,18 @@ type Snapshot struct {
 	// Planned maps a client id to the member the analyzer planned to move
 	// it to.
 	Planned map[string]*Member
+	// LookupMove, when not nil, finds the planned move of a client
+	// coming back to be bound again that Planned does not name (cluster
+	// mode: a move another instance's leader committed to etcd; nil on a
+	// single node). It returns the replica id, ok false when there is no
+	// move or the lookup failed, and must return by ctx's deadline
+	// (PickRebind gives it MoveLookupTimeout). Safe for concurrent use.
+	LookupMove func(ctx context.Context, client string) (replicaID string, ok bool)
+	// MoveBound, when not nil, is told that the front door bound client
+	// to replicaID by a move LookupMove found, before Group.Bound is told
+	// of the binding, so that the balancer completes the move as it does
+	// one of Planned's. Safe for concurrent use.
+	MoveBound func(client, replicaID string)
 	// MaxInflight caps per-member calls in flight in per-request mode
 	// (0: no cap).
 	MaxInflight int

@@ -9,7 +9,11 @@
 //   - on-demand and per-session: the front door picks a replica and answers
 //     307 Temporary Redirect with Location set to the replica's base URL plus
 //     the original path and query, and the headers Fulcrum-Group and
-//     Fulcrum-Replica. It then tells the balancer (Group.Bound).
+//     Fulcrum-Replica. It then tells the balancer (Group.Bound). A client
+//     with a planned move goes to its move's replica; one coming back with
+//     Fulcrum-Rebind that the snapshot has no move for is looked up
+//     (Snapshot.LookupMove, cluster mode; at most 100 ms, then the picker
+//     chooses), never an ordinary call.
 //   - per-request: the front door is a reverse proxy (HTTP/1.1 keep-alive,
 //     HTTP/2 and h2c inbound, gRPC pass-through over h2c upstream, streamed
 //     bodies, trailers, Upgrade/WebSocket). After each attempt the attempt

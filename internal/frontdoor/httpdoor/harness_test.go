@@ -69,7 +69,10 @@ type groupConfig struct {
 	queue       protocol.Queue // with WithDefaults' values filled in
 	timeouts    protocol.Timeouts
 	planned     map[string]string // client -> replica id
-	observer    strategy.Observer
+	// lookup is the snapshot's LookupMove (nil: none); the snapshot's
+	// MoveBound then sends to the group's moveBound.
+	lookup   func(ctx context.Context, client string) (string, bool)
+	observer strategy.Observer
 	// picker builds the picker; round-robin from the first member when nil.
 	picker func([]*strategy.Replica) strategy.Picker
 	key    strategy.KeySpec
@@ -86,14 +89,17 @@ type testGroup struct {
 	counters map[string]*frontdoor.Counters
 	bound    chan boundEvent
 	observed chan observeEvent
+	// moveBound receives the snapshot's MoveBound calls (moved true).
+	moveBound chan boundEvent
 }
 
 func newTestGroup(cfg groupConfig) *testGroup {
 	g := &testGroup{
-		lives:    map[string]*strategy.Live{},
-		counters: map[string]*frontdoor.Counters{},
-		bound:    make(chan boundEvent, 4096),
-		observed: make(chan observeEvent, 4096),
+		lives:     map[string]*strategy.Live{},
+		counters:  map[string]*frontdoor.Counters{},
+		bound:     make(chan boundEvent, 4096),
+		observed:  make(chan observeEvent, 4096),
+		moveBound: make(chan boundEvent, 4096),
 	}
 	g.publish(cfg)
 	return g
@@ -152,6 +158,10 @@ func (g *testGroup) publish(cfg groupConfig) {
 			snap.Planned = map[string]*frontdoor.Member{}
 		}
 		snap.Planned[client] = snap.Members[id]
+	}
+	if cfg.lookup != nil {
+		snap.LookupMove = cfg.lookup
+		snap.MoveBound = func(client, id string) { g.moveBound <- boundEvent{id, client, true} }
 	}
 	if cfg.picker == nil {
 		cfg.picker = newRR

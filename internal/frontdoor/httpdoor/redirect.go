@@ -14,18 +14,30 @@ import (
 // serveRedirect binds the client to a replica (on-demand and per-session):
 // 307 to the replica's base URL plus the request's path and query. A client
 // at the front door always wants a (new) binding, so a Fulcrum-Binding it
-// still carries is only used to tell a move from a first binding.
+// still carries is only used to tell a move from a first binding. A client
+// coming back with Fulcrum-Rebind that the snapshot has no move for may
+// have one another instance planned: PickRebind looks it up (bounded).
 func (s *Server) serveRedirect(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
 	req := strategy.Request{Client: r.Header.Get(protocol.HeaderClient)}
 	req.Key = requestKey(snap.Key, r)
 	requestFacts(r, &req)
-	m, err := snap.Pick(&req)
+	rebind := r.Header.Get(protocol.HeaderRebind)
+	var m *frontdoor.Member
+	var looked bool
+	var err error
+	if rebind != "" && snap.LookupMove != nil {
+		m, looked, err = snap.PickRebind(r.Context(), &req)
+	} else {
+		m, err = snap.Pick(&req)
+	}
 	if err != nil {
 		s.writeError(w, r, snap, err)
 		return
 	}
-	if m != nil && len(snap.Eligible) > 1 && r.Header.Get(protocol.HeaderRebind) == protocol.RebindUnreachable {
-		m = avoidUnreachable(r, snap, &req, m)
+	if m != nil && len(snap.Eligible) > 1 && rebind == protocol.RebindUnreachable {
+		if a := avoidUnreachable(r, snap, &req, m); a != m {
+			m, looked = a, false
+		}
 	}
 	// One allocation backs the three header values; each is capped so an
 	// append elsewhere cannot write into its neighbour.
@@ -40,6 +52,9 @@ func (s *Server) serveRedirect(w http.ResponseWriter, r *http.Request, snap *fro
 		lw.replica = m.ID()
 	}
 	m.Counters.Redirected.Add(1)
+	if looked && snap.MoveBound != nil {
+		snap.MoveBound(req.Client, m.ID())
+	}
 	s.g.Bound(m, req.Client, movedFrom(r, snap.Group, m))
 }
 
