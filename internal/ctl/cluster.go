@@ -63,8 +63,11 @@ func PrintCluster(w io.Writer, c protocol.Cluster) error {
 	fmt.Fprintln(tw, "ENDPOINT\tREACHABLE\tLEADER\tVERSION\tDB SIZE\tERROR")
 	for _, ep := range c.Etcd.Endpoints {
 		size := "-"
-		if ep.DBSize > 0 {
+		switch {
+		case ep.DBSize >= 1<<20:
 			size = fmt.Sprintf("%.1f MiB", float64(ep.DBSize)/(1<<20))
+		case ep.DBSize > 0:
+			size = fmt.Sprintf("%d KiB", (ep.DBSize+1023)/1024)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ep.Endpoint, yesNo(ep.Reachable), yesNo(ep.Leader), dash(ep.Version), size, dash(ep.Error))
 	}
