@@ -215,7 +215,13 @@ func TestStoredGroupThatCannotListenIsKept(t *testing.T) {
 	ln.Close()
 	a := newEnv(t, envOptions{shared: true, follow: true})
 	a.mustPutGroup(protocol.Group{Name: "fixed", FrontDoor: held, Binding: protocol.PerRequest})
-	b := newEnv(t, envOptions{shared: true, follow: true, store: a.st, config: []protocol.Group{}})
+	changed := make(chan struct{}, 1)
+	b := newEnv(t, envOptions{shared: true, follow: true, store: a.st, config: []protocol.Group{}, onFrontDoors: func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}})
 	fd := b.b.FrontDoors()["fixed"]
 	if fd.Address != "" || !strings.Contains(fd.Error, held) {
 		t.Errorf("fixed at B: %+v, want the bind error naming %s", fd, held)
@@ -225,5 +231,19 @@ func TestStoredGroupThatCannotListenIsKept(t *testing.T) {
 	}
 	if _, err := b.b.Group("fixed"); err != nil {
 		t.Errorf("fixed group not kept at B: %v", err)
+	}
+
+	// Deleted (at A): its error leaves B's front doors, and B says so.
+	select {
+	case <-changed:
+	default:
+		t.Error("OnFrontDoors not called when B's front door failed to listen")
+	}
+	if err := a.b.DeleteGroup("fixed"); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, changed, followWait, "OnFrontDoors after the group that could not listen was deleted")
+	if fd, ok := b.b.FrontDoors()["fixed"]; ok {
+		t.Errorf("deleted group still in B's front doors: %+v", fd)
 	}
 }

@@ -424,6 +424,9 @@ func (g *group) stop(ctx context.Context) error {
 	g.mu.Lock()
 	if !g.running {
 		g.closeSubsLocked()
+		if g.bindErr != nil {
+			g.b.frontDoorsChanged() // its bind error goes with it
+		}
 		g.mu.Unlock()
 		return nil
 	}
