@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"maps"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -31,7 +32,7 @@ func (d *Directory) observe() {
 // list reads every entry and replaces the view; it returns the revision
 // read at.
 func (d *Directory) list() (int64, error) {
-	ctx, cancel := clientv3WithTimeout(d)
+	ctx, cancel := context.WithTimeout(d.ctx, d.opts.SessionTTL)
 	defer cancel()
 	resp, err := d.cli.Get(ctx, d.root, clientv3.WithPrefix())
 	if err != nil {
@@ -55,7 +56,10 @@ func (d *Directory) list() (int64, error) {
 // watch applies the directory's changes from after rev until the watch
 // breaks or Close.
 func (d *Directory) watch(rev int64) error {
-	ctx, cancel := clientv3WithLeader(d)
+	// WithRequireLeader: a member cut off from the others (no raft
+	// leader) ends the watch, and the view is listed again from one that
+	// has one.
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(d.ctx))
 	defer cancel()
 	for wr := range d.cli.Watch(ctx, d.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1)) {
 		if err := wr.Err(); err != nil {
