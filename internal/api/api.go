@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -45,6 +46,13 @@ type Options struct {
 	// Heartbeat is the event stream's heartbeat interval; DefaultHeartbeat
 	// when 0.
 	Heartbeat time.Duration
+	// Cluster, when set, describes the cluster for GET /v1/cluster (its
+	// Leaders are replaced by Options.Leaders'); ctx is the request's.
+	// Without it the route answers a single node listing no instance.
+	Cluster func(ctx context.Context) protocol.Cluster
+	// Leaders, when set, maps each group with a leader to the instance
+	// leading it, for GET /v1/cluster; an empty object when nil.
+	Leaders func() map[string]string
 }
 
 // server holds the handler's dependencies. It keeps no state of its own.
@@ -108,6 +116,7 @@ var routes = []route{
 	{http.MethodDelete, "/v1/groups/{name}/blocks", admin, (*server).unblock},
 	{http.MethodPost, "/v1/report", replica, (*server).report},
 	{http.MethodPost, "/v1/reload", admin, (*server).reload},
+	{http.MethodGet, "/v1/cluster", admin, (*server).cluster},
 }
 
 // New returns the admin API handler over b.

@@ -89,6 +89,16 @@ type Options struct {
 	// Follow makes the balancer, once started, watch the store and apply
 	// the changes other writers (other instances) make to it (follow.go).
 	Follow bool
+	// Peers, when set, returns the other live instances of the cluster
+	// (cluster.go): replica addresses at their listeners are refused, and
+	// GIOP groups' IORs list their front doors. It is called often and
+	// must not block.
+	Peers func() []Peer
+	// OnFrontDoors, when set, is called whenever a front door on this
+	// instance starts listening, moves, fails or stops; FrontDoors then
+	// tells where they are. It may be called with the balancer's locks
+	// held: it must not block nor call the Balancer.
+	OnFrontDoors func()
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -120,6 +130,11 @@ type Balancer struct {
 	adminMu  sync.Mutex
 	preMu    sync.Mutex
 	prebound map[string]prebound
+	// localDoors are the front doors this instance's config file declares
+	// by group, with SharedConfig (cluster.go); guarded by localMu, which
+	// is taken last.
+	localMu    sync.Mutex
+	localDoors map[string]string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -325,6 +340,13 @@ func (b *Balancer) startGroups() error {
 	sort.Strings(names)
 	for _, n := range names {
 		if err := b.groups[n].start(); err != nil {
+			if b.opts.SharedConfig && b.localDoor(n) == "" {
+				// A group of the shared store this instance's file does
+				// not declare: kept, not ready, its error shown
+				// (FrontDoors).
+				b.log.Error("stored group: its front door cannot listen here", "group", n, "err", err)
+				continue
+			}
 			return fmt.Errorf("group %s: %w", n, err)
 		}
 	}

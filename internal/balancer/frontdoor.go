@@ -55,11 +55,17 @@ func (g *group) referenceLocked() *protocol.Reference {
 		return nil
 	}
 	ref := c.IOR(g.typeIDLocked())
-	if len(c.Addresses) > 1 {
-		// Several advertised addresses: one profile with alternate
-		// addresses, the form omniORB fails over with (it reads only
-		// an IOR's first profile).
-		if multi, err := registry.GroupIOR(c, g.typeIDLocked(), nil); err == nil {
+	var also []ior.Address
+	if len(c.Addresses) == 1 && g.spec.Advertise == registry.GroupAdvertise(g.spec, g.spec.FrontDoor) {
+		// advertise derived from the front door: the other instances'
+		// front doors of the group follow this one's (cluster.go).
+		also = g.peerDoorsLocked(c.Addresses[0].Version)
+	}
+	if len(c.Addresses)+len(also) > 1 {
+		// Several addresses: one profile with alternate addresses, the
+		// form omniORB fails over with (it reads only an IOR's first
+		// profile).
+		if multi, err := registry.GroupIOR(c, g.typeIDLocked(), also); err == nil {
 			ref = multi
 		}
 	}

@@ -78,6 +78,9 @@ type group struct {
 	fdStopped error
 	// fdExited is closed when fd's Serve returns. Guarded by mu.
 	fdExited chan struct{}
+	// bindErr is why the front door could not listen at the last start
+	// (nil when it did). Guarded by mu.
+	bindErr error
 
 	// rtls is the replica_tls in use (replicatls.go); pullTLS pulls from
 	// https:// monitor URLs with it.
@@ -326,7 +329,10 @@ func (g *group) start() error {
 	if g.running {
 		return nil
 	}
-	if err := g.startFrontDoorLocked(); err != nil {
+	err := g.startFrontDoorLocked()
+	g.bindErr = err
+	g.b.frontDoorsChanged()
+	if err != nil {
 		return err
 	}
 	g.loopStop = make(chan struct{})
@@ -344,14 +350,16 @@ func (g *group) start() error {
 }
 
 func (g *group) startFrontDoorLocked() error {
-	ln, err := g.b.listenFor(g.name, g.spec.FrontDoor)
+	addr := g.frontDoorLocked()
+	ln, err := g.b.listenFor(g.name, addr)
 	if err != nil {
 		return err
 	}
 	g.ln = ln
 	g.door = newDoorListener(ln)
-	g.listenOn = g.spec.FrontDoor
+	g.listenOn = addr
 	g.serveLocked()
+	g.b.frontDoorsChanged()
 	g.b.log.Info("front door listening", "group", g.name, "protocol", g.spec.Protocol, "addr", ln.Addr().String(), "binding", g.spec.Binding)
 	return nil
 }
@@ -372,6 +380,7 @@ func (g *group) serveLocked() {
 			if g.fd == fd {
 				g.b.log.Error("front door stopped", "group", g.name, "err", err)
 				g.fdStopped = err
+				g.b.frontDoorsChanged()
 			}
 			g.mu.Unlock()
 		}
@@ -415,6 +424,9 @@ func (g *group) stop(ctx context.Context) error {
 	g.mu.Lock()
 	if !g.running {
 		g.closeSubsLocked()
+		if g.bindErr != nil {
+			g.b.frontDoorsChanged() // its bind error goes with it
+		}
 		g.mu.Unlock()
 		return nil
 	}
@@ -433,6 +445,7 @@ func (g *group) stop(ctx context.Context) error {
 	g.queue.Configure(protocol.Queue{}) // calls waiting are answered 503
 	probesDone := g.stopProbesLocked()  // probe.go
 	g.closeSubsLocked()
+	g.b.frontDoorsChanged()
 	g.mu.Unlock()
 	if door != nil {
 		_ = door.Close() // new connections are refused from now on
@@ -475,7 +488,7 @@ func (g *group) update(gs protocol.Group) error {
 	protoChanged := gs.Protocol != g.spec.Protocol
 	var oldFD frontDoorServer
 	switch {
-	case g.running && gs.FrontDoor != g.listenOn:
+	case g.running && g.frontDoorFor(gs) != g.listenOn:
 		old, oldLn, oldDoor, oldAddr, oldProto, oldTimeouts := g.fd, g.ln, g.door, g.listenOn, g.spec.Protocol, g.spec.Timeouts
 		g.spec.FrontDoor, g.spec.Protocol, g.spec.Timeouts = gs.FrontDoor, gs.Protocol, gs.Timeouts
 		g.publishLocked() // the new front door reads its timeouts from the snapshot

@@ -78,6 +78,9 @@ type envOptions struct {
 	// store, when not nil, is the store (another env's, not closed by
 	// this one) instead of a bbolt store in dir.
 	store store.Store
+	// peers and onFrontDoors are Options.Peers and Options.OnFrontDoors.
+	peers        func() []balancer.Peer
+	onFrontDoors func()
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -129,6 +132,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 
 		SharedConfig: opts.shared,
 		Follow:       opts.follow,
+		Peers:        opts.peers,
+		OnFrontDoors: opts.onFrontDoors,
 	}
 	if opts.logger != nil {
 		bopts.Logger = opts.logger

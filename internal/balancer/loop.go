@@ -27,12 +27,19 @@ type LoopError struct {
 	// Replica and Group name the registered replica a new front door
 	// would make loop (Field "front_door"); empty otherwise.
 	Replica, Group string
+	// Instance, when set, is the other instance of the cluster whose
+	// listener Target is (cluster.go).
+	Instance string
 }
 
 func (e *LoopError) Error() string {
 	if e.Field == "front_door" {
 		return fmt.Sprintf("balancer: front_door: %s is where replica %s of group %q points (%s); a front door there would make it loop back into the balancer: move the front door or remove the replica first",
 			e.Target.Addr, e.Replica, e.Group, e.Address)
+	}
+	if e.Instance != "" {
+		return fmt.Sprintf("balancer: %s: replica address %s is the %s of instance %q of this cluster (listening on %s); a replica there would loop back into the balancer",
+			e.Field, e.Address, e.Target.Name, e.Instance, e.Target.Addr)
 	}
 	return fmt.Sprintf("balancer: %s: replica address %s is the %s of this balancer (listening on %s); a replica there would loop back into the balancer",
 		e.Field, e.Address, e.Target.Name, e.Target.Addr)
@@ -42,6 +49,9 @@ func (e *LoopError) Error() string {
 func (e *LoopError) Allowed() string {
 	if e.Field == "front_door" {
 		return "must not be an address a registered replica points at"
+	}
+	if e.Instance != "" {
+		return "must not be an address an instance of this cluster listens on (a front door or the admin API)"
 	}
 	return "must not be an address this balancer listens on (a front door or the admin API)"
 }
@@ -88,7 +98,7 @@ func (b *Balancer) listeners(pending, frontDoor string) []registry.Listener {
 	seen := false
 	for _, g := range groups {
 		g.mu.Lock()
-		addr := g.spec.FrontDoor
+		addr := g.frontDoorLocked()
 		if g.ln != nil && g.listenOn == addr {
 			addr = g.ln.Addr().String()
 		}
@@ -127,7 +137,7 @@ func (b *Balancer) checkGroupLoops(gs protocol.Group, registered bool) error {
 	local := b.local()
 	ls := b.listeners(gs.Name, gs.FrontDoor)
 	for i, r := range gs.Replicas {
-		if err := checkReplicaLoop(fmt.Sprintf("replicas[%d].address", i), gs.Protocol, r.Address, ls, local); err != nil {
+		if err := b.checkReplicaLoops(fmt.Sprintf("replicas[%d].address", i), gs.Protocol, r.Address, ls, local); err != nil {
 			return err
 		}
 	}

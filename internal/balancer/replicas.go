@@ -40,7 +40,7 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	if err := registry.ValidateAddress(proto, reg.Address); err != nil {
 		return protocol.Registered{}, false, &protocol.FieldError{Field: "address", Value: reg.Address, Allowed: err.Error()}
 	}
-	if err := checkReplicaLoop("address", proto, reg.Address, b.listeners("", ""), b.local()); err != nil {
+	if err := b.checkReplicaLoops("address", proto, reg.Address, b.listeners("", ""), b.local()); err != nil {
 		return protocol.Registered{}, false, err
 	}
 	if err := registry.ValidateWeight(reg.Weight); err != nil {

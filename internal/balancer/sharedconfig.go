@@ -18,6 +18,12 @@ import (
 // naming the fields. No group is changed or deleted. The file is checked
 // whole before anything is created; start tells whether the new groups'
 // front doors start at once (a reload) or at Start.
+//
+// Each declared group's front_door is this instance's own: its front door
+// listens there (cluster.go), whatever the stored group says, so
+// front_door (and an advertise derived from it) is not a difference. A
+// reload moves the front doors whose declared address changed, and those
+// of groups the file no longer declares to their stored front_door.
 func (b *Balancer) applyShared(groups []protocol.Group, start bool) (ReloadResult, error) {
 	var (
 		problems []error
@@ -49,6 +55,11 @@ func (b *Balancer) applyShared(groups []protocol.Group, start bool) (ReloadResul
 	if len(problems) > 0 {
 		return ReloadResult{}, &ReloadError{Problems: problems}
 	}
+	doors := make(map[string]string, len(apply))
+	for _, gs := range apply {
+		doors[gs.Name] = gs.FrontDoor
+	}
+	b.setLocalDoors(doors)
 	var (
 		res    ReloadResult
 		failed []error
@@ -57,7 +68,7 @@ func (b *Balancer) applyShared(groups []protocol.Group, start bool) (ReloadResul
 		old, err := b.reg.GetGroup(gs.Name)
 		switch {
 		case err == nil:
-			if fields := differingFields(registry.WithDefaults(old), gs); len(fields) > 0 {
+			if fields := differingFields(registry.WithDefaults(old), ownFrontDoor(registry.WithDefaults(old), gs)); len(fields) > 0 {
 				b.log.Warn("group declared in the config file differs from the stored one; the stored one is kept (change it through the API)", "group", gs.Name, "fields", fields)
 			}
 			continue
@@ -80,6 +91,7 @@ func (b *Balancer) applyShared(groups []protocol.Group, start bool) (ReloadResul
 		}
 	}
 	if start {
+		failed = append(failed, b.relocateAll()...)
 		b.dropLoopingReplicas() // a front door on port 0 may have got a replica's port
 	}
 	sort.Strings(res.Added)
@@ -87,6 +99,17 @@ func (b *Balancer) applyShared(groups []protocol.Group, start bool) (ReloadResul
 		return res, fmt.Errorf("balancer: config applied in part: %w", errors.Join(failed...))
 	}
 	return res, nil
+}
+
+// ownFrontDoor is declared with stored's front_door, and stored's
+// advertise when both derive theirs from their front_door: those are this
+// instance's own, not differences from the stored group.
+func ownFrontDoor(stored, declared protocol.Group) protocol.Group {
+	if declared.Advertise == registry.GroupAdvertise(declared, declared.FrontDoor) && stored.Advertise == registry.GroupAdvertise(stored, stored.FrontDoor) {
+		declared.Advertise = stored.Advertise
+	}
+	declared.FrontDoor = stored.FrontDoor
+	return declared
 }
 
 // differingFields returns, sorted, the top-level fields (as named in the

@@ -185,12 +185,20 @@ func serve(ctx context.Context, o serveOptions) error {
 		adminLn.Close()
 		return exitCode(2, err)
 	}
-
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String()})
+	cr, err := openCluster(ctx, cfg, st, instance, info.Version, log) // serve_cluster.go
 	if err != nil {
 		adminLn.Close()
 		return err
 	}
+	defer closeCluster(cr, log)
+
+	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String(),
+		Peers: cr.peers, OnFrontDoors: cr.frontDoorsChanged})
+	if err != nil {
+		adminLn.Close()
+		return err
+	}
+	cr.follow(b)
 	fromFile := o.configPath != ""
 	if fromFile {
 		// The file wins for what it declares, and a config group it no
@@ -221,7 +229,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		reload = rl.reload
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info, Cluster: cr.describe}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -258,6 +266,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), rl.shutdownTimeout().D())
 	defer cancel()
+	closeCluster(cr, log) // the entry goes first: others stop listing this instance
 	errs := []error{runErr, b.Shutdown(sctx), srv.Shutdown(sctx)}
 	if err := errors.Join(errs...); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
