@@ -18,8 +18,8 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) { s.prom.ServeH
 
 // newMetricsHandler serves GET /metrics from a private registry: the
 // balancer's figures, read at scrape time, and the Go and process
-// collectors.
-func newMetricsHandler(b *balancer.Balancer, version string) http.Handler {
+// collectors, and extra (Options.Collectors).
+func newMetricsHandler(b *balancer.Balancer, version string, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		newCollector(b, version),
@@ -27,6 +27,7 @@ func newMetricsHandler(b *balancer.Balancer, version string) http.Handler {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 

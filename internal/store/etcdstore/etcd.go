@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -24,6 +25,7 @@ type Store struct {
 	opts      Options
 	kvPrefix  string // opts.Prefix + "kv/"
 	endpoints string // for errors
+	health    health
 
 	mu      sync.Mutex
 	closed  bool
@@ -59,6 +61,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := s.checkSchema(ctx); err != nil {
 		s.Close()
 		return nil, err
+	}
+	s.watches.Add(1)
+	go s.probeLoop()
+	if opts.Metrics != nil {
+		opts.Metrics.st.Store(s)
 	}
 	return s, nil
 }
@@ -112,7 +119,9 @@ func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
 		return store.KV{}, err
 	}
 	defer cancel()
+	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.kvPrefix+key)
+	s.done(opGet, start, err)
 	if err != nil {
 		return store.KV{}, s.wrap("get", key, err)
 	}
@@ -129,7 +138,9 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.KV, int64, err
 		return nil, 0, err
 	}
 	defer cancel()
+	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.kvPrefix+prefix, clientv3.WithPrefix())
+	s.done(opList, start, err)
 	if err != nil {
 		return nil, 0, s.wrap("list", prefix, err)
 	}
@@ -156,10 +167,13 @@ func (s *Store) Txn(ctx context.Context, conds []store.Cond, ops []store.Op) (bo
 	}
 	defer cancel()
 	cmps, then, reads := s.txnOps(conds, ops)
+	start := time.Now()
 	resp, err := s.cli.Txn(rctx).If(cmps...).Then(then...).Else(reads...).Commit()
+	s.done(opTxn, start, err)
 	if err != nil {
 		return false, 0, nil, s.wrap("txn", "", err)
 	}
+	s.opts.Metrics.committed(conds, ops)
 	if resp.Succeeded {
 		return true, resp.Header.Revision, nil, nil
 	}
@@ -243,14 +257,26 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// done records a request of op begun at start that ended with err: its
+// latency, and what it tells of etcd's reachability.
+func (s *Store) done(op string, start time.Time, err error) {
+	now := time.Now()
+	s.opts.Metrics.observe(op, now.Sub(start))
+	s.health.record(err, now)
+}
+
 // wrap names etcd, its endpoints, the operation and the key of an error,
-// and maps a request ended by Close to store.ErrClosed.
+// maps a request ended by Close to store.ErrClosed, and marks an error
+// that says etcd could not answer as store.ErrUnavailable.
 func (s *Store) wrap(op, key string, err error) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return fmt.Errorf("store: etcd %s: %w", op, store.ErrClosed)
+	}
+	if unreachable(err) {
+		err = &unavailableError{err}
 	}
 	if key != "" {
 		return fmt.Errorf("store: etcd at %s: %s %q: %w", s.endpoints, op, key, err)
