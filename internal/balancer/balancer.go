@@ -743,15 +743,15 @@ func (b *Balancer) deleteGroupLocked(name string, m Match) error {
 	if _, err := b.group(name); err != nil {
 		return err
 	}
+	if err := b.StoreUnreachable(); err != nil {
+		return err // degraded.go
+	}
 	cur, err := b.reg.GroupRevision(name)
 	if err != nil {
 		return err
 	}
 	if !m.holds(cur) {
 		return &RevisionError{Group: name, Match: m, Current: cur}
-	}
-	if err := b.StoreUnreachable(); err != nil {
-		return err // degraded.go
 	}
 	g := b.detachGroup(name)
 	if g == nil {

@@ -16,7 +16,6 @@ func etcdStoreOptions(e config.EtcdStore) etcdstore.Options {
 		DialTimeout: e.DialTimeout.D(),
 		Username:    e.Username,
 		Password:    e.Password,
-		Metrics:     etcdstore.NewMetrics(), // served on /metrics (serve_metrics.go)
 	}
 	if e.TLS != (config.EtcdTLS{}) {
 		o.TLS = &certs.ClientFiles{CA: e.TLS.CA, Cert: e.TLS.Cert, Key: e.TLS.Key}

@@ -26,6 +26,7 @@ type Store struct {
 	kvPrefix  string // opts.Prefix + "kv/"
 	endpoints string // for errors
 	health    health
+	probeKey  string // the key the reachability check reads (health.go)
 
 	mu      sync.Mutex
 	closed  bool
@@ -52,6 +53,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		kvPrefix:  opts.Prefix + "kv/",
 		endpoints: strings.Join(opts.Endpoints, ","),
 	}
+	s.health.log, s.health.endpoints = opts.Logger, s.endpoints
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, s.wrap("connect", "", err)
@@ -62,6 +64,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.probeKey = opts.Prefix + schemaKey
 	s.watches.Add(1)
 	go s.probeLoop()
 	if opts.Metrics != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -33,6 +34,9 @@ const maxProbeTimeout = 2 * time.Second
 // health is what the store knows of etcd's reachability and of its
 // watches' lag. Safe for concurrent use.
 type health struct {
+	log       *slog.Logger
+	endpoints string
+
 	mu sync.Mutex
 	// down is the failure that made etcd unreachable (nil: reachable),
 	// since when it was first seen.
@@ -49,16 +53,20 @@ type health struct {
 }
 
 // record notes a request's outcome at now: err nil is reachable, an
-// unreachable error is not; other errors tell nothing.
+// unreachable error is not; other errors tell nothing. A change is logged.
 func (h *health) record(err error, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case err == nil:
+		if h.down != nil {
+			h.log.Info("etcd answers again", "etcd", h.endpoints, "unreachable_for", now.Sub(h.since).Round(time.Millisecond).String())
+		}
 		h.down = nil
 	case unreachable(err):
 		if h.down == nil {
 			h.since = now
+			h.log.Warn("etcd cannot be reached: serving from memory, refusing admin writes until it answers", "etcd", h.endpoints, "err", err)
 		}
 		h.down = err
 	}
@@ -174,7 +182,7 @@ func (s *Store) probe() {
 	ctx, cancel := context.WithTimeout(s.stopCtx, min(s.opts.DialTimeout, maxProbeTimeout))
 	defer cancel()
 	start := time.Now()
-	resp, err := s.cli.Get(ctx, s.opts.Prefix+schemaKey, clientv3.WithCountOnly())
+	resp, err := s.cli.Get(ctx, s.probeKey, clientv3.WithCountOnly())
 	if s.stopCtx.Err() != nil {
 		return
 	}

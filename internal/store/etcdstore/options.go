@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ type Options struct {
 	ProbeInterval time.Duration
 	// Metrics, when not nil, records the store's requests (metrics.go).
 	Metrics *Metrics
+	// Logger logs etcd becoming unreachable and answering again; nil
+	// logs nothing.
+	Logger *slog.Logger
 }
 
 // withDefaults fills the defaults and checks o; errors name the field,
@@ -64,6 +68,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DialTimeout < 100*time.Millisecond {
 		return o, fmt.Errorf("etcdstore: dial_timeout %v: must be at least 100ms", o.DialTimeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.ProbeInterval == 0 {
 		o.ProbeInterval = DefaultProbeInterval
