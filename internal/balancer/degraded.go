@@ -20,7 +20,10 @@ import (
 // door is stopped before its records are deleted (writes.go keeps later
 // writes out), so a deletion that fails in the store makes the follower
 // load the store again (resync), which brings the group back if its
-// record is still there.
+// record is still there. Every write that fails in the store (but a
+// refused condition) asks for that reload, so that background writes the
+// balancer does not undo (a removed replica deleted once idle) are
+// reconciled too once the store answers.
 
 // StoreUnreachable returns nil while the store is reachable (always, for a
 // store that cannot be unreachable, as bbolt), and otherwise an error
