@@ -3,12 +3,16 @@ package etcdstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
@@ -189,6 +193,33 @@ func TestWriteOp(t *testing.T) {
 			t.Parallel()
 			if got := writeOp(tt.conds, tt.ops); got != tt.want {
 				t.Errorf("writeOp = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnreachableErrors: which errors say etcd could not answer.
+func TestUnreachableErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"deadline", context.DeadlineExceeded, true},
+		{"wrapped deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), true},
+		{"grpc unavailable", status.Error(codes.Unavailable, "connection refused"), true},
+		{"no leader", rpctypes.ErrNoLeader, true},
+		{"leader lost", rpctypes.ErrTimeoutDueToLeaderFail, true},
+		{"canceled", context.Canceled, false},
+		{"compacted", rpctypes.ErrCompacted, false},
+		{"permission", rpctypes.ErrPermissionDenied, false},
+		{"not found", store.ErrNotFound, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := unreachable(tt.err); got != tt.want {
+				t.Errorf("unreachable(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}
