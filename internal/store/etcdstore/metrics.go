@@ -20,9 +20,10 @@ import (
 //     watch's start revision, and the watch's creation), failures included;
 //   - fulcrum_store_etcd_writes_total{op}: the etcd transactions this
 //     process's store committed — op put (one put, no condition), delete
-//     (one delete, no condition) or txn (anything else) — each one raft
-//     proposal whether its conditions held or not; compare its rate with
-//     etcd's etcd_server_proposals_committed_total;
+//     (one delete, no condition) or txn (anything else: conditioned,
+//     guarded by TxnIf, or made through KV) — each one raft proposal
+//     whether its conditions held or not; compare its rate with etcd's
+//     etcd_server_proposals_committed_total;
 //   - fulcrum_store_up: 1 while etcd is reachable (the last request or
 //     check succeeded), 0 while it is not;
 //   - fulcrum_store_watch_lag_seconds: how long the store's watches took,
@@ -84,10 +85,15 @@ func (m *Metrics) observe(op string, d time.Duration) {
 
 // committed counts a transaction etcd answered.
 func (m *Metrics) committed(conds []store.Cond, ops []store.Op) {
+	m.wrote(writeOp(conds, ops))
+}
+
+// wrote counts a write of op (put, delete or txn) etcd answered.
+func (m *Metrics) wrote(op string) {
 	if m == nil {
 		return
 	}
-	m.writes.WithLabelValues(writeOp(conds, ops)).Inc()
+	m.writes.WithLabelValues(op).Inc()
 }
 
 // writeOp names a transaction for fulcrum_store_etcd_writes_total.
