@@ -22,13 +22,13 @@ type countedKV struct {
 
 func (k countedKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
 	resp, err := k.KV.Put(ctx, key, val, opts...)
-	k.s.wrote("put", err)
+	k.s.wrote(ctx, "put", err)
 	return resp, err
 }
 
 func (k countedKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
 	resp, err := k.KV.Delete(ctx, key, opts...)
-	k.s.wrote("delete", err)
+	k.s.wrote(ctx, "delete", err)
 	return resp, err
 }
 
@@ -36,23 +36,24 @@ func (k countedKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse,
 	resp, err := k.KV.Do(ctx, op)
 	switch {
 	case op.IsPut():
-		k.s.wrote("put", err)
+		k.s.wrote(ctx, "put", err)
 	case op.IsDelete():
-		k.s.wrote("delete", err)
+		k.s.wrote(ctx, "delete", err)
 	case op.IsTxn():
-		k.s.wrote("txn", err)
+		k.s.wrote(ctx, "txn", err)
 	}
 	return resp, err
 }
 
 func (k countedKV) Txn(ctx context.Context) clientv3.Txn {
-	return &countedTxn{Txn: k.KV.Txn(ctx), s: k.s}
+	return &countedTxn{Txn: k.KV.Txn(ctx), s: k.s, ctx: ctx}
 }
 
 // countedTxn counts its Commit.
 type countedTxn struct {
 	clientv3.Txn
-	s *Store
+	s   *Store
+	ctx context.Context
 }
 
 func (t *countedTxn) If(cs ...clientv3.Cmp) clientv3.Txn {
@@ -73,18 +74,22 @@ func (t *countedTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 func (t *countedTxn) Commit() (*clientv3.TxnResponse, error) {
 	start := time.Now()
 	resp, err := t.Txn.Commit()
-	t.s.done(opTxn, start, err)
+	t.s.done(t.ctx, opTxn, start, err)
 	if err == nil {
 		t.s.opts.Metrics.wrote("txn")
 	}
 	return resp, err
 }
 
-// wrote records a put or delete made beside the store: its count when
-// etcd answered, and what the outcome tells of etcd's reachability.
-func (s *Store) wrote(op string, err error) {
-	s.health.record(err, time.Now())
+// wrote records a put or delete made beside the store for a caller's
+// ctx: its count when etcd answered, and what the outcome tells of etcd's
+// reachability (see done).
+func (s *Store) wrote(ctx context.Context, op string, err error) {
 	if err == nil {
 		s.opts.Metrics.wrote(op)
 	}
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	s.health.record(err, time.Now())
 }

@@ -124,7 +124,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
 	defer cancel()
 	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.kvPrefix+key)
-	s.done(opGet, start, err)
+	s.done(ctx, opGet, start, err)
 	if err != nil {
 		return store.KV{}, s.wrap("get", key, err)
 	}
@@ -143,7 +143,7 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.KV, int64, err
 	defer cancel()
 	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.kvPrefix+prefix, clientv3.WithPrefix())
-	s.done(opList, start, err)
+	s.done(ctx, opList, start, err)
 	if err != nil {
 		return nil, 0, s.wrap("list", prefix, err)
 	}
@@ -172,7 +172,7 @@ func (s *Store) Txn(ctx context.Context, conds []store.Cond, ops []store.Op) (bo
 	cmps, then, reads := s.txnOps(conds, ops)
 	start := time.Now()
 	resp, err := s.cli.Txn(rctx).If(cmps...).Then(then...).Else(reads...).Commit()
-	s.done(opTxn, start, err)
+	s.done(ctx, opTxn, start, err)
 	if err != nil {
 		return false, 0, nil, s.wrap("txn", "", err)
 	}
@@ -260,11 +260,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// done records a request of op begun at start that ended with err: its
-// latency, and what it tells of etcd's reachability.
-func (s *Store) done(op string, start time.Time, err error) {
+// done records a request of op begun at start, for a caller's ctx, that
+// ended with err: its latency, and what it tells of etcd's reachability
+// (nothing when the caller's own context ended it: a caller's short
+// deadline says nothing of etcd).
+func (s *Store) done(ctx context.Context, op string, start time.Time, err error) {
 	now := time.Now()
 	s.opts.Metrics.observe(op, now.Sub(start))
+	if err != nil && ctx.Err() != nil {
+		return
+	}
 	s.health.record(err, now)
 }
 

@@ -33,7 +33,7 @@ func (s *Store) TxnIf(ctx context.Context, guard clientv3.Cmp, conds []store.Con
 	cmps, then, reads := s.txnOps(conds, ops)
 	start := time.Now()
 	resp, err := s.cli.Txn(rctx).If(guard).Then(clientv3.OpTxn(cmps, then, reads)).Commit()
-	s.done(opTxn, start, err)
+	s.done(ctx, opTxn, start, err)
 	if err != nil {
 		return false, 0, nil, s.wrap("txn", "", err)
 	}

@@ -224,3 +224,33 @@ func TestUnreachableErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerDeadlineSaysNothing: a request ended by its caller's own
+// deadline (shorter than the dial timeout) does not make etcd unreachable;
+// one ended by the store's dial timeout does.
+func TestCallerDeadlineSaysNothing(t *testing.T) {
+	c := etcdtest.New(t, etcdtest.Options{Members: 1})
+	s, err := Open(ctxT(t), Options{Endpoints: c.Endpoints(), Prefix: newPrefix(t), DialTimeout: time.Second, ProbeInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := c.Member(0).Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Member(0).Resume() })
+	ctx, cancel := context.WithTimeout(ctxT(t), 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.Get(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Get with the member frozen = %v, want the caller's deadline", err)
+	}
+	if err := s.Unreachable(); err != nil {
+		t.Errorf("after a caller's deadline: Unreachable = %v, want nil", err)
+	}
+	if _, err := s.Get(ctxT(t), "k"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Get with the member frozen, no earlier deadline = %v, want store.ErrUnavailable", err)
+	}
+	if err := s.Unreachable(); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("after the dial timeout: Unreachable = %v, want store.ErrUnavailable", err)
+	}
+}

@@ -34,7 +34,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.opts.Prefix+schemaKey, append(opts, clientv3.WithKeysOnly())...)
 	cancel()
-	s.done(opWatchOpen, start, err)
+	s.done(ctx, opWatchOpen, start, err)
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return nil, fmt.Errorf("%w: etcd at %s: watch from revision %d: %v", store.ErrCompacted, s.endpoints, fromRev, err)
