@@ -95,9 +95,21 @@ func TestServeOnEtcdDegraded(t *testing.T) {
 		return nil
 	})
 
-	// Every member stopped: both serve, neither writes nor is ready.
+	// Every member stopped: both serve, neither writes nor is ready. A
+	// write sent at once (before B may know etcd is gone) waits at most
+	// the dial timeout, gets the same 503, and is undone.
 	for _, m := range etcd.Members() {
 		m.Stop()
+	}
+	start := time.Now()
+	status, body := send(ctx, t, hc, http.MethodPost, b.admin+"/v1/groups/deg/replicas/"+reg1.ID+"/drain", "", "", nil)
+	if took := time.Since(start); status != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("store_unavailable")) || took > degradedDial+time.Second {
+		t.Errorf("drain at B as etcd stopped: %d %s after %v; want 503 store_unavailable within %v", status, body, took, degradedDial+time.Second)
+	}
+	if g, err := getGroup(ctx, hc, b.admin, "deg"); err != nil {
+		t.Fatal(err)
+	} else if r, _ := g.replica(reg1.ID); r.State != "active" {
+		t.Errorf("replica %s at B after a drain etcd did not take: %s, want active", reg1.ID, r.State)
 	}
 	waitReady(ctx, t, hc, a.admin, false, "etcd at "+m0.ClientURL)
 	waitReady(ctx, t, hc, b.admin, false, "etcd at "+m1.ClientURL+","+m2.ClientURL)
