@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/buildinfo"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -53,6 +55,8 @@ type Options struct {
 	// Leaders, when set, maps each group with a leader to the instance
 	// leading it, for GET /v1/cluster; an empty object when nil.
 	Leaders func() map[string]string
+	// Collectors are more metrics served on /metrics (the etcd store's).
+	Collectors []prometheus.Collector
 }
 
 // server holds the handler's dependencies. It keeps no state of its own.
@@ -133,7 +137,7 @@ func New(b *balancer.Balancer, opts Options) http.Handler {
 	if opts.Token == nil {
 		opts.Token = NewAdminToken(opts.AdminToken)
 	}
-	s := &server{b: b, opts: opts, log: opts.Logger, auth: newAuthenticator(b, opts.Token), prom: newMetricsHandler(b, opts.Build.Version)}
+	s := &server{b: b, opts: opts, log: opts.Logger, auth: newAuthenticator(b, opts.Token), prom: newMetricsHandler(b, opts.Build.Version, opts.Collectors...)}
 
 	mux := http.NewServeMux()
 	methods := map[string][]string{}

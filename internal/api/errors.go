@@ -94,7 +94,7 @@ func jsonBodyError(fe *protocol.FieldError) apiError {
 
 // fail maps an error from the balancer to its status and writes it.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if revisionMismatch(w, err) {
+	if revisionMismatch(w, err) || storeUnavailable(w, err) {
 		return
 	}
 	var (

@@ -31,17 +31,19 @@ type env struct {
 // discarding logger.
 func newEnv(t *testing.T, opts api.Options, bopts balancer.Options) *env {
 	t.Helper()
-	st, err := boltstore.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	if bopts.Store == nil { // else the test's, which it closes
+		st, err := boltstore.Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		bopts.Store = st
 	}
-	t.Cleanup(func() { st.Close() })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if opts.Logger == nil {
 		opts.Logger = log
 	}
 	srv := httptest.NewUnstartedServer(nil)
-	bopts.Store = st
 	bopts.Logger = log
 	bopts.AdminURL = "http://" + srv.Listener.Addr().String()
 	bopts.AdminAddr = srv.Listener.Addr().String()

@@ -18,8 +18,8 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) { s.prom.ServeH
 
 // newMetricsHandler serves GET /metrics from a private registry: the
 // balancer's figures, read at scrape time, and the Go and process
-// collectors.
-func newMetricsHandler(b *balancer.Balancer, version string) http.Handler {
+// collectors, and extra (Options.Collectors).
+func newMetricsHandler(b *balancer.Balancer, version string, extra ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		newCollector(b, version),
@@ -27,6 +27,7 @@ func newMetricsHandler(b *balancer.Balancer, version string) http.Handler {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(extra...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
@@ -61,7 +62,7 @@ func newCollector(b *balancer.Balancer, version string) *collector {
 	return &collector{
 		b: b, version: version,
 		buildInfo: d("fulcrum_build_info", "fulcrum's version; always 1.", []string{"version"}, nil),
-		ready:     d("fulcrum_ready", "1 when every group's front door is serving (as /readyz).", nil, nil),
+		ready:     d("fulcrum_ready", "1 when every group's front door is serving and the store answers (as /readyz).", nil, nil),
 
 		groupInfo:         d("fulcrum_group_info", "A group's settings; always 1.", []string{"group", "protocol", "binding", "strategy", "source"}, nil),
 		groupReplicas:     d("fulcrum_group_replicas", "Replicas of the group in each state.", []string{"group", "state"}, nil),
@@ -128,7 +129,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	gauge(c.buildInfo, 1, c.version)
-	gauge(c.ready, boolValue(c.b.Ready()))
+	gauge(c.ready, boolValue(c.b.Ready() && c.b.StoreUnreachable() == nil))
 
 	for _, gs := range c.b.Groups() {
 		name := gs.Name

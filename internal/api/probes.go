@@ -18,8 +18,12 @@ func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, health{Status: "ok", Info: s.opts.Build})
 }
 
-// readyz answers 200 when every group's front door is serving, else 503.
+// readyz answers 200 when every group's front door is serving and the
+// store (etcd) answers, else 503 saying why.
 func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.storeNotReady(w) { // degraded.go
+		return
+	}
 	if !s.b.Ready() {
 		writeError(w, http.StatusServiceUnavailable, apiError{Code: codeNotReady, Message: "not ready: a front door is not serving or the balancer is shutting down"})
 		return

@@ -153,6 +153,8 @@ type Balancer struct {
 	// is closed when it has ended. Both nil until Start; guarded by mu.
 	stopFollow context.CancelFunc
 	followDone chan struct{}
+	// resync asks the follower to load the store again (degraded.go).
+	resync chan struct{}
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -196,6 +198,7 @@ func New(opts Options) (*Balancer, error) {
 		cancel:   cancel,
 
 		certMetrics: certs.NewCollector(),
+		resync:      make(chan struct{}, 1),
 	}
 	b.joinToken.Store(&opts.JoinToken)
 	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
@@ -539,6 +542,9 @@ func (b *Balancer) putGroupLocked(gs protocol.Group, start bool, m Match) (*grou
 		if closed {
 			return nil, false, ErrClosed
 		}
+		if err := b.StoreUnreachable(); err != nil {
+			return nil, false, err // degraded.go
+		}
 		cur, err := b.reg.GroupRevision(gs.Name)
 		if err != nil {
 			return nil, false, err
@@ -563,7 +569,8 @@ func (b *Balancer) putGroupLocked(gs protocol.Group, start bool, m Match) (*grou
 
 // applyGroup applies gs and stores it in a transaction conditioned on the
 // group's record being at revision rev. When the store refuses (a
-// *groupstore.ConflictError), the in-memory change is undone.
+// *groupstore.ConflictError) or fails (degraded.go), the in-memory change
+// is undone.
 func (b *Balancer) applyGroup(gs protocol.Group, start bool, rev int64) (*group, bool, error) {
 	b.mu.Lock()
 	if b.closed {
@@ -584,7 +591,7 @@ func (b *Balancer) applyGroup(gs protocol.Group, start bool, rev int64) (*group,
 		writes := append([]*storeWrite{gw}, g.syncStaticLocked()...)
 		g.mu.Unlock()
 		g.flushWrites()
-		if errors.Is(gw.err, groupstore.ErrConflict) {
+		if gw.err != nil {
 			if err := g.update(old); err != nil {
 				b.log.Error("cannot undo a group change the store refused", "group", gs.Name, "err", err)
 			}
@@ -736,6 +743,9 @@ func (b *Balancer) deleteGroupLocked(name string, m Match) error {
 	if _, err := b.group(name); err != nil {
 		return err
 	}
+	if err := b.StoreUnreachable(); err != nil {
+		return err // degraded.go
+	}
 	cur, err := b.reg.GroupRevision(name)
 	if err != nil {
 		return err
@@ -761,6 +771,9 @@ func (b *Balancer) deleteGroupLocked(name string, m Match) error {
 	var ce *groupstore.ConflictError
 	if errors.As(w.err, &ce) {
 		return &RevisionError{Group: name, Match: m, Current: ce.Current}
+	}
+	if w.err != nil {
+		b.askResync() // the group comes back if its record is still stored (degraded.go)
 	}
 	return writeErr(w)
 }

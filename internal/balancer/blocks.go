@@ -67,6 +67,9 @@ func (b *Balancer) Block(groupName, addr string) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	if err := b.StoreUnreachable(); err != nil {
+		return false, err // degraded.go
+	}
 	g.mu.Lock()
 	if err := registry.ValidateAddress(g.spec.Protocol, addr); err != nil {
 		g.mu.Unlock()
@@ -98,6 +101,9 @@ func (b *Balancer) Unblock(groupName, addr string) error {
 	g, err := b.group(groupName)
 	if err != nil {
 		return err
+	}
+	if err := b.StoreUnreachable(); err != nil {
+		return err // degraded.go
 	}
 	match := registry.NormalizeAddress(addr)
 	g.mu.Lock()

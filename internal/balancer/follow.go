@@ -33,8 +33,10 @@ const followRetry = 500 * time.Millisecond
 func (b *Balancer) follow(ctx context.Context, from int64, done chan<- struct{}) {
 	defer close(done)
 	for ctx.Err() == nil {
-		ch, err := b.opts.Store.Watch(ctx, "", from+1)
+		wctx, wcancel := context.WithCancel(ctx)
+		ch, err := b.opts.Store.Watch(wctx, "", from+1)
 		if err != nil {
+			wcancel()
 			if ctx.Err() != nil {
 				return
 			}
@@ -42,22 +44,50 @@ func (b *Balancer) follow(ctx context.Context, from int64, done chan<- struct{})
 			from = b.relist(ctx, from)
 			continue
 		}
-		for resp := range ch {
-			if resp.Err != nil {
-				b.log.Warn("watch of the store ended; loading it again", "err", resp.Err)
-				break
-			}
-			for _, ev := range resp.Events {
-				b.applyEvent(ev)
-			}
-			from = resp.Rev
-		}
+		from = b.followWatch(ch, from)
+		wcancel()
 		if ctx.Err() != nil {
 			return
 		}
 		// The watch ended (an error, or the store closed it): whatever
 		// was missed is in a fresh load.
 		from = b.relist(ctx, from)
+	}
+}
+
+// followWatch applies the responses of ch until it ends with an error or
+// closes, or a resync is asked for; it returns the last revision applied.
+func (b *Balancer) followWatch(ch <-chan store.WatchResponse, from int64) int64 {
+	for {
+		select {
+		case resp, ok := <-ch:
+			if !ok {
+				return from
+			}
+			if resp.Err != nil {
+				b.log.Warn("watch of the store ended; loading it again", "err", resp.Err)
+				return from
+			}
+			for _, ev := range resp.Events {
+				b.applyEvent(ev)
+			}
+			from = resp.Rev
+		case <-b.resync:
+			b.log.Info("loading the store again after a write whose outcome is unknown")
+			return from
+		}
+	}
+}
+
+// askResync makes the follower (Options.Follow) load the store again and
+// reconcile, as after a broken watch; without a follower it does nothing.
+func (b *Balancer) askResync() {
+	if !b.opts.Follow {
+		return
+	}
+	select {
+	case b.resync <- struct{}{}:
+	default: // one is asked for already
 	}
 }
 

@@ -49,6 +49,9 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	if err := registry.ValidateMonitor(reg.Monitor); err != nil {
 		return protocol.Registered{}, false, err
 	}
+	if err := b.StoreUnreachable(); err != nil {
+		return protocol.Registered{}, false, err // degraded.go
+	}
 	token, hash := registry.NewToken()
 
 	g.mu.Lock()
@@ -175,10 +178,13 @@ func (b *Balancer) Activate(groupName, id string) error { return b.setDraining(g
 
 // setDraining applies Drain or Activate. The record is written after the
 // group lock is released; a write that fails is returned, and the change
-// stands in memory (the next write of the record carries it).
+// is undone in memory (degraded.go).
 func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 	g, m, err := b.member(groupName, id)
 	if err != nil {
+		return err
+	}
+	if err := b.StoreUnreachable(); err != nil {
 		return err
 	}
 	ev := groupcore.Activate
@@ -190,6 +196,7 @@ func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 		g.mu.Unlock()
 		return fmt.Errorf("%w %q in group %s", ErrUnknownReplica, id, groupName)
 	}
+	prev, _ := g.core.Lifecycle(id)
 	g.applyLocked(m, ev)
 	write := g.putReplicaLocked(m.rec)
 	g.membershipChangedLocked()
@@ -197,8 +204,14 @@ func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 	state := g.stateLocked(m)
 	g.mu.Unlock()
 	g.flushWrites()
+	if err := writeErr(write); err != nil {
+		g.mu.Lock()
+		g.undoAdminLocked(m, prev)
+		g.mu.Unlock()
+		return err
+	}
 	b.log.Info("replica state changed", "group", groupName, "replica", id, "state", state)
-	return writeErr(write)
+	return nil
 }
 
 // RemoveReplica drains a replica and removes it once it is idle (or after
@@ -209,11 +222,15 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := b.StoreUnreachable(); err != nil {
+		return err
+	}
 	g.mu.Lock()
 	if g.members[id] != m { // removed meanwhile
 		g.mu.Unlock()
 		return fmt.Errorf("%w %q in group %s", ErrUnknownReplica, id, groupName)
 	}
+	prev, _ := g.core.Lifecycle(id)
 	var write *storeWrite
 	if g.applyLocked(m, groupcore.Remove) {
 		write = g.putReplicaLocked(m.rec)
@@ -225,7 +242,13 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 	g.emitLocked("membership", g.membersEventLocked())
 	g.mu.Unlock()
 	g.flushWrites()
-	return writeErr(write)
+	if err := writeErr(write); err != nil {
+		g.mu.Lock()
+		g.undoAdminLocked(m, prev)
+		g.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // syncStaticLocked makes the group's static members match spec.Replicas:

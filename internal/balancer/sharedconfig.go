@@ -55,6 +55,9 @@ func (b *Balancer) applyShared(groups []protocol.Group, start bool) (ReloadResul
 	if len(problems) > 0 {
 		return ReloadResult{}, &ReloadError{Problems: problems}
 	}
+	if err := b.StoreUnreachable(); err != nil {
+		return ReloadResult{}, err // degraded.go: every group is read from the store
+	}
 	doors := make(map[string]string, len(apply))
 	for _, gs := range apply {
 		doors[gs.Name] = gs.FrontDoor

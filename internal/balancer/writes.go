@@ -69,6 +69,12 @@ func (g *group) flushWrites() {
 		w.err = g.write(w)
 		if w.err != nil {
 			g.b.log.Error("cannot write to the store", "group", g.name, "err", w.err)
+			if !errors.Is(w.err, groupstore.ErrConflict) {
+				// Whether it applied is unknown, and a background write
+				// (a removal once idle) is not undone: load the store
+				// again once it answers (degraded.go).
+				g.b.askResync()
+			}
 		}
 	}
 }

@@ -229,7 +229,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		reload = rl.reload
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info, Cluster: cr.describe}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info, Cluster: cr.describe, Collectors: storeCollectors(st)}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -47,7 +47,10 @@ func openStore(ctx context.Context, cfg config.File, dataDirSet bool, log *slog.
 		log.Warn("data_dir is not used with store.etcd: the state is on etcd", "data_dir", cfg.DataDir)
 	}
 	e = e.WithDefaults()
-	st, err := etcdstore.Open(ctx, etcdStoreOptions(e))
+	opts := etcdStoreOptions(e)
+	opts.Metrics = etcdstore.NewMetrics() // served on /metrics (serve_metrics.go)
+	opts.Logger = log
+	st, err := etcdstore.Open(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("serve: etcd not reachable within dial_timeout %v (endpoints tried: %s): %w", e.DialTimeout, strings.Join(e.Endpoints, ","), err)
 	}

@@ -110,6 +110,32 @@ func (c *Core) SetWeight(id string, weight float64) {
 	}
 }
 
+// Lifecycle returns replica id's lifecycle (false: unknown id).
+func (c *Core) Lifecycle(id string) (Lifecycle, bool) {
+	if m := c.byID[id]; m != nil {
+		return m.life, true
+	}
+	return Lifecycle{}, false
+}
+
+// RestoreAdmin gives replica id the administrative verdict of prev (a
+// lifecycle Lifecycle returned before), keeping its health and ejection
+// verdicts, and returns its lifecycle after it and whether that changed;
+// an unknown id changes nothing.
+func (c *Core) RestoreAdmin(id string, prev Lifecycle) (Lifecycle, bool) {
+	m := c.byID[id]
+	if m == nil {
+		return Lifecycle{}, false
+	}
+	next := m.life.WithAdminOf(prev)
+	if next == m.life {
+		return next, false
+	}
+	m.life = next
+	c.sync()
+	return next, true
+}
+
 // Apply applies ev to replica id at now and returns its lifecycle after
 // it and whether that changed. An unknown id is an error.
 func (c *Core) Apply(id string, ev Event, now time.Time) (Lifecycle, bool, error) {

@@ -133,3 +133,12 @@ func (l Lifecycle) Draining() bool { return l.admin != serving }
 
 // Removing reports whether the replica is being removed (see Draining).
 func (l Lifecycle) Removing() bool { return l.admin == removing }
+
+// WithAdminOf is l with o's administrative verdict (drain, removal and
+// its start), its health and ejection verdicts kept: the undo of an
+// operator's change that could not be stored, whatever health checks and
+// ejection decided meanwhile.
+func (l Lifecycle) WithAdminOf(o Lifecycle) Lifecycle {
+	l.admin, l.since = o.admin, o.since
+	return l
+}

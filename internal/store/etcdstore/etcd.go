@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -24,6 +25,8 @@ type Store struct {
 	opts      Options
 	kvPrefix  string // opts.Prefix + "kv/"
 	endpoints string // for errors
+	health    health
+	probeKey  string // the key the reachability check reads (health.go)
 
 	mu      sync.Mutex
 	closed  bool
@@ -50,6 +53,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		kvPrefix:  opts.Prefix + "kv/",
 		endpoints: strings.Join(opts.Endpoints, ","),
 	}
+	s.health.log, s.health.endpoints = opts.Logger, s.endpoints
 	cli, err := clientv3.New(cfg)
 	if err != nil {
 		return nil, s.wrap("connect", "", err)
@@ -59,6 +63,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := s.checkSchema(ctx); err != nil {
 		s.Close()
 		return nil, err
+	}
+	s.probeKey = opts.Prefix + schemaKey
+	s.watches.Add(1)
+	go s.probeLoop()
+	if opts.Metrics != nil {
+		opts.Metrics.st.Store(s)
 	}
 	return s, nil
 }
@@ -112,7 +122,9 @@ func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
 		return store.KV{}, err
 	}
 	defer cancel()
+	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.kvPrefix+key)
+	s.done(ctx, opGet, start, err)
 	if err != nil {
 		return store.KV{}, s.wrap("get", key, err)
 	}
@@ -129,7 +141,9 @@ func (s *Store) List(ctx context.Context, prefix string) ([]store.KV, int64, err
 		return nil, 0, err
 	}
 	defer cancel()
+	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.kvPrefix+prefix, clientv3.WithPrefix())
+	s.done(ctx, opList, start, err)
 	if err != nil {
 		return nil, 0, s.wrap("list", prefix, err)
 	}
@@ -156,10 +170,13 @@ func (s *Store) Txn(ctx context.Context, conds []store.Cond, ops []store.Op) (bo
 	}
 	defer cancel()
 	cmps, then, reads := s.txnOps(conds, ops)
+	start := time.Now()
 	resp, err := s.cli.Txn(rctx).If(cmps...).Then(then...).Else(reads...).Commit()
+	s.done(ctx, opTxn, start, err)
 	if err != nil {
 		return false, 0, nil, s.wrap("txn", "", err)
 	}
+	s.opts.Metrics.committed(conds, ops)
 	if resp.Succeeded {
 		return true, resp.Header.Revision, nil, nil
 	}
@@ -243,14 +260,31 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// done records a request of op begun at start, for a caller's ctx, that
+// ended with err: its latency, and what it tells of etcd's reachability
+// (nothing when the caller's own context ended it: a caller's short
+// deadline says nothing of etcd).
+func (s *Store) done(ctx context.Context, op string, start time.Time, err error) {
+	now := time.Now()
+	s.opts.Metrics.observe(op, now.Sub(start))
+	if err != nil && ctx.Err() != nil {
+		return
+	}
+	s.health.record(err, now)
+}
+
 // wrap names etcd, its endpoints, the operation and the key of an error,
-// and maps a request ended by Close to store.ErrClosed.
+// maps a request ended by Close to store.ErrClosed, and marks an error
+// that says etcd could not answer as store.ErrUnavailable.
 func (s *Store) wrap(op, key string, err error) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed {
 		return fmt.Errorf("store: etcd %s: %w", op, store.ErrClosed)
+	}
+	if unreachable(err) {
+		err = &unavailableError{err}
 	}
 	if key != "" {
 		return fmt.Errorf("store: etcd at %s: %s %q: %w", s.endpoints, op, key, err)

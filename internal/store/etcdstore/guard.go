@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -30,10 +31,13 @@ func (s *Store) TxnIf(ctx context.Context, guard clientv3.Cmp, conds []store.Con
 	}
 	defer cancel()
 	cmps, then, reads := s.txnOps(conds, ops)
+	start := time.Now()
 	resp, err := s.cli.Txn(rctx).If(guard).Then(clientv3.OpTxn(cmps, then, reads)).Commit()
+	s.done(ctx, opTxn, start, err)
 	if err != nil {
 		return false, 0, nil, s.wrap("txn", "", err)
 	}
+	s.opts.Metrics.wrote("txn")
 	if !resp.Succeeded {
 		return false, resp.Header.Revision, nil, fmt.Errorf("%w: %s (revision %d)", ErrGuard, guard.KeyBytes(), resp.Header.Revision)
 	}

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -14,6 +15,8 @@ import (
 const (
 	DefaultPrefix      = "/fulcrum/"
 	DefaultDialTimeout = 5 * time.Second
+	// DefaultProbeInterval is how often the store checks that etcd answers.
+	DefaultProbeInterval = time.Second
 )
 
 // Options say where the store is.
@@ -32,6 +35,14 @@ type Options struct {
 	// TLS is the client side of TLS to etcd (CA, and the client pair for
 	// mTLS); nil: TLS only if an endpoint is https:// (system roots).
 	TLS *certs.ClientFiles
+	// ProbeInterval is how often the store checks that etcd answers
+	// (health.go); default DefaultProbeInterval, at least 10ms.
+	ProbeInterval time.Duration
+	// Metrics, when not nil, records the store's requests (metrics.go).
+	Metrics *Metrics
+	// Logger logs etcd becoming unreachable and answering again; nil
+	// logs nothing.
+	Logger *slog.Logger
 }
 
 // withDefaults fills the defaults and checks o; errors name the field,
@@ -57,6 +68,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DialTimeout < 100*time.Millisecond {
 		return o, fmt.Errorf("etcdstore: dial_timeout %v: must be at least 100ms", o.DialTimeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = DefaultProbeInterval
+	}
+	if o.ProbeInterval < 10*time.Millisecond {
+		return o, fmt.Errorf("etcdstore: probe interval %v: must be at least 10ms", o.ProbeInterval)
 	}
 	if (o.Username == "") != (o.Password == "") {
 		return o, errors.New("etcdstore: username and password must be given together")

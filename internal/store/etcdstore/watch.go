@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -30,8 +31,10 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 	if fromRev > 0 {
 		opts = append(opts, clientv3.WithRev(fromRev))
 	}
+	start := time.Now()
 	resp, err := s.cli.Get(rctx, s.opts.Prefix+schemaKey, append(opts, clientv3.WithKeysOnly())...)
 	cancel()
+	s.done(ctx, opWatchOpen, start, err)
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return nil, fmt.Errorf("%w: etcd at %s: watch from revision %d: %v", store.ErrCompacted, s.endpoints, fromRev, err)
@@ -52,12 +55,14 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	stop := context.AfterFunc(s.stopCtx, wcancel)
 	wch := s.cli.Watch(wctx, s.kvPrefix+prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRev))
+	s.health.watching(wctx, true)
 	ch := make(chan store.WatchResponse)
 	go func() {
 		defer s.watches.Done()
 		defer close(ch)
 		defer stop()
 		defer wcancel()
+		defer s.health.watching(wctx, false)
 		s.feed(wctx, wch, ch, fromRev)
 	}()
 	return ch, nil
@@ -97,9 +102,13 @@ func (s *Store) feed(ctx context.Context, wch clientv3.WatchChan, ch chan<- stor
 			return
 		}
 		if err := wr.Err(); err != nil {
+			if unreachable(err) {
+				err = &unavailableError{err}
+			}
 			send(store.WatchResponse{Rev: next, Err: fmt.Errorf("store: etcd at %s: watch at revision %d: %w", s.endpoints, next, err)})
 			return
 		}
+		s.health.delivered(wr.Header.Revision, time.Now())
 		// One etcd response may hold several revisions; the events of
 		// one revision are never split across responses.
 		var cur store.WatchResponse
