@@ -34,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		dataDir    string
 		etcd       string
 		cpuProfile string
+		embedded   *embeddedFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--config fulcrum.yaml] [--check]",
@@ -57,6 +58,9 @@ config file is only checked: every problem is printed and the command exits
 bound (like nginx -t or haproxy -c).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := embedded.parse(); err != nil { // serve_embedded.go
+				return exitCode(2, err)
+			}
 			var eps []string
 			if cmd.Flags().Changed("etcd") {
 				var err error
@@ -74,6 +78,7 @@ bound (like nginx -t or haproxy -c).`,
 				if eps != nil {
 					f.Store.Etcd.Endpoints = eps
 				}
+				embedded.apply(f)
 			}
 			if check {
 				return checkConfig(configPath, override, insecure, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -94,7 +99,7 @@ bound (like nginx -t or haproxy -c).`,
 			}
 			defer stopProfile()
 			dataDirSet := cmd.Flags().Changed("data-dir") || cfg.DataDir != config.DefaultDataDir
-			return serve(cmd.Context(), serveOptions{dataDirSet: dataDirSet, cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
+			return serve(cmd.Context(), serveOptions{peersField: embedded.peersField(), dataDirSet: dataDirSet, cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "YAML config file (see docs/config.md)")
@@ -106,6 +111,7 @@ bound (like nginx -t or haproxy -c).`,
 	// For fulcrum bench --profile: where the front doors spend their time.
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file until the balancer stops")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
+	embedded = addEmbeddedFlags(cmd)
 	return cmd
 }
 
@@ -125,6 +131,9 @@ type serveOptions struct {
 	// dataDirSet tells that data_dir was set (in the file or by
 	// --data-dir): with store.etcd it is not used, which is logged.
 	dataDirSet bool
+	// peersField names where the embedded member's peers came from
+	// (--etcd-peers or store.etcd.embedded.peers), for its errors.
+	peersField string
 }
 
 // serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives;
@@ -150,7 +159,14 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return exitCode(2, err)
 	}
-	st, err := openStore(ctx, cfg, o.dataDirSet, log) // serve_store.go
+	// The embedded etcd member, if any, closes after the store (and so
+	// after the balancer).
+	storeCfg, member, err := startEmbeddedEtcd(ctx, cfg, o.peersField, log) // serve_embedded.go
+	if err != nil {
+		return err
+	}
+	defer member.close()
+	st, err := openStore(ctx, storeCfg, o.dataDirSet && !usesDataDir(cfg), log) // serve_store.go
 	if err != nil {
 		return err
 	}
@@ -239,7 +255,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
 	if cfg.Store.Etcd.Enabled() {
-		e := cfg.Store.Etcd.WithDefaults()
+		e := storeCfg.Store.Etcd.WithDefaults()
 		log.Info("fulcrum serving", "admin", adminURL, "etcd", strings.Join(e.Endpoints, ","), "prefix", e.Prefix, "instance", instance.Name, "instance_admin_url", instance.AdminURL, "version", info.Version, "commit", info.Commit)
 	} else {
 		log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "instance", instance.Name, "version", info.Version, "commit", info.Commit)
