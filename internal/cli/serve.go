@@ -99,7 +99,7 @@ bound (like nginx -t or haproxy -c).`,
 			}
 			defer stopProfile()
 			dataDirSet := cmd.Flags().Changed("data-dir") || cfg.DataDir != config.DefaultDataDir
-			return serve(cmd.Context(), serveOptions{peersField: embedded.peersField(), dataDirSet: dataDirSet, cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
+			return serve(cmd.Context(), serveOptions{embedded: embedded, dataDirSet: dataDirSet, cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "YAML config file (see docs/config.md)")
@@ -131,9 +131,9 @@ type serveOptions struct {
 	// dataDirSet tells that data_dir was set (in the file or by
 	// --data-dir): with store.etcd it is not used, which is logged.
 	dataDirSet bool
-	// peersField names where the embedded member's peers came from
-	// (--etcd-peers or store.etcd.embedded.peers), for its errors.
-	peersField string
+	// embedded are the flags of the embedded etcd member; nil: none
+	// given.
+	embedded *embeddedFlags
 }
 
 // serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives;
@@ -161,7 +161,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	// The embedded etcd member, if any, closes after the store (and so
 	// after the balancer).
-	storeCfg, member, err := startEmbeddedEtcd(ctx, cfg, o.peersField, log) // serve_embedded.go
+	storeCfg, member, err := startEmbeddedEtcd(ctx, cfg, o.embedded, log) // serve_embedded.go
 	if err != nil {
 		return err
 	}

@@ -108,20 +108,25 @@ func (f *embeddedFlags) apply(c *config.File) {
 	}
 }
 
-// peersField names where the peers came from, for the errors.
+// peersField names where the peers came from, for the errors. f may be
+// nil (no flags).
 func (f *embeddedFlags) peersField() string {
-	if f.cmd.Flags().Changed("etcd-peers") {
+	if f != nil && f.cmd.Flags().Changed("etcd-peers") {
 		return peersFlag
 	}
 	return peersKey
 }
+
+// forced reports whether --etcd-embedded was given (true): the member
+// runs even when store.etcd.embedded sets nothing. f may be nil.
+func (f *embeddedFlags) forced() bool { return f != nil && f.on }
 
 // memberConfig is the embedded member's configuration for cfg (flags
 // applied), named self. peersField names where the peers came from.
 func memberConfig(cfg config.File, self, peersField string) (*embed.Config, error) {
 	m := cfg.Store.Etcd.Embedded.WithDefaults(cfg.DataDir)
 	if len(m.Peers) == 0 {
-		return nil, fmt.Errorf("serve: %s: missing, the embedded etcd member needs every member as name=http://host:port, this instance's name %q among them", peersField, self)
+		return nil, fmt.Errorf("serve: %s (or %s): missing, the embedded etcd member needs every member as name=http://host:port, this instance's name %q among them", peersFlag, peersKey, self)
 	}
 	peers, errs := config.CheckEtcdPeers(peersField, peersField == peersKey, m.Peers, self)
 	if len(errs) > 0 {
@@ -165,6 +170,15 @@ func memberConfig(cfg config.File, self, peersField string) (*embed.Config, erro
 	return ec, nil
 }
 
+// abortMember stops a member that is not ready. Its server is stopped
+// first: Close alone waits for the client listeners, which start only once
+// the member is ready.
+func abortMember(e *embed.Etcd, closing *atomic.Bool) {
+	closing.Store(true)
+	e.Server.Stop()
+	e.Close()
+}
+
 // embeddedMember is a running embedded etcd member; nil when serve runs
 // none (its methods are nil-safe).
 type embeddedMember struct {
@@ -175,14 +189,17 @@ type embeddedMember struct {
 	closing *atomic.Bool
 }
 
-// startEmbeddedEtcd starts the member cfg configures, if any, and waits
-// until it is ready (in a cluster with a quorum), for at most its
-// start_timeout. It returns cfg with store.etcd.endpoints defaulted to the
-// member's client URL, for the store.
-func startEmbeddedEtcd(ctx context.Context, cfg config.File, peersField string, log *slog.Logger) (config.File, *embeddedMember, error) {
-	if !cfg.Store.Etcd.Embedded.Enabled() {
+// startEmbeddedEtcd starts the member cfg (or --etcd-embedded) asks for,
+// if any, and waits until it is ready (in a cluster with a quorum), for at
+// most its start_timeout. flags are serve's (nil: none). It returns cfg
+// with store.etcd.endpoints defaulted to the member's client URL, for the
+// store. A configuration error exits 2; a member that cannot start or
+// reach a quorum, 1.
+func startEmbeddedEtcd(ctx context.Context, cfg config.File, flags *embeddedFlags, log *slog.Logger) (config.File, *embeddedMember, error) {
+	if !cfg.Store.Etcd.Embedded.Enabled() && !flags.forced() {
 		return cfg, nil, nil
 	}
+	peersField := flags.peersField()
 	in, err := instanceOf(cfg.Instance, "")
 	if err != nil {
 		return cfg, nil, exitCode(2, err)
@@ -208,17 +225,14 @@ func startEmbeddedEtcd(ctx context.Context, cfg config.File, peersField string, 
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		closing.Store(true)
-		e.Close()
+		abortMember(e, closing)
 		return cfg, nil, fmt.Errorf("serve: embedded etcd member %q: %w", in.Name, err)
 	case <-timer.C:
-		closing.Store(true)
-		e.Close()
+		abortMember(e, closing)
 		n := len(strings.Split(ec.InitialCluster, ","))
 		return cfg, nil, fmt.Errorf("serve: embedded etcd member %q not ready within start_timeout %v: no quorum with its peers %s (%d of %d must run and reach each other's peer URLs)", in.Name, timeout, ec.InitialCluster, n/2+1, n)
 	case <-ctx.Done():
-		closing.Store(true)
-		e.Close()
+		abortMember(e, closing)
 		return cfg, nil, fmt.Errorf("serve: embedded etcd member %q: %w", in.Name, ctx.Err())
 	}
 	if len(cfg.Store.Etcd.Endpoints) == 0 {
@@ -262,6 +276,7 @@ func (m *embeddedMember) close() {
 	close(m.done)
 	m.closing.Store(true)
 	m.e.Close()
+	m.log.Info("embedded etcd member closed")
 }
 
 // usesDataDir reports whether the embedded member keeps its data under

@@ -1,0 +1,141 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// embeddedInstance is one "fulcrum serve --etcd-embedded" of a test.
+type embeddedInstance struct {
+	name, host, client, data string
+	args                     []string
+	bal                      *balancerProc
+}
+
+// Three fulcrum serve --etcd-embedded processes, on 127.0.0.1, .2 and .3,
+// form an etcd cluster among themselves with nothing else running: a
+// group created at one instance is visible at the others; after a kill -9
+// of one, the other two (a quorum of 2 of 3) still take admin writes and
+// see each other's; the killed one started again on its data directory
+// catches up; SIGTERM stops an instance (its member last) with exit 0.
+func TestServeEmbeddedEtcdThreeInstances(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 60*time.Second)
+	hc := apiClient(t)
+	insts := []*embeddedInstance{{name: "fa", host: "127.0.0.1"}, {name: "fb", host: "127.0.0.2"}, {name: "fc", host: "127.0.0.3"}}
+	var peers []string
+	for _, in := range insts {
+		peers = append(peers, in.name+"=http://"+freeAddrOn(t, in.host))
+		in.client = "http://" + freeAddrOn(t, in.host)
+	}
+	for i, in := range insts {
+		dataDir := filepath.Join(t.TempDir(), "data")
+		cfg := writeConfig(t, "admin: %s:0\ndata_dir: %s\ninstance: {name: %s}\n", in.host, dataDir, in.name)
+		in.args = []string{"serve", "--config", cfg, "--etcd-embedded", "--etcd-peers", strings.Join(peers, ","), "--etcd-client", in.client}
+		in.data = filepath.Join(dataDir, "etcd") // the default
+		if i == 2 {
+			in.data = filepath.Join(t.TempDir(), "member")
+			in.args = append(in.args, "--etcd-data", in.data)
+		}
+	}
+	// All three start at once: none is ready before a quorum is.
+	procs := make([]*balancerProc, len(insts))
+	for i, in := range insts {
+		procs[i] = &balancerProc{Proc: startProc(t, "fulcrum serve "+in.name, in.args...)}
+	}
+	for i, in := range insts {
+		in.bal = waitEmbeddedServing(ctx, t, procs[i], in)
+	}
+	for _, in := range insts {
+		if _, err := os.Stat(filepath.Join(in.data, "member", "wal")); err != nil {
+			t.Errorf("%s: the member's data is not in %s: %v", in.name, in.data, err)
+		}
+	}
+
+	// A group created at fa is visible at fb and fc.
+	putGroup := func(at *embeddedInstance, name string) {
+		t.Helper()
+		mustCall(ctx, t, hc, http.MethodPut, at.bal.admin+"/v1/groups/"+name, map[string]any{"front_door": "127.0.0.1:0", "binding": "per-request"}, http.StatusCreated, nil)
+	}
+	putGroup(insts[0], "made-at-a")
+	for _, in := range insts[1:] {
+		waitGroup(ctx, t, hc, in.bal.admin, "made-at-a", func(groupStatus) error { return nil })
+	}
+
+	// fa killed: fb and fc are a quorum; each takes writes the other sees.
+	insts[0].bal.Kill9(ctx, t)
+	putGroup(insts[1], "made-at-b")
+	waitGroup(ctx, t, hc, insts[2].bal.admin, "made-at-b", func(groupStatus) error { return nil })
+	putGroup(insts[2], "made-at-c")
+	waitGroup(ctx, t, hc, insts[1].bal.admin, "made-at-c", func(groupStatus) error { return nil })
+
+	// fa started again on its data directory catches up.
+	a := insts[0]
+	a.bal = waitEmbeddedServing(ctx, t, &balancerProc{Proc: startProc(t, "fulcrum serve fa again", a.args...)}, a)
+	for _, g := range []string{"made-at-a", "made-at-b", "made-at-c"} {
+		waitGroup(ctx, t, hc, a.bal.admin, g, func(groupStatus) error { return nil })
+	}
+
+	// SIGTERM: the balancer stops, then the member; exit 0, and etcd's
+	// own closing is not reported as errors.
+	b := insts[1].bal
+	b.Signal(t, syscall.SIGTERM)
+	if code := b.Exit(ctx, t); code != 0 {
+		t.Fatalf("fb exited %d after SIGTERM, want 0", code)
+	}
+	_, after, _ := strings.Cut(b.Stderr.String(), `msg="shutting down"`)
+	for line := range strings.Lines(after) {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("fb logged an error while shutting down: %s", line)
+		}
+	}
+	if !strings.Contains(after, `msg=stopped`) {
+		t.Errorf("fb did not log stopped after shutting down:\n%s", after)
+	}
+}
+
+// waitEmbeddedServing waits until in serves, on the store of its own
+// member's client URL.
+func waitEmbeddedServing(ctx context.Context, t *testing.T, p *balancerProc, in *embeddedInstance) *balancerProc {
+	t.Helper()
+	ready := regexp.MustCompile(`msg="embedded etcd member ready" member=` + in.name + ` `)
+	p.WaitOutput(ctx, t, p.Stderr, ready)
+	m := p.WaitOutput(ctx, t, p.Stderr, servingLine)
+	p.admin = m[1]
+	if !strings.Contains(p.admin, in.host) {
+		t.Fatalf("%s's admin API is at %s, want %s", in.name, p.admin, in.host)
+	}
+	line := p.WaitOutput(ctx, t, p.Stderr, regexp.MustCompile(`msg="fulcrum serving".*`))
+	if !strings.Contains(line[0], "etcd="+in.client+" ") {
+		t.Errorf("%s's store is not on its member's client URL %s: %s", in.name, in.client, line[0])
+	}
+	return p
+}
+
+// freeAddrOn is freeAddr on host (a loopback address).
+func freeAddrOn(t *testing.T, host string) string {
+	t.Helper()
+	for range 100 {
+		addr := net.JoinHostPort(host, strconv.Itoa(10000+rand.IntN(32768-10000)))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // taken: draw again
+		}
+		ln.Close()
+		return addr
+	}
+	t.Fatalf("no free port on %s below the ephemeral range in 100 draws", host)
+	return ""
+}
