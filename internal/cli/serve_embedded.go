@@ -200,6 +200,9 @@ func startEmbeddedEtcd(ctx context.Context, cfg config.File, flags *embeddedFlag
 		return cfg, nil, nil
 	}
 	peersField := flags.peersField()
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	in, err := instanceOf(cfg.Instance, "")
 	if err != nil {
 		return cfg, nil, exitCode(2, err)
@@ -209,6 +212,12 @@ func startEmbeddedEtcd(ctx context.Context, cfg config.File, flags *embeddedFlag
 		return cfg, nil, exitCode(2, err)
 	}
 	m := cfg.Store.Etcd.Embedded.WithDefaults(cfg.DataDir)
+	if ec.ClusterState == embed.ClusterStateFlagExisting {
+		peers, _ := config.CheckEtcdPeers(peersField, false, m.Peers, in.Name) // checked by memberConfig
+		if err := checkJoinVersion(ctx, peers, in.Name); err != nil {
+			return cfg, nil, err
+		}
+	}
 	elog := log.With("component", "etcd", "member", in.Name)
 	closing := new(atomic.Bool)
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(newZapToSlog(elog.Handler(), closing)))
@@ -219,9 +228,6 @@ func startEmbeddedEtcd(ctx context.Context, cfg config.File, flags *embeddedFlag
 	timeout := m.StartTimeout.D()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():

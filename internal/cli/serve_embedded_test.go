@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,5 +220,39 @@ func TestZapToSlog(t *testing.T) {
 	}
 	if strings.Contains(got, "an info line") {
 		t.Errorf("etcd's info line was written:\n%s", got)
+	}
+}
+
+// A member joining a running cluster first asks the other peers for their
+// version and refuses a cluster older than 3.6 (a 3.7 member would panic
+// in a 3.4 cluster), naming the peer and its version; a peer that does
+// not answer is left to etcd.
+func TestCheckJoinVersion(t *testing.T) {
+	t.Parallel()
+	peer := func(body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/version" {
+				http.NotFound(w, r)
+				return
+			}
+			_, _ = w.Write([]byte(body))
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	old := peer(`{"etcdserver":"3.4.23","etcdcluster":"3.4.0"}`)
+	cur := peer(`{"etcdserver":"3.7.3","etcdcluster":"3.7.0"}`)
+	prev := peer(`{"etcdserver":"3.6.16","etcdcluster":"3.6.0"}`)
+	junk := peer(`not json`)
+	dead := "http://" + freeLoopback(t)
+	self := config.EtcdPeer{Name: "fa", URL: "http://127.0.0.1:1"}
+	ctx := context.Background()
+	err := checkJoinVersion(ctx, []config.EtcdPeer{self, {Name: "fb", URL: cur}, {Name: "old", URL: old}}, "fa")
+	want := `serve: store.etcd.embedded.join (--etcd-join): member old (` + old + `) runs etcd 3.4.23, cluster version 3.4.0: the embedded etcd member (3.7) joins only clusters of version 3.6 or later`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("with a 3.4 peer: %v, want %s...", err, want)
+	}
+	if err := checkJoinVersion(ctx, []config.EtcdPeer{self, {Name: "fb", URL: cur}, {Name: "fc", URL: prev}, {Name: "fd", URL: junk}, {Name: "fe", URL: dead}}, "fa"); err != nil {
+		t.Errorf("with 3.7, 3.6, junk and dead peers: %v", err)
 	}
 }

@@ -187,8 +187,14 @@ func (f File) validateEmbedded(p *problems) {
 		return
 	}
 	const key = "store.etcd.embedded"
-	peers, errs := CheckEtcdPeers(key+".peers", true, e.Peers, f.Instance.Name)
-	*p = append(*p, errs...)
+	// No peers is not a problem of the file: --etcd-peers may give them
+	// (serve refuses to start with none).
+	var peers []EtcdPeer
+	var errs []error
+	if len(e.Peers) > 0 {
+		peers, errs = CheckEtcdPeers(key+".peers", true, e.Peers, f.Instance.Name)
+		*p = append(*p, errs...)
+	}
 	if e.DataDir != "" && (strings.TrimSpace(e.DataDir) == "" || strings.ContainsFunc(e.DataDir, unicode.IsControl) || len(e.DataDir) > 4096) {
 		p.fail(key+".data_dir", e.DataDir, "must be a directory path of at most 4096 characters, without control characters")
 	}
@@ -197,7 +203,7 @@ func (f File) validateEmbedded(p *problems) {
 			p.fail(key+".client_url", e.ClientURL, msg)
 		}
 	}
-	if len(errs) == 0 {
+	if len(errs) == 0 && len(peers) > 0 {
 		if msg := CheckEtcdClientURL(e.WithDefaults(f.DataDir).ClientURL, peers, f.Instance.Name); msg != "" {
 			p.fail(key+".client_url", e.WithDefaults(f.DataDir).ClientURL, msg)
 		}

@@ -40,6 +40,15 @@ func TestParseStoreEtcdEmbedded(t *testing.T) {
 	if got := f.Store.Etcd.Embedded.WithDefaults(f.DataDir); !reflect.DeepEqual(got, want) {
 		t.Errorf("store.etcd.embedded = %+v, want %+v", got, want)
 	}
+	// Without peers in the file (--etcd-peers gives them; serve refuses
+	// to start with none).
+	f, err = Parse("fulcrum.yaml", []byte("store:\n  etcd:\n    embedded: {start_timeout: 2m}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.Store.Etcd.Enabled() || f.Store.Etcd.Embedded.StartTimeout != protocol.Duration(2*time.Minute) {
+		t.Errorf("store.etcd.embedded without peers: %+v", f.Store.Etcd)
+	}
 }
 
 // Every problem of store.etcd.embedded is reported with its line, key,
@@ -80,9 +89,6 @@ func TestParseStoreEtcdEmbeddedBad(t *testing.T) {
 		{"own URL a wildcard",
 			head + "      peers: [fa=http://0.0.0.0:2380]\n",
 			[]string{`store.etcd.embedded.peers[0]: invalid value "fa=http://0.0.0.0:2380", this instance's peer URL must have an IP address (not a wildcard)`}},
-		{"no peers",
-			head + "      data_dir: /srv/etcd\n",
-			[]string{`store.etcd.embedded.peers: invalid value (missing), must list every member as name=http://host:port, this instance's name among them`}},
 		{"every other key",
 			head + "      peers: [fa=http://127.0.0.1:2380]\n      data_dir: \"a\\x01b\"\n      client_url: http://[::]:2379\n      start_timeout: 500ms\n",
 			[]string{
