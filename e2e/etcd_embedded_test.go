@@ -28,8 +28,9 @@ type embeddedInstance struct {
 // form an etcd cluster among themselves with nothing else running: a
 // group created at one instance is visible at the others; after a kill -9
 // of one, the other two (a quorum of 2 of 3) still take admin writes and
-// see each other's; the killed one started again on its data directory
-// catches up; SIGTERM stops an instance (its member last) with exit 0.
+// see each other's; a reload of the unchanged file requires no restart;
+// the killed one started again on its data directory catches up; SIGTERM
+// stops an instance (its member last) with exit 0.
 func TestServeEmbeddedEtcdThreeInstances(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 60*time.Second)
@@ -72,6 +73,16 @@ func TestServeEmbeddedEtcdThreeInstances(t *testing.T) {
 	putGroup(insts[0], "made-at-a")
 	for _, in := range insts[1:] {
 		waitGroup(ctx, t, hc, in.bal.admin, "made-at-a", func(groupStatus) error { return nil })
+	}
+
+	// A reload of the unchanged file requires no restart: the store's
+	// endpoints the member gave are not the file's.
+	var reloaded struct {
+		RestartRequired []string `json:"restart_required"`
+	}
+	mustCall(ctx, t, hc, http.MethodPost, insts[0].bal.admin+"/v1/reload", nil, http.StatusOK, &reloaded)
+	if len(reloaded.RestartRequired) != 0 {
+		t.Errorf("reload of an unchanged file: restart_required %v, want none", reloaded.RestartRequired)
 	}
 
 	// fa killed: fb and fc are a quorum; each takes writes the other sees.

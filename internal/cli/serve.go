@@ -160,13 +160,16 @@ func serve(ctx context.Context, o serveOptions) error {
 		return exitCode(2, err)
 	}
 	// The embedded etcd member, if any, closes after the store (and so
-	// after the balancer).
-	storeCfg, member, err := startEmbeddedEtcd(ctx, cfg, o.embedded, log) // serve_embedded.go
+	// after the balancer). From here on cfg's store.etcd.endpoints are
+	// its client URL when the file gave none; a reload compares with the
+	// file as read (fileCfg).
+	fileCfg := cfg
+	cfg, member, err := startEmbeddedEtcd(ctx, cfg, o.embedded, log) // serve_embedded.go
 	if err != nil {
 		return err
 	}
 	defer member.close()
-	st, err := openStore(ctx, storeCfg, o.dataDirSet && !usesDataDir(cfg), log) // serve_store.go
+	st, err := openStore(ctx, cfg, o.dataDirSet && !usesDataDir(cfg), log) // serve_store.go
 	if err != nil {
 		return err
 	}
@@ -239,7 +242,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	// refused (reloadCertificates); applyAdminTLS is where a changed
 	// admin_tls is to be applied to the admin listener.
 	admin := &adminTLSSwitch{ln: adminSwitch, b: b, log: log, httpURL: httpAdminURL}
-	rl := &reloader{reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: cfg, cur: cfg}
+	rl := &reloader{reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: fileCfg, cur: fileCfg}
 	var reload func() (protocol.ReloadResult, error)
 	if fromFile {
 		reload = rl.reload
@@ -255,7 +258,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(adminLn) }()
 	if cfg.Store.Etcd.Enabled() {
-		e := storeCfg.Store.Etcd.WithDefaults()
+		e := cfg.Store.Etcd.WithDefaults()
 		log.Info("fulcrum serving", "admin", adminURL, "etcd", strings.Join(e.Endpoints, ","), "prefix", e.Prefix, "instance", instance.Name, "instance_admin_url", instance.AdminURL, "version", info.Version, "commit", info.Commit)
 	} else {
 		log.Info("fulcrum serving", "admin", adminURL, "data_dir", cfg.DataDir, "instance", instance.Name, "version", info.Version, "commit", info.Commit)
