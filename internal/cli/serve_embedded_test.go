@@ -256,3 +256,21 @@ func TestCheckJoinVersion(t *testing.T) {
 		t.Errorf("with 3.7, 3.6, junk and dead peers: %v", err)
 	}
 }
+
+// Without store.etcd.endpoints, the store (and fulcrum migrate) talks to
+// the embedded member's client URL; endpoints given win.
+func TestEtcdStoreOptionsEmbedded(t *testing.T) {
+	t.Parallel()
+	e := config.EtcdStore{Embedded: config.EtcdEmbedded{Peers: []string{"fa=http://127.0.0.1:2380"}}}
+	if got := etcdStoreOptions(e).Endpoints; len(got) != 1 || got[0] != config.DefaultEtcdClientURL {
+		t.Errorf("endpoints %v, want the default client URL", got)
+	}
+	e.Embedded.ClientURL = "http://10.0.0.1:2479"
+	if got := etcdStoreOptions(e).Endpoints; len(got) != 1 || got[0] != "http://10.0.0.1:2479" {
+		t.Errorf("endpoints %v, want client_url", got)
+	}
+	e.Endpoints = []string{"http://10.0.0.2:2379"}
+	if got := etcdStoreOptions(e).Endpoints; len(got) != 1 || got[0] != "http://10.0.0.2:2379" {
+		t.Errorf("endpoints %v, want store.etcd.endpoints", got)
+	}
+}
