@@ -46,7 +46,10 @@ With no config file it starts with the embedded defaults: store in
 "fulcrum ctl create" or PUT /v1/groups/{name}). With store.etcd in the
 config file, or --etcd, the state is on etcd instead of data_dir; an etcd
 not reachable within store.etcd.dial_timeout makes serve exit 1, naming the
-endpoints tried (docs/cluster.md). Groups declared in the config
+endpoints tried (docs/cluster.md). With --etcd-embedded (or
+store.etcd.embedded) serve runs an etcd member itself, and three instances
+started with the same --etcd-peers form an etcd cluster with nothing else
+installed. Groups declared in the config
 file are applied at every start (on etcd: only created when absent). An invalid config file exits with status 2
 and prints every problem, one a line in line order, naming the file, line,
 key, value and what is allowed.
@@ -106,7 +109,7 @@ bound (like nginx -t or haproxy -c).`,
 	cmd.Flags().BoolVar(&check, "check", false, "check the config file and its certificates, print every problem and exit 0 or 2; binds nothing")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow the admin API on a non-loopback address without admin_token")
 	cmd.Flags().StringVar(&adminAddr, "admin", "127.0.0.1:7070", "admin API address (overrides the config file)")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "./fulcrum-data", "directory of the embedded store (overrides the config file); not used with store.etcd")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./fulcrum-data", "directory of the embedded store (overrides the config file); with store.etcd only the embedded etcd member's (<data_dir>/etcd)")
 	cmd.Flags().StringVar(&etcd, "etcd", "", "keep the state on etcd at these client URLs, separated by commas (overrides store.etcd.endpoints)")
 	// For fulcrum bench --profile: where the front doors spend their time.
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file until the balancer stops")
