@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -15,6 +16,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 // embeddedInstance is one "fulcrum serve --etcd-embedded" of a test.
@@ -85,8 +91,13 @@ func TestServeEmbeddedEtcdThreeInstances(t *testing.T) {
 		t.Errorf("reload of an unchanged file: restart_required %v, want none", reloaded.RestartRequired)
 	}
 
-	// fa killed: fb and fc are a quorum; each takes writes the other sees.
+	// fa killed: fb and fc are a quorum; once they have a leader (fa may
+	// have been etcd's), each takes writes the other sees.
+	faID := etcdMemberID(ctx, t, insts[1].client, "fa")
+	killed := time.Now()
 	insts[0].bal.Kill9(ctx, t)
+	waitEtcdLeaderNot(ctx, t, insts[1].client, faID)
+	t.Logf("fb and fc have an etcd leader %v after the kill -9 of fa", time.Since(killed).Round(time.Millisecond))
 	putGroup(insts[1], "made-at-b")
 	waitGroup(ctx, t, hc, insts[2].bal.admin, "made-at-b", func(groupStatus) error { return nil })
 	putGroup(insts[2], "made-at-c")
@@ -133,6 +144,51 @@ func waitEmbeddedServing(ctx context.Context, t *testing.T, p *balancerProc, in 
 		t.Errorf("%s's store is not on its member's client URL %s: %s", in.name, in.client, line[0])
 	}
 	return p
+}
+
+// etcdClient is an etcd client of the member at clientURL, closed when
+// the test ends.
+func etcdClient(t *testing.T, clientURL string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// etcdMemberID is the id of the member named name, asked of the member at
+// clientURL.
+func etcdMemberID(ctx context.Context, t *testing.T, clientURL, name string) uint64 {
+	t.Helper()
+	resp, err := etcdClient(t, clientURL).MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range resp.Members {
+		if m.Name == name {
+			return m.ID
+		}
+	}
+	t.Fatalf("no member %s in %v", name, resp.Members)
+	return 0
+}
+
+// waitEtcdLeaderNot waits until the member at clientURL follows a leader
+// other than the member gone.
+func waitEtcdLeaderNot(ctx context.Context, t *testing.T, clientURL string, gone uint64) {
+	t.Helper()
+	cli := etcdClient(t, clientURL)
+	proctest.Poll(ctx, t, "an etcd leader other than the killed member", func() (bool, string) {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		st, err := cli.Status(sctx, clientURL)
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Leader != 0 && st.Leader != gone, fmt.Sprintf("leader %x (killed: %x)", st.Leader, gone)
+	})
 }
 
 // freeAddrOn is freeAddr on host (a loopback address).
