@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // embeddedInstance is one "fulcrum serve --etcd-embedded" of a test.
@@ -31,7 +33,8 @@ type embeddedInstance struct {
 }
 
 // Three fulcrum serve --etcd-embedded processes, on 127.0.0.1, .2 and .3,
-// form an etcd cluster among themselves with nothing else running: a
+// form an etcd cluster among themselves with nothing else running: each
+// lists the three in GET /v1/cluster, its etcd endpoint its own member; a
 // group created at one instance is visible at the others; after a kill -9
 // of one, the other two (a quorum of 2 of 3) still take admin writes and
 // see each other's; a reload of the unchanged file requires no restart;
@@ -71,6 +74,20 @@ func TestServeEmbeddedEtcdThreeInstances(t *testing.T) {
 		}
 	}
 
+	// GET /v1/cluster at fb: the three instances, and etcd at fb's own
+	// member, etcd 3.7.
+	proctest.Poll(ctx, t, "the three instances in fb's GET /v1/cluster", func() (bool, string) {
+		c, names, state := embeddedCluster(ctx, hc, insts[1].bal.admin)
+		if c.Mode != protocol.ClusterModeCluster || names != "fa,fb,fc" || c.Etcd == nil || len(c.Etcd.Endpoints) != 1 {
+			return false, state
+		}
+		ep := c.Etcd.Endpoints[0]
+		if ep.Endpoint != insts[1].client || !ep.Reachable || !strings.HasPrefix(ep.Version, "3.7.") {
+			t.Fatalf("fb's etcd endpoint %+v, want its member %s, reachable, version 3.7", ep, insts[1].client)
+		}
+		return true, ""
+	})
+
 	// A group created at fa is visible at fb and fc.
 	putGroup := func(at *embeddedInstance, name string) {
 		t.Helper()
@@ -103,7 +120,13 @@ func TestServeEmbeddedEtcdThreeInstances(t *testing.T) {
 	putGroup(insts[2], "made-at-c")
 	waitGroup(ctx, t, hc, insts[1].bal.admin, "made-at-c", func(groupStatus) error { return nil })
 
-	// fa started again on its data directory catches up.
+	// fa started again on its data directory catches up, once its old
+	// directory entry has expired (its name is free again).
+	proctest.Poll(ctx, t, "fa's directory entry gone at fb", func() (bool, string) {
+		_, names, state := embeddedCluster(ctx, hc, insts[1].bal.admin)
+		return names == "fb,fc", state
+	})
+	t.Logf("fa's directory entry gone %v after its kill -9", time.Since(killed).Round(time.Millisecond))
 	a := insts[0]
 	a.bal = waitEmbeddedServing(ctx, t, &balancerProc{Proc: startProc(t, "fulcrum serve fa again", a.args...)}, a)
 	for _, g := range []string{"made-at-a", "made-at-b", "made-at-c"} {
@@ -144,6 +167,21 @@ func waitEmbeddedServing(ctx context.Context, t *testing.T, p *balancerProc, in 
 		t.Errorf("%s's store is not on its member's client URL %s: %s", in.name, in.client, line[0])
 	}
 	return p
+}
+
+// embeddedCluster is GET /v1/cluster at admin, the names of its instances
+// joined with commas, and what it answered (for Poll).
+func embeddedCluster(ctx context.Context, hc *http.Client, admin string) (protocol.Cluster, string, string) {
+	var c protocol.Cluster
+	status, body, err := call(ctx, hc, http.MethodGet, admin+"/v1/cluster", nil)
+	if err != nil || status != http.StatusOK || json.Unmarshal(body, &c) != nil {
+		return c, "", fmt.Sprintf("%d %s %v", status, body, err)
+	}
+	var names []string
+	for _, in := range c.Instances {
+		names = append(names, in.Name)
+	}
+	return c, strings.Join(names, ","), string(body)
 }
 
 // etcdClient is an etcd client of the member at clientURL, closed when
