@@ -34,6 +34,7 @@ func newServeCmd() *cobra.Command {
 		dataDir    string
 		etcd       string
 		cpuProfile string
+		embedded   *embeddedFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--config fulcrum.yaml] [--check]",
@@ -45,7 +46,10 @@ With no config file it starts with the embedded defaults: store in
 "fulcrum ctl create" or PUT /v1/groups/{name}). With store.etcd in the
 config file, or --etcd, the state is on etcd instead of data_dir; an etcd
 not reachable within store.etcd.dial_timeout makes serve exit 1, naming the
-endpoints tried (docs/cluster.md). Groups declared in the config
+endpoints tried (docs/cluster.md). With --etcd-embedded (or
+store.etcd.embedded) serve runs an etcd member itself, and three instances
+started with the same --etcd-peers form an etcd cluster with nothing else
+installed. Groups declared in the config
 file are applied at every start (on etcd: only created when absent). An invalid config file exits with status 2
 and prints every problem, one a line in line order, naming the file, line,
 key, value and what is allowed.
@@ -57,6 +61,9 @@ config file is only checked: every problem is printed and the command exits
 bound (like nginx -t or haproxy -c).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := embedded.parse(); err != nil { // serve_embedded.go
+				return exitCode(2, err)
+			}
 			var eps []string
 			if cmd.Flags().Changed("etcd") {
 				var err error
@@ -74,6 +81,7 @@ bound (like nginx -t or haproxy -c).`,
 				if eps != nil {
 					f.Store.Etcd.Endpoints = eps
 				}
+				embedded.apply(f)
 			}
 			if check {
 				return checkConfig(configPath, override, insecure, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -94,18 +102,19 @@ bound (like nginx -t or haproxy -c).`,
 			}
 			defer stopProfile()
 			dataDirSet := cmd.Flags().Changed("data-dir") || cfg.DataDir != config.DefaultDataDir
-			return serve(cmd.Context(), serveOptions{dataDirSet: dataDirSet, cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
+			return serve(cmd.Context(), serveOptions{embedded: embedded, dataDirSet: dataDirSet, cfg: cfg, configPath: configPath, override: override, insecure: insecure, logOut: cmd.ErrOrStderr()})
 		},
 	}
 	cmd.Flags().StringVarP(&configPath, "config", "c", "", "YAML config file (see docs/config.md)")
 	cmd.Flags().BoolVar(&check, "check", false, "check the config file and its certificates, print every problem and exit 0 or 2; binds nothing")
 	cmd.Flags().BoolVar(&insecure, "insecure", false, "allow the admin API on a non-loopback address without admin_token")
 	cmd.Flags().StringVar(&adminAddr, "admin", "127.0.0.1:7070", "admin API address (overrides the config file)")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "./fulcrum-data", "directory of the embedded store (overrides the config file); not used with store.etcd")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./fulcrum-data", "directory of the embedded store (overrides the config file); with store.etcd only the embedded etcd member's (<data_dir>/etcd)")
 	cmd.Flags().StringVar(&etcd, "etcd", "", "keep the state on etcd at these client URLs, separated by commas (overrides store.etcd.endpoints)")
 	// For fulcrum bench --profile: where the front doors spend their time.
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file until the balancer stops")
 	_ = cmd.Flags().MarkHidden("cpuprofile")
+	embedded = addEmbeddedFlags(cmd)
 	return cmd
 }
 
@@ -125,6 +134,9 @@ type serveOptions struct {
 	// dataDirSet tells that data_dir was set (in the file or by
 	// --data-dir): with store.etcd it is not used, which is logged.
 	dataDirSet bool
+	// embedded are the flags of the embedded etcd member; nil: none
+	// given.
+	embedded *embeddedFlags
 }
 
 // serve runs a balancer until ctx is done or SIGINT/SIGTERM arrives;
@@ -150,7 +162,17 @@ func serve(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return exitCode(2, err)
 	}
-	st, err := openStore(ctx, cfg, o.dataDirSet, log) // serve_store.go
+	// The embedded etcd member, if any, closes after the store (and so
+	// after the balancer). From here on cfg's store.etcd.endpoints are
+	// its client URL when the file gave none; a reload compares with the
+	// file as read (fileCfg).
+	fileCfg := cfg
+	cfg, member, err := startEmbeddedEtcd(ctx, cfg, o.embedded, log) // serve_embedded.go
+	if err != nil {
+		return err
+	}
+	defer member.close()
+	st, err := openStore(ctx, cfg, o.dataDirSet && !usesDataDir(cfg), log) // serve_store.go
 	if err != nil {
 		return err
 	}
@@ -223,7 +245,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	// refused (reloadCertificates); applyAdminTLS is where a changed
 	// admin_tls is to be applied to the admin listener.
 	admin := &adminTLSSwitch{ln: adminSwitch, b: b, log: log, httpURL: httpAdminURL}
-	rl := &reloader{reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: cfg, cur: cfg}
+	rl := &reloader{reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: fileCfg, cur: fileCfg}
 	var reload func() (protocol.ReloadResult, error)
 	if fromFile {
 		reload = rl.reload

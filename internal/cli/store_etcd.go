@@ -7,9 +7,13 @@ import (
 )
 
 // etcdStoreOptions are the etcd store's options for a config file's
-// store.etcd (validated), its defaults applied.
+// store.etcd (validated), its defaults applied: without endpoints, those
+// of the embedded member (its client URL).
 func etcdStoreOptions(e config.EtcdStore) etcdstore.Options {
 	e = e.WithDefaults()
+	if len(e.Endpoints) == 0 && e.Embedded.Enabled() {
+		e.Endpoints = []string{e.Embedded.WithDefaults("").ClientURL}
+	}
 	o := etcdstore.Options{
 		Endpoints:   e.Endpoints,
 		Prefix:      e.Prefix,

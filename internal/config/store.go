@@ -44,6 +44,9 @@ type EtcdStore struct {
 	Password string `yaml:"password"`
 	// TLS is the client side of TLS to etcd.
 	TLS EtcdTLS `yaml:"tls"`
+	// Embedded, when set, runs an etcd member inside fulcrum serve
+	// (embedded.go); Endpoints then default to its client URL.
+	Embedded EtcdEmbedded `yaml:"embedded"`
 }
 
 // EtcdTLS is store.etcd.tls; files are PEM paths.
@@ -59,7 +62,7 @@ type EtcdTLS struct {
 // Enabled reports whether store.etcd is set.
 func (e EtcdStore) Enabled() bool {
 	return len(e.Endpoints) > 0 || e.Prefix != "" || e.DialTimeout != 0 || e.SessionTTL != 0 ||
-		e.Username != "" || e.Password != "" || e.TLS != EtcdTLS{}
+		e.Username != "" || e.Password != "" || e.TLS != EtcdTLS{} || e.Embedded.Enabled()
 }
 
 // WithDefaults fills the unset keys of e with their defaults.
@@ -103,7 +106,7 @@ func CheckEtcdEndpoint(ep string) string {
 func (f File) validateCluster(p *problems) {
 	e := f.Store.Etcd
 	if e.Enabled() {
-		if len(e.Endpoints) == 0 {
+		if len(e.Endpoints) == 0 && !e.Embedded.Enabled() {
 			p.fail("store.etcd.endpoints", "", "must list at least one etcd client URL when store.etcd is set")
 		}
 		for i, ep := range e.Endpoints {
@@ -132,6 +135,7 @@ func (f File) validateCluster(p *problems) {
 			}
 		}
 	}
+	f.validateEmbedded(p)
 	if n := f.Instance.Name; n != "" && !instanceName.MatchString(n) {
 		p.fail("instance.name", n, "must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
