@@ -99,6 +99,24 @@ type Options struct {
 	// tells where they are. It may be called with the balancer's locks
 	// held: it must not block nor call the Balancer.
 	OnFrontDoors func()
+	// Leadership, in a cluster, elects each group's analyzer leader
+	// (leadership.go; a *leader.Elector whose OnChange calls
+	// LeadershipChanged). Nil on a single node: this instance leads every
+	// group, with term 0.
+	Leadership Leadership
+	// PeerURL returns another instance's admin base URL by its name, for
+	// the 307 that sends a report to the group's leader; nil, or false:
+	// unknown (the report is answered 503 no_leader).
+	PeerURL func(instance string) (string, bool)
+	// PeerAdminURLs returns the admin base URLs of the other live
+	// instances, to which a group's leader pushes its load view
+	// (loadpush.go); nil: none.
+	PeerAdminURLs func() []string
+	// PeerToken returns the admin token the load pushes carry ("" none).
+	PeerToken func() string
+	// PeerClient makes the load pushes; a client with a short timeout
+	// that dials with Dial when nil.
+	PeerClient *http.Client
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -108,6 +126,10 @@ type Balancer struct {
 	reg   *groupstore.Records
 	clock clock.Clock
 	now   func() time.Time
+
+	// lookupMu lets one store lookup of an unknown token run at a time
+	// (leaderreport.go).
+	lookupMu sync.Mutex
 
 	mu     sync.RWMutex
 	groups map[string]*group
@@ -147,6 +169,8 @@ type Balancer struct {
 	adminURL atomic.Pointer[string]
 	// pollDone is closed when the certificate poll ends (nil until Start).
 	pollDone chan struct{}
+	// pushes counts the load pushes running (loadpush.go).
+	pushes sync.WaitGroup
 	// loadedRev is the store's revision New loaded the state at.
 	loadedRev int64
 	// stopFollow ends the watch of the store (Options.Follow); followDone
@@ -180,6 +204,13 @@ func New(opts Options) (*Balancer, error) {
 			tr.DialContext = opts.Dial
 			opts.HTTPClient.Transport = tr
 		}
+	}
+	if opts.PeerClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone() // its own idle connections, closed at Shutdown
+		if opts.Dial != nil {
+			tr.DialContext = opts.Dial
+		}
+		opts.PeerClient = &http.Client{Timeout: 5 * time.Second, Transport: tr}
 	}
 	if opts.Dial == nil {
 		opts.Dial = (&net.Dialer{}).DialContext
@@ -384,6 +415,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.cancel()
+	b.pushes.Wait() // ended by the cancel
 	b.mu.RLock()
 	pollDone := b.pollDone
 	b.mu.RUnlock()
@@ -391,6 +423,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 		<-pollDone
 	}
 	b.opts.HTTPClient.CloseIdleConnections() // the pull polls'
+	b.opts.PeerClient.CloseIdleConnections() // the load pushes'
 	return errors.Join(errs...)
 }
 

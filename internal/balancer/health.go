@@ -73,7 +73,7 @@ func (h *groupHealth) startLocked() {
 }
 
 func (h *groupHealth) startProberLocked() {
-	if h.stopProb != nil || !h.probingLocked() || !h.running {
+	if h.stopProb != nil || !h.probingLocked() || !h.running || !h.g.leading {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.g.b.ctx)
@@ -90,6 +90,20 @@ func (h *groupHealth) startProberLocked() {
 // change; onProbe then finds the group stopped and ignores it.
 func (h *groupHealth) stopLocked() {
 	h.running = false
+	if h.stopProb != nil {
+		h.stopProb()
+		h.stopProb, h.probDone = nil, nil
+	}
+}
+
+// leadershipLocked starts the active probes when the instance has come to
+// lead the group, and stops them when it no longer does (leadership.go):
+// only the leader probes. Passive ejection is every instance's.
+func (h *groupHealth) leadershipLocked() {
+	if h.g.leading {
+		h.startProberLocked()
+		return
+	}
 	if h.stopProb != nil {
 		h.stopProb()
 		h.stopProb, h.probDone = nil, nil
@@ -160,7 +174,7 @@ func (h *groupHealth) onProbe(id, state string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m := g.members[id]
-	if m == nil || !h.running {
+	if m == nil || !h.running || !g.leading {
 		return
 	}
 	ev := groupcore.HealthUp

@@ -32,7 +32,17 @@ type Step struct {
 // calls per second and none in flight, and inflight says none) or once it
 // has drained for DrainTimeout.
 func (c *Core) Step(now time.Time, inflight func(id string) int64) Step {
-	st := Step{Step: c.an.Step(now)}
+	return c.StepAs(now, inflight, true)
+}
+
+// StepAs is Step for an instance of a cluster: with lead false (the
+// instance is not the group's warm analyzer leader) it plans nothing
+// (analyzer.StepPlanning: `high` advisories are withdrawn) and finishes
+// no removal, which is the leader's to decide and write; it still marks
+// stale replicas, expires moves and resets the per-balance loads. Step is
+// StepAs(now, inflight, true).
+func (c *Core) StepAs(now time.Time, inflight func(id string) int64, lead bool) Step {
+	st := Step{Step: c.an.StepPlanning(now, lead)}
 	for i := range st.Replicas {
 		st.Replicas[i].Advisory = c.forBinding(st.Replicas[i].Advisory)
 	}
@@ -51,7 +61,7 @@ func (c *Core) Step(now time.Time, inflight func(id string) int64) Step {
 	}
 	timeout := c.DrainTimeout()
 	for _, m := range c.order {
-		if !m.life.Removing() {
+		if !lead || !m.life.Removing() {
 			continue
 		}
 		idle := true
