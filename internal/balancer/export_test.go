@@ -48,3 +48,39 @@ func (b *Balancer) IdentityOf(name string) Identity {
 	defer g.mu.Unlock()
 	return Identity{g, g.strat, g.probes, g.fd}
 }
+
+// PickLoad is a member's load as group name's current snapshot gives it
+// to the picker.
+type PickLoad struct {
+	Reported bool
+	Load     float64
+}
+
+// PickLoads returns the loads group name's current snapshot picks from,
+// by replica id; nil for an unknown group.
+func (b *Balancer) PickLoads(name string) map[string]PickLoad {
+	g, err := b.group(name)
+	if err != nil {
+		return nil
+	}
+	out := map[string]PickLoad{}
+	for id, m := range g.Snapshot().Members {
+		out[id] = PickLoad{Reported: m.Replica.Reported, Load: m.Replica.Load}
+	}
+	return out
+}
+
+// DeleteReplicaFenced writes the deletion of replica id of group name as
+// the leader's write it is when a removal ends (fenced.go), and returns
+// the write's error.
+func (b *Balancer) DeleteReplicaFenced(name, id string) error {
+	g, err := b.group(name)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	w := g.queueWriteLocked(&storeWrite{delReplica: id, fenced: true})
+	g.mu.Unlock()
+	g.flushWrites()
+	return w.err
+}
