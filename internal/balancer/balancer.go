@@ -278,6 +278,11 @@ func New(opts Options) (*Balancer, error) {
 			g.restoreBlockLocked(blk)
 		}
 	}
+	for _, h := range snap.Health {
+		if g := b.groups[h.Group]; g != nil {
+			g.applyStoredHealthLocked(h.ID, h.State) // leaderhealth.go; none on a single node
+		}
+	}
 	for _, g := range b.groups {
 		g.mu.Lock()
 		// A group stored with one protocol may hold replicas registered

@@ -74,6 +74,9 @@ type group struct {
 	// and probes (leadership.go); always true on a single node. Guarded
 	// by mu.
 	leading bool
+	// leadSince is when this instance last came to lead the group (zero
+	// while it does not; leadership.go). Guarded by mu.
+	leadSince time.Time
 	// view is the load view the group's leader last pushed here, and
 	// viewTerm the highest term of a view seen (loadview.go). Guarded by
 	// mu.
@@ -613,7 +616,7 @@ func (g *group) stepLocked() {
 			return m.live.Inflight.Load()
 		}
 		return 0
-	}, r.plan)
+	}, g.leadLocked(r, now))
 	for _, id := range g.lastStep.Reset {
 		if m := g.members[id]; m != nil {
 			m.live.ResetExtra()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/leader"
 )
 
@@ -16,10 +17,13 @@ import (
 //     (created at start, through the API, or followed from the store),
 //     joined again when the interval changes, and left when it stops;
 //   - the group's step plans (strategy decisions, `high` advisories with
-//     shed and clients, planned moves) and finishes removals only while
-//     the instance leads the group and is warm (Leadership.CanPlan); any
-//     other step withdraws the `high` advisories it still holds, plans
-//     nothing, and serves from the last view (groupcore.StepAs);
+//     shed and clients, planned moves) only while the instance leads the
+//     group and is warm (Leadership.CanPlan); any other step withdraws the
+//     `high` advisories it still holds, plans nothing, and serves from the
+//     last view (groupcore.StepAs). Removals are finished by the leader
+//     alone, once warm or in office for leader.WarmupIntervals report
+//     intervals (a group whose replicas never report never warms), so
+//     that a removed replica's reports reach it before it judges it idle;
 //   - active health checks and pulled reports run only while the instance
 //     leads the group (started and stopped by LeadershipChanged, which
 //     the Elector's Options.OnChange calls); passive ejection and the
@@ -88,6 +92,16 @@ type role struct {
 	status     leader.Status
 }
 
+// leadLocked is what the group's step may decide (groupcore.Lead), at
+// now, in role r. Caller holds g.mu.
+func (g *group) leadLocked(r role, now time.Time) groupcore.Lead {
+	if g.b.opts.Leadership == nil {
+		return groupcore.Lead{Plan: true, Remove: true}
+	}
+	inOffice := r.lead && !g.leadSince.IsZero() && now.Sub(g.leadSince) >= leader.WarmupIntervals*g.spec.ReportInterval.D()
+	return groupcore.Lead{Plan: r.plan, Remove: r.plan || inOffice}
+}
+
 // roleLocked is this instance's role in g now. Caller holds g.mu (lock
 // order: g.mu before the Leadership's own lock).
 func (g *group) roleLocked() role {
@@ -127,7 +141,9 @@ func (g *group) syncLeadershipLocked() {
 		return
 	}
 	g.leading = r.lead
+	g.leadSince = time.Time{}
 	if r.lead {
+		g.leadSince = g.b.now()
 		g.b.log.Info("leading the group: taking reports, pulling and probing", "group", g.name, "term", r.term)
 	} else {
 		g.b.log.Info("not leading the group: reports go to the leader, who pulls and probes", "group", g.name, "leader", r.status.Leader, "leader_term", r.status.LeaderTerm)

@@ -426,3 +426,120 @@ func TestClusterLeadership(t *testing.T) {
 		t.Fatalf("the replica after the new leader's delete: %v, want it gone", err)
 	}
 }
+
+// storedHealth reads replica id's health state from the store.
+func storedHealth(t *testing.T, st store.Store, id string) (groupstore.Health, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := st.Get(ctx, groupstore.HealthKey(clusterGroup, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return groupstore.Health{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h groupstore.Health
+	if err := json.Unmarshal(kv.Value, &h); err != nil {
+		t.Fatal(err)
+	}
+	return h, true
+}
+
+// nodeReplicaState is replica id's state in an instance's status of the group.
+func nodeReplicaState(t *testing.T, n *clusterNode, id string) string {
+	t.Helper()
+	gs, err := n.b.Group(clusterGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range gs.Replicas {
+		if r.ID == id {
+			return r.State
+		}
+	}
+	return ""
+}
+
+// TestClusterHealth: only the leader probes; the up/down states its
+// probes decide reach the other instance through the store, with its
+// term; a new leader's probes take over from the stored state.
+func TestClusterHealth(t *testing.T) {
+	etcd := etcdtest.New(t, etcdtest.Options{})
+	c := newTestCluster(t, etcd)
+	nodes := []*clusterNode{c.start("fulcrum-a"), c.start("fulcrum-b")}
+	var healthy atomic.Bool
+	healthy.Store(true)
+	var probes atomic.Int64
+	rsrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probes.Add(1)
+		if !healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})}
+	rln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdone := make(chan struct{})
+	go func() {
+		defer close(rdone)
+		_ = rsrv.Serve(rln)
+	}()
+	defer func() {
+		_ = rsrv.Close()
+		<-rdone
+	}()
+	_, _, err = nodes[0].b.PutGroup(protocol.Group{Name: clusterGroup, FrontDoor: "127.0.0.1:0", ReportInterval: protocol.Duration(clusterInterval),
+		Health: protocol.Health{Path: "/health", Interval: protocol.Duration(50 * time.Millisecond), Timeout: protocol.Duration(40 * time.Millisecond), Rise: 1, Fall: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, term := c.leaderNode(0)
+	other := nodes[0]
+	if other == lead {
+		other = nodes[1]
+	}
+	reg, _, err := other.b.Register(clusterGroup, protocol.Registration{Address: "http://" + rln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	until(t, 5*time.Second, "the replica active on both instances", func() bool {
+		return nodeReplicaState(t, lead, reg.ID) == protocol.StateActive && nodeReplicaState(t, other, reg.ID) == protocol.StateActive
+	})
+
+	healthy.Store(false)
+	until(t, 5*time.Second, "the leader's down reaching the other instance", func() bool {
+		return nodeReplicaState(t, other, reg.ID) == protocol.StateDown
+	})
+	if h, ok := storedHealth(t, other.st, reg.ID); !ok || h.State != "down" || h.Term != term {
+		t.Fatalf("stored health %+v (%v), want down in the leader's term %d", h, ok, term)
+	}
+
+	// The leader's lease is lost while the replica is down: the new
+	// leader keeps it down, and its probes bring it up with its term.
+	c.revokeLeader(lead)
+	next, nextTerm := c.leaderNode(term)
+	if state := nodeReplicaState(t, next, reg.ID); state != protocol.StateDown {
+		t.Fatalf("the new leader %s shows the replica %s, want it still down", next.name, state)
+	}
+	healthy.Store(true)
+	until(t, 5*time.Second, "the new leader's up reaching the store", func() bool {
+		h, ok := storedHealth(t, next.st, reg.ID)
+		return ok && h.State == "up" && h.Term == nextTerm
+	})
+	for _, n := range nodes {
+		until(t, 5*time.Second, "the replica active again on "+n.name, func() bool {
+			return nodeReplicaState(t, n, reg.ID) == protocol.StateActive
+		})
+	}
+
+	// The replica's health state goes with it.
+	if err := next.b.RemoveReplica(clusterGroup, reg.ID); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 5*time.Second, "the health state deleted with its replica", func() bool {
+		_, ok := storedHealth(t, next.st, reg.ID)
+		return !ok
+	})
+}

@@ -18,7 +18,7 @@ import (
 // write API is in (*group).write.
 
 // storeWrite is one change to the store; exactly one field of the first
-// six is set.
+// seven is set.
 type storeWrite struct {
 	putReplica *protocol.Replica
 	delReplica string // replica id
@@ -26,6 +26,7 @@ type storeWrite struct {
 	delGroup   bool
 	putBlock   *groupstore.Block
 	delBlock   string // the block's Match
+	putHealth  *groupstore.Health
 	// fenced: the write is the leader's alone, made through its fence
 	// (fenced.go).
 	fenced bool
@@ -117,6 +118,8 @@ func (g *group) write(w *storeWrite) error {
 		return reg.PutBlock(*w.putBlock)
 	case w.delBlock != "":
 		return reg.DeleteBlock(g.name, w.delBlock)
+	case w.putHealth != nil:
+		return reg.PutHealth(*w.putHealth)
 	}
 	return nil
 }
