@@ -303,9 +303,22 @@ func TestClusterLeadership(t *testing.T) {
 		}
 	}
 
+	// A follower that does not know the leader's admin URL answers 503
+	// no_leader, with Retry-After: the monitor tries elsewhere.
+	c.mu.Lock()
+	delete(c.urls, lead.name)
+	c.mu.Unlock()
+	code, hdr, body := report(t, others[0].url, reg.Token, 1)
+	if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") != "1" || !strings.Contains(string(body), `"code":"no_leader"`) {
+		t.Fatalf("report at %s, the leader's URL unknown: %d Retry-After %q %s; want 503 no_leader with Retry-After 1", others[0].name, code, hdr.Get("Retry-After"), body)
+	}
+	c.mu.Lock()
+	c.urls[lead.name] = lead.url
+	c.mu.Unlock()
+
 	// Only the leader answers, with its term.
 	const load = 7
-	code, _, body := report(t, lead.url, reg.Token, load)
+	code, _, body = report(t, lead.url, reg.Token, load)
 	if code != http.StatusOK {
 		t.Fatalf("report at the leader %s: %d %s", lead.name, code, body)
 	}
@@ -395,7 +408,7 @@ func TestClusterLeadership(t *testing.T) {
 		code, _, body := report(t, next.url, reg.Token, load)
 		return code == http.StatusOK && json.Unmarshal(body, &adv) == nil && adv.Term == uint64(nextTerm)
 	})
-	code, hdr, body := report(t, lead.url, reg.Token, load)
+	code, hdr, body = report(t, lead.url, reg.Token, load)
 	if code != http.StatusTemporaryRedirect || hdr.Get("Location") != next.url+"/v1/report" {
 		t.Fatalf("report at the deposed %s: %d Location %q %s; want 307 to %s/v1/report", lead.name, code, hdr.Get("Location"), body, next.url)
 	}
