@@ -32,6 +32,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
+	"github.com/fulcrum-lb/fulcrum/internal/moves"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -117,6 +118,10 @@ type Options struct {
 	// PeerClient makes the load pushes; a client with a short timeout
 	// that dials with Dial when nil.
 	PeerClient *http.Client
+	// Moves, in a cluster, keeps the planned moves in etcd: the leader
+	// commits its moves there, and every front door looks a rebinding
+	// client's move up there (leadermoves.go). Nil on a single node.
+	Moves *moves.Store
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -169,8 +174,10 @@ type Balancer struct {
 	adminURL atomic.Pointer[string]
 	// pollDone is closed when the certificate poll ends (nil until Start).
 	pollDone chan struct{}
-	// pushes counts the load pushes running (loadpush.go).
-	pushes sync.WaitGroup
+	// async counts the background calls to other instances and etcd
+	// running (load pushes, loadpush.go; move completions,
+	// leadermoves.go).
+	async sync.WaitGroup
 	// loadedRev is the store's revision New loaded the state at.
 	loadedRev int64
 	// stopFollow ends the watch of the store (Options.Follow); followDone
@@ -420,7 +427,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.cancel()
-	b.pushes.Wait() // ended by the cancel
+	b.async.Wait() // ended by the cancel
 	b.mu.RLock()
 	pollDone := b.pollDone
 	b.mu.RUnlock()

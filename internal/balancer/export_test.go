@@ -1,5 +1,10 @@
 package balancer
 
+import (
+	"context"
+	"time"
+)
+
 // EligibleIDs returns the ids of the members that group name's current
 // snapshot lets take new bindings, in snapshot order; nil for an unknown
 // group. Tests use it to see what the front door picks from.
@@ -83,4 +88,20 @@ func (b *Balancer) DeleteReplicaFenced(name, id string) error {
 	g.mu.Unlock()
 	g.flushWrites()
 	return w.err
+}
+
+// LookupMove looks client's move up as group name's front door does for
+// a rebinding client its snapshot does not name.
+func (b *Balancer) LookupMove(name, client string) (string, bool) {
+	g, err := b.group(name)
+	if err != nil {
+		return "", false
+	}
+	snap := g.Snapshot()
+	if snap.LookupMove == nil {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return snap.LookupMove(ctx, client)
 }

@@ -86,6 +86,10 @@ type group struct {
 	// pushing is set while a push runs (loadpush.go).
 	push    *protocol.LoadView
 	pushing atomic.Bool
+	// lookupMove and moveBoundFn are the snapshots' hooks of the moves
+	// in etcd (leadermoves.go); nil on a single node. Set by newGroup.
+	lookupMove  func(ctx context.Context, client string) (string, bool)
+	moveBoundFn func(client, id string)
 	// alerts counts the strategy's alerts (probe.go).
 	alerts atomic.Uint64
 
@@ -161,6 +165,7 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 	g.queue = frontdoor.NewQueue(g.Snapshot, b.now)
 	g.queue.Configure(gs.Queue)
 	g.health = newGroupHealth(g)
+	g.setMoveHooks()
 	g.mu.Lock()
 	g.membershipChangedLocked()
 	g.mu.Unlock()
@@ -232,6 +237,7 @@ func (g *group) publishLocked() {
 		Retry:       g.spec.Retry,
 		GIOP:        g.spec.GIOP,
 	}
+	snap.LookupMove, snap.MoveBound = g.lookupMove, g.moveBoundFn // leadermoves.go: nil on a single node
 	typeID := g.typeIDLocked()
 	pushed := g.pushedViewLocked()
 	var eligible []*strategy.Replica
@@ -330,6 +336,7 @@ func (g *group) Bound(m *frontdoor.Member, client string, moved bool) {
 	}
 	g.mu.Lock()
 	g.core.Bound(client, m.ID())
+	g.moveCompletedLocked(client) // leadermoves.go: in a cluster
 	g.emitLocked("binding", map[string]any{"client": client, "replica": m.ID(), "planned": true})
 	g.mu.Unlock()
 }
@@ -637,6 +644,7 @@ func (g *group) stepLocked() {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
+	g.commitMovesLocked(r, now) // leadermoves.go: before the advisories are answered
 	g.publishLocked()
 	g.push = g.loadViewLocked(r)
 	g.emitLocked("step", g.stepEventLocked())

@@ -24,6 +24,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
 	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
 	"github.com/fulcrum-lb/fulcrum/internal/leader"
+	"github.com/fulcrum-lb/fulcrum/internal/moves"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/store/etcdstore"
 	"github.com/fulcrum-lb/fulcrum/monitor"
@@ -45,6 +46,7 @@ type clusterNode struct {
 	name, url string
 	st        *etcdstore.Store
 	el        *leader.Elector
+	moves     *moves.Store
 	b         *balancer.Balancer
 	srv       *http.Server
 	served    chan struct{}
@@ -113,7 +115,11 @@ func (c *testCluster) start(name string) *clusterNode {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n.moves, err = moves.New(moves.Options{Client: n.st.Client(), Prefix: n.st.Prefix()}); err != nil {
+		t.Fatal(err)
+	}
 	n.b, err = balancer.New(balancer.Options{
+		Moves: n.moves,
 		Store: n.st, Logger: log, SharedConfig: true, Follow: true, AdminURL: n.url, AdminAddr: ln.Addr().String(),
 		Leadership: n.el, PeerURL: c.peerURL, PeerAdminURLs: func() []string { return c.peers(name) },
 		PeerToken: func() string { return clusterToken },
@@ -203,7 +209,14 @@ func (c *testCluster) leaderNode(after int64) (*clusterNode, int64) {
 // redirects.
 func report(t *testing.T, base, token string, load float64) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/report", strings.NewReader(fmt.Sprintf(`{"load": %g}`, load)))
+	return reportJSON(t, base, token, fmt.Sprintf(`{"load": %g}`, load))
+}
+
+// reportJSON POSTs a report body to an instance's /v1/report without
+// following redirects.
+func reportJSON(t *testing.T, base, token, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/report", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +227,8 @@ func report(t *testing.T, base, token string, load float64) (int, http.Header, [
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, body
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, answer
 }
 
 // postAdmin POSTs a JSON body to an admin route with the admin token.
@@ -555,4 +568,55 @@ func TestClusterHealth(t *testing.T) {
 		_, ok := storedHealth(t, next.st, reg.ID)
 		return !ok
 	})
+}
+
+// TestClusterMoves: the leader commits the moves it plans to etcd before
+// it advises the replica to send their clients back, and the other
+// instance's front door finds them there.
+func TestClusterMoves(t *testing.T) {
+	etcd := etcdtest.New(t, etcdtest.Options{})
+	c := newTestCluster(t, etcd)
+	nodes := []*clusterNode{c.start("fulcrum-a"), c.start("fulcrum-b")}
+	_, _, err := nodes[0].b.PutGroup(protocol.Group{Name: clusterGroup, FrontDoor: "127.0.0.1:0", ReportInterval: protocol.Duration(clusterInterval),
+		Binding: protocol.OnDemand, Strategy: "least-loaded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, term := c.leaderNode(0)
+	other := nodes[0]
+	if other == lead {
+		other = nodes[1]
+	}
+	busy, _, err := other.b.Register(clusterGroup, protocol.Registration{Address: "http://127.0.0.1:9/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, _, err := other.b.Register(clusterGroup, protocol.Registration{Address: "http://127.0.0.1:10/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var adv protocol.Advisory
+	until(t, 10*time.Second, "a high advisory naming c2 from the warm leader", func() bool {
+		if code, _, body := reportJSON(t, lead.url, idle.Token, `{"load": 10, "clients": [{"id": "c3", "rate": 10}]}`); code != http.StatusOK {
+			t.Fatalf("report of the idle replica at the leader: %d %s", code, body)
+		}
+		code, _, body := reportJSON(t, lead.url, busy.Token, `{"load": 100, "clients": [{"id": "c1", "rate": 60}, {"id": "c2", "rate": 40}]}`)
+		if code != http.StatusOK || json.Unmarshal(body, &adv) != nil {
+			t.Fatalf("report of the busy replica at the leader: %d %s", code, body)
+		}
+		return adv.Advisory == protocol.High && len(adv.Clients) == 1 && adv.Clients[0] == "c2"
+	})
+	if adv.Term != uint64(term) {
+		t.Errorf("the high advisory %+v, want the leader's term %d", adv, term)
+	}
+	// Committed before it was advised: there at once, for any reader.
+	to, ok, err := other.moves.Lookup(ctx, clusterGroup, "c2")
+	if err != nil || !ok || to != idle.ID {
+		t.Fatalf("c2's move in etcd once advised: %q, %v, %v; want it to %s", to, ok, err, idle.ID)
+	}
+	if to, ok := other.b.LookupMove(clusterGroup, "c2"); !ok || to != idle.ID {
+		t.Fatalf("the other instance's front door looks c2 up: %q, %v; want %s", to, ok, idle.ID)
+	}
 }

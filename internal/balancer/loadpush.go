@@ -63,9 +63,9 @@ func (g *group) pushLoads(v *protocol.LoadView) {
 	g.mu.Lock()
 	timeout := g.spec.ReportInterval.D()
 	g.mu.Unlock()
-	g.b.pushes.Add(1)
+	g.b.async.Add(1)
 	go func() {
-		defer g.b.pushes.Done()
+		defer g.b.async.Done()
 		defer g.pushing.Store(false)
 		ctx, cancel := context.WithTimeout(g.b.ctx, timeout)
 		defer cancel()

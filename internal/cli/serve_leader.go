@@ -13,6 +13,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/cluster"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
 	"github.com/fulcrum-lb/fulcrum/internal/leader"
+	"github.com/fulcrum-lb/fulcrum/internal/moves"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/store/etcdstore"
 )
@@ -23,12 +24,14 @@ const leaderCloseTimeout = 5 * time.Second
 
 // serveLeader is an instance's analyzer election, with store.etcd: one
 // leader.Elector on the store's etcd client, under its prefix, named by
-// instance.name, with store.etcd.session_ttl. Its changes start and stop
+// instance.name, with store.etcd.session_ttl, and the planned moves in
+// etcd (moves.Store) the leaders commit and the front doors look up. Its changes start and stop
 // the leader's work in the balancer (Balancer.LeadershipChanged); its
 // metrics are served on /metrics. A nil *serveLeader (a single node)
 // does nothing.
 type serveLeader struct {
 	el      *leader.Elector
+	moves   *moves.Store
 	metrics *leader.Metrics
 	b       atomic.Pointer[balancer.Balancer]
 	// token is the admin token the load pushes to the other instances
@@ -63,6 +66,10 @@ func startLeader(cfg config.File, st store.Store, instance string, log *slog.Log
 		return nil, fmt.Errorf("serve: analyzer election: %w", err)
 	}
 	sl.el = el
+	if sl.moves, err = moves.New(moves.Options{Client: es.Client(), Prefix: es.Prefix()}); err != nil {
+		_ = el.Close(context.Background())
+		return nil, fmt.Errorf("serve: planned moves: %w", err)
+	}
 	return sl, nil
 }
 
@@ -84,6 +91,7 @@ func (sl *serveLeader) wire(o *balancer.Options, dir *cluster.Directory) {
 		return
 	}
 	o.Leadership = sl.el
+	o.Moves = sl.moves
 	o.PeerToken = func() string { return *sl.token.Load() }
 	if dir != nil {
 		o.PeerURL = dir.AdminURL
