@@ -29,6 +29,8 @@ type ReplicaLoad struct {
 	Reported bool `json:"reported"`
 	// Load is the effective (dampened) load.
 	Load float64 `json:"load"`
+	// Sample is the last reported load, before dampening.
+	Sample float64 `json:"sample"`
 	// Metrics are the reported metrics.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	// Clients is how many bound clients the last report listed.
@@ -75,6 +77,8 @@ func (v LoadView) Validate() error {
 			return &FieldError{Field: at + ".id", Value: r.ID, Allowed: "must be unique in the view"}
 		case !finite(r.Load) || r.Load < 0:
 			return &FieldError{Field: at + ".load", Value: r.Load, Allowed: "must be a finite number >= 0"}
+		case !finite(r.Sample) || r.Sample < 0:
+			return &FieldError{Field: at + ".sample", Value: r.Sample, Allowed: "must be a finite number >= 0"}
 		case r.Clients < 0:
 			return &FieldError{Field: at + ".clients", Value: r.Clients, Allowed: "must be >= 0"}
 		case r.ReportAgeMS != nil && *r.ReportAgeMS < 0:

@@ -21,6 +21,7 @@ func TestLoadViewValidate(t *testing.T) {
 		{"no id", func(v *LoadView) { v.Replicas[1].ID = "" }, "replicas[1].id"},
 		{"duplicate id", func(v *LoadView) { v.Replicas[1].ID = "r-1" }, "replicas[1].id"},
 		{"negative load", func(v *LoadView) { v.Replicas[0].Load = -1 }, "replicas[0].load"},
+		{"negative sample", func(v *LoadView) { v.Replicas[0].Sample = -1 }, "replicas[0].sample"},
 		{"negative clients", func(v *LoadView) { v.Replicas[0].Clients = -2 }, "replicas[0].clients"},
 		{"negative age", func(v *LoadView) { v.Replicas[0].ReportAgeMS = &age }, "replicas[0].report_age_ms"},
 		{"too many", func(v *LoadView) { v.Replicas = make([]ReplicaLoad, MaxLoadViewReplicas+1) }, "replicas"},

@@ -351,15 +351,19 @@ func TestClusterLeadership(t *testing.T) {
 			return pl.Reported && pl.Load == load
 		})
 	}
-	// The followers plan nothing and advise nothing of their own.
+	// The followers plan nothing and advise nothing of their own; their
+	// status shows the leader's loads.
 	for _, n := range others {
 		gs, err := n.b.Group(clusterGroup)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range gs.Replicas {
-			if r.Advisory != protocol.Nominal || r.Load != nil {
-				t.Errorf("follower %s shows replica %s advised %s with load %v: it took no report, so it must advise nothing", n.name, r.ID, r.Advisory, r.Load)
+			if r.Advisory != protocol.Nominal || r.Shed != 0 {
+				t.Errorf("follower %s shows replica %s advised %s (shed %v): it took no report, so it must advise nothing", n.name, r.ID, r.Advisory, r.Shed)
+			}
+			if r.EffectiveLoad == nil || *r.EffectiveLoad != load || r.Load == nil || *r.Load != load || r.ReportAgeMS == nil {
+				t.Errorf("follower %s shows replica %s with load %v, effective %v, age %v; want the leader's %d", n.name, r.ID, r.Load, r.EffectiveLoad, r.ReportAgeMS, load)
 			}
 		}
 	}

@@ -33,7 +33,7 @@ func (g *group) loadViewLocked(r role) *protocol.LoadView {
 	for _, rv := range g.lastStep.Replicas {
 		rl := protocol.ReplicaLoad{ID: rv.ID, Reported: rv.Reported}
 		if rv.Reported {
-			rl.Load, rl.Metrics, rl.Clients = rv.Load, rv.Metrics, len(rv.Clients)
+			rl.Load, rl.Sample, rl.Metrics, rl.Clients = rv.Load, rv.Sample, rv.Metrics, len(rv.Clients)
 		}
 		if rv.EverReported {
 			age := rv.ReportAge.Milliseconds()

@@ -85,3 +85,21 @@ func applyPushedLoad(rep *strategy.Replica, e protocol.ReplicaLoad) {
 	rep.Metrics = metricsOf(e.Metrics)
 	rep.Clients = e.Clients
 }
+
+// replicaViews are the view's loads in the shape of the analyzer's views
+// (for the status), as of the view's arrival.
+func (v *loadView) replicaViews() map[string]analyzer.ReplicaView {
+	out := make(map[string]analyzer.ReplicaView, len(v.loads))
+	for id, l := range v.loads {
+		rv := analyzer.ReplicaView{ID: id, Reported: l.Reported}
+		if l.Reported {
+			rv.Load, rv.Sample, rv.Metrics = l.Load, l.Sample, l.Metrics
+		}
+		if l.ReportAgeMS != nil {
+			rv.EverReported = true
+			rv.ReportAge = time.Duration(*l.ReportAgeMS) * time.Millisecond
+		}
+		out[id] = rv
+	}
+	return out
+}
