@@ -33,8 +33,10 @@ import (
 //     leader's /v1/report) or ErrNoLeader (503) (report.go, leaderreport.go);
 //   - the leader pushes its view of the loads to the other instances
 //     (loadpush.go), which pick from it (loadview.go);
-//   - the writes only the leader makes (the end of a removal) go through
-//     its fence: a deposed leader's write changes nothing (fenced.go).
+//   - the writes only the leader makes (the end of a removal, the health
+//     states its probes decide: leaderhealth.go, its planned moves:
+//     leadermoves.go) go through its fence: a deposed leader's write
+//     changes nothing (fenced.go).
 //
 // With no Leadership (a single node) every group is led by this instance
 // with term 0, and none of the above changes anything.
