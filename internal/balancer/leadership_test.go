@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -500,13 +501,36 @@ func TestClusterHealth(t *testing.T) {
 	nodes := []*clusterNode{c.start("fulcrum-a"), c.start("fulcrum-b")}
 	var healthy atomic.Bool
 	healthy.Store(true)
-	var probes atomic.Int64
+	var pullMu sync.Mutex
+	var pullTerms []uint64 // the term of the advisory passed on each pull
 	rsrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		probes.Add(1)
+		if r.URL.Path == "/pull" {
+			var adv protocol.Advisory
+			if err := json.Unmarshal([]byte(r.Header.Get(protocol.HeaderAdvisory)), &adv); err != nil {
+				t.Errorf("pull with advisory %q: %v", r.Header.Get(protocol.HeaderAdvisory), err)
+			}
+			pullMu.Lock()
+			pullTerms = append(pullTerms, adv.Term)
+			pullMu.Unlock()
+			_, _ = io.WriteString(w, `{"load": 1}`)
+			return
+		}
 		if !healthy.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	})}
+	pulledIn := func(term int64) (n int, others []uint64) {
+		pullMu.Lock()
+		defer pullMu.Unlock()
+		for _, pt := range pullTerms {
+			if pt == uint64(term) {
+				n++
+			} else {
+				others = append(others, pt)
+			}
+		}
+		return n, others
+	}
 	rln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -538,6 +562,17 @@ func TestClusterHealth(t *testing.T) {
 		return nodeReplicaState(t, lead, reg.ID) == protocol.StateActive && nodeReplicaState(t, other, reg.ID) == protocol.StateActive
 	})
 
+	// A pulled replica: only the leader pulls, passing its advisory with
+	// its term.
+	if _, _, err := other.b.Register(clusterGroup, protocol.Registration{Address: "http://127.0.0.1:11/",
+		Monitor: protocol.MonitorSpec{Mode: protocol.MonitorPull, URL: "http://" + rln.Addr().String() + "/pull"}}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, 5*time.Second, "three pulls", func() bool { n, _ := pulledIn(term); return n >= 3 })
+	if _, others := pulledIn(term); len(others) > 0 {
+		t.Fatalf("pulls passed advisories of terms %v, want only the leader's %d: only the leader pulls", others, term)
+	}
+
 	healthy.Store(false)
 	until(t, 5*time.Second, "the leader's down reaching the other instance", func() bool {
 		return nodeReplicaState(t, other, reg.ID) == protocol.StateDown
@@ -550,6 +585,10 @@ func TestClusterHealth(t *testing.T) {
 	// leader keeps it down, and its probes bring it up with its term.
 	c.revokeLeader(lead)
 	next, nextTerm := c.leaderNode(term)
+	until(t, 5*time.Second, "a pull by the new leader", func() bool { n, _ := pulledIn(nextTerm); return n > 0 })
+	if _, others := pulledIn(nextTerm); slices.Contains(others, 0) {
+		t.Fatalf("pulls passed advisories of terms %v: an instance that did not lead pulled", others)
+	}
 	if state := nodeReplicaState(t, next, reg.ID); state != protocol.StateDown {
 		t.Fatalf("the new leader %s shows the replica %s, want it still down", next.name, state)
 	}
