@@ -43,10 +43,26 @@ const (
 	clusterTTL      = 2 * time.Second
 )
 
+// pinnedFence is the node's Elector, whose Fence can be pinned to a
+// term it held once: the node then believes it still leads, as a frozen
+// leader does when it wakes.
+type pinnedFence struct {
+	*leader.Elector
+	pin atomic.Pointer[leader.Fence]
+}
+
+func (p *pinnedFence) Fence(group string) (leader.Fence, bool) {
+	if f := p.pin.Load(); f != nil {
+		return *f, true
+	}
+	return p.Elector.Fence(group)
+}
+
 type clusterNode struct {
 	name, url string
 	st        *etcdstore.Store
 	el        *leader.Elector
+	fence     *pinnedFence
 	moves     *moves.Store
 	b         *balancer.Balancer
 	srv       *http.Server
@@ -119,10 +135,11 @@ func (c *testCluster) start(name string) *clusterNode {
 	if n.moves, err = moves.New(moves.Options{Client: n.st.Client(), Prefix: n.st.Prefix()}); err != nil {
 		t.Fatal(err)
 	}
+	n.fence = &pinnedFence{Elector: n.el}
 	n.b, err = balancer.New(balancer.Options{
 		Moves: n.moves,
 		Store: n.st, Logger: log, SharedConfig: true, Follow: true, AdminURL: n.url, AdminAddr: ln.Addr().String(),
-		Leadership: n.el, PeerURL: c.peerURL, PeerAdminURLs: func() []string { return c.peers(name) },
+		Leadership: n.fence, PeerURL: c.peerURL, PeerAdminURLs: func() []string { return c.peers(name) },
 		PeerToken: func() string { return clusterToken },
 	})
 	if err != nil {
@@ -443,6 +460,14 @@ func TestClusterLeadership(t *testing.T) {
 	}
 	if err := lead.b.DeleteReplicaFenced(clusterGroup, reg.ID); !errors.Is(err, leader.ErrDeposed) {
 		t.Fatalf("the deposed balancer's fenced write: %v, want leader.ErrDeposed", err)
+	}
+	// Even while it believes it still leads (its old term's fence), etcd
+	// refuses the write.
+	lead.fence.pin.Store(&oldFence)
+	err = lead.b.DeleteReplicaFenced(clusterGroup, reg.ID)
+	lead.fence.pin.Store(nil)
+	if !errors.Is(err, leader.ErrDeposed) || !strings.Contains(err.Error(), "no longer of term") {
+		t.Fatalf("the deposed balancer's write through its old fence: %v, want etcd's refusal (leader.ErrDeposed)", err)
 	}
 	gctx, gcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer gcancel()
