@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -31,8 +32,11 @@ func leads(ctx context.Context, t *testing.T, hc *http.Client, admin string) boo
 }
 
 // Two fulcrum serve processes on one etcd run the analyzer election: one
-// leads the group (fulcrum_leader on /metrics), and when it shuts down it
-// resigns, so that the other leads at once, well within the session TTL.
+// leads the group (fulcrum_leader on /metrics, leaders in GET
+// /v1/cluster); a report at the other is sent to the leader's admin URL
+// from the instance directory (307), where it is answered with the
+// leader's term; when the leader shuts down it resigns, so that the other
+// leads at once, well within the session TTL.
 func TestServeOnEtcdElectsOneLeader(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t, 60*time.Second)
@@ -62,6 +66,37 @@ func TestServeOnEtcdElectsOneLeader(t *testing.T) {
 		}
 	}
 
+	// GET /v1/cluster names the leader, at both instances.
+	leaderName := map[*balancerProc]string{a: "fulcrum-a", b: "fulcrum-b"}
+	for _, p := range procs {
+		var cl struct {
+			Leaders map[string]string `json:"leaders"`
+		}
+		mustCall(ctx, t, hc, http.MethodGet, p.admin+"/v1/cluster", nil, http.StatusOK, &cl)
+		if cl.Leaders["shared"] != leaderName[lead] {
+			t.Errorf("GET %s/v1/cluster: leaders %v, want shared led by %s", p.admin, cl.Leaders, leaderName[lead])
+		}
+	}
+
+	// A report at the other instance is sent to the leader's admin URL
+	// (from the instance directory), which answers with its term.
+	var reg struct {
+		ID, Token string
+	}
+	mustCall(ctx, t, hc, http.MethodPost, other.admin+"/v1/groups/shared/replicas", map[string]any{"address": "http://127.0.0.1:9"}, http.StatusCreated, &reg)
+	noRedirects := *hc
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	status, hdr := reportOnce(ctx, t, &noRedirects, other.admin, reg.Token, nil)
+	if status != http.StatusTemporaryRedirect || hdr.Get("Location") != lead.admin+"/v1/report" {
+		t.Fatalf("report at the instance that does not lead: %d Location %q, want 307 to %s/v1/report", status, hdr.Get("Location"), lead.admin)
+	}
+	var adv struct {
+		Term uint64 `json:"term"`
+	}
+	if status, _ := reportOnce(ctx, t, &noRedirects, lead.admin, reg.Token, &adv); status != http.StatusOK || adv.Term == 0 {
+		t.Fatalf("report at the leader: %d, term %d; want 200 with the leader's term", status, adv.Term)
+	}
+
 	// The leader shuts down and resigns: the other leads within the TTL.
 	lead.Signal(t, syscall.SIGTERM)
 	start := time.Now()
@@ -80,4 +115,26 @@ func TestServeOnEtcdElectsOneLeader(t *testing.T) {
 	if err != nil || status != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`fulcrum_leadership_changes_total{group="shared",to="leader"} %d`, 1)) {
 		t.Errorf("the new leader's /metrics: %d %v; want fulcrum_leadership_changes_total{group=\"shared\",to=\"leader\"} 1", status, err)
 	}
+}
+
+// reportOnce POSTs a report with token to admin's /v1/report through hc,
+// decoding a 200's advisory into adv when not nil.
+func reportOnce(ctx context.Context, t *testing.T, hc *http.Client, admin, token string, adv any) (int, http.Header) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, admin+"/v1/report", strings.NewReader(`{"load": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if adv != nil && resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(adv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode, resp.Header
 }
