@@ -35,7 +35,8 @@ func leads(ctx context.Context, t *testing.T, hc *http.Client, admin string) boo
 // leads the group (fulcrum_leader on /metrics, leaders in GET
 // /v1/cluster); a report at the other is sent to the leader's admin URL
 // from the instance directory (307), where it is answered with the
-// leader's term; when the leader shuts down it resigns, so that the other
+// leader's term, and the loads reported there reach the other's status
+// (the leader's load push); when the leader shuts down it resigns, so that the other
 // leads at once, well within the session TTL.
 func TestServeOnEtcdElectsOneLeader(t *testing.T) {
 	t.Parallel()
@@ -96,6 +97,16 @@ func TestServeOnEtcdElectsOneLeader(t *testing.T) {
 	if status, _ := reportOnce(ctx, t, &noRedirects, lead.admin, reg.Token, &adv); status != http.StatusOK || adv.Term == 0 {
 		t.Fatalf("report at the leader: %d, term %d; want 200 with the leader's term", status, adv.Term)
 	}
+
+	// The leader pushes its loads to the other instance, whose status
+	// shows them.
+	waitGroup(ctx, t, hc, other.admin, "shared", func(g groupStatus) error {
+		reportOnce(ctx, t, &noRedirects, lead.admin, reg.Token, nil) // keep it fresh
+		if r, ok := g.replica(reg.ID); !ok || r.Load == nil || *r.Load != 1 {
+			return fmt.Errorf("replica %s at the instance that does not lead: %+v, want the load 1 reported at the leader", reg.ID, r)
+		}
+		return nil
+	})
 
 	// The leader shuts down and resigns: the other leads within the TTL.
 	lead.Signal(t, syscall.SIGTERM)
