@@ -14,7 +14,14 @@ import (
 // and, for an adaptive strategy that may plan (no move pending, every
 // replica a move touched settled, no hold after an unnamed shed), asks the
 // strategy for a decision and turns it into advisories and planned moves.
-func (a *Analyzer) Step(now time.Time) Step {
+func (a *Analyzer) Step(now time.Time) Step { return a.StepPlanning(now, true) }
+
+// StepPlanning is Step; with plan false it asks the strategy for nothing
+// and withdraws every `high` advisory (Nominal, a new epoch): an instance
+// of a cluster that is not the group's warm analyzer leader keeps its
+// loads, states and pending moves but advises no shedding of its own
+// (package leader). Drain advisories stay. Step is StepPlanning(now, true).
+func (a *Analyzer) StepPlanning(now time.Time, plan bool) Step {
 	if now.After(a.now) {
 		a.now = now
 	}
@@ -38,7 +45,10 @@ func (a *Analyzer) Step(now time.Time) Step {
 		}
 	}
 	a.releaseSources()
-	if a.adaptive != nil && a.mayPlan(now) {
+	switch {
+	case !plan:
+		a.withdrawHigh()
+	case a.adaptive != nil && a.mayPlan(now):
 		a.apply(a.confirm(a.adaptive.Analyze(a.analysis(now))), now)
 	}
 	st := Step{Now: now, Replicas: make([]ReplicaView, len(a.order)), Changed: a.changed}
@@ -57,6 +67,15 @@ func (a *Analyzer) Step(now time.Time) Step {
 	st.Moves = a.Moves()
 	a.changed = false
 	return st
+}
+
+// withdrawHigh turns every `high` advisory into a nominal one.
+func (a *Analyzer) withdrawHigh() {
+	for _, r := range a.order {
+		if r.adv.Advisory == protocol.High {
+			a.setAdvisory(r, protocol.Nominal, 0, nil)
+		}
+	}
 }
 
 // Moves returns the planned moves not yet completed nor expired, by client.

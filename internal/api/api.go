@@ -55,7 +55,8 @@ type Options struct {
 	// Leaders, when set, maps each group with a leader to the instance
 	// leading it, for GET /v1/cluster; an empty object when nil.
 	Leaders func() map[string]string
-	// Collectors are more metrics served on /metrics (the etcd store's).
+	// Collectors are more metrics served on /metrics (the etcd store's,
+	// the leadership's).
 	Collectors []prometheus.Collector
 }
 
@@ -121,6 +122,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/report", replica, (*server).report},
 	{http.MethodPost, "/v1/reload", admin, (*server).reload},
 	{http.MethodGet, "/v1/cluster", admin, (*server).cluster},
+	{http.MethodPost, "/v1/cluster/loads", admin, (*server).loads},
 }
 
 // New returns the admin API handler over b.

@@ -30,6 +30,9 @@ func (s *server) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	adv, err := s.b.Report(token, rep)
+	if reportRefused(w, err) { // loads.go: a cluster's 307 or 503
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

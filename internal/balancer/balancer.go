@@ -32,6 +32,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
+	"github.com/fulcrum-lb/fulcrum/internal/moves"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -99,6 +100,28 @@ type Options struct {
 	// tells where they are. It may be called with the balancer's locks
 	// held: it must not block nor call the Balancer.
 	OnFrontDoors func()
+	// Leadership, in a cluster, elects each group's analyzer leader
+	// (leadership.go; a *leader.Elector whose OnChange calls
+	// LeadershipChanged). Nil on a single node: this instance leads every
+	// group, with term 0.
+	Leadership Leadership
+	// PeerURL returns another instance's admin base URL by its name, for
+	// the 307 that sends a report to the group's leader; nil, or false:
+	// unknown (the report is answered 503 no_leader).
+	PeerURL func(instance string) (string, bool)
+	// PeerAdminURLs returns the admin base URLs of the other live
+	// instances, to which a group's leader pushes its load view
+	// (loadpush.go); nil: none.
+	PeerAdminURLs func() []string
+	// PeerToken returns the admin token the load pushes carry ("" none).
+	PeerToken func() string
+	// PeerClient makes the load pushes; a client with a short timeout
+	// that dials with Dial when nil.
+	PeerClient *http.Client
+	// Moves, in a cluster, keeps the planned moves in etcd: the leader
+	// commits its moves there, and every front door looks a rebinding
+	// client's move up there (leadermoves.go). Nil on a single node.
+	Moves *moves.Store
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -108,6 +131,10 @@ type Balancer struct {
 	reg   *groupstore.Records
 	clock clock.Clock
 	now   func() time.Time
+
+	// lookupMu lets one store lookup of an unknown token run at a time
+	// (leaderreport.go).
+	lookupMu sync.Mutex
 
 	mu     sync.RWMutex
 	groups map[string]*group
@@ -147,6 +174,10 @@ type Balancer struct {
 	adminURL atomic.Pointer[string]
 	// pollDone is closed when the certificate poll ends (nil until Start).
 	pollDone chan struct{}
+	// async counts the background calls to other instances and etcd
+	// running (load pushes, loadpush.go; move completions,
+	// leadermoves.go).
+	async sync.WaitGroup
 	// loadedRev is the store's revision New loaded the state at.
 	loadedRev int64
 	// stopFollow ends the watch of the store (Options.Follow); followDone
@@ -180,6 +211,13 @@ func New(opts Options) (*Balancer, error) {
 			tr.DialContext = opts.Dial
 			opts.HTTPClient.Transport = tr
 		}
+	}
+	if opts.PeerClient == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone() // its own idle connections, closed at Shutdown
+		if opts.Dial != nil {
+			tr.DialContext = opts.Dial
+		}
+		opts.PeerClient = &http.Client{Timeout: 5 * time.Second, Transport: tr}
 	}
 	if opts.Dial == nil {
 		opts.Dial = (&net.Dialer{}).DialContext
@@ -245,6 +283,11 @@ func New(opts Options) (*Balancer, error) {
 	for _, blk := range snap.Blocks {
 		if g := b.groups[blk.Group]; g != nil {
 			g.restoreBlockLocked(blk)
+		}
+	}
+	for _, h := range snap.Health {
+		if g := b.groups[h.Group]; g != nil {
+			g.applyStoredHealthLocked(h.ID, h.State) // leaderhealth.go; none on a single node
 		}
 	}
 	for _, g := range b.groups {
@@ -384,6 +427,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.cancel()
+	b.async.Wait() // ended by the cancel
 	b.mu.RLock()
 	pollDone := b.pollDone
 	b.mu.RUnlock()
@@ -391,6 +435,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 		<-pollDone
 	}
 	b.opts.HTTPClient.CloseIdleConnections() // the pull polls'
+	b.opts.PeerClient.CloseIdleConnections() // the load pushes'
 	return errors.Join(errs...)
 }
 

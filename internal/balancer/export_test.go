@@ -1,5 +1,10 @@
 package balancer
 
+import (
+	"context"
+	"time"
+)
+
 // EligibleIDs returns the ids of the members that group name's current
 // snapshot lets take new bindings, in snapshot order; nil for an unknown
 // group. Tests use it to see what the front door picks from.
@@ -47,4 +52,56 @@ func (b *Balancer) IdentityOf(name string) Identity {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return Identity{g, g.strat, g.probes, g.fd}
+}
+
+// PickLoad is a member's load as group name's current snapshot gives it
+// to the picker.
+type PickLoad struct {
+	Reported bool
+	Load     float64
+}
+
+// PickLoads returns the loads group name's current snapshot picks from,
+// by replica id; nil for an unknown group.
+func (b *Balancer) PickLoads(name string) map[string]PickLoad {
+	g, err := b.group(name)
+	if err != nil {
+		return nil
+	}
+	out := map[string]PickLoad{}
+	for id, m := range g.Snapshot().Members {
+		out[id] = PickLoad{Reported: m.Replica.Reported, Load: m.Replica.Load}
+	}
+	return out
+}
+
+// DeleteReplicaFenced writes the deletion of replica id of group name as
+// the leader's write it is when a removal ends (fenced.go), and returns
+// the write's error.
+func (b *Balancer) DeleteReplicaFenced(name, id string) error {
+	g, err := b.group(name)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	w := g.queueWriteLocked(&storeWrite{delReplica: id, fenced: true})
+	g.mu.Unlock()
+	g.flushWrites()
+	return w.err
+}
+
+// LookupMove looks client's move up as group name's front door does for
+// a rebinding client its snapshot does not name.
+func (b *Balancer) LookupMove(name, client string) (string, bool) {
+	g, err := b.group(name)
+	if err != nil {
+		return "", false
+	}
+	snap := g.Snapshot()
+	if snap.LookupMove == nil {
+		return "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return snap.LookupMove(ctx, client)
 }

@@ -135,6 +135,9 @@ func (b *Balancer) reconcile(snap groupstore.Snapshot) {
 		blocks[groupstore.BlockKey(blk.Group, blk.Match)] = true
 		b.followBlock(blk)
 	}
+	for _, h := range snap.Health {
+		b.followHealth(h, true)
+	}
 	b.mu.RLock()
 	var gone []string
 	all := make([]*group, 0, len(b.groups))
@@ -227,6 +230,20 @@ func (b *Balancer) applyEvent(ev store.Event) {
 			return
 		}
 		b.followBlock(blk)
+	case strings.HasPrefix(key, groupstore.HealthPrefix):
+		group, id, ok := strings.Cut(strings.TrimPrefix(key, groupstore.HealthPrefix), "/")
+		if !ok {
+			b.log.Warn("store key cannot be decoded; skipped", "key", key)
+			return
+		}
+		h := groupstore.Health{Group: group, ID: id}
+		if put {
+			if err := json.Unmarshal(ev.KV.Value, &h); err != nil || h.Group != group || h.ID != id {
+				b.log.Warn("store key cannot be decoded; skipped", "key", key, "err", err)
+				return
+			}
+		}
+		b.followHealth(h, put) // leaderhealth.go
 	}
 }
 

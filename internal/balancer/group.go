@@ -70,6 +70,26 @@ type group struct {
 	running  bool
 	// probes is the strategy's probe loop (probe.go); guarded by mu.
 	probes *probeRun
+	// leading: this instance leads the group, so it takes reports, pulls
+	// and probes (leadership.go); always true on a single node. Guarded
+	// by mu.
+	leading bool
+	// leadSince is when this instance last came to lead the group (zero
+	// while it does not; leadership.go). Guarded by mu.
+	leadSince time.Time
+	// view is the load view the group's leader last pushed here, and
+	// viewTerm the highest term of a view seen (loadview.go). Guarded by
+	// mu.
+	view     *loadView
+	viewTerm uint64
+	// push is the load view to push after the step that made it, and
+	// pushing is set while a push runs (loadpush.go).
+	push    *protocol.LoadView
+	pushing atomic.Bool
+	// lookupMove and moveBoundFn are the snapshots' hooks of the moves
+	// in etcd (leadermoves.go); nil on a single node. Set by newGroup.
+	lookupMove  func(ctx context.Context, client string) (string, bool)
+	moveBoundFn func(client, id string)
 	// alerts counts the strategy's alerts (probe.go).
 	alerts atomic.Uint64
 
@@ -139,11 +159,13 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 	}
 	b.certMetrics.Add(set)
 	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
+	g.leading = b.opts.Leadership == nil
 	g.setReplicaTLSLocked(rtls)
 	g.pullTLS = g.newPullClient()
 	g.queue = frontdoor.NewQueue(g.Snapshot, b.now)
 	g.queue.Configure(gs.Queue)
 	g.health = newGroupHealth(g)
+	g.setMoveHooks()
 	g.mu.Lock()
 	g.membershipChangedLocked()
 	g.mu.Unlock()
@@ -215,11 +237,15 @@ func (g *group) publishLocked() {
 		Retry:       g.spec.Retry,
 		GIOP:        g.spec.GIOP,
 	}
+	snap.LookupMove, snap.MoveBound = g.lookupMove, g.moveBoundFn // leadermoves.go: nil on a single node
 	typeID := g.typeIDLocked()
+	pushed := g.pushedViewLocked()
 	var eligible []*strategy.Replica
 	for _, m := range g.order {
 		rep := &strategy.Replica{ID: m.rec.ID, Address: m.rec.Address, Weight: m.rec.Weight, Metrics: strategy.NoMetrics, Live: m.live}
-		if v := views[m.rec.ID]; v != nil && v.Reported {
+		if pushed != nil {
+			applyPushedLoad(rep, pushed.loads[m.rec.ID]) // loadview.go
+		} else if v := views[m.rec.ID]; v != nil && v.Reported {
 			rep.Reported = true
 			rep.Load = v.Load
 			rep.Metrics = metricsOf(v.Metrics)
@@ -310,6 +336,7 @@ func (g *group) Bound(m *frontdoor.Member, client string, moved bool) {
 	}
 	g.mu.Lock()
 	g.core.Bound(client, m.ID())
+	g.moveCompletedLocked(client) // leadermoves.go: in a cluster
 	g.emitLocked("binding", map[string]any{"client": client, "replica": m.ID(), "planned": true})
 	g.mu.Unlock()
 }
@@ -338,6 +365,7 @@ func (g *group) start() error {
 	g.loopStop = make(chan struct{})
 	g.loopDone = make(chan struct{})
 	go g.loop(g.loopStop, g.loopDone)
+	g.joinLocked() // leadership.go
 	for _, m := range g.order {
 		g.startPullLocked(m)
 	}
@@ -454,6 +482,7 @@ func (g *group) stop(ctx context.Context) error {
 	if probesDone != nil {
 		<-probesDone
 	}
+	g.leave(ctx) // leadership.go
 	g.pullTLS.CloseIdleConnections()
 	if fd != nil {
 		return fd.Shutdown(ctx)
@@ -527,6 +556,7 @@ func (g *group) update(gs protocol.Group) error {
 	g.startProbesLocked()
 	g.core.SetStrategy(s)
 	g.core.Configure(coreSettings(gs))
+	g.joinLocked() // the report interval may have changed
 	g.health.configureLocked()
 	g.queue.Configure(gs.Queue)
 	g.membershipChangedLocked()
@@ -568,8 +598,11 @@ func (g *group) loop(stop, done chan struct{}) {
 			interval = cur
 			t.Reset(interval)
 		}
+		push := g.push
+		g.push = nil
 		g.mu.Unlock()
 		g.flushWrites()
+		g.pushLoads(push) // loadpush.go
 	}
 }
 
@@ -579,16 +612,18 @@ func (g *group) loop(stop, done chan struct{}) {
 // it.
 func (g *group) stepLocked() {
 	now := g.b.now()
+	g.syncLeadershipLocked() // in case a change's notice is still on its way
+	r := g.roleLocked()
 	if g.health.tickLocked() {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
-	g.lastStep = g.core.Step(now, func(id string) int64 {
+	g.lastStep = g.core.StepAs(now, func(id string) int64 {
 		if m := g.members[id]; m != nil {
 			return m.live.Inflight.Load()
 		}
 		return 0
-	})
+	}, g.leadLocked(r, now))
 	for _, id := range g.lastStep.Reset {
 		if m := g.members[id]; m != nil {
 			m.live.ResetExtra()
@@ -602,14 +637,16 @@ func (g *group) stepLocked() {
 		}
 		g.removeMemberLocked(m)
 		g.b.forgetToken(m)
-		g.deleteReplicaLocked(id)
+		g.queueWriteLocked(&storeWrite{delReplica: id, fenced: true}) // the leader's alone: fenced.go
 		g.b.log.Info("replica removed", "group", g.name, "replica", id)
 	}
 	if len(g.lastStep.Removed) > 0 {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
+	g.commitMovesLocked(r, now) // leadermoves.go: before the advisories are answered
 	g.publishLocked()
+	g.push = g.loadViewLocked(r)
 	g.emitLocked("step", g.stepEventLocked())
 }
 

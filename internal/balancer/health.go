@@ -38,6 +38,9 @@ type groupHealth struct {
 	stopProb    context.CancelFunc
 	probDone    chan struct{}
 	running     bool
+	// probedDown are the replicas the prober last said down (guarded by
+	// g.mu; leaderhealth.go).
+	probedDown map[string]bool
 }
 
 func newGroupHealth(g *group) *groupHealth {
@@ -57,6 +60,7 @@ func (h *groupHealth) newProberLocked() {
 	}
 	h.prober = health.NewProber(g.spec.Health, h.onProbe, opts)
 	h.proberProto = g.spec.Protocol
+	h.probedDown = map[string]bool{}
 }
 
 // probing tells whether the group's replicas are probed actively: GIOP
@@ -73,7 +77,7 @@ func (h *groupHealth) startLocked() {
 }
 
 func (h *groupHealth) startProberLocked() {
-	if h.stopProb != nil || !h.probingLocked() || !h.running {
+	if h.stopProb != nil || !h.probingLocked() || !h.running || !h.g.leading {
 		return
 	}
 	ctx, cancel := context.WithCancel(h.g.b.ctx)
@@ -96,6 +100,25 @@ func (h *groupHealth) stopLocked() {
 	}
 }
 
+// leadershipLocked starts the active probes when the instance has come to
+// lead the group, and stops them when it no longer does (leadership.go):
+// only the leader probes. Passive ejection is every instance's.
+func (h *groupHealth) leadershipLocked() {
+	if h.g.leading {
+		if h.stopProb == nil {
+			// A new prober: its targets start up (leaderhealth.go).
+			h.newProberLocked()
+			h.syncLocked()
+		}
+		h.startProberLocked()
+		return
+	}
+	if h.stopProb != nil {
+		h.stopProb()
+		h.stopProb, h.probDone = nil, nil
+	}
+}
+
 // configureLocked applies changed health settings.
 func (h *groupHealth) configureLocked() {
 	h.mu.Lock()
@@ -111,9 +134,13 @@ func (h *groupHealth) configureLocked() {
 		h.syncLocked()
 	}
 	h.prober.SetConfig(h.g.spec.Health)
-	if !h.probingLocked() && h.stopProb != nil {
-		h.stopProb()
-		h.stopProb, h.probDone = nil, nil
+	if !h.probingLocked() && (h.stopProb != nil || !h.g.leading) {
+		// Probing stopped: on an instance that does not lead the group
+		// (leaderhealth.go) the states the leader stored go too.
+		if h.stopProb != nil {
+			h.stopProb()
+			h.stopProb, h.probDone = nil, nil
+		}
 		h.g.core.ApplyAll(groupcore.HealthUp, h.g.b.now())
 	}
 	h.startProberLocked()
@@ -158,31 +185,57 @@ func (h *groupHealth) syncLocked() {
 func (h *groupHealth) onProbe(id, state string) {
 	g := h.g
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	m := g.members[id]
-	if m == nil || !h.running {
+	if m == nil || !h.running || !g.leading {
+		g.mu.Unlock()
 		return
+	}
+	if state == health.Down {
+		h.probedDown[id] = true
+	} else {
+		delete(h.probedDown, id)
 	}
 	ev := groupcore.HealthUp
 	if state == health.Down {
 		ev = groupcore.HealthDown
 	}
 	if !g.applyLocked(m, ev) {
+		g.mu.Unlock()
 		return
 	}
 	g.b.log.Warn("replica health changed", "group", g.name, "replica", id, "state", state)
+	g.healthWriteLocked(id, state) // leaderhealth.go: in a cluster
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
+	g.mu.Unlock()
+	g.flushWrites()
 }
 
 // onProbeResult counts a failed probe in the replica's failures.
+// A success may set up a replica a former leader stored as down
+// (leaderhealth.go).
 func (h *groupHealth) onProbeResult(id string, _ time.Duration, ok bool) {
+	g := h.g
 	if ok {
+		if g.b.opts.Leadership == nil {
+			return
+		}
+		g.mu.Lock()
+		changed := h.running && h.upAfterProbeLocked(id)
+		if changed {
+			g.b.log.Warn("replica health changed", "group", g.name, "replica", id, "state", health.Up)
+			g.membershipChangedLocked()
+			g.emitLocked("membership", g.membersEventLocked())
+		}
+		g.mu.Unlock()
+		if changed {
+			g.flushWrites()
+		}
 		return
 	}
-	h.g.mu.Lock()
-	m := h.g.members[id]
-	h.g.mu.Unlock()
+	g.mu.Lock()
+	m := g.members[id]
+	g.mu.Unlock()
 	if m != nil {
 		m.counters.Failures.Add(1)
 	}

@@ -24,22 +24,38 @@ func (b *Balancer) Report(token string, r protocol.Report) (protocol.Advisory, e
 	m := b.tokens[registry.HashToken(token)]
 	b.mu.RUnlock()
 	if m == nil {
+		m = b.storedToken(token) // leaderreport.go: in a cluster only
+	}
+	if m == nil {
 		return protocol.Advisory{}, ErrUnknownToken
 	}
 	return m.g.report(m, r)
 }
 
-// report feeds one report to the analyzer.
+// report feeds one report to the analyzer and returns the advisory, with
+// this instance's term; in a cluster, only while this instance leads the
+// group (else an error: leaderreport.go).
 func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.members[m.rec.ID] != m {
 		return protocol.Advisory{}, ErrUnknownToken
 	}
+	role := g.roleLocked()
+	if role.lead != g.leading {
+		g.syncLeadershipLocked()
+	}
+	if !role.lead {
+		return protocol.Advisory{}, g.notLeaderLocked(role.status) // leaderreport.go
+	}
 	adv, err := g.core.Report(m.rec.ID, r, g.b.now())
 	if err != nil {
 		return protocol.Advisory{}, err
 	}
+	if l := g.b.opts.Leadership; l != nil {
+		l.Report(g.name) // the new leader's warm-up counts reports
+	}
+	adv.Term = uint64(role.term)
 	inflight, ok := r.Metrics[protocol.MetricInflight]
 	if !ok {
 		inflight = math.NaN()
@@ -48,10 +64,10 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	return adv, nil
 }
 
-// startPullLocked starts polling m's monitor URL if it is in pull mode.
-// Caller holds g.mu.
+// startPullLocked starts polling m's monitor URL if it is in pull mode
+// and this instance leads the group (leadership.go). Caller holds g.mu.
 func (g *group) startPullLocked(m *member) {
-	if m.rec.Monitor.Mode != protocol.MonitorPull || m.pullStop != nil {
+	if m.rec.Monitor.Mode != protocol.MonitorPull || m.pullStop != nil || !g.leading {
 		return
 	}
 	stop := make(chan struct{})
@@ -77,6 +93,7 @@ func (g *group) pull(m *member, stop chan struct{}) {
 		}
 		u, id := m.rec.Monitor.URL, m.rec.ID
 		adv := g.core.Advisory(id)
+		adv.Term = uint64(g.roleLocked().term)
 		g.mu.Unlock()
 
 		if err := g.pollOnce(m, u, adv, interval); err != nil {

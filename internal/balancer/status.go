@@ -39,6 +39,11 @@ func (g *group) status() protocol.GroupStatus {
 	for _, v := range g.lastStep.Replicas {
 		views[v.ID] = v
 	}
+	viewNow := g.lastStep.Now
+	if pushed := g.pushedViewLocked(); pushed != nil {
+		// Not the leader: the loads are the leader's (loadview.go).
+		views, viewNow = pushed.replicaViews(), pushed.received
+	}
 	for _, m := range g.order {
 		rs := protocol.ReplicaStatus{
 			ID: m.rec.ID, Address: m.rec.Address, State: g.stateLocked(m), Weight: m.rec.Weight, Static: m.rec.Static,
@@ -60,7 +65,7 @@ func (g *group) status() protocol.GroupStatus {
 		if ok && v.EverReported {
 			// Kept once the report is stale: a replica that stopped
 			// reporting shows how long ago it last did.
-			age := (v.ReportAge + now.Sub(g.lastStep.Now)).Milliseconds()
+			age := (v.ReportAge + now.Sub(viewNow)).Milliseconds()
 			if age < 0 {
 				age = 0
 			}

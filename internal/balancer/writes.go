@@ -18,7 +18,7 @@ import (
 // write API is in (*group).write.
 
 // storeWrite is one change to the store; exactly one field of the first
-// six is set.
+// seven is set.
 type storeWrite struct {
 	putReplica *protocol.Replica
 	delReplica string // replica id
@@ -26,6 +26,10 @@ type storeWrite struct {
 	delGroup   bool
 	putBlock   *groupstore.Block
 	delBlock   string // the block's Match
+	putHealth  *groupstore.Health
+	// fenced: the write is the leader's alone, made through its fence
+	// (fenced.go).
+	fenced bool
 	// groupRev is the revision of the group's record a putGroup or
 	// delGroup write is conditioned on (0: absent; revision.go); a
 	// delGroup with a negative groupRev is not conditioned.
@@ -67,7 +71,11 @@ func (g *group) flushWrites() {
 	g.mu.Unlock()
 	for _, w := range ws {
 		w.err = g.write(w)
-		if w.err != nil {
+		switch {
+		case w.err == nil:
+		case w.fenced && deposed(w.err):
+			g.refusedFenced(w) // fenced.go
+		default:
 			g.b.log.Error("cannot write to the store", "group", g.name, "err", w.err)
 			if !errors.Is(w.err, groupstore.ErrConflict) {
 				// Whether it applied is unknown, and a background write
@@ -82,6 +90,13 @@ func (g *group) flushWrites() {
 // write makes one write through the registry.
 func (g *group) write(w *storeWrite) error {
 	reg := g.b.reg
+	if w.fenced {
+		r, err := g.fencedRecords()
+		if err != nil {
+			return err
+		}
+		reg = r
+	}
 	switch {
 	case w.putReplica != nil:
 		return reg.PutReplica(*w.putReplica)
@@ -103,6 +118,8 @@ func (g *group) write(w *storeWrite) error {
 		return reg.PutBlock(*w.putBlock)
 	case w.delBlock != "":
 		return reg.DeleteBlock(g.name, w.delBlock)
+	case w.putHealth != nil:
+		return reg.PutHealth(*w.putHealth)
 	}
 	return nil
 }

@@ -32,6 +32,9 @@ type reloader struct {
 	access   *accessSink
 	logOut   io.Writer // where access_log "-" writes
 	token    *api.AdminToken
+	// peerToken, when set, takes a new admin_token for the calls to the
+	// other instances of a cluster (serve_leader.go).
+	peerToken func(string)
 
 	// reloadCertificates re-reads every certificate in use (the front
 	// doors', the admin API's, the replicas' client pairs). It runs at
@@ -116,6 +119,9 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 	}
 	if next.AdminToken != old.AdminToken {
 		r.token.Set(next.AdminToken)
+		if r.peerToken != nil {
+			r.peerToken(next.AdminToken)
+		}
 	}
 	if next.JoinToken != old.JoinToken {
 		r.b.SetJoinToken(next.JoinToken)

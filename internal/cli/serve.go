@@ -213,14 +213,23 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer closeCluster(cr, log)
+	lead, err := startLeader(cfg, st, instance.Name, log) // serve_leader.go; nil on a single node
+	if err != nil {
+		adminLn.Close()
+		return err
+	}
+	defer lead.close(log) // before the directory's entry and the store close
 
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String(),
-		Peers: cr.peers, OnFrontDoors: cr.frontDoorsChanged})
+	bopts := balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String(),
+		Peers: cr.peers, OnFrontDoors: cr.frontDoorsChanged}
+	lead.wire(&bopts, cr.dir)
+	b, err := balancer.New(bopts)
 	if err != nil {
 		adminLn.Close()
 		return err
 	}
 	cr.follow(b)
+	lead.attach(b)
 	fromFile := o.configPath != ""
 	if fromFile {
 		// The file wins for what it declares, and a config group it no
@@ -245,13 +254,13 @@ func serve(ctx context.Context, o serveOptions) error {
 	// refused (reloadCertificates); applyAdminTLS is where a changed
 	// admin_tls is to be applied to the admin listener.
 	admin := &adminTLSSwitch{ln: adminSwitch, b: b, log: log, httpURL: httpAdminURL}
-	rl := &reloader{reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: fileCfg, cur: fileCfg}
+	rl := &reloader{peerToken: lead.setToken, reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: fileCfg, cur: fileCfg}
 	var reload func() (protocol.ReloadResult, error)
 	if fromFile {
 		reload = rl.reload
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info, Cluster: cr.describe, Collectors: storeCollectors(st)}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info, Cluster: cr.describe, Leaders: lead.leaders(), Collectors: append(storeCollectors(st), lead.collectors()...)}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -135,7 +135,8 @@ func (w *world) step(c scripttest.Cmd) string {
 			inflight[id] = int64(w.float(c, n))
 		}
 	}
-	st := w.c.Step(w.now, func(id string) int64 { return inflight[id] })
+	lead := groupcore.Lead{Plan: c.Args["plan"] != "false", Remove: c.Args["remove"] != "false"}
+	st := w.c.StepAs(w.now, func(id string) int64 { return inflight[id] }, lead)
 	var b strings.Builder
 	for _, v := range st.Replicas {
 		load := "unreported"

@@ -32,7 +32,28 @@ type Step struct {
 // calls per second and none in flight, and inflight says none) or once it
 // has drained for DrainTimeout.
 func (c *Core) Step(now time.Time, inflight func(id string) int64) Step {
-	st := Step{Step: c.an.Step(now)}
+	return c.StepAs(now, inflight, Lead{Plan: true, Remove: true})
+}
+
+// Lead is what a step of an instance of a cluster may decide (package
+// leader): only the group's analyzer leader plans, once warm, and
+// finishes removals, once in office long enough to have heard from the
+// replicas. A single node may do both.
+type Lead struct {
+	// Plan: ask the strategy for a plan. Without, no plan is made and
+	// `high` advisories are withdrawn (analyzer.StepPlanning).
+	Plan bool
+	// Remove: finish the removals of replicas that are idle or have
+	// drained for DrainTimeout. Without, removed replicas stay until the
+	// leader's removal of their records reaches this instance.
+	Remove bool
+}
+
+// StepAs is Step for an instance of a cluster, deciding what lead allows;
+// it always marks stale replicas, expires moves and resets the
+// per-balance loads. Step is StepAs with both allowed.
+func (c *Core) StepAs(now time.Time, inflight func(id string) int64, lead Lead) Step {
+	st := Step{Step: c.an.StepPlanning(now, lead.Plan)}
 	for i := range st.Replicas {
 		st.Replicas[i].Advisory = c.forBinding(st.Replicas[i].Advisory)
 	}
@@ -51,7 +72,7 @@ func (c *Core) Step(now time.Time, inflight func(id string) int64) Step {
 	}
 	timeout := c.DrainTimeout()
 	for _, m := range c.order {
-		if !m.life.Removing() {
+		if !lead.Remove || !m.life.Removing() {
 			continue
 		}
 		idle := true

@@ -9,6 +9,8 @@
 //	replicas/<group>/<id>     a protocol.Replica, with its token's hash
 //	blocks/<group>/<hash>     a Block: an address the group refuses to
 //	                          register; <hash> is of its Match form
+//	health/<group>/<id>       a Health: a replica's up/down state as a
+//	                          cluster's analyzer leader decided it
 //
 // Group names match [a-z0-9-]+ and replica ids are "r-" and hex digits,
 // so neither holds a "/": the replicas of one group are exactly the keys

@@ -38,7 +38,9 @@ type Snapshot struct {
 	Groups   []protocol.Group
 	Replicas []protocol.Replica
 	Blocks   []Block
-	Rev      int64
+	// Health are the health states a cluster's leaders wrote (health.go).
+	Health []Health
+	Rev    int64
 	// GroupRevs are the groups' revisions (revision.go), by name.
 	GroupRevs map[string]int64
 }
@@ -72,6 +74,7 @@ func (r *Records) load(skip func(key string, err error)) (Snapshot, error) {
 		var g protocol.Group
 		var rep protocol.Replica
 		var b Block
+		var h Health
 		switch {
 		case strings.HasPrefix(kv.Key, GroupsPrefix):
 			kind, into = "group", &g
@@ -79,6 +82,8 @@ func (r *Records) load(skip func(key string, err error)) (Snapshot, error) {
 			kind, into = "replica", &rep
 		case strings.HasPrefix(kv.Key, BlocksPrefix):
 			kind, into = "block", &b
+		case strings.HasPrefix(kv.Key, HealthPrefix):
+			kind, into = "health", &h
 		default:
 			continue
 		}
@@ -97,6 +102,8 @@ func (r *Records) load(skip func(key string, err error)) (Snapshot, error) {
 			s.Replicas = append(s.Replicas, rep)
 		case "block":
 			s.Blocks = append(s.Blocks, b)
+		case "health":
+			s.Health = append(s.Health, h)
 		}
 	}
 	return s, nil
@@ -126,7 +133,7 @@ func (r *Records) put(key string, v any) error {
 // DeleteReplica removes a replica.
 func (r *Records) DeleteReplica(group, id string) error {
 	key := ReplicaKey(group, id)
-	if _, _, _, err := r.st.Txn(context.Background(), nil, []store.Op{store.Delete(key)}); err != nil {
+	if _, _, _, err := r.st.Txn(context.Background(), nil, []store.Op{store.Delete(key), deleteHealth(group, id)}); err != nil {
 		return fmt.Errorf("groupstore: delete %s: %w", key, err)
 	}
 	return nil
@@ -167,7 +174,7 @@ func (r *Records) deleteGroup(name string, expected *int64) error {
 		return fmt.Errorf("groupstore: delete group %s: %w", name, err)
 	}
 	// Leave room in the last transaction for the group's own deletes.
-	for len(kvs) > store.MaxTxnOps-3 {
+	for len(kvs) > store.MaxTxnOps-4 {
 		n := min(len(kvs), store.MaxTxnOps)
 		ops := make([]store.Op, n)
 		for i, kv := range kvs[:n] {
@@ -184,7 +191,7 @@ func (r *Records) deleteGroup(name string, expected *int64) error {
 	}
 	// The prefix deletes take the remaining replicas (and any registered
 	// meanwhile) with the record, in one transaction.
-	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name)), store.DeletePrefix(BlocksOf(name))}
+	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name)), store.DeletePrefix(BlocksOf(name)), store.DeletePrefix(HealthOf(name))}
 	ok, _, cur, err := r.st.Txn(ctx, conds, ops)
 	if err != nil {
 		return fmt.Errorf("groupstore: delete group %s: %w", name, err)

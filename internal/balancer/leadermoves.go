@@ -1,0 +1,106 @@
+package balancer
+
+import (
+	"context"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
+	"github.com/fulcrum-lb/fulcrum/internal/moves"
+)
+
+// Planned moves in a cluster (Options.Moves; package moves). The group's
+// leader commits the moves its step planned to etcd, through its fence,
+// in the step itself — under the group's lock, so before any report can
+// be answered with the advisory naming their clients — and deletes a
+// move once its client has bound at its front door. Every instance's
+// front door looks up in etcd the move of a rebinding client its snapshot
+// does not name (frontdoor.Snapshot.LookupMove) and binds it there; the
+// leader's analyzer completes the move when it was the leader's own
+// front door; a move completed at another instance's front door stays
+// pending in the leader's analyzer until it expires (MoveExpiryIntervals
+// report intervals), and its key until its lease ends. A commit that
+// fails is logged: the client then comes back to a front door that picks
+// as usual.
+
+// moveCommitTimeout bounds a step's commit of its new moves to etcd.
+const moveCommitTimeout = time.Second
+
+// commitMovesLocked commits the group's planned moves when this instance
+// leads it. Caller holds g.mu; the etcd transaction is made under it only
+// when the step planned moves not yet committed in the term.
+func (g *group) commitMovesLocked(r role, now time.Time) {
+	ms, l := g.b.opts.Moves, g.b.opts.Leadership
+	if ms == nil || l == nil || !r.lead {
+		return
+	}
+	f, ok := l.Fence(g.name)
+	if !ok {
+		return
+	}
+	epochs := make(map[string]uint64, len(g.lastStep.Replicas))
+	for _, v := range g.lastStep.Replicas {
+		epochs[v.ID] = v.Advisory.Epoch
+	}
+	planned := make([]moves.Move, 0, len(g.lastStep.Planned))
+	for _, mv := range g.lastStep.Planned {
+		planned = append(planned, moves.Move{Client: mv.Client, To: mv.To, Epoch: epochs[mv.From], PlannedAt: now})
+	}
+	ctx, cancel := context.WithTimeout(g.b.ctx, min(moveCommitTimeout, g.spec.ReportInterval.D()))
+	defer cancel()
+	life := analyzer.MoveExpiryIntervals * g.spec.ReportInterval.D()
+	if err := ms.Commit(ctx, f, g.name, life, planned); err != nil {
+		if deposed(err) {
+			g.b.log.Warn("not the group's leader any more: its moves were not committed", "group", g.name, "err", err)
+			return
+		}
+		g.b.log.Error("cannot commit the planned moves to etcd", "group", g.name, "err", err)
+	}
+}
+
+// moveCompletedLocked deletes client's move from etcd in the background, when
+// this instance leads the group. Caller holds g.mu.
+func (g *group) moveCompletedLocked(client string) {
+	ms, l := g.b.opts.Moves, g.b.opts.Leadership
+	if ms == nil || l == nil || !g.leading {
+		return
+	}
+	f, ok := l.Fence(g.name)
+	if !ok {
+		return
+	}
+	g.b.async.Add(1)
+	go func() {
+		defer g.b.async.Done()
+		ctx, cancel := context.WithTimeout(g.b.ctx, moveCommitTimeout)
+		defer cancel()
+		if err := ms.Completed(ctx, f, g.name, client); err != nil {
+			g.b.log.Debug("cannot delete a completed move from etcd; its lease ends it", "group", g.name, "client", client, "err", err)
+		}
+	}()
+}
+
+// moveBound is the snapshots' MoveBound: the front door bound client to
+// replica id by a move it looked up in etcd. The leader's analyzer
+// completes the move (if it is its own); the binding is in the events.
+func (g *group) moveBound(client, id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.leading {
+		g.core.Bound(client, id)
+		g.moveCompletedLocked(client)
+	}
+	g.emitLocked("binding", map[string]any{"client": client, "replica": id, "planned": true, "looked_up": true})
+}
+
+// setMoveHooks makes the snapshots' LookupMove and MoveBound (g.lookupMove,
+// g.moveBoundFn); none on a single node. Called once, by newGroup.
+func (g *group) setMoveHooks() {
+	ms := g.b.opts.Moves
+	if ms == nil {
+		return
+	}
+	g.lookupMove = ms.LookupFor(g.name, func(err error) {
+		g.b.log.Debug("cannot look a rebinding client's move up in etcd; picking as usual", "group", g.name, "err", err)
+	})
+	g.moveBoundFn = g.moveBound
+}

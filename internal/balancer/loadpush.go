@@ -1,0 +1,109 @@
+package balancer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Load pushes (loadview.go). After each step of a group it leads in a
+// cluster, this instance POSTs its view of the group's loads to every
+// other instance's /v1/cluster/loads (Options.PeerAdminURLs, with the admin token
+// of Options.PeerToken), all at once, bounded by the report interval. A
+// push still running when the next step comes makes that step's push be
+// skipped rather than queued. Loads never go through the store.
+
+// LoadsPath is the route of the load pushes.
+const LoadsPath = "/v1/cluster/loads"
+
+// loadViewLocked is the group's load view to push after this step, or nil
+// when there is nothing to push (not in a cluster, not leading, no
+// peers). Caller holds g.mu.
+func (g *group) loadViewLocked(r role) *protocol.LoadView {
+	if g.b.opts.Leadership == nil || g.b.opts.PeerAdminURLs == nil || !r.lead || r.term <= 0 {
+		return nil
+	}
+	v := &protocol.LoadView{Group: g.name, Term: uint64(r.term), Leader: r.status.Leader, Replicas: make([]protocol.ReplicaLoad, 0, len(g.lastStep.Replicas))}
+	for _, rv := range g.lastStep.Replicas {
+		rl := protocol.ReplicaLoad{ID: rv.ID, Reported: rv.Reported}
+		if rv.Reported {
+			rl.Load, rl.Sample, rl.Metrics, rl.Clients = rv.Load, rv.Sample, rv.Metrics, len(rv.Clients)
+		}
+		if rv.EverReported {
+			age := rv.ReportAge.Milliseconds()
+			rl.ReportAgeMS = &age
+		}
+		v.Replicas = append(v.Replicas, rl)
+	}
+	return v
+}
+
+// pushLoads sends v to every peer in the background. Caller must not hold
+// g.mu.
+func (g *group) pushLoads(v *protocol.LoadView) {
+	if v == nil {
+		return
+	}
+	peers := g.b.opts.PeerAdminURLs()
+	if len(peers) == 0 || !g.pushing.CompareAndSwap(false, true) {
+		return
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		g.pushing.Store(false)
+		g.b.log.Error("cannot encode the load view", "group", g.name, "err", err)
+		return
+	}
+	g.mu.Lock()
+	timeout := g.spec.ReportInterval.D()
+	g.mu.Unlock()
+	g.b.async.Add(1)
+	go func() {
+		defer g.b.async.Done()
+		defer g.pushing.Store(false)
+		ctx, cancel := context.WithTimeout(g.b.ctx, timeout)
+		defer cancel()
+		done := make(chan struct{}, len(peers))
+		for _, p := range peers {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				if err := g.b.postLoads(ctx, p, body); err != nil {
+					g.b.log.Debug("load view not pushed", "group", g.name, "peer", p, "err", err)
+				}
+			}()
+		}
+		for range peers {
+			<-done
+		}
+	}()
+}
+
+// postLoads POSTs an encoded view to one instance.
+func (b *Balancer) postLoads(ctx context.Context, base string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+LoadsPath, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if b.opts.PeerToken != nil {
+		if t := b.opts.PeerToken(); t != "" {
+			req.Header.Set("Authorization", "Bearer "+t)
+		}
+	}
+	resp, err := b.opts.PeerClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("balancer: push to %s answered %s: %s", base, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
