@@ -210,7 +210,9 @@ func TestMetricsStaleReportAge(t *testing.T) {
 	want(t, e.call("POST", "/v1/report", r.Token, `{"load":7}`), http.StatusOK)
 
 	// Steps go on every interval; wait for the one that finds the report
-	// stale (older than three intervals).
+	// stale (older than three intervals). A step that ran before the
+	// report was taken shows the replica as never reported (no age): not
+	// that one.
 	var families map[string]*dto.MetricFamily
 	for {
 		nextStep(ctx, t, steps)
@@ -222,7 +224,8 @@ func TestMetricsStaleReportAge(t *testing.T) {
 		if err != nil {
 			t.Fatalf("metrics do not parse: %v\n%s", err, a.body)
 		}
-		if v, ok := sample(families, "fulcrum_replica_reported", "group", "g", "replica", r.ID); ok && v == 0 {
+		_, aged := sample(families, "fulcrum_replica_report_age_seconds", "group", "g", "replica", r.ID)
+		if v, ok := sample(families, "fulcrum_replica_reported", "group", "g", "replica", r.ID); ok && v == 0 && aged {
 			break
 		}
 	}

@@ -51,6 +51,11 @@ type group struct {
 	// rev is the revision of the group's record as this instance last
 	// read or wrote it (revision.go). Guarded by mu.
 	rev int64
+	// saving counts the operators' changes of replicas (drain, activate,
+	// remove) applied in memory and not yet stored: while any is, no
+	// removal finishes, so that a change the store refuses can still be
+	// undone (degraded.go). Guarded by mu.
+	saving int
 	// wmu serialises flushWrites. Lock order: wmu before mu.
 	wmu sync.Mutex
 
@@ -618,12 +623,16 @@ func (g *group) stepLocked() {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
+	lead := g.leadLocked(r, now)
+	if g.saving > 0 {
+		lead.Remove = false // an operator's change may yet be undone
+	}
 	g.lastStep = g.core.StepAs(now, func(id string) int64 {
 		if m := g.members[id]; m != nil {
 			return m.live.Inflight.Load()
 		}
 		return 0
-	}, g.leadLocked(r, now))
+	}, lead)
 	for _, id := range g.lastStep.Reset {
 		if m := g.members[id]; m != nil {
 			m.live.ResetExtra()

@@ -202,12 +202,17 @@ func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
 	state := g.stateLocked(m)
+	g.saving++
 	g.mu.Unlock()
 	g.flushWrites()
-	if err := writeErr(write); err != nil {
-		g.mu.Lock()
+	err = writeErr(write)
+	g.mu.Lock()
+	g.saving--
+	if err != nil {
 		g.undoAdminLocked(m, prev)
-		g.mu.Unlock()
+	}
+	g.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	b.log.Info("replica state changed", "group", groupName, "replica", id, "state", state)
@@ -240,15 +245,17 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 	}
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
+	g.saving++
 	g.mu.Unlock()
 	g.flushWrites()
-	if err := writeErr(write); err != nil {
-		g.mu.Lock()
+	err = writeErr(write)
+	g.mu.Lock()
+	g.saving--
+	if err != nil {
 		g.undoAdminLocked(m, prev)
-		g.mu.Unlock()
-		return err
 	}
-	return nil
+	g.mu.Unlock()
+	return err
 }
 
 // syncStaticLocked makes the group's static members match spec.Replicas:
