@@ -16,6 +16,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	// The experiments register themselves with the bench.
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/albl"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/cluster"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
