@@ -93,19 +93,27 @@ func (c *Cluster) settings(size bench.Size) settings {
 
 // Check implements Checker.
 func (c *Cluster) Check(size bench.Size) error {
+	for _, f := range []struct {
+		flag string
+		v    int
+	}{{"registrations", c.Registrations}, {"calls", c.Calls}, {"rounds", c.Rounds}, {"replicas", c.Replicas}, {"groups", c.Groups}} {
+		if f.v < 0 {
+			return fmt.Errorf("cluster: --%s %d, must be positive (or 0 for the default)", f.flag, f.v)
+		}
+	}
 	s := c.settings(size)
 	switch {
-	case c.Registrations < 0:
-		return fmt.Errorf("cluster: --registrations %d, must be positive", c.Registrations)
 	case s.Rounds < 5:
 		return fmt.Errorf("cluster: --rounds %d, must be at least 5", s.Rounds)
 	case s.Calls < s.Rounds*overheadCallers:
 		return fmt.Errorf("cluster: --calls %d, must be at least %d (%d callers in each of %d rounds)", s.Calls, s.Rounds*overheadCallers, overheadCallers, s.Rounds)
-	case c.Replicas < 0 || s.Replicas > 20_000:
-		return fmt.Errorf("cluster: --replicas %d, must be in [1, 20000]", s.Replicas)
-	case s.Groups < 1 || s.Groups > s.Replicas:
+	case s.Replicas > 20_000:
+		return fmt.Errorf("cluster: --replicas %d, must be at most 20000", s.Replicas)
+	case s.Groups > s.Replicas:
 		return fmt.Errorf("cluster: --groups %d, must be in [1, --replicas (%d)]", s.Groups, s.Replicas)
-	case c.Window < 0 || s.window < time.Second:
+	case c.Window < 0:
+		return fmt.Errorf("cluster: --window %s, must be positive (or 0 for the default)", c.Window)
+	case s.window < time.Second:
 		return fmt.Errorf("cluster: --window %s, must be at least 1s", s.window)
 	}
 	return nil

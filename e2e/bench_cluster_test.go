@@ -1,0 +1,99 @@
+//go:build linux
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
+)
+
+// TestBenchClusterSmoke runs "fulcrum bench cluster --smoke": three
+// instances on a three-member etcd it starts itself. Every phase measures
+// something (propagation, the three overhead configurations without
+// errors, two fan-in windows with reports and their latency, an instance
+// failover with the clients served again) and the leader failover says it
+// is not measured yet; the targets are in results.json.
+func TestBenchClusterSmoke(t *testing.T) {
+	t.Parallel()
+	etcdtest.Need(t)
+	res, out := runBench(t, "cluster", "overhead.csv", "fanin.csv")
+	if len(res.Rows) != 2 {
+		t.Fatalf("rows %v, want one-instance and three-instances", res.Rows)
+	}
+	for _, row := range res.Rows {
+		checkServed(t, row, 300)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra struct {
+		Control     map[string]any `json:"control"`
+		Propagation struct {
+			Registrations int     `json:"registrations"`
+			P99MS         float64 `json:"p99_ms"`
+		} `json:"propagation"`
+		FanIn struct {
+			Replicas int `json:"replicas"`
+			Windows  []struct {
+				Reports      int64    `json:"reports"`
+				Errors       int64    `json:"errors"`
+				LatencyP99MS float64  `json:"report_latency_p99_ms"`
+				CPU          *float64 `json:"instance_cpu_us_per_report"`
+				EtcdWrites   *float64 `json:"etcd_writes_per_second"`
+			} `json:"windows"`
+		} `json:"fan_in"`
+		Failover struct {
+			FirstSuccessMaxMS float64 `json:"first_success_max_ms"`
+			PerRequestCalls   int64   `json:"per_request_calls"`
+			OnDemandCalls     int64   `json:"on_demand_calls"`
+		} `json:"instance_failover"`
+		Leader struct {
+			Measured bool   `json:"measured"`
+			Reason   string `json:"reason"`
+		} `json:"leader_failover"`
+		Targets []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(raw, &extra); err != nil {
+		t.Fatal(err)
+	}
+	if extra.Control["name"] != "one-instance-control" {
+		t.Errorf("control %v, want the one-instance-control row", extra.Control)
+	}
+	if p := extra.Propagation; p.Registrations != 20 || !(p.P99MS > 0) {
+		t.Errorf("propagation %+v, want 20 registrations timed", p)
+	}
+	if f := extra.FanIn; f.Replicas != 30 || len(f.Windows) != 2 {
+		t.Errorf("fan-in %+v, want 30 replicas and two windows", f)
+	}
+	for i, w := range extra.FanIn.Windows {
+		if w.Reports == 0 || w.Errors != 0 || !(w.LatencyP99MS > 0) || w.CPU == nil || w.EtcdWrites == nil {
+			t.Errorf("fan-in window %d: %+v, want reports without errors, their latency, CPU and etcd writes", i, w)
+		}
+	}
+	if f := extra.Failover; !(f.FirstSuccessMaxMS > 0) || f.PerRequestCalls == 0 || f.OnDemandCalls == 0 {
+		t.Errorf("instance failover %+v, want calls of both bindings and the time to the first success", f)
+	}
+	if extra.Leader.Measured || extra.Leader.Reason == "" {
+		t.Errorf("leader failover %+v, want not measured, saying why", extra.Leader)
+	}
+	statuses := map[string]string{}
+	for _, tg := range extra.Targets {
+		statuses[tg.Name] = tg.Status
+	}
+	for _, name := range []string{"propagation p99 ≤ 1 s", "instance failover ≤ 2 × session_ttl", "zero failed calls for bound on-demand clients when an instance dies"} {
+		if statuses[name] == "" || statuses[name] == "not measured" {
+			t.Errorf("target %q is %q, want it measured (targets %v)", name, statuses[name], statuses)
+		}
+	}
+	if s := statuses["leader failover ≤ 2 × session_ttl"]; s != "not measured" {
+		t.Errorf("leader failover target %q, want not measured", s)
+	}
+}
