@@ -28,6 +28,9 @@ type clusterLoad struct {
 	start   time.Time
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	served map[string]int // successful calls by served_by
 }
 
 // clusterClient is one client of a clusterLoad.
@@ -47,7 +50,7 @@ type clusterClient struct {
 // stopped, at the latest when the test ends.
 func startClusterLoad(t *testing.T, doors []string, n int, interval time.Duration) *clusterLoad {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &clusterLoad{watch: newInflightWatch(), start: time.Now(), cancel: cancel}
+	l := &clusterLoad{watch: newInflightWatch(), start: time.Now(), cancel: cancel, served: map[string]int{}}
 	for i := range n {
 		order := append(append([]string(nil), doors[i%len(doors):]...), doors[:i%len(doors)]...)
 		base := &http.Transport{}
@@ -83,7 +86,7 @@ func (l *clusterLoad) run(ctx context.Context, c *clusterClient, interval time.D
 		} else if ctx.Err() != nil {
 			return
 		}
-		err := c.call(ctx, n)
+		by, err := c.call(ctx, n)
 		if ctx.Err() != nil {
 			return
 		}
@@ -94,28 +97,43 @@ func (l *clusterLoad) run(ctx context.Context, c *clusterClient, interval time.D
 			continue
 		}
 		c.ok.Add(1)
+		l.mu.Lock()
+		l.served[by]++
+		l.mu.Unlock()
 	}
 }
 
-// call makes one call and checks its answer.
-func (c *clusterClient) call(ctx context.Context, n int) error {
+// call makes one call, checks its answer and returns who served it.
+func (c *clusterClient) call(ctx context.Context, n int) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/prime/%d", c.front, n), nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	var a primeAnswer
 	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
-		return fmt.Errorf("status %d, decoding the answer: %w", resp.StatusCode, err)
+		return "", fmt.Errorf("status %d, decoding the answer: %w", resp.StatusCode, err)
 	}
 	if resp.StatusCode != http.StatusOK || a.N != uint64(n) || a.ServedBy == "" {
-		return fmt.Errorf("status %d, answer %+v", resp.StatusCode, a)
+		return "", fmt.Errorf("status %d, answer %+v", resp.StatusCode, a)
 	}
-	return nil
+	return a.ServedBy, nil
+}
+
+// servedBy is a copy of the successful calls by the replica that served
+// them.
+func (l *clusterLoad) servedBy() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(l.served))
+	for k, v := range l.served {
+		out[k] = v
+	}
+	return out
 }
 
 func (l *clusterLoad) stop() {
