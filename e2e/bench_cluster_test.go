@@ -38,8 +38,9 @@ func TestBenchClusterSmoke(t *testing.T) {
 			P99MS         float64 `json:"p99_ms"`
 		} `json:"propagation"`
 		FanIn struct {
-			Replicas int `json:"replicas"`
-			Windows  []struct {
+			Replicas               int     `json:"replicas"`
+			RegistrationEtcdWrites float64 `json:"registration_etcd_writes"`
+			Windows                []struct {
 				Reports      int64    `json:"reports"`
 				Errors       int64    `json:"errors"`
 				LatencyP99MS float64  `json:"report_latency_p99_ms"`
@@ -70,8 +71,8 @@ func TestBenchClusterSmoke(t *testing.T) {
 	if p := extra.Propagation; p.Registrations != 20 || !(p.P99MS > 0) {
 		t.Errorf("propagation %+v, want 20 registrations timed", p)
 	}
-	if f := extra.FanIn; f.Replicas != 30 || len(f.Windows) != 2 {
-		t.Errorf("fan-in %+v, want 30 replicas and two windows", f)
+	if f := extra.FanIn; f.Replicas != 30 || len(f.Windows) != 2 || f.RegistrationEtcdWrites < 30 {
+		t.Errorf("fan-in %+v, want 30 replicas, two windows and at least one etcd write per registration", f)
 	}
 	for i, w := range extra.FanIn.Windows {
 		if w.Reports == 0 || w.Errors != 0 || !(w.LatencyP99MS > 0) || w.CPU == nil || w.EtcdWrites == nil {

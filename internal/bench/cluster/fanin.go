@@ -27,6 +27,10 @@ type FanIn struct {
 	// FulcrumWritesMetric names fulcrum's own etcd-writes counter, empty
 	// when this fulcrum has none.
 	FulcrumWritesMetric string `json:"fulcrum_writes_metric,omitempty"`
+	// RegistrationEtcdWrites are the proposals etcd committed while the
+	// replicas registered: at least one per registration, which shows
+	// that the count sees fulcrum's writes.
+	RegistrationEtcdWrites float64 `json:"registration_etcd_writes"`
 }
 
 // FanInWindow is one measurement window at one report interval.
@@ -67,11 +71,21 @@ func measureFanIn(ctx context.Context, env *bench.Env, ins []*instance, etcd []*
 			return out, err
 		}
 	}
+	scrapeHC := &http.Client{Timeout: 5 * time.Second}
+	before, err := etcdProposals(ctx, scrapeHC, etcd)
+	if err != nil {
+		return out, err
+	}
 	sims, err := registerAll(ctx, ins, replicas, groups)
 	if err != nil {
 		return out, err
 	}
-	env.Logf("fan-in: %d replicas registered in %d groups", replicas, groups)
+	after, err := etcdProposals(ctx, scrapeHC, etcd)
+	if err != nil {
+		return out, err
+	}
+	out.RegistrationEtcdWrites = after - before
+	env.Logf("fan-in: %d replicas registered in %d groups (%.0f etcd writes)", replicas, groups, out.RegistrationEtcdWrites)
 	tr := &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second,

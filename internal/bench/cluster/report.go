@@ -88,6 +88,7 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 			strconv.FormatInt(w.Errors, 10), usCell(w.InstanceCPUUSPerReport), bench.Num(w.EtcdWritesPerSecond, 1), fw})
 	}
 	rep.Table([]string{"report interval", "reports/s", "latency p50 ms", "latency p99 ms", "errors", "instances' CPU µs/report", "etcd writes/s", "fulcrum's etcd writes/s"}, table)
+	rep.Para("Registering the %d replicas committed %.0f proposals in etcd (at least one per registration): the count sees fulcrum's writes.", fan.Replicas, fan.RegistrationEtcdWrites)
 	rep.Para("Every instance handles the reports sent to it; the CPU per report is the three instances' together. Once serve runs the analyzer leader, non-leaders answer 307 and the leader's CPU per report is the figure to read.")
 
 	rep.Heading("Instance failover")
