@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
@@ -27,8 +29,9 @@ const failoverClients = 4
 type InstanceFailover struct {
 	// Clients of each binding.
 	Clients int `json:"clients"`
-	// FirstSuccessMS is, per per-request client, from the kill to its
-	// first call answered after it (through B or C): median and max.
+	// FirstSuccessMS is, per per-request client, from the kill to the
+	// end of its first successful call through another instance's front
+	// door: median and max.
 	FirstSuccessP50MS float64 `json:"first_success_p50_ms"`
 	FirstSuccessMaxMS float64 `json:"first_success_max_ms"`
 	// PerRequestFailed counts the per-request calls that failed (at most
@@ -49,10 +52,37 @@ type failoverClient struct {
 	base *http.Transport
 	url  string
 
+	// answered is the host of the last request that got an answer (the
+	// front door or replica a call ended at); the client makes one call
+	// at a time.
+	answered atomic.Pointer[string]
+
 	mu      sync.Mutex
-	oks     []time.Time // when each successful call ended
+	oks     []okCall
 	failed  int64
 	firstEr string
+}
+
+// okCall is a successful call: when it ended and the host that answered.
+type okCall struct {
+	at   time.Time
+	host string
+}
+
+// hostNoting is a client's base transport: it notes the host of every
+// request that gets an answer.
+type hostNoting struct {
+	base *http.Transport
+	c    *failoverClient
+}
+
+func (h hostNoting) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.base.RoundTrip(req)
+	if err == nil {
+		host := req.URL.Host
+		h.c.answered.Store(&host)
+	}
+	return resp, err
 }
 
 func (c *failoverClient) run(ctx context.Context) {
@@ -61,6 +91,7 @@ func (c *failoverClient) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		end := time.Now()
 		c.mu.Lock()
 		if err != nil {
 			c.failed++
@@ -68,7 +99,7 @@ func (c *failoverClient) run(ctx context.Context) {
 				c.firstEr = err.Error()
 			}
 		} else {
-			c.oks = append(c.oks, time.Now())
+			c.oks = append(c.oks, okCall{at: end, host: *c.answered.Load()})
 		}
 		c.mu.Unlock()
 	}
@@ -94,15 +125,26 @@ func (c *failoverClient) call(ctx context.Context) error {
 	return nil
 }
 
-// okAfter is how many calls succeeded after t, and when the first did.
-func (c *failoverClient) okAfter(t time.Time) (int, time.Time) {
+// okAfter is how many calls succeeded after t.
+func (c *failoverClient) okAfter(t time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i, _ := slices.BinarySearchFunc(c.oks, t, func(a, b time.Time) int { return a.Compare(b) })
-	if i == len(c.oks) {
-		return 0, time.Time{}
+	i, _ := slices.BinarySearchFunc(c.oks, t, func(a okCall, t time.Time) int { return a.at.Compare(t) })
+	return len(c.oks) - i
+}
+
+// firstOKElsewhere is when the first call that succeeded after t through
+// a host other than not ended; false when none did.
+func (c *failoverClient) firstOKElsewhere(t time.Time, not string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(c.oks, t, func(a okCall, t time.Time) int { return a.at.Compare(t) })
+	for _, ok := range c.oks[i:] {
+		if ok.host != not {
+			return ok.at, true
+		}
 	}
-	return len(c.oks) - i, c.oks[i]
+	return time.Time{}, false
 }
 
 // measureInstanceFailover kills ins[0] (which the experiment does not use
@@ -137,9 +179,10 @@ func measureInstanceFailover(ctx context.Context, env *bench.Env, ins []*instanc
 	}
 	path := "/prime/" + strconv.Itoa(bench.PrimeN)
 	newClient := func(doors []string) *failoverClient {
-		base := &http.Transport{MaxIdleConnsPerHost: 4}
-		tr := client.NewTransport(client.Options{Base: base, FrontDoors: doors, Timeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-		return &failoverClient{hc: &http.Client{Transport: tr}, tr: tr, base: base, url: doors[0] + path}
+		c := &failoverClient{base: &http.Transport{MaxIdleConnsPerHost: 4}, url: doors[0] + path}
+		c.tr = client.NewTransport(client.Options{Base: hostNoting{base: c.base, c: c}, FrontDoors: doors, Timeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		c.hc = &http.Client{Transport: c.tr}
+		return c
 	}
 	var reqClients, boundClients []*failoverClient
 	for range failoverClients {
@@ -161,7 +204,7 @@ func measureInstanceFailover(ctx context.Context, env *bench.Env, ins []*instanc
 	}()
 	every := func(cs []*failoverClient, after time.Time, n int) bool {
 		for _, c := range cs {
-			if k, _ := c.okAfter(after); k < n {
+			if c.okAfter(after) < n {
 				return false
 			}
 		}
@@ -198,8 +241,12 @@ func measureInstanceFailover(ctx context.Context, env *bench.Env, ins []*instanc
 	stop()
 	wg.Wait()
 	var firsts []float64
+	dead := strings.TrimPrefix(perReq[0], "http://")
 	for _, c := range reqClients {
-		_, first := c.okAfter(killed)
+		first, ok := c.firstOKElsewhere(killed, dead)
+		if !ok {
+			return out, fmt.Errorf("cluster: failover: a client had no successful call through another instance than %s", dead)
+		}
 		firsts = append(firsts, float64(first.Sub(killed))/float64(time.Millisecond))
 	}
 	out.FirstSuccessP50MS, out.FirstSuccessMaxMS = stats.Median(firsts), slices.Max(firsts)
