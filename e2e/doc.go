@@ -12,6 +12,13 @@
 // has CI=true, where a missing tool fails the test. FULCRUM_E2E_RACE=1
 // builds the binary under test with -race as well.
 //
+// The cluster tests (cluster_test.go) run three fulcrum serve processes
+// on a three-member etcd cluster (Debian's etcd-server, as for the etcd
+// store's tests). Those that need parts of cluster mode not built yet are
+// written in cluster_pending_test.go and built only with
+//
+//	go test -tags clusterpending -count=1 -run TestCluster ./e2e/
+//
 // Every process a test starts runs in its own process group and is killed
 // (with the whole group) when the test ends; a test fails if a process of
 // one of its groups is still alive after that.
