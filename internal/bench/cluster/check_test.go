@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,19 @@ func TestSettings(t *testing.T) {
 	flags := (&Cluster{Replicas: 50, Groups: 5, Window: 4 * time.Second}).settings(bench.Smoke)
 	if flags.Replicas != 50 || flags.Groups != 5 || flags.window != 4*time.Second {
 		t.Errorf("flags ignored: %+v", flags)
+	}
+}
+
+// "bench cluster" is registered, and "bench all" leaves it out (it needs
+// etcd) with or without --testbed.
+func TestRegisteredByNameOnly(t *testing.T) {
+	t.Parallel()
+	if _, ok := bench.New("cluster"); !ok {
+		t.Fatal("cluster is not registered")
+	}
+	for _, testbed := range []bool{false, true} {
+		if slices.Contains(bench.AllNames(testbed), "cluster") {
+			t.Errorf("bench.AllNames(%v) = %v includes cluster", testbed, bench.AllNames(testbed))
+		}
 	}
 }

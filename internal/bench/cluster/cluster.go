@@ -40,6 +40,10 @@ func (*Cluster) Summary() string {
 	return "three instances on a three-member etcd: propagation, per-request overhead against one instance, report fan-in and etcd writes, instance failover"
 }
 
+// ByNameOnly implements bench.ByNameOnly: "bench all" leaves cluster out,
+// since it needs etcd installed.
+func (*Cluster) ByNameOnly() bool { return true }
+
 // AddFlags implements FlagAdder.
 func (c *Cluster) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Registrations, "registrations", 0, "registrations timed for propagation (default 200, --smoke 20)")
