@@ -54,12 +54,16 @@ type FanInWindow struct {
 	FulcrumWritesPerSecond *float64 `json:"fulcrum_etcd_writes_per_second,omitempty"`
 }
 
-// simReplica is one simulated replica: its registration and load.
+// simReplica is one simulated replica: its registration and load. Used
+// by one goroutine at a time.
 type simReplica struct {
 	group string
 	reg   protocol.Registered
 	at    *instance
 	load  *walk
+	// to is where it reports: its instance's /v1/report, or where a 307
+	// sent it, until that fails (as the monitor library does).
+	to string
 }
 
 // measureFanIn registers replicas in groups groups and measures a window
@@ -253,15 +257,29 @@ func instancesCPU(ins []*instance) time.Duration {
 	return sum
 }
 
-// report POSTs one report of s to its instance with its token and reads
-// the advisory; a 307 (a non-leader sending it to the leader) is
-// followed once, with the token, as the monitor library does.
+// report POSTs one report of s with its token and reads the advisory. A
+// 307 (a non-leader sending it to the leader) is followed once, with the
+// token, and later reports go there until one fails, as the monitor
+// library does.
 func report(ctx context.Context, hc *http.Client, s *simReplica) error {
 	body, err := json.Marshal(protocol.Report{Load: s.load.next()})
 	if err != nil {
 		return err
 	}
-	url := s.at.admin + "/v1/report"
+	home := s.at.admin + "/v1/report"
+	if s.to == "" {
+		s.to = home
+	}
+	err = reportTo(ctx, hc, s, body)
+	if err != nil && s.to != home {
+		s.to = home
+	}
+	return err
+}
+
+// reportTo sends body to s.to, following one 307 (and staying there).
+func reportTo(ctx context.Context, hc *http.Client, s *simReplica, body []byte) error {
+	url := s.to
 	for hop := 0; ; hop++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
@@ -281,6 +299,7 @@ func report(ctx context.Context, hc *http.Client, s *simReplica) error {
 		switch {
 		case resp.StatusCode == http.StatusTemporaryRedirect && hop == 0 && resp.Header.Get("Location") != "":
 			url = resp.Header.Get("Location")
+			s.to = url
 			continue
 		case resp.StatusCode != http.StatusOK:
 			return fmt.Errorf("report to %s: status %d: %s", url, resp.StatusCode, bytes.TrimSpace(raw))

@@ -76,7 +76,7 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 	rep.Table([]string{"configuration", "calls/s", "mean µs", "p50 µs", "p99 µs", "errors", "throughput / one", "latency / one", "instances' CPU µs/call"}, table)
 
 	rep.Heading("Fan-in")
-	rep.Para("%d simulated replicas in %d per-request groups, replica i registered at and reporting to instance i mod 3 (`POST /v1/report` with its token; a 307 is followed once), loads a random walk in [0, 1] (normal steps, σ 0.05). Each window starts after two report intervals and lasts %.0f s. etcd writes are the members' largest `%s` delta per second.",
+	rep.Para("%d simulated replicas in %d per-request groups, replica i registered at and reporting to instance i mod 3 (`POST /v1/report` with its token; a 307 is followed, and later reports go there until one fails, as monitors do), loads a random walk in [0, 1] (normal steps, σ 0.05). Each window starts after two report intervals and lasts %.0f s. etcd writes are the members' largest `%s` delta per second.",
 		fan.Replicas, fan.Groups, s.WindowS, etcdProposalsMetric)
 	table = nil
 	for _, w := range fan.Windows {
