@@ -150,9 +150,9 @@ func runTogether(ctx context.Context, all []*bench.Callers, calls int) (bench.Lo
 	return out, nil
 }
 
-// mergeInto adds o to l: latencies and errors add up; l lasts as long as
-// the longer (they ran together, or the rounds' elapsed times add up —
-// see the callers).
+// mergeInto adds o to l: latencies and errors add up, and l lasts as long
+// as the longer of the two, as for loads that ran together (overheadRow
+// adds the rounds' elapsed times up itself).
 func mergeInto(l *bench.LoadResult, o bench.LoadResult) {
 	if l.Rec == nil {
 		l.Rec = stats.NewRecorder()
