@@ -12,7 +12,7 @@
 // has CI=true, where a missing tool fails the test. FULCRUM_E2E_RACE=1
 // builds the binary under test with -race as well.
 //
-// The cluster tests (cluster_test.go) run three fulcrum serve processes
+// The cluster tests (cluster_*_test.go) run fulcrum serve processes
 // on a three-member etcd cluster (Debian's etcd-server, as for the etcd
 // store's tests). Those that need parts of cluster mode not built yet are
 // written in cluster_pending_test.go and built only with
