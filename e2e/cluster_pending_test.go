@@ -11,8 +11,7 @@ package e2e
 //	go test -tags clusterpending -count=1 -run 'TestCluster' ./e2e/
 //
 // When those parts land, the tag goes (this comment and the build line)
-// and they run with the others. The omniORB one is in
-// e2e/omniorb/cluster_pending_test.go.
+// and they run with the others.
 
 import (
 	"context"

@@ -1,13 +1,6 @@
-//go:build linux && clusterpending
+//go:build linux
 
 package omniorb
-
-// Built only with the clusterpending tag until the instance directory
-// (issue 23) fills a group's IOR with every instance's front door:
-//
-//	go test -tags clusterpending -count=1 -run TestClusterGIOPFailoverGroupIOR ./e2e/omniorb/
-//
-// Then the tag goes and it runs with the others.
 
 import (
 	"context"
