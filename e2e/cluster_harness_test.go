@@ -16,6 +16,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // The three-instance harness of the cluster tests: three "fulcrum serve"
@@ -55,7 +56,8 @@ type clusterInstance struct {
 }
 
 // startFulcrumCluster starts three instances on etcd under prefix (which
-// must be the test's own when etcd is shared) and waits until each serves.
+// must be the test's own when etcd is shared) and waits until each serves
+// and lists the three in its GET /v1/cluster.
 // extra is YAML added to every instance's config (groups, ...).
 func startFulcrumCluster(t *testing.T, etcd *etcdtest.Cluster, prefix, extra string) *fulcrumCluster {
 	t.Helper()
@@ -76,6 +78,13 @@ store:
 		in := &clusterInstance{name: name, host: host, admin: "http://" + admin, cfg: cfg}
 		in.start(t)
 		c.instances = append(c.instances, in)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, in := range c.instances {
+		waitCluster(ctx, t, c.hc, in.admin, "the three instances in the directory", func(view protocol.Cluster) bool {
+			return len(view.Instances) == len(clusterHosts)
+		})
 	}
 	return c
 }

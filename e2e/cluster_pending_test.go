@@ -15,7 +15,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -32,6 +31,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 	"github.com/fulcrum-lb/fulcrum/monitor"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // onDemandGroup is the demo's group: on-demand, least-loaded, reporting
@@ -43,25 +43,15 @@ var onDemandGroup = map[string]any{"binding": "on-demand", "strategy": "least-lo
 func (c *fulcrumCluster) leaderOf(ctx context.Context, t *testing.T, i int, group, not string) int {
 	t.Helper()
 	idx := -1
-	proctest.Poll(ctx, t, fmt.Sprintf("a leader of %s (not %q) in %s's GET /v1/cluster", group, not, c.instances[i].name), func() (bool, string) {
-		status, body, err := call(ctx, c.hc, http.MethodGet, c.instances[i].admin+"/v1/cluster", nil)
-		if err != nil || status != http.StatusOK {
-			return false, fmt.Sprintf("%d %v %s", status, err, body)
-		}
-		var view struct {
-			Leaders map[string]string `json:"leaders"`
-		}
-		if err := json.Unmarshal(body, &view); err != nil {
-			return false, err.Error()
-		}
+	waitCluster(ctx, t, c.hc, c.instances[i].admin, fmt.Sprintf("a leader of %s (not %q)", group, not), func(view protocol.Cluster) bool {
 		name := view.Leaders[group]
 		for j, in := range c.instances {
 			if in.name == name && name != not {
 				idx = j
-				return true, ""
+				return true
 			}
 		}
-		return false, fmt.Sprintf("leaders %v", view.Leaders)
+		return false
 	})
 	return idx
 }
@@ -255,9 +245,8 @@ func TestClusterLeaderFrozen(t *testing.T) {
 	thawed := at.Header.Revision
 	victim.thaw(t)
 	// The old leader notices its loss and steps down: the new one stays.
-	proctest.Poll(ctx, t, "the old leader awake and following", func() (bool, string) {
-		status, body, err := call(ctx, c.hc, http.MethodGet, victim.admin+"/v1/cluster", nil)
-		return err == nil && status == http.StatusOK && strings.Contains(string(body), c.instances[next].name), fmt.Sprintf("%d %v %s", status, err, body)
+	waitCluster(ctx, t, c.hc, victim.admin, "the old leader awake and following "+c.instances[next].name, func(view protocol.Cluster) bool {
+		return view.Leaders["demo"] == c.instances[next].name
 	})
 	// Two more session TTLs of the old leader awake, then etcd's history
 	// since the thaw.
