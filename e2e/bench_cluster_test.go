@@ -40,12 +40,14 @@ func TestBenchClusterSmoke(t *testing.T) {
 		FanIn struct {
 			Replicas               int     `json:"replicas"`
 			RegistrationEtcdWrites float64 `json:"registration_etcd_writes"`
+			FulcrumWritesMetric    string  `json:"fulcrum_writes_metric"`
 			Windows                []struct {
-				Reports      int64    `json:"reports"`
-				Errors       int64    `json:"errors"`
-				LatencyP99MS float64  `json:"report_latency_p99_ms"`
-				CPU          *float64 `json:"instance_cpu_us_per_report"`
-				EtcdWrites   *float64 `json:"etcd_writes_per_second"`
+				Reports       int64    `json:"reports"`
+				Errors        int64    `json:"errors"`
+				LatencyP99MS  float64  `json:"report_latency_p99_ms"`
+				CPU           *float64 `json:"instance_cpu_us_per_report"`
+				EtcdWrites    *float64 `json:"etcd_writes_per_second"`
+				FulcrumWrites *float64 `json:"fulcrum_etcd_writes_per_second"`
 			} `json:"windows"`
 		} `json:"fan_in"`
 		Failover struct {
@@ -71,12 +73,12 @@ func TestBenchClusterSmoke(t *testing.T) {
 	if p := extra.Propagation; p.Registrations != 20 || !(p.P99MS > 0) {
 		t.Errorf("propagation %+v, want 20 registrations timed", p)
 	}
-	if f := extra.FanIn; f.Replicas != 30 || len(f.Windows) != 2 || f.RegistrationEtcdWrites < 30 {
-		t.Errorf("fan-in %+v, want 30 replicas, two windows and at least one etcd write per registration", f)
+	if f := extra.FanIn; f.Replicas != 30 || len(f.Windows) != 2 || f.RegistrationEtcdWrites < 30 || f.FulcrumWritesMetric != "fulcrum_store_etcd_writes_total" {
+		t.Errorf("fan-in %+v, want 30 replicas, two windows, at least one etcd write per registration and fulcrum's own count", f)
 	}
 	for i, w := range extra.FanIn.Windows {
-		if w.Reports == 0 || w.Errors != 0 || !(w.LatencyP99MS > 0) || w.CPU == nil || w.EtcdWrites == nil {
-			t.Errorf("fan-in window %d: %+v, want reports without errors, their latency, CPU and etcd writes", i, w)
+		if w.Reports == 0 || w.Errors != 0 || !(w.LatencyP99MS > 0) || w.CPU == nil || w.EtcdWrites == nil || w.FulcrumWrites == nil {
+			t.Errorf("fan-in window %d: %+v, want reports without errors, their latency, CPU, etcd's and fulcrum's etcd writes", i, w)
 		}
 	}
 	if f := extra.Failover; !(f.FirstSuccessMaxMS > 0) || f.PerRequestCalls == 0 || f.OnDemandCalls == 0 {

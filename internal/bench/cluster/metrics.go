@@ -13,12 +13,13 @@ import (
 // write (put, txn, delete, lease grant and revoke, ...) is one.
 const etcdProposalsMetric = "etcd_server_proposals_committed_total"
 
+// fulcrumWritesMetric is fulcrum's own count of its writes to etcd, by op
+// (internal/store/etcdstore).
+const fulcrumWritesMetric = "fulcrum_store_etcd_writes_total"
+
 // isFulcrumEtcdWrites tells whether a metric name is fulcrum's own count
-// of its writes to etcd (fulcrum_etcd_..._writes..._total), when this
-// fulcrum has one.
-func isFulcrumEtcdWrites(name string) bool {
-	return strings.HasPrefix(name, "fulcrum_etcd_") && strings.Contains(name, "write") && strings.HasSuffix(name, "_total")
-}
+// of its writes to etcd.
+func isFulcrumEtcdWrites(name string) bool { return name == fulcrumWritesMetric }
 
 // sumSamples adds up the values of the samples, in Prometheus's text
 // format, whose metric name match accepts, and returns the names found

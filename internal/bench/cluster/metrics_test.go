@@ -10,11 +10,11 @@ const sampleMetrics = `# HELP etcd_server_proposals_committed_total The total nu
 # TYPE etcd_server_proposals_committed_total gauge
 etcd_server_proposals_committed_total 1234
 etcd_server_proposals_applied_total 1230
-# TYPE fulcrum_etcd_writes_total counter
-fulcrum_etcd_writes_total{op="put"} 10
-fulcrum_etcd_writes_total{op="txn",note="a } brace"} 5.5
-fulcrum_etcd_writes_total{op="delete"} 2 1700000000000
-fulcrum_etcd_request_seconds_count 99
+# TYPE fulcrum_store_etcd_writes_total counter
+fulcrum_store_etcd_writes_total{op="put"} 10
+fulcrum_store_etcd_writes_total{op="txn",note="a } brace"} 5.5
+fulcrum_store_etcd_writes_total{op="delete"} 2 1700000000000
+fulcrum_store_etcd_request_seconds_count 99
 `
 
 func TestSumSamples(t *testing.T) {
@@ -26,7 +26,7 @@ func TestSumSamples(t *testing.T) {
 		names []string
 	}{
 		{"etcd proposals", func(n string) bool { return n == etcdProposalsMetric }, 1234, []string{etcdProposalsMetric}},
-		{"fulcrum's writes, labels and a timestamp", isFulcrumEtcdWrites, 17.5, []string{"fulcrum_etcd_writes_total"}},
+		{"fulcrum's writes, labels and a timestamp", isFulcrumEtcdWrites, 17.5, []string{fulcrumWritesMetric}},
 		{"absent", func(n string) bool { return n == "nothing" }, 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,11 +62,10 @@ func TestSumSamplesErrors(t *testing.T) {
 func TestIsFulcrumEtcdWrites(t *testing.T) {
 	t.Parallel()
 	for name, want := range map[string]bool{
-		"fulcrum_etcd_writes_total":             true,
-		"fulcrum_etcd_own_writes_total":         true,
-		"fulcrum_etcd_writes_created":           false,
-		"fulcrum_etcd_request_seconds_count":    false,
-		"etcd_server_proposals_committed_total": false,
+		"fulcrum_store_etcd_writes_total":          true,
+		"fulcrum_store_etcd_writes_created":        false,
+		"fulcrum_store_etcd_request_seconds_count": false,
+		"etcd_server_proposals_committed_total":    false,
 	} {
 		if got := isFulcrumEtcdWrites(name); got != want {
 			t.Errorf("isFulcrumEtcdWrites(%q) = %v, want %v", name, got, want)
