@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,9 +22,8 @@ import (
 // Three fulcrum instances on a three-member etcd cluster (the harness in
 // cluster_harness_test.go). The subtests share one etcd cluster, each on a
 // prefix and with instances of its own; tests that stop etcd members have
-// a cluster of their own. The tests that need the analyzer leader, the
-// instance directory or etcd-down handling are in cluster_pending_test.go,
-// built with -tags clusterpending until those land.
+// a cluster of their own. The tests that need the analyzer leader are in
+// cluster_pending_test.go, built with -tags clusterpending until it lands.
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	etcd := etcdtest.New(t, etcdtest.Options{Members: 3})
@@ -306,5 +306,67 @@ func TestClusterEtcdLeaderKilled(t *testing.T) {
 	l.stop()
 	if f := l.failures(); len(f) > 0 {
 		t.Errorf("%d calls failed with etcd's leader killed, want none: %v", len(f), f)
+	}
+}
+
+// Every etcd member stopped while Go clients call a per-request group
+// through all three instances: serving goes on (no call fails), admin
+// writes get 503 naming etcd, /readyz says so; with etcd back, writes
+// work again and reach every instance.
+func TestClusterEtcdAllStopped(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 90*time.Second)
+	etcd := etcdtest.New(t, etcdtest.Options{Members: 3})
+	c := startFulcrumCluster(t, etcd, "/e2e-etcd-down/", "")
+	c.createGroup(ctx, t, 0, "steady", map[string]any{"binding": "per-request", "strategy": "round-robin"})
+	for range 2 {
+		c.startBackend(t, "steady")
+	}
+	for _, in := range c.instances {
+		waitActive(ctx, t, c, in, "steady", 2)
+	}
+	const clients = 3
+	l := startClusterLoad(t, c.frontDoors(ctx, t, "steady"), clients, 5*time.Millisecond)
+	proctest.Poll(ctx, t, "every client served 20 times", func() (bool, string) { return l.servedSince(make([]int64, clients), 20) })
+
+	for _, m := range etcd.Members() {
+		m.Stop()
+	}
+	for _, in := range c.instances {
+		status, body, err := call(ctx, c.hc, http.MethodPatch, in.admin+"/v1/groups/steady", map[string]any{"strategy": "random"})
+		if err != nil || status != http.StatusServiceUnavailable || !strings.Contains(string(body), "etcd") {
+			t.Errorf("PATCH at %s with etcd down: %d %v %s, want 503 naming etcd", in.name, status, err, body)
+		}
+		status, body, err = call(ctx, c.hc, http.MethodGet, in.admin+"/readyz", nil)
+		if err != nil || !strings.Contains(string(body), "etcd") {
+			t.Errorf("/readyz at %s with etcd down: %d %v %s, want it to name etcd", in.name, status, err, body)
+		}
+	}
+	before := l.oks()
+	proctest.Poll(ctx, t, "every client served 20 times with etcd down", func() (bool, string) { return l.servedSince(before, 20) })
+
+	for _, m := range etcd.Members() {
+		if err := m.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := etcd.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proctest.Poll(ctx, t, "an admin write at A with etcd back", func() (bool, string) {
+		status, body, err := call(ctx, c.hc, http.MethodPatch, c.instances[0].admin+"/v1/groups/steady", map[string]any{"strategy": "least-connections"})
+		return err == nil && status == http.StatusOK, fmt.Sprintf("%d %v %s", status, err, body)
+	})
+	for _, in := range c.instances {
+		waitGroup(ctx, t, c.hc, in.admin, "steady", func(g groupStatus) error {
+			if g.Strategy != "least-connections" {
+				return fmt.Errorf("strategy at %s %q, want least-connections", in.name, g.Strategy)
+			}
+			return nil
+		})
+	}
+	l.stop()
+	if f := l.failures(); len(f) > 0 {
+		t.Errorf("%d calls failed with etcd down and back, want none: %v", len(f), f)
 	}
 }
