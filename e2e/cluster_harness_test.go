@@ -57,8 +57,8 @@ type clusterInstance struct {
 
 // startFulcrumCluster starts three instances on etcd under prefix (which
 // must be the test's own when etcd is shared) and waits until each serves
-// and lists the three in its GET /v1/cluster.
-// extra is YAML added to every instance's config (groups, ...).
+// and lists the three in its GET /v1/cluster. extra is YAML added to
+// every instance's config (groups, ...).
 func startFulcrumCluster(t *testing.T, etcd *etcdtest.Cluster, prefix, extra string) *fulcrumCluster {
 	t.Helper()
 	c := &fulcrumCluster{etcd: etcd, prefix: prefix, hc: tokenClient(t)}
