@@ -154,17 +154,23 @@ func (c *Cluster) Run(ctx context.Context, env *bench.Env) (*bench.Results, erro
 		return nil, err
 	}
 
-	leader, err := measureLeaderFailover(ctx, env, ins)
-	if err != nil {
-		return nil, err
-	}
-
 	fail, err := measureInstanceFailover(ctx, env, ins)
 	if err != nil {
 		return nil, err
 	}
 	env.Logf("instance failover: first success after the kill p50 %.1f ms, max %.1f ms; %d of %d per-request calls failed, %d of %d bound on-demand calls",
 		fail.FirstSuccessP50MS, fail.FirstSuccessMaxMS, fail.PerRequestFailed, fail.PerRequestCalls, fail.OnDemandFailed, fail.OnDemandCalls)
+
+	// On B and C: the instance failover killed A.
+	leader, err := measureLeaderFailover(ctx, env, ins[1:])
+	if err != nil {
+		return nil, err
+	}
+	if leader.Measured {
+		env.Logf("leader failover: kill -9 of %s → advisory with term %d (was %d) after %.0f ms", leader.Killed, leader.NewTerm, leader.OldTerm, leader.NewTermAdvisoryMS)
+	} else {
+		env.Logf("leader failover: %s", leader.Reason)
+	}
 
 	if err := writeCSV(env, rows, control, fan); err != nil {
 		return nil, err

@@ -15,8 +15,10 @@
 //   - instance failover: an instance killed with kill -9 under per-request
 //     clients given every front door, and bound on-demand clients
 //     (failover.go);
-//   - leader failover: a hook, not measured until fulcrum serve runs the
-//     analyzer leader (leader.go).
+//   - leader failover, on the two instances left: kill -9 of a group's
+//     analyzer leader → a monitor's first advisory with a higher term;
+//     not measured (and said so) while fulcrum serve runs no leader
+//     (leader.go).
 //
 // It registers itself with the bench in its init function:
 //

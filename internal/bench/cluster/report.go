@@ -26,8 +26,8 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 	rep.Target("propagation p99 ≤ 1 s", prop.P99MS <= propagationTargetMS,
 		"registration's 201 at one instance → active in another's GET: p50 %.2f ms, p99 %.2f ms over %d", prop.P50MS, prop.P99MS, prop.Registrations)
 	if leader.Measured {
-		rep.Target("leader failover ≤ 2 × session_ttl", leader.NewTermAdvisoryMS <= float64(ttl2.Milliseconds()),
-			"kill -9 of the leader → first advisory with the new term: %.0f ms (2 × session_ttl = %s)", leader.NewTermAdvisoryMS, ttl2)
+		rep.Target("leader failover ≤ 2 × session_ttl", leader.NewTerm > 0 && leader.NewTermAdvisoryMS <= float64(ttl2.Milliseconds()),
+			"kill -9 of the leader → first advisory with a higher term: %.0f ms (2 × session_ttl = %s; term %d → %d)", leader.NewTermAdvisoryMS, ttl2, leader.OldTerm, leader.NewTerm)
 	} else {
 		rep.TargetUnknown("leader failover ≤ 2 × session_ttl", "%s", leader.Reason)
 	}
@@ -100,7 +100,8 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 
 	rep.Heading("Leader failover")
 	if leader.Measured {
-		rep.Para("kill -9 of the analyzer leader → first advisory with the new term: %.0f ms.", leader.NewTermAdvisoryMS)
+		rep.Para("An on-demand group on B and C (A is gone) and a monitor given both admin URLs; kill -9 of the group's analyzer leader (%s, term %d) → the monitor's first advisory with a higher term (%d): %.0f ms.",
+			leader.Killed, leader.OldTerm, leader.NewTerm, leader.NewTermAdvisoryMS)
 	} else {
 		rep.Para("%s.", leader.Reason)
 	}
