@@ -75,7 +75,17 @@ func measureLeaderFailover(ctx context.Context, env *bench.Env, live []*instance
 	if !ok {
 		return out, ctx.Err()
 	}
-	if !waitFor(ctx, 2*sessionTTL, func() bool { return mon.Advisory().Term > 0 }) {
+	// The term of the advisory a report is answered with (a nominal
+	// advisory is not kept by the monitor, its term only in the answer).
+	term := func() uint64 {
+		adv, err := mon.ReportNow(ctx)
+		if err != nil {
+			return 0
+		}
+		return adv.Term
+	}
+	oldTerm := uint64(0)
+	if !waitFor(ctx, 2*sessionTTL, func() bool { oldTerm = term(); return oldTerm > 0 }) {
 		return out, ctx.Err()
 	}
 	var victim *instance
@@ -87,13 +97,14 @@ func measureLeaderFailover(ctx context.Context, env *bench.Env, live []*instance
 	if victim == nil {
 		return out, fmt.Errorf("cluster: leader failover: the leader of %s is %q, not a live instance", leaderGroup, leader)
 	}
-	out = LeaderFailover{Measured: true, Killed: leader, OldTerm: mon.Advisory().Term}
+	out = LeaderFailover{Measured: true, Killed: leader, OldTerm: oldTerm}
 	killed := time.Now()
 	victim.proc.Stop(0) // SIGKILL
 	env.Logf("leader failover: killed %s, leader of %s at term %d, with kill -9", leader, leaderGroup, out.OldTerm)
 	bound := 4 * sessionTTL
-	if waitFor(ctx, bound, func() bool { return mon.Advisory().Term > out.OldTerm }) {
-		out.NewTerm = mon.Advisory().Term
+	var newTerm uint64
+	if waitFor(ctx, bound, func() bool { newTerm = term(); return newTerm > out.OldTerm }) {
+		out.NewTerm = newTerm
 		out.NewTermAdvisoryMS = float64(time.Since(killed)) / float64(time.Millisecond)
 		return out, nil
 	}
