@@ -22,8 +22,8 @@ import (
 // Three fulcrum instances on a three-member etcd cluster (the harness in
 // cluster_harness_test.go). The subtests share one etcd cluster, each on a
 // prefix and with instances of its own; tests that stop etcd members have
-// a cluster of their own. The tests that need the analyzer leader are in
-// cluster_pending_test.go, built with -tags clusterpending until it lands.
+// a cluster of their own. The analyzer leader's tests are in
+// cluster_leader_test.go.
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	etcd := etcdtest.New(t, etcdtest.Options{Members: 3})

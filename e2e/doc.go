@@ -14,10 +14,7 @@
 //
 // The cluster tests (cluster_*_test.go) run fulcrum serve processes
 // on a three-member etcd cluster (Debian's etcd-server, as for the etcd
-// store's tests). Those that need parts of cluster mode not built yet are
-// written in cluster_pending_test.go and built only with
-//
-//	go test -tags clusterpending -count=1 -run TestCluster ./e2e/
+// store's tests).
 //
 // Every process a test starts runs in its own process group and is killed
 // (with the whole group) when the test ends; a test fails if a process of

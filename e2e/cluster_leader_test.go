@@ -1,16 +1,10 @@
-//go:build linux && clusterpending
+//go:build linux
 
 package e2e
 
-// The cluster tests that need a part of issue 23 main does not have yet:
-// the analyzer leader in fulcrum serve (advisories carrying its term,
-// GET /v1/cluster's leaders). They are written whole against the harness in
-// cluster_harness_test.go and built only with the clusterpending tag:
-//
-//	go test -tags clusterpending -count=1 -run 'TestCluster' ./e2e/
-//
-// When those parts land, the tag goes (this comment and the build line)
-// and they run with the others.
+// Cluster tests of the analyzer leader in fulcrum serve: a leader killed
+// or frozen under load, as a monitor given every instance's admin URL sees
+// it (the terms its reports are answered with).
 
 import (
 	"context"
