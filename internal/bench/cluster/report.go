@@ -56,7 +56,7 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 			"throughput three/one %.3f (median per-round ratio); the control, one instance again on another process, %.3f with per-round ratios' p5 %.3f",
 			*three.ThroughputRatio, *control.ThroughputRatio, control.ThroughputRatioBounds.Lower)
 	}
-	rep.TargetUnknown("equilibrium ≤ 10 s with three instances", "not measured yet: needs the analyzer leader in fulcrum serve (an on-demand group planned by one instance)")
+	rep.TargetUnknown("equilibrium ≤ 10 s with three instances", "not measured: this experiment runs no effectiveness run across instances (replicas of unequal load, on-demand clients spread over the three front doors); fulcrum bench effectiveness measures it on one instance")
 
 	rep.Heading("Set-up")
 	rep.Para("Three `fulcrum serve` instances (admin APIs on 127.0.0.1, 127.0.0.2 and 127.0.0.3, one admin_token, `session_ttl: %s`) on a three-member etcd cluster started by the bench on loopback, everything on this machine. Groups are created through A's API with `front_door: 0.0.0.0:0`, so every instance binds a port of its own; calls reach instance N at 127.0.0.N.", sessionTTL)
@@ -89,7 +89,7 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 	}
 	rep.Table([]string{"report interval", "reports/s", "latency p50 ms", "latency p99 ms", "errors", "instances' CPU µs/report", "etcd writes/s", "fulcrum's etcd writes/s"}, table)
 	rep.Para("Registering the %d replicas committed %.0f proposals in etcd (at least one per registration): the count sees fulcrum's writes.", fan.Replicas, fan.RegistrationEtcdWrites)
-	rep.Para("Every instance handles the reports sent to it; the CPU per report is the three instances' together. Once serve runs the analyzer leader, non-leaders answer 307 and the leader's CPU per report is the figure to read.")
+	rep.Para("With the analyzer leader in serve, a report sent to an instance that does not lead its group is answered 307 and the replica reports to the group's leader from then on, so each group's reports land at one instance; the groups' leaders are spread over the three. The CPU per report is the three instances' together, their own loops included (so it is higher per report at the lower rate).")
 
 	rep.Heading("Instance failover")
 	rep.Para("%d Go clients (client library, `Options.FrontDoors` with every instance's front door, A's first) call a per-request group in a closed loop, and %d more an on-demand group (bound through A's front door, then calling their replicas). A is killed with `kill -9`. Per-request: first successful call after the kill p50 %.1f ms, max %.1f ms; %d of %d calls failed (at most those in flight at A). On-demand: %d of %d calls failed.",
