@@ -12,6 +12,10 @@
 // has CI=true, where a missing tool fails the test. FULCRUM_E2E_RACE=1
 // builds the binary under test with -race as well.
 //
+// The cluster tests (cluster_*_test.go) run fulcrum serve processes
+// on a three-member etcd cluster (Debian's etcd-server, as for the etcd
+// store's tests).
+//
 // Every process a test starts runs in its own process group and is killed
 // (with the whole group) when the test ends; a test fails if a process of
 // one of its groups is still alive after that.

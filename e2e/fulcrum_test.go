@@ -62,6 +62,7 @@ type groupStatus struct {
 	Source    string          `json:"source"`
 	Warning   string          `json:"warning"`
 	Replicas  []replicaStatus `json:"replicas"`
+	Revision  int64           `json:"revision"`
 }
 
 type replicaStatus struct {

@@ -109,13 +109,24 @@ type OnTestbed interface {
 	OnTestbed() bool
 }
 
+// ByNameOnly is implemented by experiments that "bench all" leaves out,
+// since they need more than the machine and its loopback (cluster: an etcd
+// installed); they run when named.
+type ByNameOnly interface {
+	ByNameOnly() bool
+}
+
 // AllNames lists what "bench all" runs, in Names' order: every experiment
-// on loopback and, with testbed, the testbed ones too.
+// on loopback (but those run by name only) and, with testbed, the testbed
+// ones too.
 func AllNames(testbed bool) []string {
 	var out []string
 	for _, n := range Names() {
 		exp, _ := New(n)
 		if t, ok := exp.(OnTestbed); ok && t.OnTestbed() && !testbed {
+			continue
+		}
+		if b, ok := exp.(ByNameOnly); ok && b.ByNameOnly() {
 			continue
 		}
 		out = append(out, n)

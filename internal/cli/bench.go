@@ -16,6 +16,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	// The experiments register themselves with the bench.
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/albl"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/cluster"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
@@ -37,7 +38,11 @@ func newBenchCmd() *cobra.Command {
 		exp, _ := bench.New(name)
 		fmt.Fprintf(&list, "  %-14s %s\n", name, exp.Summary())
 	}
-	fmt.Fprintf(&list, "  %-14s every experiment above on loopback (with --testbed, the testbed ones too), each into its own subdirectory of --out\n", "all")
+	all := "every experiment above on loopback"
+	if names := byNameOnlyNames(); len(names) > 0 {
+		all += " but " + strings.Join(names, ", ")
+	}
+	fmt.Fprintf(&list, "  %-14s %s (with --testbed, the testbed ones too), each into its own subdirectory of --out\n", "all", all)
 	cmd := &cobra.Command{
 		Use:   "bench EXPERIMENT",
 		Short: "Run the experiments of the papers fulcrum is built on, side by side with HAProxy and NGINX",
@@ -191,6 +196,19 @@ func benchExperimentCmd(f *benchFlags, name string) *cobra.Command {
 func testbedNames() []string {
 	var out []string
 	all := bench.AllNames(false)
+	for _, n := range bench.Names() {
+		if !slices.Contains(all, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// byNameOnlyNames lists the experiments "bench all" leaves out even with
+// --testbed: they run when named (bench.ByNameOnly).
+func byNameOnlyNames() []string {
+	var out []string
+	all := bench.AllNames(true)
 	for _, n := range bench.Names() {
 		if !slices.Contains(all, n) {
 			out = append(out, n)
