@@ -381,6 +381,9 @@ func (b *Balancer) Start() error {
 		b.followDone = make(chan struct{})
 		go b.follow(ctx, b.loadedRev, b.followDone) // follow.go
 	}
+	if !b.closed {
+		b.startNoticeSender() // boundnotice.go
+	}
 	b.mu.Unlock()
 	b.dropLoopingReplicas()
 	return nil

@@ -16,7 +16,8 @@ import (
 // leader, whose analyzer keeps the move pending, holding back the
 // group's next plan, until it hears of the binding. When this instance
 // does not lead the group, it tells the leader: the binding is queued
-// (never blocking the front door), and one sender drains the queue,
+// (never blocking the front door), and one sender, started by Start,
+// drains the queue,
 // POSTing one protocol.BoundMoves per group and term to the leader's
 // /v1/cluster/bound (its admin URL by Options.PeerURL, the admin token of
 // Options.PeerToken, through Options.PeerClient). The leader completes the
@@ -47,9 +48,10 @@ type boundNotice struct {
 type noticeQueue struct {
 	mu      sync.Mutex
 	q       []boundNotice
-	started bool
 	dropped uint64
 	wake    chan struct{} // capacity 1: a pending wake-up
+	// started: the sender runs (guarded by the Balancer's mu).
+	started bool
 }
 
 // noticeBound queues the binding of client to replica in group, by a move
@@ -72,16 +74,23 @@ func (b *Balancer) noticeBound(group string, term uint64, client, replica string
 		return
 	}
 	n.q = append(n.q, boundNotice{group: group, term: term, move: protocol.BoundMove{Client: client, Replica: replica}})
-	if !n.started {
-		n.started = true
-		b.async.Add(1)
-		go b.sendNotices()
-	}
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
 	default:
 	}
+}
+
+// startNoticeSender starts the sender, in a cluster, once. Called by
+// Start with b.mu held, while the balancer is not closed.
+func (b *Balancer) startNoticeSender() {
+	n := &b.notices
+	if b.opts.Leadership == nil || b.opts.PeerURL == nil || b.opts.Moves == nil || n.started {
+		return
+	}
+	n.started = true
+	b.async.Add(1)
+	go b.sendNotices()
 }
 
 // sendNotices is the sender: it drains the queue whenever woken, until

@@ -13,9 +13,14 @@ type NotLeadingError struct {
 	Group string
 	// Leader is the group's leader as this instance knows it ("" none).
 	Leader string
+	// Single: this instance is not in a cluster.
+	Single bool
 }
 
 func (e *NotLeadingError) Error() string {
+	if e.Single {
+		return fmt.Sprintf("balancer: group %s is on a single node, not in a cluster: it takes no bound notices", e.Group)
+	}
 	if e.Leader == "" {
 		return fmt.Sprintf("balancer: this instance does not lead group %s, which has no leader now", e.Group)
 	}
@@ -41,8 +46,11 @@ func (b *Balancer) TakeBound(v protocol.BoundMoves) (protocol.BoundAnswer, error
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if b.opts.Leadership == nil {
+		return protocol.BoundAnswer{}, &NotLeadingError{Group: g.name, Single: true}
+	}
 	r := g.roleLocked()
-	if b.opts.Leadership == nil || !r.lead || !g.leading {
+	if !r.lead || !g.leading {
 		return protocol.BoundAnswer{}, &NotLeadingError{Group: g.name, Leader: r.status.Leader}
 	}
 	if v.Term != uint64(r.term) {
