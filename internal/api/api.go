@@ -123,6 +123,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/reload", admin, (*server).reload},
 	{http.MethodGet, "/v1/cluster", admin, (*server).cluster},
 	{http.MethodPost, "/v1/cluster/loads", admin, (*server).loads},
+	{http.MethodPost, "/v1/cluster/bound", admin, (*server).bound},
 }
 
 // New returns the admin API handler over b.

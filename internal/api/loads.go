@@ -12,7 +12,7 @@ import (
 // Codes of the cluster's reports and load pushes.
 const (
 	codeNoLeader  = "no_leader"  // 503: a report while the group has no leader to send it to
-	codeNotLeader = "not_leader" // 307: a report at an instance that does not lead the group
+	codeNotLeader = "not_leader" // 307: a report at an instance that does not lead the group; 409: a bound notice there
 )
 
 // noLeaderRetry is the Retry-After of a no_leader answer, in seconds.

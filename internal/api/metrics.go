@@ -24,6 +24,7 @@ func newMetricsHandler(b *balancer.Balancer, version string, extra ...prometheus
 	reg.MustRegister(
 		newCollector(b, version),
 		b.CertificateMetrics(),
+		b.PeerMetrics(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -106,17 +106,20 @@ type Options struct {
 	// group, with term 0.
 	Leadership Leadership
 	// PeerURL returns another instance's admin base URL by its name, for
-	// the 307 that sends a report to the group's leader; nil, or false:
+	// the 307 that sends a report to the group's leader and the bound
+	// notices to it (boundnotice.go); nil, or false:
 	// unknown (the report is answered 503 no_leader).
 	PeerURL func(instance string) (string, bool)
 	// PeerAdminURLs returns the admin base URLs of the other live
 	// instances, to which a group's leader pushes its load view
 	// (loadpush.go); nil: none.
 	PeerAdminURLs func() []string
-	// PeerToken returns the admin token the load pushes carry ("" none).
+	// PeerToken returns the admin token the load pushes and bound
+	// notices (boundnotice.go) carry ("" none).
 	PeerToken func() string
-	// PeerClient makes the load pushes; a client with a short timeout
-	// that dials with Dial when nil.
+	// PeerClient makes the load pushes and bound notices; a client with a
+	// short timeout that dials with Dial, verifying https:// peers with
+	// the system roots, when nil.
 	PeerClient *http.Client
 	// Moves, in a cluster, keeps the planned moves in etcd: the leader
 	// commits its moves there, and every front door looks a rebinding
@@ -186,6 +189,11 @@ type Balancer struct {
 	followDone chan struct{}
 	// resync asks the follower to load the store again (degraded.go).
 	resync chan struct{}
+	// notices are the bindings by planned moves queued for the groups'
+	// leaders (boundnotice.go); peerFails counts the failed calls to
+	// other instances (peerfailures.go).
+	notices   noticeQueue
+	peerFails *peerFailures
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -237,6 +245,8 @@ func New(opts Options) (*Balancer, error) {
 
 		certMetrics: certs.NewCollector(),
 		resync:      make(chan struct{}, 1),
+		notices:     noticeQueue{wake: make(chan struct{}, 1)},
+		peerFails:   newPeerFailures(),
 	}
 	b.joinToken.Store(&opts.JoinToken)
 	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
@@ -370,6 +380,9 @@ func (b *Balancer) Start() error {
 		ctx, b.stopFollow = context.WithCancel(b.ctx)
 		b.followDone = make(chan struct{})
 		go b.follow(ctx, b.loadedRev, b.followDone) // follow.go
+	}
+	if !b.closed {
+		b.startNoticeSender() // boundnotice.go
 	}
 	b.mu.Unlock()
 	b.dropLoopingReplicas()

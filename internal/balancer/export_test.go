@@ -2,6 +2,7 @@ package balancer
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -104,4 +105,21 @@ func (b *Balancer) LookupMove(name, client string) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	return snap.LookupMove(ctx, client)
+}
+
+// PlannedClients are the clients group name's last step planned to move
+// (its analyzer's pending moves), sorted; nil for an unknown group.
+func (b *Balancer) PlannedClients(name string) []string {
+	g, err := b.group(name)
+	if err != nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, mv := range g.lastStep.Planned {
+		out = append(out, mv.Client)
+	}
+	slices.Sort(out)
+	return out
 }

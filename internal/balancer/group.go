@@ -95,6 +95,9 @@ type group struct {
 	// in etcd (leadermoves.go); nil on a single node. Set by newGroup.
 	lookupMove  func(ctx context.Context, client string) (string, bool)
 	moveBoundFn func(client, id string)
+	// looked are the terms of the moves looked up, until their clients
+	// bind (leadermoves.go).
+	looked lookedUp
 	// alerts counts the strategy's alerts (probe.go).
 	alerts atomic.Uint64
 

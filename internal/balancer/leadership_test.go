@@ -78,6 +78,8 @@ type testCluster struct {
 	mu    sync.Mutex
 	urls  map[string]string
 	nodes []*clusterNode
+	// peerClient, when set, gives each instance its Options.PeerClient.
+	peerClient func(name string) *http.Client
 }
 
 var clusterPrefixes atomic.Int64
@@ -140,7 +142,7 @@ func (c *testCluster) start(name string) *clusterNode {
 		Moves: n.moves,
 		Store: n.st, Logger: log, SharedConfig: true, Follow: true, AdminURL: n.url, AdminAddr: ln.Addr().String(),
 		Leadership: n.fence, PeerURL: c.peerURL, PeerAdminURLs: func() []string { return c.peers(name) },
-		PeerToken: func() string { return clusterToken },
+		PeerToken: func() string { return clusterToken }, PeerClient: c.peerClientOf(name),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +162,14 @@ func (c *testCluster) start(name string) *clusterNode {
 	c.mu.Unlock()
 	t.Cleanup(n.stop)
 	return n
+}
+
+// peerClientOf is the PeerClient of instance name (nil: the default).
+func (c *testCluster) peerClientOf(name string) *http.Client {
+	if c.peerClient == nil {
+		return nil
+	}
+	return c.peerClient(name)
 }
 
 // stop shuts the instance down as serve does: API, balancer (which

@@ -73,8 +73,8 @@ func (g *group) pushLoads(v *protocol.LoadView) {
 		for _, p := range peers {
 			go func() {
 				defer func() { done <- struct{}{} }()
-				if err := g.b.postLoads(ctx, p, body); err != nil {
-					g.b.log.Debug("load view not pushed", "group", g.name, "peer", p, "err", err)
+				if err := g.b.postPeer(ctx, p, LoadsPath, body, nil); err != nil {
+					g.b.pushFailed(pushKindLoads, g.name, p, err) // peerfailures.go
 				}
 			}()
 		}
@@ -84,9 +84,10 @@ func (g *group) pushLoads(v *protocol.LoadView) {
 	}()
 }
 
-// postLoads POSTs an encoded view to one instance.
-func (b *Balancer) postLoads(ctx context.Context, base string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+LoadsPath, bytes.NewReader(body))
+// postPeer POSTs an encoded body to path on the instance at base, with
+// the admin token, and decodes a 200's answer into out (when not nil).
+func (b *Balancer) postPeer(ctx context.Context, base, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -101,9 +102,14 @@ func (b *Balancer) postLoads(ctx context.Context, base string, body []byte) erro
 		return err
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("balancer: push to %s answered %s: %s", base, resp.Status, bytes.TrimSpace(msg))
+		return fmt.Errorf("balancer: %s%s answered %s: %s", base, path, resp.Status, bytes.TrimSpace(msg))
+	}
+	if out != nil {
+		if err := json.Unmarshal(msg, out); err != nil {
+			return fmt.Errorf("balancer: %s%s answered %q: %w", base, path, bytes.TrimSpace(msg), err)
+		}
 	}
 	return nil
 }

@@ -18,6 +18,10 @@ import (
 type ClientFiles struct {
 	// CA verifies the server's certificate; empty: the system roots.
 	CA string
+	// SystemRoots, with CA set, verifies with the system roots as well
+	// as CA's certificates (when the system roots cannot be read, with
+	// CA's alone).
+	SystemRoots bool
 	// Cert and Key are the client certificate presented to servers that
 	// ask for one (mTLS); both or neither.
 	Cert, Key string
@@ -71,7 +75,11 @@ func NewClient(f ClientFiles) (*Client, error) {
 	}
 	c := &Client{files: f}
 	if f.CA != "" {
-		pool, err := readPool(f.CA)
+		var base *x509.CertPool
+		if f.SystemRoots {
+			base, _ = x509.SystemCertPool()
+		}
+		pool, err := readPool(f.CA, base)
 		if err != nil {
 			return nil, &FileError{Field: "ca", Path: f.CA, Err: err}
 		}
@@ -83,13 +91,17 @@ func NewClient(f ClientFiles) (*Client, error) {
 	return c, nil
 }
 
-// readPool reads the PEM certificates of path into a new pool.
-func readPool(path string) (*x509.CertPool, error) {
+// readPool reads the PEM certificates of path into a copy of base (nil:
+// a new pool).
+func readPool(path string, base *x509.CertPool) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
 	pool := x509.NewCertPool()
+	if base != nil {
+		pool = base.Clone()
+	}
 	if !pool.AppendCertsFromPEM(pem) {
 		return nil, errors.New("no PEM certificate in it")
 	}

@@ -35,6 +35,9 @@ type reloader struct {
 	// peerToken, when set, takes a new admin_token for the calls to the
 	// other instances of a cluster (serve_leader.go).
 	peerToken func(string)
+	// peerTLS, when set, reads the files of the calls to the other
+	// instances again (instance.peer_ca; serve_peertls.go).
+	peerTLS func(config.File) error
 
 	// reloadCertificates re-reads every certificate in use (the front
 	// doors', the admin API's, the replicas' client pairs). It runs at
@@ -141,6 +144,11 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 		}
 		r.b.SetAccessLog(w, next.LogFormat == config.LogFormatJSON)
 	}
+	if r.peerTLS != nil {
+		if err := r.peerTLS(next); err != nil {
+			r.log.Error("the calls to the other instances keep the certificates in use", "err", err)
+		}
+	}
 	adminTLSPending := false
 	if next.AdminTLS != old.AdminTLS {
 		if r.applyAdminTLS == nil {
@@ -157,7 +165,7 @@ func (r *reloader) reload() (protocol.ReloadResult, error) {
 		key      string
 		old, new string
 	}{{"admin", r.started.Admin, next.Admin}, {"data_dir", r.started.DataDir, next.DataDir}, {"http_engine", r.started.HTTPEngine, next.HTTPEngine},
-		{"store", fmt.Sprintf("%+v", r.started.Store), fmt.Sprintf("%+v", next.Store)}, {"instance", fmt.Sprintf("%+v", r.started.Instance), fmt.Sprintf("%+v", next.Instance)}} {
+		{"store", fmt.Sprintf("%+v", r.started.Store), fmt.Sprintf("%+v", next.Store)}, {"instance", fmt.Sprintf("%+v", withoutPeerCA(r.started.Instance)), fmt.Sprintf("%+v", withoutPeerCA(next.Instance))}} {
 		if k.old != k.new {
 			res.RestartRequired = append(res.RestartRequired, k.key)
 		}
@@ -253,4 +261,11 @@ func openAccessLog(name string, logOut io.Writer) (io.Writer, *logfile.File, err
 		return nil, nil, err
 	}
 	return f, f, nil
+}
+
+// withoutPeerCA is in without instance.peer_ca, which a reload applies
+// (serve_peertls.go): the rest of instance takes effect at the next start.
+func withoutPeerCA(in config.Instance) config.Instance {
+	in.PeerCA = ""
+	return in
 }

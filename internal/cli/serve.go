@@ -223,6 +223,12 @@ func serve(ctx context.Context, o serveOptions) error {
 	bopts := balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String(),
 		Peers: cr.peers, OnFrontDoors: cr.frontDoorsChanged}
 	lead.wire(&bopts, cr.dir)
+	peers, err := newPeerTLS(cfg) // serve_peertls.go; nil on a single node
+	if err != nil {
+		adminLn.Close()
+		return exitCode(2, err)
+	}
+	bopts.PeerClient = peers.client()
 	b, err := balancer.New(bopts)
 	if err != nil {
 		adminLn.Close()
@@ -254,7 +260,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	// refused (reloadCertificates); applyAdminTLS is where a changed
 	// admin_tls is to be applied to the admin listener.
 	admin := &adminTLSSwitch{ln: adminSwitch, b: b, log: log, httpURL: httpAdminURL}
-	rl := &reloader{peerToken: lead.setToken, reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: fileCfg, cur: fileCfg}
+	rl := &reloader{peerToken: lead.setToken, peerTLS: peers.reload, reloadCertificates: b.ReloadCertificates, applyAdminTLS: admin.apply, logFormat: logH.setFormat, path: o.configPath, override: o.override, insecure: o.insecure, b: b, log: log, level: level, access: access, logOut: logOut, token: token, started: fileCfg, cur: fileCfg}
 	var reload func() (protocol.ReloadResult, error)
 	if fromFile {
 		reload = rl.reload

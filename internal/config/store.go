@@ -87,6 +87,12 @@ type Instance struct {
 	// AdminURL is where the other instances reach this one's admin API;
 	// default the admin listener's URL.
 	AdminURL string `yaml:"admin_url"`
+	// PeerCA is a PEM file of the CA certificates that the other
+	// instances' admin certificates (admin_tls) chain to, with which this
+	// instance verifies them when it calls them (load pushes, bound
+	// notices); re-read at every reload. Default: the system roots, plus
+	// admin_tls.client_ca when set.
+	PeerCA string `yaml:"peer_ca"`
 }
 
 // instanceName is what instance.name allows.
@@ -138,6 +144,9 @@ func (f File) validateCluster(p *problems) {
 	f.validateEmbedded(p)
 	if n := f.Instance.Name; n != "" && !instanceName.MatchString(n) {
 		p.fail("instance.name", n, "must be 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	if ca := f.Instance.PeerCA; strings.ContainsFunc(ca, unicode.IsControl) || len(ca) > 4096 || (ca != "" && strings.TrimSpace(ca) == "") {
+		p.fail("instance.peer_ca", ca, "must be a file path of at most 4096 characters, without control characters")
 	}
 	if u := f.Instance.AdminURL; u != "" {
 		pu, err := url.Parse(u)

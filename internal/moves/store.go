@@ -213,24 +213,31 @@ func (s *Store) Completed(ctx context.Context, fence leader.Fence, group, client
 // move, and when the read failed or timed out, or the value does not
 // decode: err says which; the caller then picks as if there were no move.
 func (s *Store) Lookup(ctx context.Context, group, client string) (to string, ok bool, err error) {
+	r, ok, err := s.LookupRecord(ctx, group, client)
+	return r.To, ok, err
+}
+
+// LookupRecord is Lookup returning the whole record: the target and the
+// term of the leader that planned the move, among others.
+func (s *Store) LookupRecord(ctx context.Context, group, client string) (r Record, ok bool, err error) {
 	if group == "" || client == "" {
-		return "", false, fmt.Errorf("moves: lookup: group %q, client %q: want both non-empty", group, client)
+		return Record{}, false, fmt.Errorf("moves: lookup: group %q, client %q: want both non-empty", group, client)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LookupTimeout)
 	defer cancel()
 	key := Key(s.opts.Prefix, group, client)
 	resp, err := s.cli.Get(ctx, key)
 	if err != nil {
-		return "", false, fmt.Errorf("moves: look up the move of client %q in group %q (%s, bound to %v): %w", client, group, key, s.opts.LookupTimeout, err)
+		return Record{}, false, fmt.Errorf("moves: look up the move of client %q in group %q (%s, bound to %v): %w", client, group, key, s.opts.LookupTimeout, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return "", false, nil
+		return Record{}, false, nil
 	}
-	r, err := Decode(key, resp.Kvs[0].Value)
+	r, err = Decode(key, resp.Kvs[0].Value)
 	if err != nil {
-		return "", false, err
+		return Record{}, false, err
 	}
-	return r.To, true, nil
+	return r, true, nil
 }
 
 // LookupFor is Lookup for group in the shape of frontdoor.Snapshot's
