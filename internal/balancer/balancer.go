@@ -179,8 +179,11 @@ type Balancer struct {
 	pollDone chan struct{}
 	// async counts the background calls to other instances and etcd
 	// running (load pushes, loadpush.go; move completions,
-	// leadermoves.go).
-	async sync.WaitGroup
+	// leadermoves.go; bound notices, boundnotice.go). They start through
+	// goAsync, which starts none once Shutdown has cancelled ctx:
+	// asyncMu orders those starts before Shutdown's Wait.
+	async   sync.WaitGroup
+	asyncMu sync.Mutex
 	// loadedRev is the store's revision New loaded the state at.
 	loadedRev int64
 	// stopFollow ends the watch of the store (Options.Follow); followDone
@@ -440,6 +443,8 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.cancel()
+	b.asyncMu.Lock() // no goAsync starts after this: ctx is done
+	b.asyncMu.Unlock()
 	b.async.Wait() // ended by the cancel
 	b.mu.RLock()
 	pollDone := b.pollDone
@@ -882,4 +887,17 @@ func sameSettings(a, b protocol.Group) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// goAsync runs f in the background, counted in b.async, unless the
+// balancer is shutting down (then f does not run, and false is returned).
+// Safe to call from any goroutine, concurrently with Shutdown.
+func (b *Balancer) goAsync(f func()) bool {
+	b.asyncMu.Lock()
+	defer b.asyncMu.Unlock()
+	if b.ctx.Err() != nil {
+		return false
+	}
+	b.async.Go(f)
+	return true
 }

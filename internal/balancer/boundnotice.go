@@ -89,14 +89,12 @@ func (b *Balancer) startNoticeSender() {
 		return
 	}
 	n.started = true
-	b.async.Add(1)
-	go b.sendNotices()
+	b.goAsync(b.sendNotices)
 }
 
 // sendNotices is the sender: it drains the queue whenever woken, until
 // the balancer shuts down.
 func (b *Balancer) sendNotices() {
-	defer b.async.Done()
 	n := &b.notices
 	for {
 		select {

@@ -76,9 +76,7 @@ func (g *group) movesCompletedLocked(clients []string) {
 	if !ok {
 		return
 	}
-	g.b.async.Add(1)
-	go func() {
-		defer g.b.async.Done()
+	g.b.goAsync(func() {
 		for _, client := range clients {
 			ctx, cancel := context.WithTimeout(g.b.ctx, moveCommitTimeout)
 			err := ms.Completed(ctx, f, g.name, client)
@@ -90,7 +88,7 @@ func (g *group) movesCompletedLocked(clients []string) {
 				}
 			}
 		}
-	}()
+	})
 }
 
 // moveBound is the snapshots' MoveBound: the front door bound client to

@@ -63,9 +63,7 @@ func (g *group) pushLoads(v *protocol.LoadView) {
 	g.mu.Lock()
 	timeout := g.spec.ReportInterval.D()
 	g.mu.Unlock()
-	g.b.async.Add(1)
-	go func() {
-		defer g.b.async.Done()
+	started := g.b.goAsync(func() {
 		defer g.pushing.Store(false)
 		ctx, cancel := context.WithTimeout(g.b.ctx, timeout)
 		defer cancel()
@@ -81,7 +79,10 @@ func (g *group) pushLoads(v *protocol.LoadView) {
 		for range peers {
 			<-done
 		}
-	}()
+	})
+	if !started {
+		g.pushing.Store(false)
+	}
 }
 
 // postPeer POSTs an encoded body to path on the instance at base, with
