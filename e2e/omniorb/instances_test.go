@@ -140,7 +140,7 @@ func TestGIOPFailoverAcrossInstances(t *testing.T) {
 			var doors []ior.Address
 			typeID := ""
 			for range 2 {
-				b := startBalancer(ctx, t, groupYAML(t, rigOpts{binding: "per-request"}))
+				b := startBalancer(ctx, t, groupYAML(t, rigOpts{binding: "per-request", frontDoor: "127.0.0.1:0"}))
 				for _, s := range servers {
 					b.register(ctx, t, groupName, s.ior)
 				}

@@ -32,6 +32,11 @@ type rigOpts struct {
 	// unreported: with agents, do not wait for their first load report
 	// (a long report interval).
 	unreported bool
+	// frontDoor is the group's front_door; default a free port picked
+	// here. Tests that read the bound address from the group's status
+	// use port 0, which no other test can take between the pick and the
+	// bind.
+	frontDoor string
 }
 
 // rig is a running balancer with its GIOP group and replicas.
@@ -67,6 +72,9 @@ func groupYAML(t *testing.T, o rigOpts) string {
 	if o.report == "" {
 		o.report = "100ms"
 	}
+	if o.frontDoor == "" {
+		o.frontDoor = freeAddr(t)
+	}
 	y := fmt.Sprintf(`  - name: %s
     protocol: giop
     front_door: %s
@@ -75,7 +83,7 @@ func groupYAML(t *testing.T, o rigOpts) string {
     report_interval: %s
     health: {interval: 100ms, timeout: 50ms, rise: 1, fall: 1}
     giop: {locate: %s}
-`, groupName, freeAddr(t), o.binding, o.strategy, o.report, o.locate)
+`, groupName, o.frontDoor, o.binding, o.strategy, o.report, o.locate)
 	if o.params != "" {
 		y += "    params: " + o.params + "\n"
 	}
