@@ -50,3 +50,21 @@ func (g *group) undoAdminLocked(m *member, prev groupcore.Lifecycle) {
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
 }
+
+// storeAdminChangeLocked stores an operator's change of m (write, queued;
+// nil: nothing to store) made in memory from prev, and undoes it there
+// when the store refuses it. No removal finishes meanwhile (g.saving).
+// Caller holds g.mu, which is released on return.
+func (g *group) storeAdminChangeLocked(m *member, prev groupcore.Lifecycle, write *storeWrite) error {
+	g.saving++
+	g.mu.Unlock()
+	g.flushWrites()
+	err := writeErr(write)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.saving--
+	if err != nil {
+		g.undoAdminLocked(m, prev)
+	}
+	return err
+}

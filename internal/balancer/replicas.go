@@ -202,17 +202,7 @@ func (b *Balancer) setDraining(groupName, id string, draining bool) error {
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
 	state := g.stateLocked(m)
-	g.saving++
-	g.mu.Unlock()
-	g.flushWrites()
-	err = writeErr(write)
-	g.mu.Lock()
-	g.saving--
-	if err != nil {
-		g.undoAdminLocked(m, prev)
-	}
-	g.mu.Unlock()
-	if err != nil {
+	if err := g.storeAdminChangeLocked(m, prev, write); err != nil {
 		return err
 	}
 	b.log.Info("replica state changed", "group", groupName, "replica", id, "state", state)
@@ -245,17 +235,7 @@ func (b *Balancer) RemoveReplica(groupName, id string) error {
 	}
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
-	g.saving++
-	g.mu.Unlock()
-	g.flushWrites()
-	err = writeErr(write)
-	g.mu.Lock()
-	g.saving--
-	if err != nil {
-		g.undoAdminLocked(m, prev)
-	}
-	g.mu.Unlock()
-	return err
+	return g.storeAdminChangeLocked(m, prev, write)
 }
 
 // syncStaticLocked makes the group's static members match spec.Replicas:
