@@ -50,6 +50,9 @@ type HTTPResult struct {
 	figure effFigures
 }
 
+// ClientGap separates the clients' starts, in their start order.
+const ClientGap = effClientGap
+
 // Interleave returns rates in the effectiveness experiment's start order:
 // the first half and the second half alternately (100,50,100,50,... for
 // its defaults).
