@@ -72,7 +72,7 @@ func TestBenchClusterSmoke(t *testing.T) {
 			Leader    string         `json:"leader"`
 			ClientsAt map[string]int `json:"clients_at"`
 			Run       struct {
-				Count     int64     `json:"count"`
+				Count     int64     `json:"calls"`
 				Errors    int64     `json:"errors"`
 				DurationS int       `json:"duration_s"`
 				Rates     []float64 `json:"replica_rates"`
