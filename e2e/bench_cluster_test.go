@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,13 +16,15 @@ import (
 // instances on a three-member etcd it starts itself. Every phase measures
 // something (propagation, the three overhead configurations without
 // errors, two fan-in windows with reports and their latency, an instance
-// failover with the clients served again), and the leader failover is
+// failover with the clients served again, the two effectiveness runs —
+// one instance and three — with their calls served and each instance's
+// bindings counted, too short to judge), and the leader failover is
 // measured or says why not (while serve runs no analyzer leader); the
 // targets are in results.json.
 func TestBenchClusterSmoke(t *testing.T) {
 	t.Parallel()
 	etcdtest.Need(t)
-	res, out := runBench(t, "cluster", "overhead.csv", "fanin.csv")
+	res, out := runBench(t, "cluster", "overhead.csv", "fanin.csv", "effectiveness.csv", "rates-one-instance.png", "rates-three-instances.png")
 	if len(res.Rows) != 2 {
 		t.Fatalf("rows %v, want one-instance and three-instances", res.Rows)
 	}
@@ -64,6 +67,23 @@ func TestBenchClusterSmoke(t *testing.T) {
 			NewTerm  uint64  `json:"new_term"`
 			MS       float64 `json:"new_term_advisory_ms"`
 		} `json:"leader_failover"`
+		Effectiveness []struct {
+			Config    string         `json:"config"`
+			Leader    string         `json:"leader"`
+			ClientsAt map[string]int `json:"clients_at"`
+			Run       struct {
+				Count     int64     `json:"calls"`
+				Errors    int64     `json:"errors"`
+				DurationS int       `json:"duration_s"`
+				Rates     []float64 `json:"replica_rates"`
+				Target    string    `json:"target"`
+			} `json:"run"`
+			Instances []struct {
+				Name     string `json:"name"`
+				Leader   bool   `json:"leader"`
+				Bindings uint64 `json:"bindings"`
+			} `json:"instances"`
+		} `json:"effectiveness"`
 		Targets []struct {
 			Name   string `json:"name"`
 			Status string `json:"status"`
@@ -99,6 +119,33 @@ func TestBenchClusterSmoke(t *testing.T) {
 	case !l.Measured && l.Reason == "":
 		t.Errorf("leader failover %+v, not measured without saying why", l)
 	}
+	if e := extra.Effectiveness; len(e) != 2 || e[0].Config != "one-instance" || e[1].Config != "three-instances" {
+		t.Errorf("effectiveness %+v, want the one-instance and three-instances runs", e)
+	}
+	for _, e := range extra.Effectiveness {
+		var bindings uint64
+		leaders := 0
+		for _, in := range e.Instances {
+			bindings += in.Bindings
+			if in.Leader {
+				leaders++
+				if in.Name != e.Leader {
+					t.Errorf("effectiveness %s: instance %s marked leader, the leader is %q", e.Config, in.Name, e.Leader)
+				}
+			}
+		}
+		// 8 clients; 2 s at 600 calls/s together.
+		if e.Run.Count < 600 || e.Run.Errors != 0 || e.Run.DurationS != 2 || len(e.Run.Rates) != 2 || len(e.Instances) != 3 || leaders != 1 || bindings < 8 {
+			t.Errorf("effectiveness %s: %+v, want 2 s of calls on 2 replicas without errors, three instances with one leader and every client bound", e.Config, e)
+		}
+		want := map[string]int{e.Leader: 8}
+		if e.Config == "three-instances" {
+			want = map[string]int{"fulcrum-a": 3, "fulcrum-b": 3, "fulcrum-c": 2}
+		}
+		if !maps.Equal(e.ClientsAt, want) {
+			t.Errorf("effectiveness %s: clients at %v, want %v", e.Config, e.ClientsAt, want)
+		}
+	}
 	statuses := map[string]string{}
 	for _, tg := range extra.Targets {
 		statuses[tg.Name] = tg.Status
@@ -107,6 +154,10 @@ func TestBenchClusterSmoke(t *testing.T) {
 		if statuses[name] == "" || statuses[name] == "not measured" {
 			t.Errorf("target %q is %q, want it measured (targets %v)", name, statuses[name], statuses)
 		}
+	}
+	// A 2 s run is too short to judge equilibrium (at least 20 s).
+	if s := statuses["equilibrium ≤ 10 s with three instances"]; s != "not measured" {
+		t.Errorf("equilibrium target %q after 2 s runs, want not measured (targets %v)", s, statuses)
 	}
 	if s := statuses["leader failover ≤ 2 × session_ttl"]; (s == "not measured") == extra.Leader.Measured {
 		t.Errorf("leader failover target %q, but the phase says measured=%v", s, extra.Leader.Measured)

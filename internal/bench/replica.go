@@ -7,10 +7,14 @@ import (
 
 // Join registers a replica with a balancer's group through its monitor.
 type Join struct {
-	// Admin is the balancer's admin API URL.
+	// Admin is the balancer's admin API URL; several, comma-separated,
+	// for a cluster's instances (the monitor tries them in order).
 	Admin string
 	// Group is the group to join.
 	Group string
+	// Token, when set, is the join or admin token to register with
+	// (--join-token); none for a balancer without an admin token.
+	Token string
 }
 
 // Replica is a running "fulcrum backend prime".
@@ -33,6 +37,9 @@ func (e *Env) StartReplica(ctx context.Context, name string, join *Join) (*Repli
 	}
 	if join != nil {
 		args = append(args, "--register", join.Admin, "--group", join.Group)
+		if join.Token != "" {
+			args = append(args, "--join-token", join.Token)
+		}
 	}
 	lines := make(chan string, 1)
 	p, err := e.Start(ProcSpec{Name: e.UniqueName(name), Path: e.Binary, Args: args, FirstLine: lines})

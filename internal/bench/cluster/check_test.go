@@ -26,6 +26,10 @@ func TestCheck(t *testing.T) {
 		{"too many groups", Cluster{Replicas: 5, Groups: 6}, bench.Full, "--groups 6, must be in [1, --replicas (5)]"},
 		{"short window", Cluster{Window: 500 * time.Millisecond}, bench.Full, "--window 500ms, must be at least 1s"},
 		{"negative registrations", Cluster{Registrations: -3}, bench.Full, "--registrations -3, must be positive"},
+		{"negative eff replicas", Cluster{EffReplicas: -1}, bench.Full, "--eff-replicas -1, must be positive"},
+		{"too many eff replicas", Cluster{EffReplicas: 65}, bench.Full, "--eff-replicas 65, must be in [1, 64]"},
+		{"negative eff duration", Cluster{EffDuration: -time.Second}, bench.Full, "--eff-duration -1s, must be positive"},
+		{"short eff duration", Cluster{EffDuration: 500 * time.Millisecond}, bench.Full, "--eff-duration 500ms, must be at least 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -51,6 +55,14 @@ func TestSettings(t *testing.T) {
 	smoke := (&Cluster{}).settings(bench.Smoke)
 	if smoke.window > 3*time.Second || smoke.Calls > 1000 || smoke.Replicas > 100 {
 		t.Errorf("smoke settings %+v are not seconds", smoke)
+	}
+	// The effectiveness phase: the effectiveness experiment's clients in
+	// its start order, its 60 s runs on 4 replicas by default.
+	if full.EffReplicas != 4 || full.effDuration != time.Minute || !slices.Equal(full.EffRates, []float64{100, 50, 100, 50, 100, 50, 100, 50}) {
+		t.Errorf("full effectiveness settings %d replicas, %s, rates %v; want 4, 1m0s and the effectiveness defaults interleaved", full.EffReplicas, full.effDuration, full.EffRates)
+	}
+	if smoke.effDuration > 3*time.Second || smoke.EffReplicas > 2 {
+		t.Errorf("smoke effectiveness settings %d replicas, %s: not seconds", smoke.EffReplicas, smoke.effDuration)
 	}
 	flags := (&Cluster{Replicas: 50, Groups: 5, Window: 4 * time.Second}).settings(bench.Smoke)
 	if flags.Replicas != 50 || flags.Groups != 5 || flags.window != 4*time.Second {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 )
 
 func init() { bench.Register("cluster", func() bench.Experiment { return &Cluster{} }) }
@@ -30,6 +31,11 @@ type Cluster struct {
 	// Window is each fan-in measurement's length; 0: 30s (10s with
 	// --quick, 2s with --smoke).
 	Window time.Duration
+	// EffDuration is each effectiveness run's length; 0: 60s (20s with
+	// --quick, 2s with --smoke). EffReplicas are its replicas; 0: 4 (2
+	// with --smoke).
+	EffDuration time.Duration
+	EffReplicas int
 }
 
 // Name implements Experiment.
@@ -37,7 +43,7 @@ func (*Cluster) Name() string { return "cluster" }
 
 // Summary implements Experiment.
 func (*Cluster) Summary() string {
-	return "three instances on a three-member etcd: propagation, per-request overhead against one instance, report fan-in and etcd writes, instance failover"
+	return "three instances on a three-member etcd: propagation, per-request overhead against one instance, equilibrium with clients spread over the instances, report fan-in and etcd writes, instance and leader failover"
 }
 
 // ByNameOnly implements bench.ByNameOnly: "bench all" leaves cluster out,
@@ -52,20 +58,28 @@ func (c *Cluster) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Replicas, "replicas", 0, "simulated replicas reporting in the fan-in (default 1000, --smoke 30)")
 	fs.IntVar(&c.Groups, "groups", 0, "groups the simulated replicas are spread over (default 10, --smoke 3)")
 	fs.DurationVar(&c.Window, "window", 0, "length of each fan-in measurement (default 30s, --quick 10s, --smoke 2s)")
+	fs.DurationVar(&c.EffDuration, "eff-duration", 0, "length of each effectiveness run, one instance and three (default 60s, --quick 20s, --smoke 2s)")
+	fs.IntVar(&c.EffReplicas, "eff-replicas", 0, "replicas of each effectiveness run (default 4, --smoke 2)")
 }
 
 // settings are the run's sizes.
 type settings struct {
-	Registrations int           `json:"registrations"`
-	Calls         int           `json:"calls"`
-	Rounds        int           `json:"rounds"`
-	Replicas      int           `json:"replicas"`
-	Groups        int           `json:"groups"`
-	WindowS       float64       `json:"window_s"`
-	Intervals     []string      `json:"report_intervals"`
-	SessionTTL    string        `json:"session_ttl"`
-	window        time.Duration // Window
-	intervals     []time.Duration
+	Registrations int      `json:"registrations"`
+	Calls         int      `json:"calls"`
+	Rounds        int      `json:"rounds"`
+	Replicas      int      `json:"replicas"`
+	Groups        int      `json:"groups"`
+	WindowS       float64  `json:"window_s"`
+	Intervals     []string `json:"report_intervals"`
+	SessionTTL    string   `json:"session_ttl"`
+	// The effectiveness phase: replicas, the clients' rates in start
+	// order, each run's length.
+	EffReplicas  int           `json:"eff_replicas"`
+	EffRates     []float64     `json:"eff_rates"`
+	EffDurationS float64       `json:"eff_duration_s"`
+	window       time.Duration // Window
+	intervals    []time.Duration
+	effDuration  time.Duration
 }
 
 func (c *Cluster) settings(size bench.Size) settings {
@@ -84,7 +98,14 @@ func (c *Cluster) settings(size bench.Size) settings {
 		window:        c.Window,
 		intervals:     []time.Duration{500 * time.Millisecond, time.Second},
 		SessionTTL:    sessionTTL.String(),
+		EffReplicas:   or(c.EffReplicas, bench.Pick(size, 4, 4, 2)),
+		EffRates:      effectiveness.Interleave(effectiveness.DefaultRates()),
+		effDuration:   c.EffDuration,
 	}
+	if s.effDuration <= 0 {
+		s.effDuration = bench.Pick(size, 60*time.Second, 20*time.Second, 2*time.Second)
+	}
+	s.EffDurationS = s.effDuration.Seconds()
 	if s.window <= 0 {
 		s.window = bench.Pick(size, 30*time.Second, 10*time.Second, 2*time.Second)
 	}
@@ -100,7 +121,7 @@ func (c *Cluster) Check(size bench.Size) error {
 	for _, f := range []struct {
 		flag string
 		v    int
-	}{{"registrations", c.Registrations}, {"calls", c.Calls}, {"rounds", c.Rounds}, {"replicas", c.Replicas}, {"groups", c.Groups}} {
+	}{{"registrations", c.Registrations}, {"calls", c.Calls}, {"rounds", c.Rounds}, {"replicas", c.Replicas}, {"groups", c.Groups}, {"eff-replicas", c.EffReplicas}} {
 		if f.v < 0 {
 			return fmt.Errorf("cluster: --%s %d, must be positive (or 0 for the default)", f.flag, f.v)
 		}
@@ -119,6 +140,12 @@ func (c *Cluster) Check(size bench.Size) error {
 		return fmt.Errorf("cluster: --window %s, must be positive (or 0 for the default)", c.Window)
 	case s.window < time.Second:
 		return fmt.Errorf("cluster: --window %s, must be at least 1s", s.window)
+	case c.EffDuration < 0:
+		return fmt.Errorf("cluster: --eff-duration %s, must be positive (or 0 for the default)", c.EffDuration)
+	case s.effDuration < time.Second:
+		return fmt.Errorf("cluster: --eff-duration %s, must be at least 1s", s.effDuration)
+	case s.EffReplicas > 64:
+		return fmt.Errorf("cluster: --eff-replicas %d, must be in [1, 64]", s.EffReplicas)
 	}
 	return nil
 }
@@ -149,6 +176,11 @@ func (c *Cluster) Run(ctx context.Context, env *bench.Env) (*bench.Results, erro
 		return nil, err
 	}
 
+	eff, err := measureEffectiveness(ctx, env, ins, s.EffReplicas, s.EffRates, s.effDuration)
+	if err != nil {
+		return nil, err
+	}
+
 	fan, err := measureFanIn(ctx, env, ins, etcd, s.Replicas, s.Groups, s.window, s.intervals)
 	if err != nil {
 		return nil, err
@@ -172,15 +204,15 @@ func (c *Cluster) Run(ctx context.Context, env *bench.Env) (*bench.Results, erro
 		env.Logf("leader failover: %s", leader.Reason)
 	}
 
-	if err := writeCSV(env, rows, control, fan); err != nil {
+	if err := writeCSV(env, rows, control, eff, fan); err != nil {
 		return nil, err
 	}
 	return &bench.Results{
 		Rows:   rows,
-		Report: clusterReport(s, prop, rows, control, fan, leader, fail),
+		Report: clusterReport(s, prop, rows, control, eff, fan, leader, fail),
 		Extra: map[string]any{
 			"settings": s, "control": control, "propagation": prop, "fan_in": fan,
-			"instance_failover": fail, "leader_failover": leader,
+			"instance_failover": fail, "leader_failover": leader, "effectiveness": eff,
 		},
 	}, nil
 }

@@ -8,6 +8,12 @@
 //   - overhead: per-request calls through three instances (callers spread
 //     over them) against one, with an A/A control: one instance again, on
 //     another process (overhead.go);
+//   - effectiveness: the effectiveness experiment's run (package
+//     effectiveness, HTTPRun) with least-loaded/on-demand, every client at
+//     the group leader's front door against the clients spread over the
+//     three instances' (Options.FrontDoors): equilibrium, steady CV, and
+//     where the rebinds happened and whether the non-leaders' reached the
+//     leader (equilibrium.go, bindings.go);
 //   - fan-in: simulated replicas reporting to the three instances with
 //     loads drifting as a random walk: report latency, the instances' CPU
 //     time per report and etcd's writes per second at two report rates
@@ -17,7 +23,7 @@
 //     (failover.go);
 //   - leader failover, on the two instances left: kill -9 of a group's
 //     analyzer leader → a monitor's first advisory with a higher term;
-//     not measured (and said so) while fulcrum serve runs no leader
+//     not measured (and said so) when fulcrum serve runs no leader
 //     (leader.go).
 //
 // It registers itself with the bench in its init function:

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
+	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
 )
 
 // Targets of issue 23's benchmark.
@@ -19,7 +22,7 @@ const (
 )
 
 // clusterReport is report.md.
-func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *OverheadRow, fan FanIn, leader LeaderFailover, fail InstanceFailover) *bench.Report {
+func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *OverheadRow, eff []EffRun, fan FanIn, leader LeaderFailover, fail InstanceFailover) *bench.Report {
 	rep := bench.NewReport("fulcrum bench cluster")
 	ttl2 := 2 * sessionTTL
 
@@ -56,7 +59,12 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 			"throughput three/one %.3f (median per-round ratio); the control, one instance again on another process, %.3f with per-round ratios' p5 %.3f",
 			*three.ThroughputRatio, *control.ThroughputRatio, control.ThroughputRatioBounds.Lower)
 	}
-	rep.TargetUnknown("equilibrium ≤ 10 s with three instances", "not measured: this experiment runs no effectiveness run across instances (replicas of unequal load, on-demand clients spread over the three front doors); fulcrum bench effectiveness measures it on one instance")
+	switch st, detail := effTarget(eff); st {
+	case bench.Unknown:
+		rep.TargetUnknown("equilibrium ≤ 10 s with three instances", "%s", detail)
+	default:
+		rep.Target("equilibrium ≤ 10 s with three instances", st == bench.Met, "%s", detail)
+	}
 
 	rep.Heading("Set-up")
 	rep.Para("Three `fulcrum serve` instances (admin APIs on 127.0.0.1, 127.0.0.2 and 127.0.0.3, one admin_token, `session_ttl: %s`) on a three-member etcd cluster started by the bench on loopback, everything on this machine. Groups are created through A's API with `front_door: 0.0.0.0:0`, so every instance binds a port of its own; calls reach instance N at 127.0.0.N.", sessionTTL)
@@ -74,6 +82,8 @@ func clusterReport(s settings, prop Propagation, rows []OverheadRow, control *Ov
 			strconv.FormatInt(r.Errors, 10), ratioCell(r.ThroughputRatio), ratioCell(r.LatencyRatio), usCell(r.InstanceCPUUS)})
 	}
 	rep.Table([]string{"configuration", "calls/s", "mean µs", "p50 µs", "p99 µs", "errors", "throughput / one", "latency / one", "instances' CPU µs/call"}, table)
+
+	effSection(rep, s, eff)
 
 	rep.Heading("Fan-in")
 	rep.Para("%d simulated replicas in %d per-request groups, replica i registered at and reporting to instance i mod 3 (`POST /v1/report` with its token; a 307 is followed, and later reports go there until one fails, as monitors do), loads a random walk in [0, 1] (normal steps, σ 0.05). Each window starts after two report intervals and lasts %.0f s. etcd writes are the members' largest `%s` delta per second.",
@@ -129,8 +139,8 @@ func usCell(v *float64) string {
 	return bench.Num(*v, 1)
 }
 
-// writeCSV writes overhead.csv and fanin.csv.
-func writeCSV(env *bench.Env, rows []OverheadRow, control *OverheadRow, fan FanIn) error {
+// writeCSV writes overhead.csv, fanin.csv and effectiveness.csv.
+func writeCSV(env *bench.Env, rows []OverheadRow, control *OverheadRow, eff []EffRun, fan FanIn) error {
 	header := append(append([]string{"name"}, bench.FiguresHeader...), "throughput_ratio_to_one", "latency_ratio_to_one", "instance_cpu_us_per_call")
 	var table [][]string
 	for _, r := range append(append([]OverheadRow(nil), rows...), deref(control)...) {
@@ -148,5 +158,75 @@ func writeCSV(env *bench.Env, rows []OverheadRow, control *OverheadRow, fan FanI
 		table = append(table, []string{strconv.FormatInt(w.IntervalMS, 10), bench.Num(w.Seconds, 2), strconv.FormatInt(w.Reports, 10), strconv.FormatInt(w.Errors, 10),
 			bench.Num(w.LatencyP50MS, 3), bench.Num(w.LatencyP99MS, 3), bench.Num(w.LatencyMaxMS, 3), usCell(w.InstanceCPUUSPerReport), bench.Num(w.EtcdWritesPerSecond, 2), fw})
 	}
-	return env.WriteCSV("fanin.csv", []string{"report_interval_ms", "seconds", "reports", "errors", "latency_p50_ms", "latency_p99_ms", "latency_max_ms", "instance_cpu_us_per_report", "etcd_writes_per_second", "fulcrum_etcd_writes_per_second"}, table)
+	if err := env.WriteCSV("fanin.csv", []string{"report_interval_ms", "seconds", "reports", "errors", "latency_p50_ms", "latency_p99_ms", "latency_max_ms", "instance_cpu_us_per_report", "etcd_writes_per_second", "fulcrum_etcd_writes_per_second"}, table); err != nil {
+		return err
+	}
+	table = nil
+	for _, r := range eff {
+		row := r.Run
+		eq := ""
+		if row.EquilibriumS != nil {
+			eq = strconv.Itoa(*row.EquilibriumS)
+		}
+		notice := ""
+		if r.NoticeP50MS != nil {
+			notice = bench.Num(*r.NoticeP50MS, 1)
+		}
+		table = append(table, []string{r.Config, r.Leader, strconv.Itoa(row.DurationS), eq, bench.Num(row.SteadyCV, 4), bench.Num(row.OptimalCV, 4),
+			strconv.Itoa(r.ClientRebinds), bench.Num(row.RebindsPerS, 3), strconv.FormatInt(row.Count, 10), strconv.FormatInt(row.Errors, 10),
+			strconv.FormatUint(r.RebindsAtNonLeaders, 10), strconv.Itoa(r.LookedUp), strconv.Itoa(r.ReachedLeader), notice, row.Target})
+	}
+	return env.WriteCSV("effectiveness.csv", []string{"config", "leader", "duration_s", "equilibrium_s", "steady_cv", "optimal_cv", "client_rebinds", "rebinds_per_s_steady",
+		"calls", "errors", "rebinds_at_non_leaders", "looked_up_at_non_leaders", "reached_leader", "notice_p50_ms", "effectiveness_target"}, table)
+}
+
+// effSection is the report's effectiveness section.
+func effSection(rep *bench.Report, s settings, eff []EffRun) {
+	rep.Heading("Equilibrium: effectiveness with three instances against one")
+	rep.Para("The effectiveness experiment's run (`fulcrum bench effectiveness`: its open-loop clients, schedule, equilibrium and CV) with %s/%s, its headline pair: %d replicas of the prime service (their monitors given all three admin URLs), %d clients at %s calls/s started %s apart, %.0f s per run, a fresh group and fresh replicas per run. "+
+		"one-instance: every client at the front door of the group's analyzer leader. three-instances: client i given the three front doors (`Options.FrontDoors`) starting at instance i mod 3, so it binds and rebinds there while it answers. "+
+		"Equilibrium: the first %d s window with every replica within ±%.0f%% of the mean; steady CV over the replicas' mean rates from equilibrium to the end.",
+		effStrategy, effBinding, s.EffReplicas, len(s.EffRates), joinNums(s.EffRates), effectiveness.ClientGap, s.EffDurationS, stats.DefaultWindow, stats.DefaultBand*100)
+	var table [][]string
+	for _, r := range eff {
+		row := r.Run
+		notice := "–"
+		if r.NoticeP50MS != nil {
+			notice = bench.Num(*r.NoticeP50MS, 1) + " / " + bench.Num(*r.NoticeMaxMS, 1)
+		}
+		table = append(table, []string{r.Config, r.Leader, eqText(row.EquilibriumS), bench.Num(row.SteadyCV, 4), bench.Num(row.OptimalCV, 4),
+			strconv.Itoa(r.ClientRebinds), bench.Num(row.RebindsPerS, 2), effectiveness.FormatRates(row.ReplicaRates), strconv.FormatInt(row.Errors, 10),
+			strconv.FormatUint(r.RebindsAtNonLeaders, 10), strconv.Itoa(r.LookedUp), strconv.Itoa(r.ReachedLeader), notice})
+	}
+	rep.Table([]string{"configuration", "leader", "equilibrium", "steady CV", "optimal CV", "rebinds", "rebinds/s steady", "replica rates (calls/s)", "failed",
+		"rebinds at non-leaders", "looked up there", "reached the leader", "notice delay p50 / max ms"}, table)
+	rep.Para("Rebinds: the clients' binding changes over the run. At non-leaders: their front doors' `rebinds` counters; looked up there: their `binding` events with `looked_up` (a move read from etcd); reached the leader: those matched, by client and replica, with a `binding` event with `elsewhere` at the leader (its bound notice applied), the delay between the two events. Per instance:")
+	table = nil
+	for _, r := range eff {
+		for _, in := range r.Instances {
+			role := ""
+			if in.Leader {
+				role = "leader"
+			}
+			table = append(table, []string{r.Config, in.Name, role, strconv.FormatUint(in.Bindings, 10), strconv.FormatUint(in.Rebinds, 10),
+				strconv.Itoa(in.Planned), strconv.Itoa(in.LookedUp), strconv.Itoa(in.Elsewhere)})
+		}
+	}
+	rep.Table([]string{"configuration", "instance", "role", "bindings", "rebinds", "planned bindings", "looked-up bindings", "elsewhere (notices)"}, table)
+	for _, r := range eff {
+		if r.BoundPushFailures > 0 {
+			rep.Para("%s: %.0f bound notices failed (`fulcrum_cluster_push_failures_total{kind=\"bound\"}`).", r.Config, r.BoundPushFailures)
+		}
+	}
+	for _, r := range eff {
+		rep.Image(r.Config, "rates-"+r.Config+".png")
+	}
+}
+
+func joinNums(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = bench.Num(x, 0)
+	}
+	return strings.Join(parts, ",")
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -296,27 +295,15 @@ func (x *Effectiveness) runOne(ctx context.Context, env *bench.Env, r effRun, or
 			clients[i] = c
 			continue
 		}
-		c, closeIdle := newEffClient(b.FrontDoor(effGroup), r.Binding, rate)
+		c, closeIdle := newEffClient([]string{b.FrontDoor(effGroup)}, r.Binding, rate)
 		defer closeIdle()
 		clients[i] = c
 	}
-	start := time.Now().Add(effWarmup)
-	end := start.Add(dur)
-	log := newServeLog(start)
-	stopSampling := func() {}
+	var sample func(*serveLog) func()
 	if env.Protocol == bench.ProtocolGIOP && r.Binding == protocol.PerRequest {
-		stopSampling = sampleProxied(ctx, b, log)
+		sample = func(log *serveLog) func() { return sampleProxied(ctx, b, log) }
 	}
-	var wg sync.WaitGroup
-	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.run(ctx, start.Add(time.Duration(i)*effClientGap), end, log)
-		}()
-	}
-	wg.Wait()
-	stopSampling()
+	log := driveClients(ctx, clients, dur, sample)
 	if err := ctx.Err(); err != nil {
 		return effTrace{}, nil, nil, err
 	}
@@ -330,25 +317,27 @@ func (x *Effectiveness) runOne(ctx context.Context, env *bench.Env, r effRun, or
 	if errs := log.errorKinds(); errs != "" {
 		env.Logf("effectiveness: %s: failed calls: %s", r, errs)
 	}
-	rec, lag := stats.NewRecorder(), stats.NewRecorder()
-	for _, c := range clients {
-		rec.Merge(c.rec)
-		lag.Merge(c.lag)
-	}
+	rec, lag := mergedRecorders(clients)
 	return tr, rec, lag, nil
 }
 
 // writeEffRun writes a run's per-second rates (CSV) and its plot (PNG).
 func writeEffRun(env *bench.Env, r effRun, tr effTrace, f effFigures) error {
+	return writeRates(env, "rates-"+r.slug(), fmt.Sprintf("%s: calls/s served by each replica", r), tr, f)
+}
+
+// writeRates writes tr's per-second rates to name.csv and their plot,
+// titled title, to name.png.
+func writeRates(env *bench.Env, name, title string, tr effTrace, f effFigures) error {
 	table := rateTable(tr)
-	if err := env.WriteCSV("rates-"+r.slug()+".csv", table[0], table[1:]); err != nil {
+	if err := env.WriteCSV(name+".csv", table[0], table[1:]); err != nil {
 		return err
 	}
-	p, err := ratePlot(fmt.Sprintf("%s: calls/s served by each replica", r), tr, f)
+	p, err := ratePlot(title, tr, f)
 	if err != nil {
 		return err
 	}
-	return env.SavePlot(p, "rates-"+r.slug()+".png")
+	return env.SavePlot(p, name+".png")
 }
 
 // joinRates shows rates as 150/150/148/152: whole calls/s, one decimal

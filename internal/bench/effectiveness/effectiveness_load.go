@@ -248,20 +248,29 @@ func (c *pacedClient) once(ctx context.Context, intended time.Time, log *serveLo
 	}
 }
 
-// newEffClient returns a client of the group behind frontDoor at rate,
+// newEffClient returns a client of the group behind doors[0] at rate,
 // speaking as binding dictates: through the client library, which keeps
 // its binding and follows rebinds (on-demand, per-session), or plain HTTP
-// to the front door, which forwards every call (per-request).
-func newEffClient(frontDoor, binding string, rate float64) (*pacedClient, func()) {
+// to the front door, which forwards every call (per-request). With
+// several doors (the group's front doors on a cluster's instances) the
+// client library is given them all (client.Options.FrontDoors): the
+// client calls doors[0] and goes through it while it answers; a
+// per-request client uses doors[0] only.
+func newEffClient(doors []string, binding string, rate float64) (*pacedClient, func()) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConnsPerHost = effMaxInflight
+	frontDoor := doors[0]
 	url := fmt.Sprintf("%s/prime/%d", frontDoor, effPrimeN)
 	c := &pacedClient{rate: rate, rec: stats.NewRecorder(), lag: stats.NewRecorder()}
 	var hc *http.Client
 	if binding == protocol.PerRequest {
 		hc = &http.Client{Transport: base, Timeout: effCallTimeout}
 	} else {
-		tr := client.NewTransport(client.Options{Base: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		opts := client.Options{Base: base, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if len(doors) > 1 {
+			opts.FrontDoors = doors
+		}
+		tr := client.NewTransport(opts)
 		hc = &http.Client{Transport: tr, Timeout: effCallTimeout}
 		c.bound = func() string {
 			b, _ := tr.Binding(frontDoor)
@@ -270,4 +279,37 @@ func newEffClient(frontDoor, binding string, rate float64) (*pacedClient, func()
 	}
 	c.call = func(ctx context.Context) (string, error) { return backend.CallPrime(ctx, hc, url) }
 	return c, base.CloseIdleConnections
+}
+
+// driveClients runs clients on the experiment's schedule — the first
+// effWarmup from now, each next effClientGap after the one before, all
+// until dur after the first's start — and returns their log once every
+// call they sent is over. sample, when not nil, is started with the log
+// before the clients and its stop called after them.
+func driveClients(ctx context.Context, clients []*pacedClient, dur time.Duration, sample func(*serveLog) (stop func())) *serveLog {
+	start := time.Now().Add(effWarmup)
+	end := start.Add(dur)
+	log := newServeLog(start)
+	stop := func() {}
+	if sample != nil {
+		stop = sample(log)
+	}
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() { c.run(ctx, start.Add(time.Duration(i)*effClientGap), end, log) })
+	}
+	wg.Wait()
+	stop()
+	return log
+}
+
+// mergedRecorders returns the clients' latencies and send lags, each
+// merged into one recorder.
+func mergedRecorders(clients []*pacedClient) (rec, lag *stats.Recorder) {
+	rec, lag = stats.NewRecorder(), stats.NewRecorder()
+	for _, c := range clients {
+		rec.Merge(c.rec)
+		lag.Merge(c.lag)
+	}
+	return rec, lag
 }
