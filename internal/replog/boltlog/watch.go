@@ -95,4 +95,3 @@ func (l *Log) read(next uint64) ([]replog.Entry, error) {
 	}
 	return out, stop
 }
-
