@@ -30,6 +30,11 @@ func (l *Log) Watch(ctx context.Context, from uint64) iter.Seq2[replog.Entry, er
 				next = e.Position + 1
 			}
 			if err != nil {
+				select {
+				case <-l.d.stop:
+					err = replog.ErrClosed // the file closed under the read
+				default:
+				}
 				yield(replog.Entry{}, err)
 				return
 			}

@@ -46,6 +46,7 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentDistinctSeqs", testConcurrentDistinct},
 		{"WatchFromMiddle", testWatchFromMiddle},
 		{"TrimAndWatchBelow", testTrim},
+		{"TrimPassesAWatch", testTrimPassesWatch},
 		{"PayloadLimit", testPayloadLimit},
 		{"LogBytesLimit", testLogBytesLimit},
 		{"SessionExpiry", testSessionExpiry},
@@ -317,6 +318,41 @@ func testTrim(t *testing.T, h Harness) {
 	// The dedup index outlives the trimmed entry.
 	if p, existed, err := l.AppendOrGet(ctxT(t), app("t", 1, "again")); err != nil || !existed || p != pos[1] {
 		t.Fatalf("append of a trimmed entry again: %d %v %v, want %d existed", p, existed, err, pos[1])
+	}
+}
+
+// testTrimPassesWatch: a trim past a running watch's position makes it
+// end with ErrTrimmed or deliver what it had read already, never skip.
+func testTrimPassesWatch(t *testing.T, h Harness) {
+	l := h.Open(t, replog.Limits{})
+	var pos []uint64
+	for i := range 10 {
+		pos = append(pos, mustAppend(t, l, app("tw", uint64(i), fmt.Sprint(i))))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var got []uint64
+	for e, err := range l.Watch(ctx, 0) {
+		if err != nil {
+			if !errors.Is(err, replog.ErrTrimmed) {
+				t.Fatalf("after %v: %v, want entries or ErrTrimmed", got, err)
+			}
+			break
+		}
+		got = append(got, e.Position)
+		if len(got) == 2 {
+			if err := l.Trim(ctxT(t), pos[5]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(got) == 10 {
+			break
+		}
+	}
+	for i, p := range got {
+		if p != pos[i] {
+			t.Fatalf("watch across a trim: %v, want a prefix of %v", got, pos)
+		}
 	}
 }
 
