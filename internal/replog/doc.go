@@ -1,5 +1,5 @@
-// Package replog is the ordered log of a replicated group (seed 001's
-// totally ordered group communication, issue 24 "The log"): the bridge
+// Package replog is the ordered log of a replicated group (the MEAD
+// paper's totally ordered group communication): the bridge
 // appends each client request with AppendOrGet, which both orders and
 // deduplicates it, and every replica's agent reads the entries in order
 // with Watch and applies them one at a time.
