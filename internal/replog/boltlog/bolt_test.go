@@ -137,3 +137,34 @@ func TestTrimBeyondLast(t *testing.T) {
 		t.Fatalf("append after the DB closed: %v, want ErrClosed", err)
 	}
 }
+
+// TestGroupsApart: two groups in one file have their own dense positions,
+// dedup keys, trim points and watches.
+func TestGroupsApart(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), FileName), Options{})
+	a, err := db.Group("a", GroupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.Group("b", GroupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		for _, l := range []*Log{a, b} {
+			p, existed, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: uint64(i), Payload: []byte(l.name)})
+			if err != nil || existed || p != uint64(i+1) {
+				t.Fatalf("group %s, s/%d: %d %v %v, want new at %d", l.name, i, p, existed, err, i+1)
+			}
+		}
+	}
+	if err := a.Trim(ctxT(t), 2); err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range b.Watch(ctxT(t), 1) {
+		if err != nil || e.Position != 1 || string(e.Payload) != "b" {
+			t.Fatalf("b's first entry after a's trim: %+v %v", e, err)
+		}
+		break
+	}
+}

@@ -163,3 +163,35 @@ func TestOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseRevokedUnderTheCache: a session's lease that ends while this
+// instance still holds it as fresh (revoked here; lapsed while etcd was
+// away) takes its dedup keys with it; the next append of the session is
+// refused by etcd for the unknown lease, and is tried again on a new
+// lease, once, without the caller seeing it.
+func TestLeaseRevokedUnderTheCache(t *testing.T) {
+	l := openT(t, Options{Prefix: newPrefix(t), Group: "g", SessionTTL: time.Minute})
+	p1, _, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: 1, Payload: []byte("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := l.cli.Get(ctxT(t), l.k.session("s"))
+	if err != nil || len(sess.Kvs) != 1 {
+		t.Fatalf("session key: %v %v", sess, err)
+	}
+	old := clientv3.LeaseID(sess.Kvs[0].Lease)
+	if _, err := l.cli.Revoke(ctxT(t), old); err != nil {
+		t.Fatal(err)
+	}
+	p2, existed, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: 1, Payload: []byte("b")})
+	if err != nil || existed || p2 <= p1 {
+		t.Fatalf("s/1 after its lease was revoked: %d %v %v, want a new entry above %d", p2, existed, err, p1)
+	}
+	sess, err = l.cli.Get(ctxT(t), l.k.session("s"))
+	if err != nil || len(sess.Kvs) != 1 || clientv3.LeaseID(sess.Kvs[0].Lease) == old || sess.Kvs[0].Lease == 0 {
+		t.Fatalf("session key after the new grant: %v %v, want a new lease", sess, err)
+	}
+	if p, existed, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: 1}); err != nil || !existed || p != p2 {
+		t.Fatalf("s/1 again: %d %v %v, want %d existed", p, existed, err, p2)
+	}
+}
