@@ -195,3 +195,33 @@ func TestLeaseRevokedUnderTheCache(t *testing.T) {
 		t.Fatalf("s/1 again: %d %v %v, want %d existed", p, existed, err, p2)
 	}
 }
+
+// TestListPages: a watch that lists more entries than one page holds
+// (max_payload 1 MiB: 16 a page) gets them all, in order, once.
+func TestListPages(t *testing.T) {
+	l := openT(t, Options{Prefix: newPrefix(t), Group: "g", Limits: replog.Limits{MaxPayload: 1 << 20}})
+	if got := l.listPage(); got != 16 {
+		t.Fatalf("page of %d entries with max_payload 1 MiB, want 16", got)
+	}
+	var pos []uint64
+	for i := range 40 {
+		p, _, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: uint64(i), Payload: []byte{byte(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos = append(pos, p)
+	}
+	var got []uint64
+	for e, err := range l.Watch(ctxT(t), pos[3]) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.Position)
+		if len(got) == len(pos)-3 {
+			break
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(pos[3:]) {
+		t.Fatalf("watch over three pages: %v, want %v", got, pos[3:])
+	}
+}

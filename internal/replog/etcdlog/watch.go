@@ -14,8 +14,18 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 )
 
-// listPage is how many entries one list transaction reads.
-const listPage = 256
+// listPageBytes bounds one list transaction's response (by max_payload),
+// listPageMax its number of entries.
+const (
+	listPageBytes = 16 << 20
+	listPageMax   = 256
+)
+
+// listPage is how many entries one list transaction reads: at most
+// listPageBytes of entries of max_payload, at least one.
+func (l *Log) listPage() int64 {
+	return min(listPageMax, max(1, listPageBytes/int64(l.opts.Limits.MaxPayload)))
+}
 
 // watcher is one running watch: next is the position it needs next.
 type watcher struct {
@@ -82,7 +92,7 @@ func (l *Log) list(ctx context.Context, w *watcher, yield func(replog.Entry, err
 		resp, err := l.cli.Txn(ctx).Then(
 			clientv3.OpGet(l.k.trimKey),
 			clientv3.OpGet(l.k.log, clientv3.WithPrefix(), clientv3.WithMinModRev(int64(next)),
-				clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend), clientv3.WithLimit(listPage)),
+				clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortAscend), clientv3.WithLimit(l.listPage())),
 		).Commit()
 		if err != nil {
 			return 0, false, l.wrap("watch", err)
@@ -102,7 +112,7 @@ func (l *Log) list(ctx context.Context, w *watcher, yield func(replog.Entry, err
 				return 0, ok, err
 			}
 		}
-		if len(kvs) < listPage {
+		if int64(len(kvs)) < l.listPage() {
 			return resp.Header.Revision, true, nil
 		}
 	}
