@@ -20,7 +20,9 @@ const minSessionTTL = 2 * time.Second
 
 // Options of a group's log.
 type Options struct {
-	// Client is the etcd client; the log does not close it.
+	// Client is the etcd client; the log does not close it. Calls are
+	// bounded by their context only: callers give it a deadline, so that
+	// an unreachable etcd is an error, never a hang.
 	Client *clientv3.Client
 	// Prefix is the deployment's prefix (starts and ends with "/").
 	Prefix string
