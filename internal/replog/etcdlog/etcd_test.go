@@ -225,3 +225,31 @@ func TestListPages(t *testing.T) {
 		t.Fatalf("watch over three pages: %v, want %v", got, pos[3:])
 	}
 }
+
+// TestFollowCompacted: a watch of etcd from a revision compacted away
+// asks for a list again (relist), neither an error nor silence.
+func TestFollowCompacted(t *testing.T) {
+	l := openT(t, Options{Prefix: newPrefix(t), Group: "g"})
+	p, _, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: 1, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: 2, Payload: []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := l.cli.Get(ctxT(t), "compaction-marker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.cli.Compact(ctxT(t), resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	w := &watcher{next: p}
+	relist, ok, err := l.follow(ctxT(t), w, int64(p), func(replog.Entry, error) bool {
+		t.Error("follow yielded from a compacted revision")
+		return false
+	})
+	if !relist || !ok || err != nil {
+		t.Fatalf("follow from compacted revision %d: relist=%v ok=%v err=%v, want relist", p, relist, ok, err)
+	}
+}
