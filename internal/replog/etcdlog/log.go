@@ -29,7 +29,9 @@ type Log struct {
 	counted  bool      // bytes holds a count
 	bytes    int64     // the log's bytes as last counted, plus this instance's appends since
 	countAt  time.Time // when bytes was counted
-	watchers map[*watcher]struct{}
+	// recounting is set while an append counts the bytes again.
+	recounting bool
+	watchers   map[*watcher]struct{}
 }
 
 var _ replog.Log = (*Log)(nil)
@@ -118,11 +120,18 @@ func (l *Log) AppendOrGet(ctx context.Context, a replog.Append) (uint64, bool, e
 func (l *Log) used(ctx context.Context) (int64, error) {
 	now := l.opts.Clock.Now()
 	l.mu.Lock()
-	if l.counted && now.Sub(l.countAt) < l.opts.RecountEvery {
+	if l.counted && (now.Sub(l.countAt) < l.opts.RecountEvery || l.recounting) {
+		// Fresh, or another append is counting: that count is as good.
 		defer l.mu.Unlock()
 		return l.bytes, nil
 	}
+	l.recounting = true
 	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.recounting = false
+		l.mu.Unlock()
+	}()
 	var total int64
 	key, end := l.k.log, clientv3.GetPrefixRangeEnd(l.k.log)
 	var rev int64
