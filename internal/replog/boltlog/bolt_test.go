@@ -50,6 +50,16 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("kept/1 again: %v %v", existed, err)
 	}
 	c.Advance(20 * time.Second) // old: idle 60s; kept: idle 20s
+	p, _, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "stamp", Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, err := range l.Watch(ctxT(t), p) {
+		if err != nil || !e.Appended.Equal(c.Now()) {
+			t.Fatalf("entry appended at %v (%v), want the clock's %v", e.Appended, err, c.Now())
+		}
+		break
+	}
 	n, err := l.Sweep(ctxT(t))
 	if err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want 1 session", n, err)
