@@ -196,4 +196,3 @@ func (s *giopServer) handle(req *giop.Request, client string) *giop.Reply {
 	}
 	return rep
 }
-
