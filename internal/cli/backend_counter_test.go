@@ -11,6 +11,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 var listeningOn = regexp.MustCompile(`(?m)^listening on (\S+)$`)
@@ -120,6 +121,38 @@ func TestBackendCounterRelayFlags(t *testing.T) {
 		_, errOut, code := runCtl(t, "", tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("fulcrum %s: exit %d, %q; want 2 and %q", strings.Join(tc.args, " "), code, errOut, tc.want)
+		}
+	}
+}
+
+// "fulcrum backend counter --register" joins an HTTP group with its URL,
+// and increments through the group's front door reach it.
+func TestBackendCounterRegisters(t *testing.T) {
+	t.Parallel()
+	admin, b := ctlServer(t, "")
+	st, _, err := b.PutGroup(protocol.Group{Name: "ctr", FrontDoor: "127.0.0.1:0", Binding: protocol.PerRequest, ReportInterval: protocol.Duration(50 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := startBackendCLI(t, "counter", "--listen", "127.0.0.1:0", "--register", admin, "--group", "ctr")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		g, err := b.Group("ctr")
+		if err == nil && len(g.Replicas) == 1 && g.Replicas[0].Address == addr && g.Replicas[0].State == "active" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("counter %s not active in group ctr: %+v, %v", addr, g.Replicas, err)
+		case <-tick.C:
+		}
+	}
+	for want := int64(1); want <= 2; want++ {
+		if got, err := backend.CallIncrement(ctx, http.DefaultClient, st.Advertise, 1); err != nil || got != want {
+			t.Fatalf("increment through the front door = %d, %v; want %d", got, err, want)
 		}
 	}
 }
