@@ -144,7 +144,19 @@ func ParseCounterState(b []byte) (CounterState, error) {
 			return CounterState{}, fmt.Errorf("%w: field %q missing (or null), want %s", ErrInvalidState, f.name, stateFieldWant[f.name])
 		}
 	}
+	if err := checkStampTime(*raw.LastChanged); err != nil {
+		return CounterState{}, fmt.Errorf("%w: field \"last_changed\": %v", ErrInvalidState, err)
+	}
 	return CounterState{Value: *raw.Value, Increments: *raw.Increments, LastChanged: raw.LastChanged.UTC(), LastID: *raw.LastID}, nil
+}
+
+// checkStampTime refuses a time whose UTC year is outside [0, 9999], which
+// RFC 3339 (and so the state's encoding) cannot write.
+func checkStampTime(t time.Time) error {
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("%s is in UTC year %d, want a year in [0, 9999]", t.Format(time.RFC3339Nano), y)
+	}
+	return nil
 }
 
 const stateShape = `{"value": int64, "increments": uint64, "last_changed": RFC 3339 time, "last_id": uint64}`

@@ -51,6 +51,9 @@ func (o CounterOptions) stamp(r *http.Request) (Stamp, error) {
 	var s Stamp
 	if v := r.Header.Get(HeaderTime); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
+		if err == nil {
+			err = checkStampTime(t)
+		}
 		if err != nil {
 			return s, fmt.Errorf("header %s: invalid value %q, must be an RFC 3339 time such as 2026-11-27T10:00:00.123456789Z", HeaderTime, v)
 		}

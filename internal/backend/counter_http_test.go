@@ -178,6 +178,7 @@ func TestCounterBadState(t *testing.T) {
 		{"negative increments", `{"value":1,"increments":-1,"last_changed":"2026-11-27T10:00:00Z","last_id":7}`, 400, `field "increments": JSON number -1, want an integer in [0, 2^64)`},
 		{"string value", `{"value":"1","increments":1,"last_changed":"2026-11-27T10:00:00Z","last_id":7}`, 400, `field "value": JSON string, want an integer in the int64 range`},
 		{"bad time", `{"value":1,"increments":1,"last_changed":"yesterday","last_id":7}`, 400, `yesterday`},
+		{"time past 9999 in UTC", `{"value":1,"increments":1,"last_changed":"9999-12-31T23:59:59-01:00","last_id":7}`, 400, `field "last_changed": 9999-12-31T23:59:59-01:00 is in UTC year 10000`},
 		{"trailing data", `{` + good + `} {}`, 400, "data after the JSON object"},
 		{"too large", `{"value":` + strings.Repeat("1", backend.MaxStateBytes) + `}`, 413, "more than 65536 bytes"},
 	} {
@@ -212,6 +213,7 @@ func TestCounterBadIncrement(t *testing.T) {
 		{"by word", "?by=two", nil, `by: invalid value "two"`},
 		{"by empty", "?by=", nil, `by: invalid value ""`},
 		{"bad time", "", map[string]string{backend.HeaderTime: "10:00"}, `header Fulcrum-Time: invalid value "10:00", must be an RFC 3339 time`},
+		{"time past 9999 in UTC", "", map[string]string{backend.HeaderTime: "9999-12-31T23:59:59-01:00"}, `header Fulcrum-Time: invalid value "9999-12-31T23:59:59-01:00"`},
 		{"bad seed", "", map[string]string{backend.HeaderSeed: "-1"}, `header Fulcrum-Seed: invalid value "-1", must be a decimal integer`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
