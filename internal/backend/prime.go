@@ -1,7 +1,10 @@
-// Package backend is the benchmarks' test service: "is n prime" by trial
-// division (the TAO paper's CPU-bound call), the count of primes below x
-// (the .NET Remoting paper's getPrimeCount) and an echo for payload
-// benchmarks, over HTTP. docs/design.md lists the papers.
+// Package backend is the benchmarks' test services. Prime: "is n prime"
+// by trial division (the TAO paper's CPU-bound call), the count of primes
+// below x (the .NET Remoting paper's getPrimeCount) and an echo for payload
+// benchmarks, over HTTP and GIOP. Counter and relay: the stateful tiers 3
+// and 2 of the MEAD paper's three-tier test application, for replicated
+// groups, with their state transfer (HTTP GET/PUT /fulcrum/state, GIOP
+// FT::Checkpointable). docs/design.md lists the papers.
 package backend
 
 import (

@@ -22,9 +22,9 @@ func init() { subcommands = append(subcommands, newBackendCmd) }
 func newBackendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backend",
-		Short: "Run the test service of the benchmarks (prime) as a replica",
+		Short: "Run a test service as a replica: prime (the benchmarks'), counter and relay (replication's)",
 	}
-	cmd.AddCommand(newBackendPrimeCmd())
+	cmd.AddCommand(newBackendPrimeCmd(), newBackendCounterCmd(), newBackendRelayCmd())
 	return cmd
 }
 
