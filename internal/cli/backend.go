@@ -162,29 +162,7 @@ func runPrime(ctx context.Context, f primeFlags, stdout interface{ Write([]byte)
 		handler = backend.NewPrime(servedBy)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	stop := catchStop()
-	defer stop.release()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "listening on %s\n", addr)
-	if mon != nil {
-		if err := mon.Start(); err != nil {
-			return err
-		}
-	}
-	waitCtx, stopWait := untilMonitorFails(ctx, mon)
-	defer stopWait()
-	_, runErr := stop.await(waitCtx, serveErr)
-	runErr = monitorErr(runErr, mon)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if mon != nil {
-		if err := mon.Close(sctx); err != nil {
-			log.Warn("deregistering failed", "err", err)
-		}
-	}
-	if err := srv.Shutdown(sctx); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
+	return awaitStop(ctx, stdout, addr, mon, log, serveErr, srv.Shutdown) // backend_counter.go
 }
