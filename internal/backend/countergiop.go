@@ -138,13 +138,8 @@ func (s *GIOPCounter) Serve(ln net.Listener) error { return s.srv.serve(ln) }
 func (s *GIOPCounter) Shutdown(ctx context.Context) error { return s.srv.shutdown(ctx) }
 
 func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
-	sysex := func(repoID string, completed giop.CompletionStatus) *giop.Reply {
-		rep := giop.ReplyTo(req, giop.StatusSystemException)
-		rep.SetSystemException(giop.SystemException{RepositoryID: repoID, Completed: completed})
-		return rep
-	}
 	if key, err := req.Target.Key(); err != nil || !bytes.Equal(key, s.opts.Key) {
-		return sysex(giop.RepoIDObjectNotExist, giop.CompletedNo)
+		return systemException(req, giop.RepoIDObjectNotExist, giop.CompletedNo)
 	}
 	noArgs := func() bool {
 		d := req.BodyDecoder()
@@ -154,7 +149,7 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 	switch req.Operation {
 	case OpIncrement:
 		if !noArgs() {
-			return sysex(repoIDMarshal, giop.CompletedNo)
+			return systemException(req, repoIDMarshal, giop.CompletedNo)
 		}
 		delta := int64(1)
 		if s.opts.Next != nil {
@@ -163,23 +158,23 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 			cancel()
 			if err != nil {
 				s.srv.log.Debug("the next tier failed", "err", err)
-				return sysex(giop.RepoIDTransient, giop.CompletedMaybe)
+				return systemException(req, giop.RepoIDTransient, giop.CompletedMaybe)
 			}
 			delta = n
 		}
 		st, err := s.c.Add(delta, Stamp{Time: s.opts.Now(), ID: s.opts.Rand()})
 		if err != nil {
-			return sysex(repoIDBadParam, giop.CompletedNo)
+			return systemException(req, repoIDBadParam, giop.CompletedNo)
 		}
 		return longLongReply(req, st.Value)
 	case OpValue:
 		if !noArgs() {
-			return sysex(repoIDMarshal, giop.CompletedNo)
+			return systemException(req, repoIDMarshal, giop.CompletedNo)
 		}
 		return longLongReply(req, s.c.State().Value)
 	case OpGetState:
 		if !noArgs() {
-			return sysex(repoIDMarshal, giop.CompletedNo)
+			return systemException(req, repoIDMarshal, giop.CompletedNo)
 		}
 		b := MarshalCounterState(s.c.State())
 		rep := giop.ReplyTo(req, giop.StatusNoException)
@@ -190,7 +185,7 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 		b := d.OctetSeq("s")
 		d.Done("s")
 		if d.Err() != nil {
-			return sysex(repoIDMarshal, giop.CompletedNo)
+			return systemException(req, repoIDMarshal, giop.CompletedNo)
 		}
 		st, err := ParseCounterState(b)
 		if err != nil {
@@ -204,7 +199,7 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 		id := d.String("logical_type_id")
 		d.Done("arguments")
 		if d.Err() != nil {
-			return sysex(repoIDMarshal, giop.CompletedNo)
+			return systemException(req, repoIDMarshal, giop.CompletedNo)
 		}
 		rep := giop.ReplyTo(req, giop.StatusNoException)
 		rep.SetBooleanResult(id == CounterRepoID || id == CheckpointableRepoID || id == repoIDObject)
@@ -214,7 +209,7 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 		rep.SetBooleanResult(false)
 		return rep
 	}
-	return sysex(repoIDBadOperation, giop.CompletedNo)
+	return systemException(req, repoIDBadOperation, giop.CompletedNo)
 }
 
 // longLongReply is a NO_EXCEPTION reply to req returning v.

@@ -134,22 +134,17 @@ func (s *GIOPPrime) Serve(ln net.Listener) error { return s.srv.serve(ln) }
 func (s *GIOPPrime) Shutdown(ctx context.Context) error { return s.srv.shutdown(ctx) }
 
 func (s *GIOPPrime) dispatch(req *giop.Request, client string) *giop.Reply {
-	sysex := func(repoID string, completed giop.CompletionStatus) *giop.Reply {
-		rep := giop.ReplyTo(req, giop.StatusSystemException)
-		rep.SetSystemException(giop.SystemException{RepositoryID: repoID, Completed: completed})
-		return rep
-	}
 	if key, err := req.Target.Key(); err != nil || !bytes.Equal(key, s.opts.Key) {
-		return sysex(giop.RepoIDObjectNotExist, giop.CompletedNo)
+		return systemException(req, giop.RepoIDObjectNotExist, giop.CompletedNo)
 	}
 	switch req.Operation {
 	case giop.OpIsPrime, giop.OpPrimeCount:
 		arg, err := req.LongArg()
 		if err != nil {
-			return sysex(repoIDMarshal, giop.CompletedNo)
+			return systemException(req, repoIDMarshal, giop.CompletedNo)
 		}
 		if req.Operation == giop.OpPrimeCount && (arg < 0 || arg > MaxCountX) {
-			return sysex(repoIDBadParam, giop.CompletedNo)
+			return systemException(req, repoIDBadParam, giop.CompletedNo)
 		}
 		if s.opts.Monitor != nil {
 			call, ok := s.opts.Monitor.Begin(client, true)
@@ -176,7 +171,7 @@ func (s *GIOPPrime) dispatch(req *giop.Request, client string) *giop.Reply {
 		id := d.String("logical_type_id")
 		d.Done("arguments")
 		if d.Err() != nil {
-			return sysex(repoIDMarshal, giop.CompletedNo)
+			return systemException(req, repoIDMarshal, giop.CompletedNo)
 		}
 		rep := giop.ReplyTo(req, giop.StatusNoException)
 		rep.SetBooleanResult(id == giop.PrimeRepoID || id == repoIDObject)
@@ -186,7 +181,7 @@ func (s *GIOPPrime) dispatch(req *giop.Request, client string) *giop.Reply {
 		rep.SetBooleanResult(false)
 		return rep
 	}
-	return sysex(repoIDBadOperation, giop.CompletedNo)
+	return systemException(req, repoIDBadOperation, giop.CompletedNo)
 }
 
 // groupReference is the reference rebinds forward to: the monitor's front

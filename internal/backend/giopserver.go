@@ -196,3 +196,11 @@ func (s *giopServer) handle(req *giop.Request, client string) *giop.Reply {
 	}
 	return rep
 }
+
+// systemException is the reply to req raising the system exception
+// repoID, completed as said.
+func systemException(req *giop.Request, repoID string, completed giop.CompletionStatus) *giop.Reply {
+	rep := giop.ReplyTo(req, giop.StatusSystemException)
+	rep.SetSystemException(giop.SystemException{RepositoryID: repoID, Completed: completed})
+	return rep
+}
