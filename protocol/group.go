@@ -47,7 +47,8 @@ type Group struct {
 	// TLS terminates TLS on the front door (protocol http only;
 	// frontdoor_tls.go); advertise then defaults to https://.
 	TLS FrontDoorTLS `json:"tls,omitzero" yaml:"tls,omitempty"`
-	// Binding is per-session, on-demand (default) or per-request.
+	// Binding is per-session, on-demand (default), per-request or
+	// replicated (protocols http and giop; replication.go).
 	Binding string `json:"binding,omitempty" yaml:"binding,omitempty"`
 	// Strategy is a registered strategy name; default least-loaded.
 	Strategy string `json:"strategy,omitempty" yaml:"strategy,omitempty"`
@@ -75,6 +76,9 @@ type Group struct {
 	GIOP GIOP `json:"giop,omitzero" yaml:"giop,omitempty"`
 	// ReplicaTLS verifies https:// replicas (replicatls.go).
 	ReplicaTLS ReplicaTLS `json:"replica_tls,omitzero" yaml:"replica_tls,omitempty"`
+	// Replicated configures a replicated group (binding replicated only;
+	// replication.go).
+	Replicated Replicated `json:"replicated,omitzero" yaml:"replicated,omitempty"`
 	// JoinToken lets replicas register without the admin token.
 	JoinToken string `json:"join_token,omitempty" yaml:"join_token,omitempty"`
 	// Replicas are static members.

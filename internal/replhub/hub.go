@@ -1,0 +1,167 @@
+// Package replhub is the balancer's side of a replicated group
+// (docs/replication.md): between the group's bridges (front doors), which
+// order clients' requests and wait for their replies, and the replicas'
+// agents, which stream the group's log, apply it and post their replies.
+//
+// One Hub per replicated group per instance. A bridge calls Order: the hub
+// appends the request to the group's log (replog.Log), waits for the first
+// reply a replica posts for that position, and gives it to the bridge; it
+// then compares the other replicas' replies with it for CompareWindow and
+// reports a replica whose reply differs from the majority (Divergence). The
+// admin API serves agents through Stream (the log, with the hub's reply
+// requests between entries), Applied and Replies.
+//
+// The hub takes its clock from Options and opens no sockets.
+package replhub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/clock"
+	"github.com/fulcrum-lb/fulcrum/internal/replog"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// DefaultCompareWindow is how long the hub waits for the other replicas'
+// replies after the first one.
+const DefaultCompareWindow = 5 * time.Second
+
+// Peer is a live replica of the group, as the registry knows it.
+type Peer struct {
+	// ID is the replica's id; Address where its agent listens.
+	ID, Address string
+}
+
+// Options configure a Hub.
+type Options struct {
+	// Group is the group's name.
+	Group string
+	// Instance is this instance's name: the Origin of its appends.
+	Instance string
+	// Log is the group's log; the hub does not close it.
+	Log replog.Log
+	// Live returns the group's live replicas (active, not ejected, not
+	// down), read at every decision.
+	Live func() []Peer
+	// ReplyTo maps an instance name to the base URL of its admin API, for
+	// the reply_to of entries other instances appended (cluster mode); nil
+	// or "" for this instance.
+	ReplyTo func(instance string) string
+	// CompareWindow is how long replies are compared after the first;
+	// default DefaultCompareWindow.
+	CompareWindow time.Duration
+	// OnDivergence is called (outside the hub's locks) for each replica
+	// whose reply differed; nil ignores them.
+	OnDivergence func(Divergence)
+	// Clock defaults to clock.Real().
+	Clock clock.Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Call is one ordered request, as a bridge gives it.
+type Call struct {
+	// Session and Seq identify the request (replog.Append).
+	Session string
+	Seq     uint64
+	// Request is the request; the hub encodes it as the entry's payload.
+	Request *protocol.OrderedRequest
+}
+
+// Reply is the first reply to an ordered request.
+type Reply struct {
+	// Position is the entry's position.
+	Position uint64
+	// Replica is the id of the replica that sent it.
+	Replica string
+	// Status, Header and Body are as in protocol.ReplicaReply.
+	Status int
+	Header http.Header
+	Body   []byte
+	// Duplicate is true when the request had been appended before (a
+	// retry): the reply is the original one.
+	Duplicate bool
+}
+
+// Divergence is one replica's reply that differed from the others'.
+type Divergence struct {
+	Group    string
+	Position uint64
+	// Replica differs from the majority (Ejected: it is to leave the
+	// group), or, with two replicas, from the other one (Ejected false:
+	// an alert only).
+	Replica string
+	Ejected bool
+	// Want is the majority's (or the first reply's) status and body hash;
+	// Got the replica's.
+	Want, Got string
+}
+
+// ErrNoReplicas is returned by Order when the group has no live replica:
+// nothing was appended.
+var ErrNoReplicas = errors.New("replhub: the group has no live replica")
+
+// ReplyExpiredError is returned by Order for a retried request whose
+// entry was applied but whose reply no live replica still has (409
+// reply_expired).
+type ReplyExpiredError struct {
+	Group    string
+	Position uint64
+}
+
+func (e *ReplyExpiredError) Error() string {
+	return fmt.Sprintf("replhub: group %s: the reply to the request at position %d has expired on every live replica", e.Group, e.Position)
+}
+
+// Hub is the replicated side of one group on one instance. Safe for
+// concurrent use.
+type Hub struct {
+	opts Options
+}
+
+// New returns the hub of opts.Group. Run must run for applied positions to
+// trim the log and for compare windows to close.
+func New(opts Options) *Hub {
+	return &Hub{opts: opts}
+}
+
+// Order appends c to the log and waits for the first reply to it, until
+// ctx ends. A request appended before (same session and seq while the
+// session lives) is not appended again: its reply is asked of the live
+// replicas again and Reply.Duplicate is set. Errors: ErrNoReplicas,
+// *replog.PayloadTooLargeError (413), *replog.LogFullError (507),
+// replog.ErrBadSession (400), *ReplyExpiredError (409), ctx's error, or
+// the log's (503).
+func (h *Hub) Order(ctx context.Context, c Call) (Reply, error) {
+	return Reply{}, errors.New("replhub: not built yet")
+}
+
+// LastWrite is the position of the session's last ordered request this
+// hub saw (0: none): a read-only call of the session goes to a replica
+// whose applied position (AppliedBy) is at least it.
+func (h *Hub) LastWrite(session string) uint64 { return 0 }
+
+// AppliedBy is the last position replica reported applied (0: none).
+func (h *Hub) AppliedBy(replica string) uint64 { return 0 }
+
+// Stream yields the log events of replica's stream from position from: a
+// hello, the entries in order with reply requests between them,
+// heartbeats after a second of silence, and, when the stream cannot go
+// on, an error event, after which it ends. It ends quietly when ctx ends.
+func (h *Hub) Stream(ctx context.Context, replica string, from uint64) func(yield func(protocol.LogEvent) bool) {
+	return func(yield func(protocol.LogEvent) bool) {}
+}
+
+// Applied records replica's applied report.
+func (h *Hub) Applied(replica string, r protocol.AppliedReport) {}
+
+// Replies takes replica's replies.
+func (h *Hub) Replies(replica string, b protocol.ReplyBatch) {}
+
+// Run trims the log and closes compare windows until ctx ends.
+func (h *Hub) Run(ctx context.Context) {}
