@@ -139,8 +139,11 @@ const (
 	LogEventHello = "hello"
 	// LogEventEntry is one entry, in position order.
 	LogEventEntry = "entry"
-	// LogEventReplyRequest asks the agent to post the reply at Position
-	// again (to ReplyTo), or to post it as evicted.
+	// LogEventReplyRequest asks the agent to post its reply to the entry
+	// at Position again, to the instance serving the stream (a retried
+	// request): from its cache, or as evicted when it no longer has it;
+	// an agent that has not applied Position yet posts the reply there
+	// too when it does.
 	LogEventReplyRequest = "reply_request"
 	// LogEventHeartbeat is sent when nothing else was for a second.
 	LogEventHeartbeat = "heartbeat"

@@ -16,11 +16,15 @@ package replhub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
@@ -121,13 +125,65 @@ func (e *ReplyExpiredError) Error() string {
 // Hub is the replicated side of one group on one instance. Safe for
 // concurrent use.
 type Hub struct {
-	opts Options
+	opts   Options
+	clk    clock.Clock
+	log    *slog.Logger
+	window time.Duration
+
+	// lastWrite maps a session to the position of its last ordered
+	// request (read-your-writes); bounded, least recently used out.
+	lastWrite *lru.Cache[string, uint64]
+
+	mu sync.Mutex
+	// pending are the positions whose replies this instance waits for or
+	// still compares; guarded by mu.
+	pending map[uint64]*pending
+	// early are replies for positions not (yet) pending: a reply can
+	// beat Order's bookkeeping right after the append. Guarded by mu.
+	early map[uint64][]early
+	// applied are the replicas' applied reports; guarded by mu.
+	applied map[string]applied
+	// subs are the open log streams; guarded by mu.
+	subs map[*subscriber]struct{}
+	// trimmed is the trim point this hub set (0: none yet); full is set
+	// when an append found the log full. Guarded by mu.
+	trimmed uint64
+	full    bool
 }
+
+// maxSessions bounds the sessions whose last write the hub remembers.
+const maxSessions = 1 << 18
+
+// maxEarly bounds the replies kept for positions not pending.
+const maxEarly = 1 << 14
 
 // New returns the hub of opts.Group. Run must run for applied positions to
 // trim the log and for compare windows to close.
 func New(opts Options) *Hub {
-	return &Hub{opts: opts}
+	h := &Hub{
+		opts:    opts,
+		clk:     opts.Clock,
+		log:     opts.Logger,
+		window:  opts.CompareWindow,
+		pending: make(map[uint64]*pending),
+		early:   make(map[uint64][]early),
+		applied: make(map[string]applied),
+		subs:    make(map[*subscriber]struct{}),
+	}
+	if h.clk == nil {
+		h.clk = clock.Real()
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.window <= 0 {
+		h.window = DefaultCompareWindow
+	}
+	if h.opts.Live == nil {
+		h.opts.Live = func() []Peer { return nil }
+	}
+	h.lastWrite, _ = lru.New[string, uint64](maxSessions) // only a size <= 0 fails
+	return h
 }
 
 // Order appends c to the log and waits for the first reply to it, until
@@ -138,30 +194,67 @@ func New(opts Options) *Hub {
 // replog.ErrBadSession (400), *ReplyExpiredError (409), ctx's error, or
 // the log's (503).
 func (h *Hub) Order(ctx context.Context, c Call) (Reply, error) {
-	return Reply{}, errors.New("replhub: not built yet")
+	if len(h.opts.Live()) == 0 {
+		return Reply{}, ErrNoReplicas
+	}
+	payload, err := json.Marshal(c.Request)
+	if err != nil {
+		return Reply{}, fmt.Errorf("replhub: encoding the request: %w", err)
+	}
+	pos, existed, err := h.opts.Log.AppendOrGet(ctx, replog.Append{Session: c.Session, Seq: c.Seq, Payload: payload, Origin: h.opts.Instance})
+	if err != nil {
+		if errors.Is(err, replog.ErrLogFull) {
+			h.mu.Lock()
+			h.full = true
+			h.mu.Unlock()
+		}
+		return Reply{}, err
+	}
+	if last, ok := h.lastWrite.Get(c.Session); !ok || last < pos {
+		h.lastWrite.Add(c.Session, pos)
+	}
+	p := h.await(pos, existed)
+	defer h.release(p)
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return Reply{}, ctx.Err()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p.first == nil {
+		return Reply{}, &ReplyExpiredError{Group: h.opts.Group, Position: pos}
+	}
+	r := *p.first
+	r.Duplicate = existed
+	return r, nil
 }
 
 // LastWrite is the position of the session's last ordered request this
 // hub saw (0: none): a read-only call of the session goes to a replica
 // whose applied position (AppliedBy) is at least it.
-func (h *Hub) LastWrite(session string) uint64 { return 0 }
+func (h *Hub) LastWrite(session string) uint64 {
+	pos, _ := h.lastWrite.Get(session)
+	return pos
+}
 
 // AppliedBy is the last position replica reported applied (0: none).
-func (h *Hub) AppliedBy(replica string) uint64 { return 0 }
-
-// Stream yields the log events of replica's stream from position from: a
-// hello, the entries in order with reply requests between them,
-// heartbeats after a second of silence, and, when the stream cannot go
-// on, an error event, after which it ends. It ends quietly when ctx ends.
-func (h *Hub) Stream(ctx context.Context, replica string, from uint64) func(yield func(protocol.LogEvent) bool) {
-	return func(yield func(protocol.LogEvent) bool) {}
+func (h *Hub) AppliedBy(replica string) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.applied[replica].pos
 }
 
 // Applied records replica's applied report.
-func (h *Hub) Applied(replica string, r protocol.AppliedReport) {}
+func (h *Hub) Applied(replica string, r protocol.AppliedReport) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.applied[replica] = applied{pos: r.Applied, checkpoints: r.Checkpoints, at: h.clk.Now()}
+}
 
-// Replies takes replica's replies.
-func (h *Hub) Replies(replica string, b protocol.ReplyBatch) {}
-
-// Run trims the log and closes compare windows until ctx ends.
-func (h *Hub) Run(ctx context.Context) {}
+// applied is one replica's last applied report.
+type applied struct {
+	pos         uint64
+	checkpoints bool
+	at          time.Time
+}
