@@ -90,6 +90,9 @@ type Reply struct {
 	// Duplicate is true when the request had been appended before (a
 	// retry): the reply is the original one.
 	Duplicate bool
+	// Append is how long the append to the log took; Wait how long the
+	// first reply took after it (the bridge's Server-Timing).
+	Append, Wait time.Duration
 }
 
 // Divergence is one replica's reply that differed from the others'.
@@ -201,6 +204,7 @@ func (h *Hub) Order(ctx context.Context, c Call) (Reply, error) {
 	if err != nil {
 		return Reply{}, fmt.Errorf("replhub: encoding the request: %w", err)
 	}
+	start := h.clk.Now()
 	pos, existed, err := h.opts.Log.AppendOrGet(ctx, replog.Append{Session: c.Session, Seq: c.Seq, Payload: payload, Origin: h.opts.Instance})
 	if err != nil {
 		if errors.Is(err, replog.ErrLogFull) {
@@ -213,6 +217,7 @@ func (h *Hub) Order(ctx context.Context, c Call) (Reply, error) {
 	if last, ok := h.lastWrite.Get(c.Session); !ok || last < pos {
 		h.lastWrite.Add(c.Session, pos)
 	}
+	appended := h.clk.Now()
 	p := h.await(pos, existed)
 	defer h.release(p)
 	select {
@@ -227,6 +232,7 @@ func (h *Hub) Order(ctx context.Context, c Call) (Reply, error) {
 	}
 	r := *p.first
 	r.Duplicate = existed
+	r.Append, r.Wait = appended.Sub(start), h.clk.Now().Sub(appended)
 	return r, nil
 }
 
