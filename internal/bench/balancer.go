@@ -33,6 +33,9 @@ type GroupSpec struct {
 	// TLS, when set, makes the front door terminate TLS with this
 	// certificate, TLS 1.3 only.
 	TLS *BenchCert
+	// Extra are more of the group's YAML keys, indented by four spaces
+	// and ending in a newline (a replicated group's replicated block).
+	Extra string
 }
 
 // Balancer is a running "fulcrum serve".
@@ -158,6 +161,7 @@ func balancerConfig(admin, dataDir string, groups []GroupSpec) string {
 		if g.TLS != nil {
 			fmt.Fprintf(&sb, "    tls: {cert: %s, key: %s, min_version: \"1.3\"}\n", yamlQuote(g.TLS.CertFile), yamlQuote(g.TLS.KeyFile))
 		}
+		sb.WriteString(g.Extra)
 		if len(g.Replicas) > 0 {
 			sb.WriteString("    replicas:\n")
 			for _, r := range g.Replicas {

@@ -47,6 +47,9 @@ type ProcSpec struct {
 	// Wrap, when set, rewrites the command before it starts (a testbed
 	// replica's Wrap: its network namespace and cgroup).
 	Wrap func(*exec.Cmd) error
+	// Env are variables ("KEY=value") added to the bench's environment
+	// (a failpoint's GOFAIL_FAILPOINTS).
+	Env []string
 }
 
 // Start starts a process and tracks it for Close. s.Name must be unique
@@ -62,6 +65,9 @@ func (e *Env) Start(s ProcSpec) (*Proc, error) {
 	fmt.Fprintf(logFile, "# %s %s\n", s.Path, strings.Join(s.Args, " "))
 	cmd := exec.Command(s.Path, s.Args...)
 	cmd.Dir = s.Dir
+	if len(s.Env) > 0 {
+		cmd.Env = append(os.Environ(), s.Env...)
+	}
 	if s.Wrap != nil {
 		if err := s.Wrap(cmd); err != nil {
 			return nil, fmt.Errorf("bench: starting %s: %w", name, err)

@@ -20,6 +20,7 @@ import (
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/replication"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/scalability"
 )
 
@@ -62,6 +63,8 @@ The papers:
     algorithm for cluster-based web systems" (ALBL): albl
   Chen, Chang, Chen, Chen, Yang, Lee, "Efficient Switching Supports of
     Distributed .NET Remoting with Network Processors": remoting
+  Paulos, Narasimhan, "End-to-End Consistency of Multi-Tier Operations Across
+    Mixed Replicated and Unreplicated Components" (MEAD, 2006): replication
 
 The default size is the paper's; --quick is the shortest run whose figures
 still mean something; --smoke only proves that every configuration runs.

@@ -1,0 +1,59 @@
+package replication
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/bench"
+)
+
+func TestCheckRefusesFlagsItCannotRunWith(t *testing.T) {
+	for _, tc := range []struct {
+		r    Replication
+		want string
+	}{
+		{Replication{Invocations: -1}, "--invocations -1, must be positive"},
+		{Replication{Invocations: 10, Discard: 10}, "--discard 10, must be below --invocations (10)"},
+		{Replication{Replicas: 1}, "--replicas 1, must be in [2, 16]"},
+		{Replication{FaultInvocations: 3}, "--fault-invocations 3, must be at least 4"},
+		{Replication{Throughput: -time.Second}, "--throughput -1s"},
+	} {
+		err := tc.r.Check(bench.Quick)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Check(%+v) = %v, want %q", tc.r, err, tc.want)
+		}
+	}
+	if err := (&Replication{}).Check(bench.Smoke); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+}
+
+func TestServerTiming(t *testing.T) {
+	a, w := serverTiming("append;dur=0.250, wait;desc=\"first reply\";dur=1.5, other;dur=9")
+	if a != 250*time.Microsecond || w != 1500*time.Microsecond {
+		t.Fatalf("serverTiming = %v, %v", a, w)
+	}
+	if a, w := serverTiming("append;dur=x"); a != 0 || w != 0 {
+		t.Fatalf("bad duration read as %v, %v", a, w)
+	}
+}
+
+func TestSummariseFailsOnAValueTwoCallsGot(t *testing.T) {
+	runs := []clientRun{
+		{calls: 2, samples: []sample{{rtt: time.Millisecond, value: 1}, {rtt: time.Millisecond, value: 2}}},
+		{calls: 1, samples: []sample{{rtt: time.Millisecond, value: 2}}},
+	}
+	if _, _, err := summarise(configReplicated, aware, 2, 2, runs, 0); err == nil || !strings.Contains(err.Error(), "two calls got the value 2") {
+		t.Fatalf("summarise: %v", err)
+	}
+	runs[1].samples[0].value = 3
+	rw, applied, err := summarise(configReplicated, aware, 2, 2, runs, 1)
+	if err != nil || applied != 3 || rw.Measured != 1 || rw.Calls != 3 {
+		t.Fatalf("summarise = %+v, %d, %v", rw, applied, err)
+	}
+	runs[0].errors = []string{"status 503"}
+	if _, _, err := summarise(configReplicated, aware, 2, 2, runs, 0); err == nil || !strings.Contains(err.Error(), "saw 1 errors") {
+		t.Fatalf("summarise with an error: %v", err)
+	}
+}
