@@ -266,3 +266,44 @@ func ParseByteSize(str string) (ByteSize, error) {
 	}
 	return ByteSize(n * mult), nil
 }
+
+// Outcall is the body of POST /v1/groups/{name}/outcalls: one replica's
+// copy of a call its server made to another service while applying a log
+// entry (replicated callers). Every replica makes the same call; the
+// balancer forwards the first copy of a Key to URL with the Key as
+// Idempotency-Key and answers every copy with the callee's reply.
+type Outcall struct {
+	// Key is "<group>/<position>/<index>": the group, the entry being
+	// applied, and the call's index among that entry's calls (from 0).
+	Key string `json:"key"`
+	// Method, URL (absolute, http or https), Header and Body are the
+	// call's.
+	Method string      `json:"method"`
+	URL    string      `json:"url"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+}
+
+// OutcallReply is the answer to an Outcall: the callee's reply, or, when
+// the callee could not be reached, status 502 with the reason in Error
+// (every copy gets the same).
+type OutcallReply struct {
+	Status int         `json:"status"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// ParseOutcallKey splits an Outcall's Key and checks it names group.
+func ParseOutcallKey(key, group string) (position, index uint64, err error) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 3 || parts[0] != group {
+		return 0, 0, &FieldError{Field: "key", Value: key, Allowed: fmt.Sprintf("must be %q followed by /<position>/<index>", group)}
+	}
+	position, err1 := strconv.ParseUint(parts[1], 10, 64)
+	index, err2 := strconv.ParseUint(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || position == 0 {
+		return 0, 0, &FieldError{Field: "key", Value: key, Allowed: "position (from 1) and index must be decimal uint64s"}
+	}
+	return position, index, nil
+}
