@@ -117,8 +117,9 @@ type LogEvent struct {
 	// Origin names the instance that appended the entry (entry) or asks
 	// for the reply (reply_request).
 	Origin string `json:"origin,omitempty"`
-	// ReplyTo is the admin API base URL replies for this entry are posted
-	// to; empty: the instance serving the stream.
+	// ReplyTo is the admin API base URL the reply to this entry (entry)
+	// or the reply asked for (reply_request) is posted to; empty: the
+	// instance serving the stream.
 	ReplyTo string `json:"reply_to,omitempty"`
 	// Appended is when the entry was appended (entry).
 	Appended time.Time `json:"appended,omitzero"`
@@ -140,10 +141,10 @@ const (
 	// LogEventEntry is one entry, in position order.
 	LogEventEntry = "entry"
 	// LogEventReplyRequest asks the agent to post its reply to the entry
-	// at Position again, to the instance serving the stream (a retried
-	// request): from its cache, or as evicted when it no longer has it;
-	// an agent that has not applied Position yet posts the reply there
-	// too when it does.
+	// at Position again (a retried request), to ReplyTo or, when empty,
+	// the instance serving the stream: from its cache, or as evicted when
+	// it no longer has it; an agent that has not applied Position yet
+	// posts the reply there too when it does.
 	LogEventReplyRequest = "reply_request"
 	// LogEventHeartbeat is sent when nothing else was for a second.
 	LogEventHeartbeat = "heartbeat"

@@ -56,6 +56,10 @@ type Options struct {
 	// the reply_to of entries other instances appended (cluster mode); nil
 	// or "" for this instance.
 	ReplyTo func(instance string) string
+	// AskPeers, when set, passes a reply request on to the other
+	// instances of a cluster (whose streams may hold the agents that have
+	// the reply); they call AskFor with this instance's admin URL.
+	AskPeers func(pos uint64)
 	// CompareWindow is how long replies are compared after the first;
 	// default DefaultCompareWindow.
 	CompareWindow time.Duration

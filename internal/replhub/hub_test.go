@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -366,5 +367,52 @@ func TestAnEntryThatIsNotAnOrderedRequestEndsTheStream(t *testing.T) {
 	}
 	if last.Type != protocol.LogEventError || last.Code != protocol.CodeUndecodable || last.Position != 1 {
 		t.Fatalf("last event %+v, want undecodable at 1", last)
+	}
+}
+
+func TestAReplyRequestFromAnotherInstanceNamesWhereTheReplyGoes(t *testing.T) {
+	f := newFixture(t, "r1")
+	var asked []uint64
+	var mu sync.Mutex
+	f.h.opts.AskPeers = func(pos uint64) { mu.Lock(); asked = append(asked, pos); mu.Unlock() }
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	events := f.h.Stream(ctx, "r1", 0)
+	next, stop := iter.Pull(iter.Seq[protocol.LogEvent](events))
+	defer stop()
+	if ev, _ := next(); ev.Type != protocol.LogEventHello {
+		t.Fatalf("first event %+v", ev)
+	}
+	f.h.AskFor(9, "http://10.0.0.2:9000")
+	if ev, _ := next(); ev.Type != protocol.LogEventReplyRequest || ev.Position != 9 || ev.ReplyTo != "http://10.0.0.2:9000" {
+		t.Fatalf("reply request %+v", ev)
+	}
+	// A retry here asks the peers too.
+	first := make(chan Reply, 1)
+	go func() {
+		r, _ := f.h.Order(ctx, call("s", 1))
+		first <- r
+	}()
+	ev, _ := next()
+	if ev.Type != protocol.LogEventEntry || ev.Position != 1 {
+		t.Fatalf("entry %+v", ev)
+	}
+	f.h.Replies("r1", protocol.ReplyBatch{Replies: []protocol.ReplicaReply{{Position: 1, Status: 200}}})
+	<-first
+	go func() {
+		r, _ := f.h.Order(ctx, call("s", 1))
+		first <- r
+	}()
+	if ev, _ := next(); ev.Type != protocol.LogEventReplyRequest || ev.Position != 1 || ev.ReplyTo != "" {
+		t.Fatalf("own reply request %+v", ev)
+	}
+	f.h.Replies("r1", protocol.ReplyBatch{Replies: []protocol.ReplicaReply{{Position: 1, Status: 200}}})
+	if r := <-first; !r.Duplicate {
+		t.Fatalf("retry got %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 || asked[0] != 1 {
+		t.Fatalf("peers asked for %v, want [1]", asked)
 	}
 }

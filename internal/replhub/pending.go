@@ -58,7 +58,8 @@ func (h *Hub) await(pos uint64, existed bool) *pending {
 	}
 	p.waiters++
 	var subs []*subscriber
-	if existed && p.first == nil {
+	asking := existed && p.first == nil
+	if asking {
 		// Ask anew: replicas that evicted it before may have been
 		// replaced since.
 		clear(p.evicted)
@@ -68,9 +69,27 @@ func (h *Hub) await(pos uint64, existed bool) *pending {
 	}
 	h.mu.Unlock()
 	for _, s := range subs {
-		s.ask(pos)
+		s.ask(ask{pos: pos})
+	}
+	if asking && h.opts.AskPeers != nil {
+		h.opts.AskPeers(pos)
 	}
 	return p
+}
+
+// AskFor passes another instance's reply request on to this instance's
+// streams: their agents post the reply at pos to replyTo (that instance's
+// admin API).
+func (h *Hub) AskFor(pos uint64, replyTo string) {
+	h.mu.Lock()
+	var subs []*subscriber
+	for s := range h.subs {
+		subs = append(subs, s)
+	}
+	h.mu.Unlock()
+	for _, s := range subs {
+		s.ask(ask{pos: pos, replyTo: replyTo})
+	}
 }
 
 // release drops one waiter of p.

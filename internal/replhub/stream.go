@@ -21,13 +21,20 @@ const askBuffer = 1024
 // subscriber is one open log stream.
 type subscriber struct {
 	replica string
-	asks    chan uint64
+	asks    chan ask
 }
 
-// ask queues a reply request for pos without blocking.
-func (s *subscriber) ask(pos uint64) {
+// ask is one reply request: the position, and where the reply goes (""
+// this instance).
+type ask struct {
+	pos     uint64
+	replyTo string
+}
+
+// ask queues a reply request without blocking.
+func (s *subscriber) ask(a ask) {
 	select {
-	case s.asks <- pos:
+	case s.asks <- a:
 	default:
 	}
 }
@@ -40,7 +47,7 @@ func (h *Hub) Stream(ctx context.Context, replica string, from uint64) func(yiel
 	return func(yield func(protocol.LogEvent) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		sub := &subscriber{replica: replica, asks: make(chan uint64, askBuffer)}
+		sub := &subscriber{replica: replica, asks: make(chan ask, askBuffer)}
 		h.mu.Lock()
 		h.subs[sub] = struct{}{}
 		trimmed := h.trimmed
@@ -96,8 +103,8 @@ func (h *Hub) Stream(ctx context.Context, replica string, from uint64) func(yiel
 					yield(ev)
 					return
 				}
-			case pos := <-sub.asks:
-				ev = protocol.LogEvent{Type: protocol.LogEventReplyRequest, Position: pos, Origin: h.opts.Instance}
+			case a := <-sub.asks:
+				ev = protocol.LogEvent{Type: protocol.LogEventReplyRequest, Position: a.pos, Origin: h.opts.Instance, ReplyTo: a.replyTo}
 			case <-beat.C():
 				if !quiet {
 					quiet = true
