@@ -52,6 +52,15 @@ type Options struct {
 	// Logger receives binding changes at debug level. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Replicated says that the front doors this Transport calls (the
+	// URLs' own, or Options.FrontDoors) are a replicated group's bridges
+	// (binding replicated), from the first call. Default false: the
+	// Transport learns it from the group's first answer that carries
+	// Fulcrum-Position, so that a transport error on a call before that
+	// answer is returned rather than re-sent. Set it only for a Transport
+	// that calls replicated groups alone: a call to another group that
+	// fails after it was sent would be re-sent, and could run twice.
+	Replicated bool
 	// FrontDoors lists one group's front doors on several balancer
 	// instances (a cluster), as base URLs ("http://10.0.0.1:8000"). A call
 	// sent to any of them is a call to the group: the Transport keeps one
@@ -94,6 +103,12 @@ type Transport struct {
 	timeout time.Duration
 	log     *slog.Logger
 	doors   doors
+	// seq numbers the calls through front doors (Fulcrum-Sequence).
+	seq *sequencer
+	// replicated is Options.Replicated; repl the front doors learned to
+	// be replicated.
+	replicated bool
+	repl       replicatedDoors
 	// sets maps each front door of Options.FrontDoors to its set;
 	// read-only.
 	sets map[doorKey]*doorSet
@@ -110,6 +125,9 @@ func NewTransport(opts Options) *Transport {
 		maxBody: opts.MaxBufferedBody,
 		timeout: max(opts.Timeout, 0),
 		log:     opts.Logger,
+		seq:     newSequencer(),
+
+		replicated: opts.Replicated,
 	}
 	if t.base == nil {
 		t.base = defaultBase()
@@ -261,6 +279,7 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 	retried503 := false
 	unreachable := "" // the binding the client could not connect to
 	leaving := ""     // the binding a replica sent the client back from
+	var id *identity  // the call's identity, made at its first front door attempt
 	for hop := 0; ; hop++ {
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
@@ -269,7 +288,11 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		if set != nil && bound == nil {
 			to = &set.keys[via]
 		}
-		out, err := t.attempt(ctx, req, bound, to, &body, unreachable, leaving)
+		if bound == nil && id == nil {
+			v := t.identityOf(req)
+			id = &v
+		}
+		out, err := t.attempt(ctx, req, bound, to, &body, id, unreachable, leaving)
 		if err != nil {
 			return nil, err
 		}
@@ -308,17 +331,39 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		}
 
 		// The front door answered (or a host not known as one).
-		if set != nil && tried < len(set.keys) && body.canReplay() && ctx.Err() == nil &&
-			(err != nil && (notSent(err) || door != nil) || err == nil && ownUnavailable(resp)) {
+		repl := t.replicated
+		if err == nil && isOrdered(resp) {
+			t.repl.learn(key)
+			repl = true
+		} else if !repl {
+			repl = t.repl.known(key)
+		}
+		if repl && err == nil {
+			// A reply cut short is a transport error, to be re-sent.
+			if rerr := readWhole(resp, out.URL.Host, t.maxBody); rerr != nil {
+				resp, err = nil, rerr
+			}
+		}
+		ndoors := 1
+		if set != nil {
+			ndoors = len(set.keys)
+		}
+		if body.canReplay() && ctx.Err() == nil &&
+			(set != nil && tried < ndoors && (err != nil && (notSent(err) || door != nil) || err == nil && ownUnavailable(resp)) ||
+				repl && (err != nil && tried < max(ndoors, 2) || err == nil && tried < ndoors && retryLater(resp))) {
 			// Provably not run — not sent, refused by the front door
 			// itself, or lost by a front door that redirects (it has
-			// bound this client: it runs no call) — so the next front
-			// door of the group.
+			// bound this client: it runs no call) — or a replicated
+			// group's, which deduplicates the call when it comes again
+			// unchanged: so the next front door of the group (a lone
+			// front door gets a second try after a transport error).
 			if err == nil {
 				discard(resp)
 			}
-			t.log.Debug("fulcrum: front door unavailable; trying the next", "front_door", set.keys[via].host, "err", err)
-			via = (via + 1) % int32(len(set.keys))
+			t.log.Debug("fulcrum: front door unavailable; trying the next", "front_door", out.URL.Host, "replicated", repl, "err", err)
+			if set != nil {
+				via = (via + 1) % int32(len(set.keys))
+			}
 			tried++
 			hop-- // front doors tried are bounded by the set, not MaxHops
 			continue
@@ -339,6 +384,7 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 				door = t.doors.getOrAdd(key)
 			}
 			door.binding.Store(nb)
+			t.repl.forget(key) // it redirects: not (or no longer) replicated
 			t.log.Debug("fulcrum: bound", "group", nb.Group, "replica", nb.Replica, "url", nb.URL)
 			if !body.canReplay() {
 				return resp, nil
@@ -358,11 +404,12 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 
 // attempt builds the request of one attempt: to the replica of b, or to
 // the front door when b is nil (door, when set, in place of the one req's
-// URL names). unreachable, when set, is the binding the
+// URL names), with the call's identity id (Fulcrum-Session and
+// Fulcrum-Sequence, sent to front doors only). unreachable, when set, is the binding the
 // client could not connect to; the front door is told so that it binds the
 // client elsewhere. leaving, when set, is the binding a replica sent the
 // client back from; the front door is told so that it counts the move.
-func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, unreachable, leaving string) (*http.Request, error) {
+func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, id *identity, unreachable, leaving string) (*http.Request, error) {
 	rc, err := body.next()
 	if err != nil {
 		return nil, err
@@ -379,7 +426,7 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 	if body.length >= 0 {
 		out.ContentLength = body.length
 	}
-	h := make(http.Header, len(req.Header)+3)
+	h := make(http.Header, len(req.Header)+5)
 	for k, v := range req.Header {
 		h[k] = v
 	}
@@ -403,6 +450,9 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 		h[protocol.HeaderRebind] = []string{"1"}
 	default:
 		delete(h, protocol.HeaderBinding)
+	}
+	if b == nil && id != nil {
+		id.set(h)
 	}
 	h[protocol.HeaderClient] = t.idValue
 	return out, nil
