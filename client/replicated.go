@@ -67,7 +67,7 @@ func (t *Transport) identityOf(req *http.Request) identity {
 }
 
 // set adds the identity to h, the header of an attempt to a front door.
-func (id *identity) set(h http.Header) {
+func (id identity) set(h http.Header) {
 	if id.session != nil {
 		h[protocol.HeaderSession] = id.session
 	}

@@ -72,7 +72,10 @@ type Options struct {
 	// after any transport error once a front door of the group has bound
 	// this client (a redirecting front door runs no call) — each front
 	// door once per call. Never after a replica's 503 or any other
-	// answer, which is returned as is, so that no call runs twice. Default none: a call goes to the front door
+	// answer, which is returned as is, so that no call runs twice. A
+	// replicated group's call also moves after any transport error and
+	// after a 503 with Retry-After: its log deduplicates the call sent
+	// again (see the package doc). Default none: a call goes to the front door
 	// its URL names. An entry that is not an http(s) base URL makes every
 	// call fail, naming it.
 	FrontDoors []string
@@ -229,10 +232,17 @@ func (t *Transport) CloseIdleConnections() {
 //     redirects) and that names the group in Fulcrum-Group (so the 503 is
 //     its own, not a proxied replica's) is retried once;
 //   - with Options.FrontDoors, a call the front door provably did not run
-//     (see Options.FrontDoors) goes to the group's next front door.
+//     (see Options.FrontDoors) goes to the group's next front door;
+//   - to a replicated group (one of its front door's answers carried
+//     Fulcrum-Position, or Options.Replicated), a call that failed after
+//     it was sent (a transport error, an answer cut short) or got a 503
+//     with Retry-After goes unchanged — the same Fulcrum-Session,
+//     Fulcrum-Sequence and body — to the next front door: each once per
+//     call, a lone front door twice after a transport error. The group's
+//     log deduplicates it.
 //
-// A call is sent again only when it provably did not run, so no call runs
-// twice. The body follows redirects when the request has GetBody or the
+// A call is sent again only when it provably did not run, or to a
+// replicated group that deduplicates it, so no call runs twice. The body follows redirects when the request has GetBody or the
 // body fits in Options.MaxBufferedBody; otherwise the redirect is returned
 // to the caller.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -279,7 +289,8 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 	retried503 := false
 	unreachable := "" // the binding the client could not connect to
 	leaving := ""     // the binding a replica sent the client back from
-	var id *identity  // the call's identity, made at its first front door attempt
+	var id identity   // the call's identity, made at its first front door attempt
+	named := false    // id is made
 	for hop := 0; ; hop++ {
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
@@ -288,9 +299,8 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		if set != nil && bound == nil {
 			to = &set.keys[via]
 		}
-		if bound == nil && id == nil {
-			v := t.identityOf(req)
-			id = &v
+		if bound == nil && !named {
+			id, named = t.identityOf(req), true
 		}
 		out, err := t.attempt(ctx, req, bound, to, &body, id, unreachable, leaving)
 		if err != nil {
@@ -409,7 +419,7 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 // client could not connect to; the front door is told so that it binds the
 // client elsewhere. leaving, when set, is the binding a replica sent the
 // client back from; the front door is told so that it counts the move.
-func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, id *identity, unreachable, leaving string) (*http.Request, error) {
+func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, id identity, unreachable, leaving string) (*http.Request, error) {
 	rc, err := body.next()
 	if err != nil {
 		return nil, err
@@ -451,7 +461,7 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 	default:
 		delete(h, protocol.HeaderBinding)
 	}
-	if b == nil && id != nil {
+	if b == nil {
 		id.set(h)
 	}
 	h[protocol.HeaderClient] = t.idValue
