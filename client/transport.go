@@ -75,9 +75,9 @@ type Options struct {
 	// answer, which is returned as is, so that no call runs twice. A
 	// replicated group's call also moves after any transport error and
 	// after a 503 with Retry-After: its log deduplicates the call sent
-	// again (see the package doc). Default none: a call goes to the front door
-	// its URL names. An entry that is not an http(s) base URL makes every
-	// call fail, naming it.
+	// again (see the package doc). Default none: a call goes to the front
+	// door its URL names. An entry that is not an http(s) base URL makes
+	// every call fail, naming it.
 	FrontDoors []string
 	// Timeout bounds each call, redirects and retries included, from
 	// sending it until its answer's body is read to the end or closed,
@@ -242,9 +242,10 @@ func (t *Transport) CloseIdleConnections() {
 //     log deduplicates it.
 //
 // A call is sent again only when it provably did not run, or to a
-// replicated group that deduplicates it, so no call runs twice. The body follows redirects when the request has GetBody or the
-// body fits in Options.MaxBufferedBody; otherwise the redirect is returned
-// to the caller.
+// replicated group that deduplicates it, so no call runs twice. The body
+// follows redirects when the request has GetBody or the body fits in
+// Options.MaxBufferedBody; otherwise the redirect is returned to the
+// caller.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.timeout <= 0 {
 		return t.roundTrip(req.Context(), req)
@@ -358,15 +359,23 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		if set != nil {
 			ndoors = len(set.keys)
 		}
-		if body.canReplay() && ctx.Err() == nil &&
-			(set != nil && tried < ndoors && (err != nil && (notSent(err) || door != nil) || err == nil && ownUnavailable(resp)) ||
-				repl && (err != nil && tried < max(ndoors, 2) || err == nil && tried < ndoors && retryLater(resp))) {
+		again := false
+		switch {
+		case !body.canReplay() || ctx.Err() != nil:
+		case set != nil && tried < ndoors &&
+			(err != nil && (notSent(err) || door != nil) || err == nil && ownUnavailable(resp)):
 			// Provably not run — not sent, refused by the front door
 			// itself, or lost by a front door that redirects (it has
-			// bound this client: it runs no call) — or a replicated
-			// group's, which deduplicates the call when it comes again
-			// unchanged: so the next front door of the group (a lone
-			// front door gets a second try after a transport error).
+			// bound this client: it runs no call).
+			again = true
+		case repl && err != nil:
+			// A replicated group deduplicates the call when it comes
+			// again unchanged. A lone front door gets a second try.
+			again = tried < max(ndoors, 2)
+		case repl:
+			again = tried < ndoors && retryLater(resp)
+		}
+		if again { // so the next front door of the group
 			if err == nil {
 				discard(resp)
 			}
@@ -414,10 +423,10 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 
 // attempt builds the request of one attempt: to the replica of b, or to
 // the front door when b is nil (door, when set, in place of the one req's
-// URL names), with the call's identity id (Fulcrum-Session and
-// Fulcrum-Sequence, sent to front doors only). unreachable, when set, is the binding the
-// client could not connect to; the front door is told so that it binds the
-// client elsewhere. leaving, when set, is the binding a replica sent the
+// URL names) with the call's identity id (Fulcrum-Session and
+// Fulcrum-Sequence go to front doors only). unreachable, when set, is the
+// binding the client could not connect to; the front door is told so that
+// it binds the client elsewhere. leaving, when set, is the binding a replica sent the
 // client back from; the front door is told so that it counts the move.
 func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, id identity, unreachable, leaving string) (*http.Request, error) {
 	rc, err := body.next()
