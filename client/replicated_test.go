@@ -418,3 +418,39 @@ func TestReplicatedReplyLongerThanTheBuffer(t *testing.T) {
 		t.Fatalf("answer %d, %d bytes; want 200 and %d bytes", got.code, len(got.body), len(big)+2)
 	}
 }
+
+// TestCutAnswerShowsTheGroupReplicated: an answer cut short whose headers
+// carry Fulcrum-Position is a replicated group's, even on the first call
+// without Options.Replicated: the call is re-sent, and appended once.
+func TestCutAnswerShowsTheGroupReplicated(t *testing.T) {
+	t.Parallel()
+	log := &fakeLog{}
+	a, b := newFakeBridge(t, "a", log), newFakeBridge(t, "b", log)
+	tr := newTransport(client.Options{FrontDoors: []string{a.srv.URL, b.srv.URL}})
+	a.cut.Store(1)
+	got := mustSend(t, tr, http.MethodPost, a.srv.URL+"/increment", strings.NewReader("p"), nil)
+	if got.code != http.StatusOK || got.body != "b:p" || got.position != "1" {
+		t.Fatalf("answer %+v, want b:p at position 1", got)
+	}
+	if calls := b.calls(); len(calls) != 1 || !calls[0].Existed || log.len() != 1 {
+		t.Fatalf("second front door saw %+v, log holds %d; want the call found in the log", calls, log.len())
+	}
+}
+
+// TestReplicatedAnswersUnreadWithoutABuffer: with a negative
+// MaxBufferedBody the answers are not read ahead, so a cut in one reaches
+// the caller's read and the call is not re-sent.
+func TestReplicatedAnswersUnreadWithoutABuffer(t *testing.T) {
+	t.Parallel()
+	log := &fakeLog{}
+	a, b := newFakeBridge(t, "a", log), newFakeBridge(t, "b", log)
+	tr := newTransport(client.Options{FrontDoors: []string{a.srv.URL, b.srv.URL}, Replicated: true, MaxBufferedBody: -1})
+	a.cut.Store(1)
+	got, err := send(tr, http.MethodPost, a.srv.URL+"/increment", strings.NewReader("p"), nil)
+	if err == nil || got.code != http.StatusOK || got.body != "a:p" {
+		t.Fatalf("answer %+v, %v; want a:p cut short, the caller's read failing", got, err)
+	}
+	if n := len(b.calls()); n != 0 {
+		t.Fatalf("the second front door saw %d calls, want 0", n)
+	}
+}
