@@ -66,10 +66,10 @@
 // after it was sent — a connection reset or closed before the answer, an
 // answer cut short — or that gets a 503 with Retry-After is sent again
 // unchanged, same headers and body, to the next front door of
-// Options.FrontDoors: each front door once per call, and a lone front door
-// (no Options.FrontDoors) twice after a transport error (a kept-alive
-// connection the bridge closed as the call went out), once after a 503.
-// Then the last error or answer is returned. To see an answer cut short
+// Options.FrontDoors, each front door once per call; a lone front door (no
+// Options.FrontDoors) gets a second try after a transport error (a
+// kept-alive connection the bridge closed as the call went out), not after
+// a 503. Then the last error or answer is returned. To see an answer cut short
 // before returning it, the Transport reads a replicated group's answers
 // whole, up to Options.MaxBufferedBody (the rest of a longer answer is
 // streamed, and a cut in it reaches the caller). The body is replayed as
