@@ -15,7 +15,8 @@
 // No call runs twice: a call is retried through the front door only when it
 // provably did not run — the replica could not be connected to (nothing was
 // sent), the replica answered with a rebind instead of running it, or the
-// front door answered 503. Any other failure is returned to the caller. A
+// front door answered 503 — or when its group deduplicates it (a
+// replicated group, below). Any other failure is returned to the caller. A
 // request body follows redirects when the request has GetBody (as requests
 // built by http.NewRequest from a bytes.Buffer, bytes.Reader or
 // strings.Reader do) or when it fits in Options.MaxBufferedBody; a larger
@@ -36,6 +37,48 @@
 // the front door's host is dialled address by address by net/http when
 // one refuses the connection, but a 503 is not retried on its other
 // addresses; list them in Options.FrontDoors for that.
+//
+// # Replicated groups
+//
+// A replicated group's front door (binding replicated) is a bridge: it
+// orders every call in the group's log, every replica runs it, and the
+// bridge answers with the first reply and the call's log position in
+// Fulcrum-Position. The log deduplicates a call by its Fulcrum-Session and
+// Fulcrum-Sequence (or its Idempotency-Key), so such a call may be sent
+// again: it still runs once, and the retry gets the original reply.
+//
+// Every call the Transport sends to a front door (not the bound calls
+// straight to a replica) carries Fulcrum-Session, the Transport's
+// Fulcrum-Client id, and a fresh Fulcrum-Sequence: a counter from a random
+// start, unique within the session, in no particular order across
+// concurrent calls; every try of one call carries the same pair. They are
+// sent always, not only once the group is known to be replicated: the
+// Transport cannot know it before the first answer, and a first call
+// without them would be keyed by its connection at the bridge, so that the
+// session's read-your-writes and a re-send of it would not hold. Other
+// front doors ignore them (a per-request front door passes them on to the
+// replica like any header). A caller's own Fulcrum-Session,
+// Fulcrum-Sequence or Idempotency-Key is kept as set, and beside an
+// Idempotency-Key nothing is added (the key names the call alone).
+//
+// Once a front door of the group has answered with Fulcrum-Position (or
+// from the first call with Options.Replicated), a call to it that fails
+// after it was sent — a connection reset or closed before the answer, an
+// answer cut short — or that gets a 503 with Retry-After is sent again
+// unchanged, same headers and body, to the next front door of
+// Options.FrontDoors, each front door once per call; a lone front door (no
+// Options.FrontDoors) gets a second try after a transport error (a
+// kept-alive connection the bridge closed as the call went out), not after
+// a 503. Then the last error or answer is returned. To see an answer cut short
+// before returning it, the Transport reads a replicated group's answers
+// whole, up to Options.MaxBufferedBody (the rest of a longer answer is
+// streamed, and a cut in it reaches the caller). The body is replayed as
+// for a redirect: a body without GetBody larger than MaxBufferedBody
+// cannot be sent again, and the error is returned. The Transport forgets
+// that a group is replicated when its front door answers with a binding
+// redirect; a group switched from replicated to per-request is still
+// treated as replicated by a Transport that learned it, so restart such
+// clients (a re-sent call could run twice there).
 //
 // The Transport follows fulcrum's redirects itself, a bounded number of
 // times (Options.MaxHops); the http.Client's own redirect policy only sees

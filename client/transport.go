@@ -52,6 +52,15 @@ type Options struct {
 	// Logger receives binding changes at debug level. Default
 	// slog.Default().
 	Logger *slog.Logger
+	// Replicated says that the front doors this Transport calls (the
+	// URLs' own, or Options.FrontDoors) are a replicated group's bridges
+	// (binding replicated), from the first call. Default false: the
+	// Transport learns it from the group's first answer that carries
+	// Fulcrum-Position, so that a transport error on a call before that
+	// answer is returned rather than re-sent. Set it only for a Transport
+	// that calls replicated groups alone: a call to another group that
+	// fails after it was sent would be re-sent, and could run twice.
+	Replicated bool
 	// FrontDoors lists one group's front doors on several balancer
 	// instances (a cluster), as base URLs ("http://10.0.0.1:8000"). A call
 	// sent to any of them is a call to the group: the Transport keeps one
@@ -63,9 +72,12 @@ type Options struct {
 	// after any transport error once a front door of the group has bound
 	// this client (a redirecting front door runs no call) — each front
 	// door once per call. Never after a replica's 503 or any other
-	// answer, which is returned as is, so that no call runs twice. Default none: a call goes to the front door
-	// its URL names. An entry that is not an http(s) base URL makes every
-	// call fail, naming it.
+	// answer, which is returned as is, so that no call runs twice. A
+	// replicated group's call also moves after any transport error and
+	// after a 503 with Retry-After: its log deduplicates the call sent
+	// again (see the package doc). Default none: a call goes to the front
+	// door its URL names. An entry that is not an http(s) base URL makes
+	// every call fail, naming it.
 	FrontDoors []string
 	// Timeout bounds each call, redirects and retries included, from
 	// sending it until its answer's body is read to the end or closed,
@@ -94,6 +106,12 @@ type Transport struct {
 	timeout time.Duration
 	log     *slog.Logger
 	doors   doors
+	// seq numbers the calls through front doors (Fulcrum-Sequence).
+	seq *sequencer
+	// replicated is Options.Replicated; repl the front doors learned to
+	// be replicated.
+	replicated bool
+	repl       replicatedDoors
 	// sets maps each front door of Options.FrontDoors to its set;
 	// read-only.
 	sets map[doorKey]*doorSet
@@ -110,6 +128,9 @@ func NewTransport(opts Options) *Transport {
 		maxBody: opts.MaxBufferedBody,
 		timeout: max(opts.Timeout, 0),
 		log:     opts.Logger,
+		seq:     newSequencer(),
+
+		replicated: opts.Replicated,
 	}
 	if t.base == nil {
 		t.base = defaultBase()
@@ -211,12 +232,20 @@ func (t *Transport) CloseIdleConnections() {
 //     redirects) and that names the group in Fulcrum-Group (so the 503 is
 //     its own, not a proxied replica's) is retried once;
 //   - with Options.FrontDoors, a call the front door provably did not run
-//     (see Options.FrontDoors) goes to the group's next front door.
+//     (see Options.FrontDoors) goes to the group's next front door;
+//   - to a replicated group (one of its front door's answers carried
+//     Fulcrum-Position, or Options.Replicated), a call that failed after
+//     it was sent (a transport error, an answer cut short) or got a 503
+//     with Retry-After goes unchanged — the same Fulcrum-Session,
+//     Fulcrum-Sequence and body — to the next front door: each once per
+//     call, a lone front door twice after a transport error. The group's
+//     log deduplicates it.
 //
-// A call is sent again only when it provably did not run, so no call runs
-// twice. The body follows redirects when the request has GetBody or the
-// body fits in Options.MaxBufferedBody; otherwise the redirect is returned
-// to the caller.
+// A call is sent again only when it provably did not run, or to a
+// replicated group that deduplicates it, so no call runs twice. The body
+// follows redirects when the request has GetBody or the body fits in
+// Options.MaxBufferedBody; otherwise the redirect is returned to the
+// caller.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.timeout <= 0 {
 		return t.roundTrip(req.Context(), req)
@@ -261,6 +290,8 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 	retried503 := false
 	unreachable := "" // the binding the client could not connect to
 	leaving := ""     // the binding a replica sent the client back from
+	var id identity   // the call's identity, made at its first front door attempt
+	named := false    // id is made
 	for hop := 0; ; hop++ {
 		if hop > t.maxHops {
 			return nil, fmt.Errorf("%w: %d for %s %s", ErrTooManyHops, t.maxHops, req.Method, req.URL.Redacted())
@@ -269,7 +300,10 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		if set != nil && bound == nil {
 			to = &set.keys[via]
 		}
-		out, err := t.attempt(ctx, req, bound, to, &body, unreachable, leaving)
+		if bound == nil && !named {
+			id, named = t.identityOf(req), true
+		}
+		out, err := t.attempt(ctx, req, bound, to, &body, id, unreachable, leaving)
 		if err != nil {
 			return nil, err
 		}
@@ -308,17 +342,47 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 		}
 
 		// The front door answered (or a host not known as one).
-		if set != nil && tried < len(set.keys) && body.canReplay() && ctx.Err() == nil &&
-			(err != nil && (notSent(err) || door != nil) || err == nil && ownUnavailable(resp)) {
+		repl := t.replicated
+		if err == nil && isOrdered(resp) {
+			t.repl.learn(key)
+			repl = true
+		} else if !repl {
+			repl = t.repl.known(key)
+		}
+		if repl && err == nil {
+			// A reply cut short is a transport error, to be re-sent.
+			if rerr := readWhole(resp, out.URL.Host, t.maxBody); rerr != nil {
+				resp, err = nil, rerr
+			}
+		}
+		ndoors := 1
+		if set != nil {
+			ndoors = len(set.keys)
+		}
+		again := false
+		switch {
+		case !body.canReplay() || ctx.Err() != nil:
+		case set != nil && tried < ndoors &&
+			(err != nil && (notSent(err) || door != nil) || err == nil && ownUnavailable(resp)):
 			// Provably not run — not sent, refused by the front door
 			// itself, or lost by a front door that redirects (it has
-			// bound this client: it runs no call) — so the next front
-			// door of the group.
+			// bound this client: it runs no call).
+			again = true
+		case repl && err != nil:
+			// A replicated group deduplicates the call when it comes
+			// again unchanged. A lone front door gets a second try.
+			again = tried < max(ndoors, 2)
+		case repl:
+			again = tried < ndoors && retryLater(resp)
+		}
+		if again { // so the next front door of the group
 			if err == nil {
 				discard(resp)
 			}
-			t.log.Debug("fulcrum: front door unavailable; trying the next", "front_door", set.keys[via].host, "err", err)
-			via = (via + 1) % int32(len(set.keys))
+			t.log.Debug("fulcrum: front door unavailable; trying the next", "front_door", out.URL.Host, "replicated", repl, "err", err)
+			if set != nil {
+				via = (via + 1) % int32(len(set.keys))
+			}
 			tried++
 			hop-- // front doors tried are bounded by the set, not MaxHops
 			continue
@@ -339,6 +403,7 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 				door = t.doors.getOrAdd(key)
 			}
 			door.binding.Store(nb)
+			t.repl.forget(key) // it redirects: not (or no longer) replicated
 			t.log.Debug("fulcrum: bound", "group", nb.Group, "replica", nb.Replica, "url", nb.URL)
 			if !body.canReplay() {
 				return resp, nil
@@ -358,11 +423,12 @@ func (t *Transport) roundTrip(ctx context.Context, req *http.Request) (*http.Res
 
 // attempt builds the request of one attempt: to the replica of b, or to
 // the front door when b is nil (door, when set, in place of the one req's
-// URL names). unreachable, when set, is the binding the
-// client could not connect to; the front door is told so that it binds the
-// client elsewhere. leaving, when set, is the binding a replica sent the
+// URL names) with the call's identity id (Fulcrum-Session and
+// Fulcrum-Sequence go to front doors only). unreachable, when set, is the
+// binding the client could not connect to; the front door is told so that
+// it binds the client elsewhere. leaving, when set, is the binding a replica sent the
 // client back from; the front door is told so that it counts the move.
-func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, unreachable, leaving string) (*http.Request, error) {
+func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, door *doorKey, body *replay, id identity, unreachable, leaving string) (*http.Request, error) {
 	rc, err := body.next()
 	if err != nil {
 		return nil, err
@@ -379,7 +445,7 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 	if body.length >= 0 {
 		out.ContentLength = body.length
 	}
-	h := make(http.Header, len(req.Header)+3)
+	h := make(http.Header, len(req.Header)+5)
 	for k, v := range req.Header {
 		h[k] = v
 	}
@@ -403,6 +469,9 @@ func (t *Transport) attempt(ctx context.Context, req *http.Request, b *binding, 
 		h[protocol.HeaderRebind] = []string{"1"}
 	default:
 		delete(h, protocol.HeaderBinding)
+	}
+	if b == nil {
+		id.set(h)
 	}
 	h[protocol.HeaderClient] = t.idValue
 	return out, nil
