@@ -131,7 +131,9 @@ func (c *clientConn) handle(m giop.Message, misaligned bool) bool {
 			<-c.slots
 			return false
 		}
+		c.s.calls.Add(1)
 		go func() {
+			defer c.s.calls.Done()
 			defer func() {
 				<-c.slots
 				c.leave()

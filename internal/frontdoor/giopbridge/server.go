@@ -100,12 +100,13 @@ type Server struct {
 	budget *wire.Budget
 
 	conns acceptloop.Conns[*clientConn]
-	// ctx is the calls' context: cancelled by Close.
+	// ctx is the calls' context: cancelled by Close, and by Shutdown
+	// once every connection is closed.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// done is closed when the server has shut down.
-	done     chan struct{}
-	doneOnce sync.Once
+	// calls are the calls being ordered, which may outlive their
+	// connection.
+	calls sync.WaitGroup
 }
 
 // New returns the bridge ordering its clients' requests through o.
@@ -113,7 +114,7 @@ func New(o Orderer, opts Options) *Server {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{o: o, opts: opts, log: opts.Logger, budget: wire.NewBudget(opts.MaxBufferedBytes),
-		ctx: ctx, cancel: cancel, done: make(chan struct{})}
+		ctx: ctx, cancel: cancel}
 }
 
 // Serve accepts connections on ln and serves them until Shutdown or Close,
@@ -144,18 +145,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-s.conns.Done()
 	}
 	s.cancel()
-	s.doneOnce.Do(func() { close(s.done) })
+	s.calls.Wait()
 	return err
 }
 
 // Close closes the listeners and every connection at once; calls being
-// ordered are abandoned (they stay in the log and run on the replicas).
+// ordered are abandoned (what was appended stays in the log and runs on
+// the replicas). It returns once the Orderer has returned every call.
 func (s *Server) Close() error {
 	s.conns.Close()
 	s.cancel()
 	s.closeAll()
 	s.conns.Wait()
-	s.doneOnce.Do(func() { close(s.done) })
+	s.calls.Wait()
 	return nil
 }
 

@@ -21,8 +21,9 @@ func (d *Deliverer) Deliver(ctx context.Context, pos uint64, req *protocol.Order
 	defer d.mu.Unlock()
 	rep, err := d.callLocked(ctx, func(*servantConn) *giop.Request {
 		r := *orig
-		r.ResponseFlags |= 1 // a oneway call waits for the servant too
-		if r.Version == giop.V12 {
+		if !r.ResponseExpected() {
+			// A oneway call is sent SYNC_WITH_TARGET: the next entry
+			// waits until it has run.
 			r.ResponseFlags = giop.FlagsTwoway
 		}
 		return &r
