@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -226,7 +227,28 @@ func (c *clientConn) fail(h giop.Header, err error) {
 		b, _ = giop.EncodeMessage(&giop.MessageError{Envelope: giop.Envelope{Version: giop.Highest}})
 	}
 	c.writeLast(b)
+	c.linger()
 	c.closeNC()
+}
+
+// Bounds of linger.
+const (
+	lingerTime  = 500 * time.Millisecond
+	lingerBytes = 64 << 10
+)
+
+// linger ends the sending side after a MessageError and reads what the
+// client still sends (at most lingerBytes for lingerTime), so that closing
+// with unread input does not reset the connection before the client has
+// read the MessageError. Closing the connection (Close) ends it at once.
+func (c *clientConn) linger() {
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if !ok {
+		return
+	}
+	_ = cw.CloseWrite()
+	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.nc, lingerBytes))
 }
 
 // abort closes the connection at once.

@@ -11,7 +11,8 @@ import (
 // Deliver sends the GIOP Request of req (the entry at position pos) to
 // the servant and returns its Reply, whole, with the request id the
 // entry's request had. An entry that is not a GIOP Request is an error
-// naming the position; so is a servant that does not answer.
+// naming the position; so is a servant that does not answer before ctx
+// ends (the call is not abandoned silently: the connection is dropped).
 func (d *Deliverer) Deliver(ctx context.Context, pos uint64, req *protocol.OrderedRequest) (protocol.ReplicaReply, error) {
 	orig, err := d.decode(pos, req)
 	if err != nil {
