@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // groupKey is the object key of the group in the tests: its name.
 const groupKey = "g"
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -39,7 +39,7 @@ func testCtx(t *testing.T) context.Context {
 // an agent loop that streams the hub's log and delivers it through
 // giopdeliver.
 type rig struct {
-	t        *testing.T
+	t        testing.TB
 	hub      *replhub.Hub
 	addr     string
 	bridge   *giopbridge.Server
@@ -65,7 +65,7 @@ type rigOptions struct {
 	bridge     giopbridge.Options
 }
 
-func newRig(t *testing.T, o rigOptions) *rig {
+func newRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	if o.maxPayload == 0 {
 		o.maxPayload = 64 << 10
@@ -118,7 +118,7 @@ func (r *rig) peers() []replhub.Peer {
 // startReplica serves a Counter and runs its agent: it streams the log
 // from the start and delivers each entry in order, posting the reply, and
 // answers reply requests from the replies it keeps.
-func (r *rig) startReplica(t *testing.T, id string) *replica {
+func (r *rig) startReplica(t testing.TB, id string) *replica {
 	t.Helper()
 	c := &backend.Counter{}
 	s := backend.NewGIOPCounter(c, backend.GIOPCounterOptions{})
@@ -210,13 +210,13 @@ func (r *rig) waitIncrements(ctx context.Context, n uint64) {
 
 // client is a raw GIOP connection to the bridge.
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
 	r  *wire.Reader
 	w  *wire.Writer
 }
 
-func (r *rig) dial(t *testing.T) *client {
+func (r *rig) dial(t testing.TB) *client {
 	t.Helper()
 	nc, err := net.Dial("tcp", r.addr)
 	if err != nil {
@@ -268,7 +268,7 @@ func request(v giop.Version, o cdr.ByteOrder, id uint32, key, op string, context
 	return req
 }
 
-func longLong(t *testing.T, rep *giop.Reply) int64 {
+func longLong(t testing.TB, rep *giop.Reply) int64 {
 	t.Helper()
 	if rep.Status != giop.StatusNoException {
 		ex, _ := rep.SystemException()
@@ -283,7 +283,7 @@ func longLong(t *testing.T, rep *giop.Reply) int64 {
 	return v
 }
 
-func sysex(t *testing.T, rep *giop.Reply) giop.SystemException {
+func sysex(t testing.TB, rep *giop.Reply) giop.SystemException {
 	t.Helper()
 	ex, err := rep.SystemException()
 	if err != nil {
