@@ -54,13 +54,19 @@ type Deliverer struct {
 	log      *slog.Logger
 	original ior.IOR
 
+	// mu serialises the calls and guards target, conn and nextID.
 	mu sync.Mutex
 	// target is the reference calls go to: the original one, or the
 	// last one a LOCATION_FORWARD named.
 	target ior.IOR
 	conn   *servantConn
 	nextID uint32
-	closed bool
+
+	// closeMu guards closed and open, so that Close interrupts a call.
+	closeMu sync.Mutex
+	closed  bool
+	// open is conn's connection, for Close.
+	open net.Conn
 }
 
 // New returns a Deliverer to the servant ref names (a corbaloc URL or a
@@ -84,12 +90,15 @@ func New(ref string, opts Options) (*Deliverer, error) {
 	return &Deliverer{opts: opts, log: log, original: r, target: r}, nil
 }
 
-// Close closes the connection; later calls fail with ErrClosed.
+// Close closes the connection, failing a call in progress; later calls
+// fail with ErrClosed.
 func (d *Deliverer) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
 	d.closed = true
-	d.dropLocked()
+	if d.open != nil {
+		_ = d.open.Close()
+	}
 	return nil
 }
 
@@ -108,7 +117,11 @@ type servantConn struct {
 // connLocked returns the connection, opening it to the first address of
 // the target that answers. Caller must hold d.mu.
 func (d *Deliverer) connLocked(ctx context.Context) (*servantConn, error) {
-	if d.closed {
+	d.closeMu.Lock()
+	closed := d.closed
+	d.closeMu.Unlock()
+	if closed {
+		d.dropLocked()
 		return nil, ErrClosed
 	}
 	if d.conn != nil {
@@ -124,6 +137,14 @@ func (d *Deliverer) connLocked(ctx context.Context) (*servantConn, error) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		d.closeMu.Lock()
+		if d.closed {
+			d.closeMu.Unlock()
+			_ = nc.Close()
+			return nil, ErrClosed
+		}
+		d.open = nc
+		d.closeMu.Unlock()
 		v := giop.Version{Major: ep.Profile.Version.Major, Minor: min(ep.Profile.Version.Minor, giop.Highest.Minor)}
 		if ep.Profile.Version.Major != 1 {
 			v = giop.V10
@@ -139,6 +160,11 @@ func (d *Deliverer) connLocked(ctx context.Context) (*servantConn, error) {
 func (d *Deliverer) dropLocked() {
 	if d.conn != nil {
 		_ = d.conn.nc.Close()
+		d.closeMu.Lock()
+		if d.open == d.conn.nc {
+			d.open = nil
+		}
+		d.closeMu.Unlock()
 		d.conn = nil
 	}
 }

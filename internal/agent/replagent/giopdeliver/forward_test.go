@@ -1,6 +1,7 @@
 package giopdeliver_test
 
 import (
+	"context"
 	"net"
 	"strings"
 	"sync"
@@ -15,7 +16,8 @@ import (
 )
 
 // scripted is a GIOP server on a real socket that answers each request
-// with what answer returns for it (conn counts the connections from 1).
+// with what answer returns for it (conn counts the connections from 1; nil:
+// no answer).
 type scripted struct {
 	ln       net.Listener
 	requests atomic.Int32
@@ -53,7 +55,11 @@ func startScripted(t *testing.T, answer func(conn int, req *giop.Request) giop.M
 						continue
 					}
 					s.requests.Add(1)
-					if err := w.Write(answer(n, req)); err != nil {
+					out := answer(n, req)
+					if out == nil {
+						continue
+					}
+					if err := w.Write(out); err != nil {
 						return
 					}
 				}
@@ -146,5 +152,33 @@ func TestDeliverResendsAfterCloseConnection(t *testing.T) {
 	da := newDeliverer(t, always.ref("k").String())
 	if _, err := da.Deliver(ctx, 2, entry(t, giop.V12, cdr.BigEndian, 5, giop.FlagsTwoway, "g", "op")); err == nil || !strings.Contains(err.Error(), "CloseConnection") {
 		t.Fatalf("CloseConnection twice: err = %v", err)
+	}
+}
+
+// Close fails a call waiting for a servant that does not answer.
+func TestCloseInterruptsACall(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	got := make(chan struct{})
+	s := startScripted(t, func(int, *giop.Request) giop.Message {
+		close(got)
+		return nil // never answered: the test's cleanup closes the connection
+	})
+	d := newDeliverer(t, s.ref("k").String())
+	done := make(chan error, 1)
+	go func() {
+		// No deadline: only Close can end the call.
+		_, err := d.Deliver(context.Background(), 1, entry(t, giop.V12, cdr.BigEndian, 1, giop.FlagsTwoway, "g", "op"))
+		done <- err
+	}()
+	<-got
+	_ = d.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Deliver returned no error after Close")
+		}
+	case <-ctx.Done():
+		t.Fatal("Deliver still waits after Close")
 	}
 }
