@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ordered"
 )
 
 // The Counter interface of seed 001's test application over GIOP
@@ -63,8 +65,8 @@ type GIOPCounterOptions struct {
 	MaxInflight int
 	// Logger receives connection errors at debug level (default: none).
 	Logger *slog.Logger
-	// Now and Rand stamp each addition (defaults: the clock and
-	// math/rand/v2). GIOP requests carry no determinism context yet.
+	// Now and Rand stamp each addition of a request without the bridge's
+	// time/seed service context (defaults: the clock and math/rand/v2).
 	Now  func() time.Time
 	Rand func() uint64
 	// Next, when set, makes the servant the relay (tier 2): increment
@@ -81,7 +83,9 @@ type GIOPCounterOptions struct {
 // GIOPPrime:
 //
 //   - increment() adds 1 (or, for a relay, Next's result) and returns the
-//     new value; value() returns it.
+//     new value; value() returns it. The addition is stamped from the
+//     bridge's time/seed service context (ordered.ServiceTimeSeed) when the
+//     request carries one, BAD_PARAM when it is malformed.
 //   - get_state() returns the state as CounterState's JSON encoding
 //     (MarshalCounterState), the same bytes as HTTP GET /fulcrum/state; it
 //     never raises FT::NoStateAvailable, since a counter always has a
@@ -162,7 +166,12 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 			}
 			delta = n
 		}
-		st, err := s.c.Add(delta, Stamp{Time: s.opts.Now(), ID: s.opts.Rand()})
+		stamp, err := s.stamp(req)
+		if err != nil {
+			s.srv.log.Debug("increment refused", "err", err)
+			return systemException(req, repoIDBadParam, giop.CompletedNo)
+		}
+		st, err := s.c.Add(delta, stamp)
 		if err != nil {
 			return systemException(req, repoIDBadParam, giop.CompletedNo)
 		}
@@ -210,6 +219,23 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 		return rep
 	}
 	return systemException(req, repoIDBadOperation, giop.CompletedNo)
+}
+
+// stamp is the Stamp of req: from the bridge's time/seed service context
+// (ordered.ServiceTimeSeed) when it carries one, as the HTTP counter takes
+// Fulcrum-Time and Fulcrum-Seed (the id is the first number of a PCG
+// seeded with the seed), the clock and the random source otherwise. A
+// malformed context is an error naming it.
+func (s *GIOPCounter) stamp(req *giop.Request) (Stamp, error) {
+	data, ok := giop.FindServiceContext(req.ServiceContexts, ordered.ServiceTimeSeed)
+	if !ok {
+		return Stamp{Time: s.opts.Now(), ID: s.opts.Rand()}, nil
+	}
+	ts, err := ordered.DecodeTimeSeed(data)
+	if err != nil {
+		return Stamp{}, fmt.Errorf("backend: %s: %w", OpIncrement, err)
+	}
+	return Stamp{Time: ts.Time, ID: rand.New(rand.NewPCG(ts.Seed, 0)).Uint64()}, nil
 }
 
 // longLongReply is a NO_EXCEPTION reply to req returning v.
