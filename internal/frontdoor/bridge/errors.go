@@ -76,7 +76,9 @@ func (e *bodyReadError) Unwrap() error { return e.err }
 // proxyError is a read-only call the replica did not answer (502).
 type proxyError struct{ err error }
 
-func (e *proxyError) Error() string { return "bridge: read-only call to the replica failed: " + e.err.Error() }
+func (e *proxyError) Error() string {
+	return "bridge: read-only call to the replica failed: " + e.err.Error()
+}
 func (e *proxyError) Unwrap() error { return e.err }
 
 // errorBody is the JSON body of every error the bridge answers itself;

@@ -196,8 +196,8 @@ func (g *testGroup) publish() {
 	g.snap.Store(snap)
 }
 
-func (g *testGroup) Snapshot() *frontdoor.Snapshot             { return g.snap.Load() }
-func (g *testGroup) Bound(*frontdoor.Member, string, bool)     {}
+func (g *testGroup) Snapshot() *frontdoor.Snapshot         { return g.snap.Load() }
+func (g *testGroup) Bound(*frontdoor.Member, string, bool) {}
 func (g *testGroup) Observe(m *frontdoor.Member, _ time.Duration, failed bool) {
 	if failed {
 		m.Counters.Failures.Add(1)
