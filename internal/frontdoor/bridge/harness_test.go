@@ -231,12 +231,6 @@ type envConfig struct {
 
 func newEnv(t *testing.T, cfg envConfig) *env {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
 	db, err := boltlog.Open(filepath.Join(t.TempDir(), boltlog.FileName), boltlog.Options{SweepEvery: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -260,6 +254,14 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	e.g.reps = e.reps
 	e.g.publish()
+	// Cleanups run last first: the bridge, then the agents and the hub,
+	// then the counters, then the log.
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
 	e.hub = replhub.New(replhub.Options{
 		Group: "g", Instance: "test", Log: l, Logger: quietLogger(),
 		Live: func() []replhub.Peer {
@@ -381,7 +383,9 @@ func (e *env) nextPosition(t *testing.T, probe string) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
-	pos, existed, err := e.log.AppendOrGet(ctx, replog.Append{Session: "probe-" + probe, Seq: 1, Payload: []byte("{}"), Origin: "probe"})
+	// GET /healthz changes nothing on a counter.
+	payload, _ := json.Marshal(&protocol.OrderedRequest{Kind: protocol.KindHTTP, Method: http.MethodGet, Target: "/healthz", Time: time.Now().UTC()})
+	pos, existed, err := e.log.AppendOrGet(ctx, replog.Append{Session: "probe-" + probe, Seq: 1, Payload: payload, Origin: "probe"})
 	if err != nil || existed {
 		t.Fatalf("probe append: %d %v %v", pos, existed, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
@@ -167,8 +168,9 @@ func connectionTokens(h http.Header) map[string]bool {
 }
 
 // writeReply answers with a replica's reply: its status, its header less
-// the hop-by-hop fields, its body, and the entry's position in
-// Fulcrum-Position.
+// the hop-by-hop fields, its body, the entry's position in
+// Fulcrum-Position, and how long ordering took in Server-Timing
+// (serverTiming).
 func writeReply(w http.ResponseWriter, r *http.Request, rep replhub.Reply) {
 	h := w.Header()
 	conn := connectionTokens(rep.Header)
@@ -179,6 +181,7 @@ func writeReply(w http.ResponseWriter, r *http.Request, rep replhub.Reply) {
 		h[k] = vs
 	}
 	h.Set(protocol.HeaderPosition, strconv.FormatUint(rep.Position, 10))
+	h.Add("Server-Timing", serverTiming(rep))
 	status := rep.Status
 	if status < 200 || status > 999 {
 		// A reply without a final status (a 1xx, or none) cannot be
@@ -200,4 +203,18 @@ func writeReply(w http.ResponseWriter, r *http.Request, rep replhub.Reply) {
 	if r.Method != http.MethodHead && bodyAllowed && len(rep.Body) > 0 {
 		_, _ = w.Write(rep.Body)
 	}
+}
+
+// serverTiming is the Server-Timing entry of an ordered call, in
+// milliseconds: "append;dur=0.412, wait;dur=1.030" — append is the log's
+// append, wait the wait for the first reply after it (fulcrum bench
+// replication splits its RTT with them). A replica's own Server-Timing
+// entries are kept beside it.
+func serverTiming(rep replhub.Reply) string {
+	b := make([]byte, 0, 40)
+	b = append(b, "append;dur="...)
+	b = strconv.AppendFloat(b, float64(rep.Append)/float64(time.Millisecond), 'f', 3, 64)
+	b = append(b, ", wait;dur="...)
+	b = strconv.AppendFloat(b, float64(rep.Wait)/float64(time.Millisecond), 'f', 3, 64)
+	return string(b)
 }
