@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -227,6 +228,8 @@ type envConfig struct {
 	limits     replog.Limits
 	timeouts   protocol.Timeouts
 	opts       Options
+	// wrap, when not nil, wraps the hub the bridge orders through.
+	wrap func(Orderer) Orderer
 }
 
 func newEnv(t *testing.T, cfg envConfig) *env {
@@ -294,7 +297,11 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	if opts.AccessLog == nil {
 		opts.AccessLog = e.acc
 	}
-	e.srv = New(e.g, e.hub, opts)
+	var o Orderer = e.hub
+	if cfg.wrap != nil {
+		o = cfg.wrap(e.hub)
+	}
+	e.srv = New(e.g, o, opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -410,23 +417,39 @@ type answer struct {
 
 func (a answer) position(t *testing.T) uint64 {
 	t.Helper()
-	p, err := strconv.ParseUint(a.header.Get(protocol.HeaderPosition), 10, 64)
+	p, err := a.pos()
 	if err != nil {
-		t.Fatalf("answer %d %s: no %s (%q)", a.status, a.body, protocol.HeaderPosition, a.header.Get(protocol.HeaderPosition))
+		t.Fatal(err)
 	}
 	return p
+}
+
+func (a answer) pos() (uint64, error) {
+	p, err := strconv.ParseUint(a.header.Get(protocol.HeaderPosition), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("answer %d %s: no %s (%q)", a.status, a.body, protocol.HeaderPosition, a.header.Get(protocol.HeaderPosition))
+	}
+	return p, nil
 }
 
 // value is a counter reply's value.
 func (a answer) value(t *testing.T) int64 {
 	t.Helper()
+	v, err := a.counterValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func (a answer) counterValue() (int64, error) {
 	var v struct {
 		Value *int64 `json:"value"`
 	}
 	if err := json.Unmarshal(a.body, &v); err != nil || v.Value == nil {
-		t.Fatalf("answer %d %q: not a counter reply: %v", a.status, a.body, err)
+		return 0, fmt.Errorf("answer %d %q: not a counter reply: %v", a.status, a.body, err)
 	}
-	return *v.Value
+	return *v.Value, nil
 }
 
 // errorDetail is the error an error answer carries.
@@ -439,9 +462,19 @@ func (a answer) errorDetail(t *testing.T) errorDetail {
 	return b.Error
 }
 
-// do sends one request to the bridge.
+// do sends one request to the bridge. Call it from the test's goroutine;
+// others call try.
 func (e *env) do(t *testing.T, c *http.Client, method, path string, header map[string]string, body []byte) answer {
 	t.Helper()
+	a, err := e.try(c, method, path, header, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// try sends one request to the bridge.
+func (e *env) try(c *http.Client, method, path string, header map[string]string, body []byte) (answer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	var rd io.Reader
@@ -450,21 +483,21 @@ func (e *env) do(t *testing.T, c *http.Client, method, path string, header map[s
 	}
 	req, err := http.NewRequestWithContext(ctx, method, e.url+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
 	res, err := c.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", method, path, err)
+		return answer{}, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
-	return answer{status: res.StatusCode, header: res.Header, body: b}
+	return answer{status: res.StatusCode, header: res.Header, body: b}, nil
 }
 
 // session is the headers of call seq of a protocol-aware client.
