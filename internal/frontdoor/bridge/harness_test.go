@@ -52,7 +52,10 @@ type replica struct {
 	mu sync.Mutex
 	// gate, when not nil, holds the agent before its next delivery until
 	// it is closed (pause, resume).
-	gate    chan struct{}
+	gate chan struct{}
+	// held receives a value for each entry the agent holds at the gate
+	// (when there is room).
+	held    chan struct{}
 	replies map[uint64]protocol.ReplicaReply
 	applied uint64
 	// changed is closed and replaced whenever applied moves.
@@ -85,6 +88,10 @@ func (r *replica) waitGate(ctx context.Context) bool {
 	r.mu.Unlock()
 	if g == nil {
 		return true
+	}
+	select {
+	case r.held <- struct{}{}:
+	default:
 	}
 	select {
 	case <-g:
@@ -247,7 +254,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	e.g = &testGroup{name: "g", replicated: cfg.replicated, timeouts: cfg.timeouts,
 		counters: map[string]*frontdoor.Counters{}, lives: map[string]*strategy.Live{}, observed: make(chan string, 1024)}
 	for i := range cfg.replicas {
-		r := &replica{id: "r" + strconv.Itoa(i+1), replies: map[uint64]protocol.ReplicaReply{}, changed: make(chan struct{})}
+		r := &replica{id: "r" + strconv.Itoa(i+1), replies: map[uint64]protocol.ReplicaReply{}, changed: make(chan struct{}), held: make(chan struct{}, 16)}
 		r.srv = httptest.NewServer(backend.NewCounterHandler(&r.counter, backend.CounterOptions{}))
 		t.Cleanup(r.srv.Close)
 		r.live.Store(true)
