@@ -310,3 +310,77 @@ func TestStampsComeFromTheBridge(t *testing.T) {
 		t.Fatalf("replicas differ: %+v, %+v", a, b)
 	}
 }
+
+// TestConcurrentStreamsOfOneH2CConnection: a plain client's concurrent
+// HTTP/2 streams on one connection share its session, each with a
+// sequence number of its own: every call is ordered once and answered with
+// its own reply.
+func TestConcurrentStreamsOfOneH2CConnection(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{replicas: 2})
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: p, MaxConnsPerHost: 1}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr}
+	const calls = 24
+	type result struct {
+		pos   uint64
+		value int64
+		err   error
+	}
+	results := make(chan result, calls)
+	for range calls {
+		go func() {
+			a, err := e.try(c, http.MethodPost, "/increment", nil, nil)
+			r := result{err: err}
+			if err == nil && a.status != http.StatusOK {
+				r.err = fmt.Errorf("%d %s", a.status, a.body)
+			}
+			if r.err == nil {
+				r.pos, r.err = a.pos()
+			}
+			if r.err == nil {
+				r.value, r.err = a.counterValue()
+			}
+			results <- r
+		}()
+	}
+	seen := map[uint64]bool{}
+	for range calls {
+		var r result
+		select {
+		case r = <-results:
+		case <-time.After(waitBound):
+			t.Fatal("a call did not end")
+		}
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.value != int64(r.pos) || seen[r.pos] {
+			t.Fatalf("value %d at position %d (seen before: %v)", r.value, r.pos, seen[r.pos])
+		}
+		seen[r.pos] = true
+	}
+	for _, r := range e.reps {
+		r.waitApplied(t, calls)
+		if n := r.counter.State().Increments; n != calls {
+			t.Fatalf("replica %s executed %d requests, want %d", r.id, n, calls)
+		}
+	}
+	// One connection: every line names the same client address.
+	clients := map[string]int{}
+	for line := range strings.Lines(e.acc.String()) {
+		if !strings.Contains(line, "proto=HTTP/2.0 status=200") {
+			t.Fatalf("a call was not HTTP/2: %s", line)
+		}
+		for f := range strings.FieldsSeq(line) {
+			if v, ok := strings.CutPrefix(f, "client="); ok {
+				clients[v]++
+			}
+		}
+	}
+	if len(clients) != 1 {
+		t.Fatalf("the calls came from %v, want one connection", clients)
+	}
+}
