@@ -165,3 +165,21 @@ func (w *watchedOrderer) AppliedBy(replica string) uint64 {
 	}
 	return w.Orderer.AppliedBy(replica)
 }
+
+// TestReadOnlyCallToADeadReplicaIs502: a read-only call the replica does
+// not answer is answered 502 and observed as a failure.
+func TestReadOnlyCallToADeadReplicaIs502(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{replicas: 1, replicated: protocol.Replicated{ReadOnly: []string{"GET /value"}}})
+	e.reps[0].srv.Close()
+	a := e.do(t, e.client(t), http.MethodGet, "/value", nil, nil)
+	if a.status != http.StatusBadGateway {
+		t.Fatalf("%d %s, want 502", a.status, a.body)
+	}
+	if d := a.errorDetail(t); d.Code != CodeBadGateway || !strings.Contains(d.Reason, "connect") {
+		t.Fatalf("502 %+v, want %s saying the connection failed", d, CodeBadGateway)
+	}
+	if id := recvObserved(t, e); id != "r1" || e.g.counters["r1"].Failures.Load() != 1 {
+		t.Fatalf("observed %s with %d failures, want r1 failed once", id, e.g.counters["r1"].Failures.Load())
+	}
+}

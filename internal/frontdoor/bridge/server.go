@@ -164,6 +164,11 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.srv.Serve(&tlsListener{Listener: ln, s: s})
 }
 
+// CloseIdleUpstream closes the idle connections of read-only calls to
+// replicas: the next calls dial afresh, with the Options.ReplicaTLS client
+// then in use (as httpdoor.Server's).
+func (s *Server) CloseIdleUpstream() { s.up.CloseIdleConnections() }
+
 // Shutdown stops accepting connections, closes idle ones and waits for
 // the calls in flight to finish. When ctx ends first it closes everything
 // still open and returns ctx's error.
