@@ -128,7 +128,7 @@ func (r *replica) reply(pos uint64) protocol.ReplicaReply {
 }
 
 // waitApplied waits until the replica's agent applied position pos.
-func (r *replica) waitApplied(t *testing.T, pos uint64) {
+func (r *replica) waitApplied(t testing.TB, pos uint64) {
 	t.Helper()
 	deadline := time.After(waitBound)
 	for {
@@ -147,7 +147,7 @@ func (r *replica) waitApplied(t *testing.T, pos uint64) {
 }
 
 // state is the counter's state as GET /fulcrum/state answers it.
-func (r *replica) state(t *testing.T) []byte {
+func (r *replica) state(t testing.TB) []byte {
 	t.Helper()
 	res, err := http.Get(r.srv.URL + protocol.StatePath)
 	if err != nil {
@@ -218,7 +218,7 @@ func (g *testGroup) Observe(m *frontdoor.Member, _ time.Duration, failed bool) {
 
 // env is one replicated group: log, hub, replicas, bridge.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	db   *boltlog.DB
 	log  *boltlog.Log
 	hub  *replhub.Hub
@@ -239,7 +239,7 @@ type envConfig struct {
 	wrap func(Orderer) Orderer
 }
 
-func newEnv(t *testing.T, cfg envConfig) *env {
+func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Helper()
 	db, err := boltlog.Open(filepath.Join(t.TempDir(), boltlog.FileName), boltlog.Options{SweepEvery: -1})
 	if err != nil {
@@ -393,7 +393,7 @@ func deliver(ctx context.Context, client *http.Client, base string, pos uint64, 
 // nextPosition appends a probe entry straight to the log and returns its
 // position: with bbolt's dense positions, one more than the entries
 // appended before it.
-func (e *env) nextPosition(t *testing.T, probe string) uint64 {
+func (e *env) nextPosition(t testing.TB, probe string) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
@@ -408,7 +408,7 @@ func (e *env) nextPosition(t *testing.T, probe string) uint64 {
 
 // client is an HTTP client of the bridge, its idle connections closed at
 // the end of the test.
-func (e *env) client(t *testing.T) *http.Client {
+func (e *env) client(t testing.TB) *http.Client {
 	t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -422,7 +422,7 @@ type answer struct {
 	body   []byte
 }
 
-func (a answer) position(t *testing.T) uint64 {
+func (a answer) position(t testing.TB) uint64 {
 	t.Helper()
 	p, err := a.pos()
 	if err != nil {
@@ -440,7 +440,7 @@ func (a answer) pos() (uint64, error) {
 }
 
 // value is a counter reply's value.
-func (a answer) value(t *testing.T) int64 {
+func (a answer) value(t testing.TB) int64 {
 	t.Helper()
 	v, err := a.counterValue()
 	if err != nil {
@@ -460,7 +460,7 @@ func (a answer) counterValue() (int64, error) {
 }
 
 // errorDetail is the error an error answer carries.
-func (a answer) errorDetail(t *testing.T) errorDetail {
+func (a answer) errorDetail(t testing.TB) errorDetail {
 	t.Helper()
 	var b errorBody
 	if err := json.Unmarshal(a.body, &b); err != nil || b.Error.Code == "" {
@@ -471,7 +471,7 @@ func (a answer) errorDetail(t *testing.T) errorDetail {
 
 // do sends one request to the bridge. Call it from the test's goroutine;
 // others call try.
-func (e *env) do(t *testing.T, c *http.Client, method, path string, header map[string]string, body []byte) answer {
+func (e *env) do(t testing.TB, c *http.Client, method, path string, header map[string]string, body []byte) answer {
 	t.Helper()
 	a, err := e.try(c, method, path, header, body)
 	if err != nil {
