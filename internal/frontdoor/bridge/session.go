@@ -106,9 +106,12 @@ func identify(h http.Header, conn *connSession, ordered bool) (identity, error) 
 		return identity{}, &HeaderError{Header: protocol.HeaderSequence, Value: seqText,
 			Reason: "sent without " + protocol.HeaderSession + ": a sequence number is only meaningful within a session"}
 	case hasKey:
-		if n := utf8.RuneCountInString(key); n > MaxIdempotencyKeyLength || !utf8.ValidString(key) {
+		if !utf8.ValidString(key) {
+			return identity{}, &HeaderError{Header: protocol.HeaderIdempotencyKey, Value: key, Reason: "not valid UTF-8"}
+		}
+		if n := utf8.RuneCountInString(key); n > MaxIdempotencyKeyLength {
 			return identity{}, &HeaderError{Header: protocol.HeaderIdempotencyKey, Value: key,
-				Reason: fmt.Sprintf("%d characters: must be 1 to %d characters of UTF-8", n, MaxIdempotencyKeyLength)}
+				Reason: fmt.Sprintf("%d characters: must be 1 to %d characters", n, MaxIdempotencyKeyLength)}
 		}
 		return identity{Session: IdempotencySessionPrefix + key}, nil
 	case conn != nil:

@@ -60,6 +60,8 @@ func TestIdentify(t *testing.T) {
 			wantErr: "not valid UTF-8", wantHeader: protocol.HeaderSession},
 		{name: "idempotency key too long", header: map[string][]string{protocol.HeaderIdempotencyKey: {strings.Repeat("k", MaxIdempotencyKeyLength+1)}}, ordered: true,
 			wantErr: "124 characters: must be 1 to 123 characters", wantHeader: protocol.HeaderIdempotencyKey},
+		{name: "idempotency key not UTF-8", header: map[string][]string{protocol.HeaderIdempotencyKey: {"k\xff"}}, ordered: true,
+			wantErr: "not valid UTF-8", wantHeader: protocol.HeaderIdempotencyKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
