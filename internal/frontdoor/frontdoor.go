@@ -109,6 +109,10 @@ type Snapshot struct {
 	Retry string
 	// GIOP are the GIOP front door's settings (GIOP groups).
 	GIOP protocol.GIOP
+	// Replicated are the group's replication settings (binding
+	// replicated): the bridge reads max_payload and read_only from them
+	// per request.
+	Replicated protocol.Replicated
 	// Observer, when not nil, learns from finished proxied calls.
 	Observer strategy.Observer
 }

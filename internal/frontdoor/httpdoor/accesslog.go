@@ -28,6 +28,14 @@ type accessLog struct {
 	buf  []byte
 }
 
+// NewAccessLog returns an access log that writes the lines of this
+// front door's format (logfmt, or JSON with json set) to w, one Write per
+// line, serialised: for other front doors of HTTP groups (the replicated
+// bridge) to log as this one does.
+func NewAccessLog(w io.Writer, json bool) lean.AccessLog {
+	return &accessLog{w: w, json: json}
+}
+
 func (a *accessLog) write(lw *logWriter, r *http.Request, now func() time.Time) {
 	a.WriteEntry(&lean.Entry{
 		Start: lw.start, Client: r.RemoteAddr, Method: r.Method, Target: r.RequestURI, Proto: r.Proto,

@@ -102,6 +102,12 @@ func movedFrom(r *http.Request, group string, m *frontdoor.Member) bool {
 	return r.Header.Get(protocol.HeaderRebind) != ""
 }
 
+// RequestKey is the key of r the strategy wants (k), as this front door
+// reads it for its picks: a header's value, a cookie's, or the client's
+// address; "" for KeyNone. Other front doors of HTTP groups (the
+// replicated bridge's read-only calls) pick with it.
+func RequestKey(k strategy.KeySpec, r *http.Request) string { return requestKey(k, r) }
+
 // requestKey extracts the key a keyed strategy asks for.
 func requestKey(k strategy.KeySpec, r *http.Request) string {
 	switch k.Source {
