@@ -117,6 +117,10 @@ func NewCounterHandler(c *Counter, opts CounterOptions) http.Handler {
 			writeError(w, http.StatusConflict, "overflow", "by", err.Error())
 			return
 		}
+		// Seed 001's fault injection point (1): the server dies after
+		// reading a request, before replying (package failpoint).
+		// gofail: var counterHTTPBeforeReply struct{}
+		// failpoint.Kill()
 		writeJSON(w, http.StatusOK, map[string]int64{"value": st.Value})
 	})
 	return mux
