@@ -175,8 +175,9 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 		if err != nil {
 			return systemException(req, repoIDBadParam, giop.CompletedNo)
 		}
-		// Seed 001's fault injection point (1) over GIOP: the servant's
-		// process dies after reading a request, before replying.
+		// Fault injection point (1) of the MEAD paper's experiments, over
+		// GIOP: the servant's process dies after reading a request, before
+		// replying (package failpoint).
 		// gofail: var counterGIOPBeforeReply struct{}
 		// failpoint.Kill()
 		return longLongReply(req, st.Value)

@@ -4,7 +4,6 @@ package failpointbuild_test
 
 import (
 	"context"
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io"
@@ -19,16 +18,13 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/benchtest"
+	"github.com/fulcrum-lb/fulcrum/internal/failpoint"
 	"github.com/fulcrum-lb/fulcrum/internal/failpoint/failpointtest"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
 func TestMain(m *testing.M) { os.Exit(failpointtest.Run(m)) }
-
-// gofailModule is the module of gofail's runtime, linked only into the
-// failpoint binary.
-const gofailModule = "go.etcd.io/gofail"
 
 var listening = regexp.MustCompile(`listening on (\S+)`)
 
@@ -89,7 +85,7 @@ func TestCounterHTTPBeforeReplyKills(t *testing.T) {
 	bin := failpointtest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, base := startCounter(ctx, t, bin, []string{failpointtest.Env("counterHTTPBeforeReply", "1*off->return")})
+	p, base := startCounter(ctx, t, bin, []string{failpoint.Env(map[string]string{"counterHTTPBeforeReply": failpoint.Nth(2)})})
 
 	resp, err := http.Get(base + "/value")
 	if err != nil {
@@ -115,7 +111,7 @@ func TestCounterGIOPBeforeReplyKills(t *testing.T) {
 	bin := failpointtest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, ref := startCounter(ctx, t, bin, []string{failpointtest.Env("counterGIOPBeforeReply", "return")}, "--giop")
+	p, ref := startCounter(ctx, t, bin, []string{failpoint.Env(map[string]string{"counterGIOPBeforeReply": failpoint.Always})}, "--giop")
 
 	o, err := orb.New(orb.Options{})
 	if err != nil {
@@ -136,30 +132,23 @@ func TestCounterGIOPBeforeReplyKills(t *testing.T) {
 	requireSIGKILLed(ctx, t, p)
 }
 
-// TestReleaseBinaryHasNoFailpoints: go build ./cmd/fulcrum links no gofail
-// runtime (the failpoint binary does), and the environment that kills the
+// TestReleaseBinaryHasNoFailpoints: go build ./cmd/fulcrum links nothing
+// of gofail (CheckBinary refuses it; the failpoint binary passes), and the environment that kills the
 // failpoint binary's counter changes nothing in the release binary's.
 func TestReleaseBinaryHasNoFailpoints(t *testing.T) {
 	t.Parallel()
 	release := benchtest.Binary(t)
 	fp := failpointtest.Binary(t)
-	for bin, want := range map[string]bool{release: false, fp: true} {
-		info, err := buildinfo.ReadFile(bin)
-		if err != nil {
-			t.Fatalf("build info of %s: %v", bin, err)
-		}
-		has := false
-		for _, d := range info.Deps {
-			has = has || d.Path == gofailModule
-		}
-		if has != want {
-			t.Errorf("%s links %s: %v, want %v", bin, gofailModule, has, want)
-		}
+	if err := failpoint.CheckBinary(fp); err != nil {
+		t.Errorf("CheckBinary(failpoint binary) = %v", err)
+	}
+	if err := failpoint.CheckBinary(release); err == nil || !strings.Contains(err.Error(), "has no failpoints") {
+		t.Errorf("CheckBinary(release binary) = %v, want an error saying it has no failpoints", err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, base := startCounter(ctx, t, release, []string{failpointtest.Env("counterHTTPBeforeReply", "return")})
+	p, base := startCounter(ctx, t, release, []string{failpoint.Env(map[string]string{"counterHTTPBeforeReply": failpoint.Always})})
 	for i := 1; i <= 3; i++ {
 		v, err := increment(ctx, t, base)
 		if err != nil {

@@ -6,7 +6,7 @@
 //	func TestCrash(t *testing.T) {
 //		bin := failpointtest.Binary(t)
 //		p := proctest.Start(t, "counter", proctest.Options{
-//			Env: []string{failpointtest.Env("counterHTTPBeforeReply", "return")},
+//			Env: []string{failpoint.Env(map[string]string{"counterHTTPBeforeReply": failpoint.Always})},
 //		}, bin, "backend", "counter", "--listen", "127.0.0.1:0")
 //		...
 //	}
@@ -109,11 +109,4 @@ func build() (string, error) {
 		return "", berr
 	}
 	return p, nil
-}
-
-// Env is the environment entry that arms failpoint name with terms
-// (gofail's syntax: "return" fires every time, "249*off->return" the 250th
-// time only) in a failpoint binary started with it.
-func Env(name, terms string) string {
-	return "GOFAIL_FAILPOINTS=" + name + "=" + terms
 }
