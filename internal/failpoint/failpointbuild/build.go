@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.etcd.io/gofail/code"
@@ -50,7 +52,8 @@ func (p *listedPackage) goFiles() []string {
 
 // Build builds MainPackage of the module at repoRoot, with its failpoints,
 // to outPath. It reads the checkout and writes only outPath and a
-// temporary directory that it removes. A malformed marker, a name used
+// temporary directory that it removes (see workDir). Concurrent Builds of
+// one checkout, in one process or several, run one after the other. A malformed marker, a name used
 // twice or a failed compilation is an error (with the go command's
 // output).
 func Build(ctx context.Context, repoRoot, outPath string) error {
@@ -66,10 +69,11 @@ func Build(ctx context.Context, repoRoot, outPath string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "fulcrum-failpoint-")
+	tmp, unlock, err := workDir(ctx, root)
 	if err != nil {
-		return fmt.Errorf("failpointbuild: %w", err)
+		return err
 	}
+	defer unlock()
 	defer os.RemoveAll(tmp)
 	if _, err := prepare(root, tmp, pkgs); err != nil {
 		return err
@@ -188,7 +192,8 @@ func prepare(root, dst string, pkgs []*listedPackage) ([]Marker, error) {
 		}
 		all = append(all, ms...)
 		var fps []*code.Failpoint
-		for name, src := range srcs {
+		for _, name := range slices.Sorted(maps.Keys(srcs)) { // a binding the same each time: cache hits
+			src := srcs[name]
 			var fileMs []Marker
 			for _, m := range ms {
 				if m.File == filepath.Join(rel, name) {

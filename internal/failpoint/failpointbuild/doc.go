@@ -8,7 +8,9 @@
 // go.sum) into a temporary directory, rewrites the copies there (gofail's
 // own rewriter, go.etcd.io/gofail/code, pinned in go.mod), adds the
 // runtime bindings, builds, and removes the directory. The checkout is
-// only read, and stays gofmt-clean.
+// only read, and stays gofmt-clean. The directory's path is the same for
+// every build of a checkout, so that the build cache serves the packages
+// the rewrite did not change (see workDir).
 //
 //	if err := failpointbuild.Build(ctx, repoRoot, "/tmp/fulcrum-failpoint"); err != nil {
 //		return err
