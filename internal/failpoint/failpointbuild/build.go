@@ -53,9 +53,9 @@ func (p *listedPackage) goFiles() []string {
 // Build builds MainPackage of the module at repoRoot, with its failpoints,
 // to outPath. It reads the checkout and writes only outPath and a
 // temporary directory that it removes (see workDir). Concurrent Builds of
-// one checkout, in one process or several, run one after the other. A malformed marker, a name used
-// twice or a failed compilation is an error (with the go command's
-// output).
+// one checkout, in one process or several, run one after the other. A
+// malformed marker, a name used twice or a failed compilation is an error
+// (with the go command's output).
 func Build(ctx context.Context, repoRoot, outPath string) error {
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
