@@ -117,6 +117,11 @@ func NewCounterHandler(c *Counter, opts CounterOptions) http.Handler {
 			writeError(w, http.StatusConflict, "overflow", "by", err.Error())
 			return
 		}
+		// Fault injection point (1) of the MEAD paper's experiments: the
+		// server dies after reading a request, before replying (package
+		// failpoint; only the failpoint build has this code).
+		// gofail: var counterHTTPBeforeReply struct{}
+		// failpoint.Kill()
 		writeJSON(w, http.StatusOK, map[string]int64{"value": st.Value})
 	})
 	return mux

@@ -175,6 +175,11 @@ func (s *GIOPCounter) dispatch(req *giop.Request, _ string) *giop.Reply {
 		if err != nil {
 			return systemException(req, repoIDBadParam, giop.CompletedNo)
 		}
+		// Fault injection point (1) of the MEAD paper's experiments, over
+		// GIOP: the servant's process dies after reading a request, before
+		// replying (package failpoint).
+		// gofail: var counterGIOPBeforeReply struct{}
+		// failpoint.Kill()
 		return longLongReply(req, st.Value)
 	case OpValue:
 		if !noArgs() {
