@@ -7,6 +7,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	"github.com/fulcrum-lb/fulcrum/internal/bench/stats"
+	"github.com/fulcrum-lb/fulcrum/internal/failpoint"
 )
 
 // injection is one of seed 001's fault-injection points: a failpoint of
@@ -27,7 +28,7 @@ type injection struct {
 // bridge dies between appending and answering) needs a second instance
 // for the client to go to: it is tested in cluster mode by the e2e tests.
 var injections = []injection{
-	{1, "the server dies after reading a request, before replying", "counterBeforeReply", false},
+	{1, "the server dies after reading a request, before replying", "counterHTTPBeforeReply", false},
 	{2, "the agent dies while writing a request to its server", "replAgentWritingRequest", true},
 	{3, "the agent dies while reading its server's reply", "replAgentReadingReply", true},
 	{4, "the agent dies before taking the next entry from the log", "replAgentBeforeTake", true},
@@ -55,6 +56,9 @@ type faultPoint struct {
 // making s.FaultInvocations calls, the failpoint armed to fire on its
 // evaluation at the middle call.
 func measureFaults(ctx context.Context, env *bench.Env, bin string, s settings) ([]faultPoint, error) {
+	if err := failpoint.CheckBinary(bin); err != nil {
+		return nil, fmt.Errorf("replication: --failpoint-binary: %w", err)
+	}
 	var out []faultPoint
 	half := s.FaultInvocations / 2
 	for _, in := range injections {
@@ -67,7 +71,7 @@ func measureFaults(ctx context.Context, env *bench.Env, bin string, s settings) 
 			}
 			// The second replica carries the failpoint: it fires on its
 			// half-th evaluation (gofail's "N*off->term").
-			armed := []string{fmt.Sprintf("GOFAIL_FAILPOINTS=%s=%d*off->return(true)", in.Failpoint, half-1)}
+			armed := []string{failpoint.EnvVar + "=" + failpoint.Env(map[string]string{in.Failpoint: failpoint.Nth(half)})}
 			r, err := set.addArmed(ctx, armed, in.InAgent)
 			if err == nil {
 				err = set.waitReplicas(ctx)
