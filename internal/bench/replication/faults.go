@@ -56,9 +56,6 @@ type faultPoint struct {
 // making s.FaultInvocations calls, the failpoint armed to fire on its
 // evaluation at the middle call.
 func measureFaults(ctx context.Context, env *bench.Env, bin string, s settings) ([]faultPoint, error) {
-	if err := failpoint.CheckBinary(bin); err != nil {
-		return nil, fmt.Errorf("replication: --failpoint-binary: %w", err)
-	}
 	var out []faultPoint
 	half := s.FaultInvocations / 2
 	for _, in := range injections {
@@ -71,7 +68,7 @@ func measureFaults(ctx context.Context, env *bench.Env, bin string, s settings) 
 			}
 			// The second replica carries the failpoint: it fires on its
 			// half-th evaluation (gofail's "N*off->term").
-			armed := []string{failpoint.EnvVar + "=" + failpoint.Env(map[string]string{in.Failpoint: failpoint.Nth(half)})}
+			armed := []string{failpoint.Env(map[string]string{in.Failpoint: failpoint.Nth(half)})}
 			r, err := set.addArmed(ctx, armed, in.InAgent)
 			if err == nil {
 				err = set.waitReplicas(ctx)

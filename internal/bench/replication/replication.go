@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
+	"github.com/fulcrum-lb/fulcrum/internal/failpoint"
 )
 
 func init() { bench.Register("replication", func() bench.Experiment { return &Replication{} }) }
@@ -125,6 +126,11 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 		return nil, err
 	}
 	s := r.settings(env.Size)
+	if r.FailpointBinary != "" {
+		if err := failpoint.CheckBinary(r.FailpointBinary); err != nil {
+			return nil, fmt.Errorf("replication: --failpoint-binary: %w", err)
+		}
+	}
 	set, err := start(ctx, env, env.Binary, 2)
 	if err != nil {
 		return nil, err
