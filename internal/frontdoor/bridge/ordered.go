@@ -62,6 +62,10 @@ func (s *Server) serveOrdered(w http.ResponseWriter, r *http.Request, snap *fron
 		return
 	}
 	lw.setReplica(rep.Replica)
+	// MEAD's fault injection, fulcrum's sixth point: the bridge dies
+	// between appending the request and answering it (docs/testing.md).
+	// gofail: var bridgeBeforeAnswer struct{}
+	// failpoint.Kill()
 	writeReply(w, r, rep)
 }
 
