@@ -30,7 +30,8 @@ func (l *Log) listPage() int64 {
 // watcher is one running watch: next is the position it needs next;
 // resume, while it follows etcd, the revision the etcd client would
 // resume its watch from (after the last event or progress notification
-// delivered), 0 while it lists. Both guarded by Log.mu.
+// delivered; while it lists, after the last page's revision). Both
+// guarded by Log.mu.
 type watcher struct {
 	next   uint64
 	resume uint64
@@ -101,6 +102,9 @@ func (l *Log) list(ctx context.Context, w *watcher, yield func(replog.Entry, err
 		if err != nil {
 			return 0, false, l.wrap("watch", err)
 		}
+		// The watch follows from after the last page's revision: it needs
+		// no history below this one's.
+		l.setResume(w, uint64(resp.Header.Revision)+1)
 		if tkvs := resp.Responses[0].GetResponseRange().GetKvs(); len(tkvs) == 1 {
 			trimmed, err := strconv.ParseUint(string(tkvs[0].Value), 10, 64)
 			if err != nil {
@@ -177,7 +181,7 @@ func (l *Log) follow(ctx context.Context, w *watcher, rev int64, yield func(repl
 	}
 }
 
-// setResume sets w's resume revision: 0 (listing), or a higher one.
+// setResume sets w's resume revision: 0 (forget it), or a higher one.
 func (l *Log) setResume(w *watcher, rev uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -211,10 +215,11 @@ func (l *Log) nextOf(w *watcher) uint64 {
 
 // LowestNeeded returns the lowest position a running watch of this log
 // would read from etcd's history if its stream broke now, and false when
-// none runs: while it lists, the next position it needs; while it
-// follows, the revision the etcd client would resume it from (after the
-// last event or progress notification, which moves on while the group is
-// quiet). Compacting etcd at or below it costs the watches nothing;
+// none runs: while it lists, the revision after the last page it read
+// (it follows from there); while it follows, the revision the etcd client
+// would resume it from (after the last event or progress notification,
+// which moves on while the group is quiet); never below the next position
+// it needs. Compacting etcd at or below it costs the watches nothing;
 // compacting above it makes them list again (no entry is lost: entries
 // are keys until Trim).
 func (l *Log) LowestNeeded() (uint64, bool) {
