@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,8 +31,8 @@ type serveCompact struct {
 
 // startCompaction starts publishing (and compacting) when the instance
 // is in a cluster (cr has a directory and sl an election), and returns
-// nil otherwise.
-func startCompaction(cfg config.File, st store.Store, cr *clusterRun, sl *serveLeader, log *slog.Logger) (*serveCompact, error) {
+// nil otherwise. publishEvery paces the publisher (0: its default).
+func startCompaction(cfg config.File, st store.Store, cr *clusterRun, sl *serveLeader, publishEvery time.Duration, log *slog.Logger) (*serveCompact, error) {
 	es, ok := st.(*etcdstore.Store)
 	if !ok || cr == nil || cr.dir == nil || sl == nil {
 		return nil, nil
@@ -40,7 +41,7 @@ func startCompaction(cfg config.File, st store.Store, cr *clusterRun, sl *serveL
 	sc.needs.Add(es.LowestNeeded)
 	pub, err := compaction.StartPublisher(compaction.PublisherOptions{
 		Client: cr.cli, Prefix: es.Prefix(), Instance: cr.dir.Name(), Lease: cr.dir.Lease,
-		Needs: sc.needs, Metrics: sc.metrics, Logger: log,
+		Needs: sc.needs, Every: publishEvery, Metrics: sc.metrics, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("serve: etcd compaction: %w", err)
