@@ -218,8 +218,9 @@ func serve(ctx context.Context, o serveOptions) error {
 		adminLn.Close()
 		return err
 	}
-	defer lead.close(log)                                      // before the directory's entry and the store close
-	compact, err := startCompaction(cfg, st, cr, lead, 0, log) // serve_compact.go; nil on a single node
+	defer lead.close(log) // before the directory's entry and the store close
+	// serve_compact.go; nil on a single node.
+	compact, err := startCompaction(cfg, st, cr, lead, 0, log)
 	if err != nil {
 		adminLn.Close()
 		return err
