@@ -3,6 +3,7 @@ package compaction
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
+	"github.com/fulcrum-lb/fulcrum/internal/leader"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/replog/etcdlog"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
@@ -30,6 +32,7 @@ func TestWatchesSurviveCompaction(t *testing.T) {
 		{"ReplicationLogAboveItsNeed", testLogAboveNeed},
 		{"StoreAtItsNeed", testStoreAtNeed},
 		{"DirectoryAboveItsNeed", testDirectoryAboveNeed},
+		{"ElectionsAboveTheirNeed", testElectionsAboveNeed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Cleanup(func() { whole(t, c) })
@@ -250,4 +253,58 @@ func testDirectoryAboveNeed(t *testing.T, c *etcdtest.Cluster) {
 	awaitView(ctx, t, obs, "observer after the compaction", func(n []string) bool {
 		return slices.Equal(n, []string{"new", "observer"})
 	})
+}
+
+// testElectionsAboveNeed: the leader election's watch of every group's
+// leader, compacted above what it read, lists the elections again: a
+// leader elected meanwhile is seen.
+func testElectionsAboveNeed(t *testing.T, c *etcdtest.Cluster) {
+	ctx := ctxT(t, 60*time.Second)
+	prefix := newPrefix(t)
+	newElector := func(cli *clientv3.Client, name string) *leader.Elector {
+		e, err := leader.New(leader.Options{Client: cli, Prefix: prefix, Instance: name, SessionTTL: 10 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.Close(context.Background()) })
+		return e
+	}
+	obs := newElector(newClient(t, c.Member(0).ClientURL), "observer")
+	clio := newClient(t, c.Member(1).ClientURL, c.Member(2).ClientURL)
+	before := newElector(clio, "before")
+	if err := before.Join("g1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	await := func(what string, ok func(map[string]string) bool) {
+		t.Helper()
+		for !ok(obs.Leaders()) {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%s: the observer sees leaders %v", what, obs.Leaders())
+			case <-tick.C:
+			}
+		}
+	}
+	await("g1 led", func(l map[string]string) bool { return l["g1"] == "before" })
+	outage(ctx, t, c, func() int64 {
+		during := newElector(clio, "during")
+		if err := during.Join("g2", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for st, _ := during.Status("g2"); st.State != leader.Leader; st, _ = during.Status("g2") {
+			select {
+			case <-ctx.Done():
+				t.Fatal("during never led g2")
+			case <-tick.C:
+			}
+		}
+		resp, err := clio.Get(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Header.Revision
+	})
+	await("g2 led after the compaction", func(l map[string]string) bool { return l["g1"] == "before" && l["g2"] == "during" })
 }
