@@ -51,10 +51,6 @@ func startCompaction(cfg config.File, st store.Store, cr *clusterRun, sl *serveL
 	if every <= 0 {
 		return sc, nil
 	}
-	if err := sl.el.Join(compaction.Election, every); err != nil {
-		pub.Close()
-		return nil, fmt.Errorf("serve: etcd compaction: %w", err)
-	}
 	run, err := compaction.StartRunner(compaction.RunnerOptions{
 		Client: cr.cli, Prefix: es.Prefix(), Every: every,
 		Live: func() []string {
@@ -64,6 +60,7 @@ func startCompaction(cfg config.File, st store.Store, cr *clusterRun, sl *serveL
 			}
 			return names
 		},
+		Join: func() error { return sl.el.Join(compaction.Election, every) },
 		Leading: func() bool {
 			s, ok := sl.el.Status(compaction.Election)
 			return ok && s.State == leader.Leader

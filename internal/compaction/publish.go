@@ -122,7 +122,8 @@ type Publisher struct {
 	last lastWrite
 }
 
-// StartPublisher starts publishing in the background until Close.
+// StartPublisher starts publishing in the background until Close: the
+// first write a tick (Every) after start.
 func StartPublisher(opts PublisherOptions) (*Publisher, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -153,14 +154,17 @@ func (p *Publisher) run(ctx context.Context) {
 	t := p.opts.Clock.NewTicker(p.opts.Every)
 	defer t.Stop()
 	for {
-		if err := p.publish(ctx); err != nil && ctx.Err() == nil {
-			p.opts.Metrics.failed(opPublish)
-			p.opts.Logger.Warn("etcd compaction: cannot publish this instance's lowest needed revision; trying again", "key", p.key, "err", err)
-		}
+		// The first write a tick after start, not among the start-up's
+		// reads and watches (a watch created behind etcd's revision is
+		// synced by etcd only every 100 ms).
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+		}
+		if err := p.publish(ctx); err != nil && ctx.Err() == nil {
+			p.opts.Metrics.failed(opPublish)
+			p.opts.Logger.Warn("etcd compaction: cannot publish this instance's lowest needed revision; trying again", "key", p.key, "err", err)
 		}
 	}
 }

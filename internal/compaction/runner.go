@@ -34,6 +34,12 @@ type RunnerOptions struct {
 	// Leading tells whether this instance compacts now (it leads the
 	// Election).
 	Leading func() bool
+	// Join, when set, is called at the first look (and again at the next
+	// ones until it succeeds): the instance campaigns in the Election
+	// there, not at start, so that its campaign's write does not land
+	// among the start-up's reads and watches (a watch created behind
+	// etcd's revision is synced by etcd only every 100 ms).
+	Join func() error
 	// Timeout bounds each etcd call; default 5s.
 	Timeout time.Duration
 	Clock   clock.Clock
@@ -74,6 +80,7 @@ type Runner struct {
 	opts   RunnerOptions
 	cancel context.CancelFunc
 	done   chan struct{}
+	joined bool // Join succeeded (or there is none); run's goroutine only
 
 	mu   sync.Mutex
 	core *Core
@@ -86,7 +93,7 @@ func StartRunner(opts RunnerOptions) (*Runner, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Runner{opts: opts, cancel: cancel, done: make(chan struct{}), core: NewCore(opts.Every)}
+	r := &Runner{opts: opts, cancel: cancel, done: make(chan struct{}), core: NewCore(opts.Every), joined: opts.Join == nil}
 	go r.run(ctx)
 	return r, nil
 }
@@ -122,6 +129,13 @@ func (r *Runner) run(ctx context.Context) {
 // step is one look: while leading, read every published revision and
 // compact if Core says so; otherwise forget what was captured.
 func (r *Runner) step(ctx context.Context) {
+	if !r.joined {
+		if err := r.opts.Join(); err != nil {
+			r.opts.Logger.Warn("etcd compaction: cannot campaign to compact; trying again", "err", err)
+			return
+		}
+		r.joined = true
+	}
 	if !r.opts.Leading() {
 		r.mu.Lock()
 		r.core.Reset()
