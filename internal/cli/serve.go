@@ -219,6 +219,13 @@ func serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer lead.close(log) // before the directory's entry and the store close
+	// serve_compact.go; nil on a single node.
+	compact, err := startCompaction(cfg, st, cr, lead, 0, log)
+	if err != nil {
+		adminLn.Close()
+		return err
+	}
+	defer compact.close() // before the election and the directory
 
 	bopts := balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String(),
 		Peers: cr.peers, OnFrontDoors: cr.frontDoorsChanged}
@@ -266,7 +273,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		reload = rl.reload
 	}
 	srv := &http.Server{
-		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info, Cluster: cr.describe, Leaders: lead.leaders(), Collectors: append(storeCollectors(st), lead.collectors()...)}),
+		Handler:           api.New(b, api.Options{Token: token, Reload: reload, Logger: log, Build: info, Cluster: cr.describe, Leaders: withoutCompaction(lead.leaders()), Collectors: append(append(storeCollectors(st), lead.collectors()...), compact.collectors()...)}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -303,6 +310,7 @@ func serve(ctx context.Context, o serveOptions) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), rl.shutdownTimeout().D())
 	defer cancel()
+	compact.close()
 	closeCluster(cr, log) // the entry goes first: others stop listing this instance
 	errs := []error{runErr, b.Shutdown(sctx), srv.Shutdown(sctx)}
 	if err := errors.Join(errs...); err != nil && !errors.Is(err, http.ErrServerClosed) {

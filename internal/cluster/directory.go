@@ -146,6 +146,15 @@ func (d *Directory) SetFrontDoors(fd map[string]protocol.FrontDoorBinding) {
 // Name is this instance's name.
 func (d *Directory) Name() string { return d.opts.Self.Name }
 
+// Lease is the lease the entry is on now, NoLease while it has none (the
+// lease lost, not yet registered again): keys put on it go with the
+// entry.
+func (d *Directory) Lease() clientv3.LeaseID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lease
+}
+
 // Self is this instance's entry as last set.
 func (d *Directory) Self() Entry {
 	d.mu.Lock()

@@ -50,6 +50,7 @@ type checker struct {
 
 var (
 	durationType        = reflect.TypeFor[protocol.Duration]()
+	optDurationType     = reflect.TypeFor[OptionalDuration]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
@@ -151,7 +152,7 @@ func isBasic(k reflect.Kind) bool {
 // scalar checks a scalar by decoding it the way the decoder will.
 func (c *checker) scalar(orig, n *yaml.Node, t reflect.Type, path string) bool {
 	allowed := describe(t)
-	if t == durationType && n.Kind == yaml.ScalarNode {
+	if (t == durationType || t == optDurationType) && n.Kind == yaml.ScalarNode {
 		if d, err := time.ParseDuration(n.Value); err == nil && d < 0 {
 			allowed = "must not be negative"
 		}
@@ -179,7 +180,7 @@ func (c *checker) decodes(orig, n *yaml.Node, t reflect.Type, path, allowed stri
 
 // describe says what a scalar of type t must look like.
 func describe(t reflect.Type) string {
-	if t == durationType {
+	if t == durationType || t == optDurationType {
 		return `must be a Go duration such as "500ms" or "2s"`
 	}
 	switch k := t.Kind(); {

@@ -16,6 +16,8 @@ const (
 	DefaultEtcdPrefix      = "/fulcrum/"
 	DefaultEtcdDialTimeout = protocol.Duration(5 * time.Second)
 	DefaultEtcdSessionTTL  = protocol.Duration(3 * time.Second)
+	// DefaultEtcdCompactEvery is store.etcd.compact_every's default.
+	DefaultEtcdCompactEvery = protocol.Duration(5 * time.Minute)
 )
 
 // Store says where the balancer keeps its state (key store). Empty: the
@@ -39,6 +41,10 @@ type EtcdStore struct {
 	// SessionTTL is the TTL of this instance's etcd session (its lease);
 	// default 3s, whole seconds in [2s, 1m].
 	SessionTTL protocol.Duration `yaml:"session_ttl"`
+	// CompactEvery is how often etcd's history is compacted, below what
+	// every instance's watches still need (package compaction); default
+	// 5m, 0 turns compaction off, else in [1s, 24h].
+	CompactEvery OptionalDuration `yaml:"compact_every"`
 	// Username and Password authenticate to etcd; both or neither.
 	Username string `yaml:"username"`
 	Password string `yaml:"password"`
@@ -61,7 +67,7 @@ type EtcdTLS struct {
 
 // Enabled reports whether store.etcd is set.
 func (e EtcdStore) Enabled() bool {
-	return len(e.Endpoints) > 0 || e.Prefix != "" || e.DialTimeout != 0 || e.SessionTTL != 0 ||
+	return len(e.Endpoints) > 0 || e.Prefix != "" || e.DialTimeout != 0 || e.SessionTTL != 0 || e.CompactEvery.Set ||
 		e.Username != "" || e.Password != "" || e.TLS != EtcdTLS{} || e.Embedded.Enabled()
 }
 
@@ -76,8 +82,31 @@ func (e EtcdStore) WithDefaults() EtcdStore {
 	if e.SessionTTL == 0 {
 		e.SessionTTL = DefaultEtcdSessionTTL
 	}
+	if !e.CompactEvery.Set {
+		e.CompactEvery = OptionalDuration{Value: DefaultEtcdCompactEvery, Set: true}
+	}
 	return e
 }
+
+// OptionalDuration is a duration whose zero is a setting of its own (off),
+// told apart from an absent key (Set false: the default applies).
+type OptionalDuration struct {
+	Value protocol.Duration
+	Set   bool
+}
+
+// UnmarshalText reads a duration string, as protocol.Duration does.
+func (o *OptionalDuration) UnmarshalText(b []byte) error {
+	d, err := protocol.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	o.Value, o.Set = d, true
+	return nil
+}
+
+// D is the duration (0 when unset or off).
+func (o OptionalDuration) D() time.Duration { return o.Value.D() }
 
 // Instance names this balancer among the instances of a cluster (key
 // instance).
@@ -129,6 +158,9 @@ func (f File) validateCluster(p *problems) {
 		if d := e.SessionTTL.D(); d != 0 && (d < 2*time.Second || d > time.Minute || d%time.Second != 0) {
 			p.fail("store.etcd.session_ttl", e.SessionTTL.String(), "must be whole seconds in [2s, 1m] (etcd leases count seconds)")
 		}
+		if d := e.CompactEvery.D(); d != 0 && (d < time.Second || d > 24*time.Hour) {
+			p.fail("store.etcd.compact_every", e.CompactEvery.Value.String(), "must be 0 (off) or a duration in [1s, 24h]")
+		}
 		if (e.Username == "") != (e.Password == "") {
 			p.fail("store.etcd.username", e.Username, "must be given with store.etcd.password (both or neither)")
 		}
@@ -154,4 +186,13 @@ func (f File) validateCluster(p *problems) {
 			p.fail("instance.admin_url", u, "must be an http:// or https:// URL, such as https://fulcrum-a.example:7070")
 		}
 	}
+}
+
+// MarshalYAML writes the duration, or null when unset (so that the
+// default applies again when read back).
+func (o OptionalDuration) MarshalYAML() (any, error) {
+	if !o.Set {
+		return nil, nil
+	}
+	return o.Value.String(), nil
 }

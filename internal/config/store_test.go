@@ -23,6 +23,7 @@ func TestParseStoreEtcd(t *testing.T) {
 		Endpoints: []string{"http://127.0.0.1:2379", "https://etcd-b:2379"}, Prefix: "/fulcrum/",
 		DialTimeout: protocol.Duration(5 * time.Second), SessionTTL: protocol.Duration(3 * time.Second),
 		Username: "fulcrum", Password: "s3cret", TLS: EtcdTLS{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"},
+		CompactEvery: OptionalDuration{Value: protocol.Duration(5 * time.Minute), Set: true},
 	}
 	if got := f.Store.Etcd.WithDefaults(); !reflect.DeepEqual(got, want) {
 		t.Errorf("store.etcd = %+v, want %+v", got, want)
@@ -35,6 +36,32 @@ func TestParseStoreEtcd(t *testing.T) {
 	}
 	if Default().Store.Etcd.Enabled() {
 		t.Error("the default store is etcd")
+	}
+}
+
+// store.etcd.compact_every: absent is the default, 5m; 0 is off, not the
+// default; another duration is kept.
+func TestParseCompactEvery(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, line string
+		want       time.Duration
+	}{
+		{"absent", "", 5 * time.Minute},
+		{"off", "    compact_every: 0\n", 0},
+		{"off as a duration", "    compact_every: 0s\n", 0},
+		{"set", "    compact_every: 90s\n", 90 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := Parse("fulcrum.yaml", []byte("store:\n  etcd:\n    endpoints: [http://x:2379]\n"+tc.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Store.Etcd.WithDefaults().CompactEvery; got.D() != tc.want || !got.Set {
+				t.Errorf("compact_every = %+v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -69,6 +96,18 @@ func TestParseStoreEtcdBad(t *testing.T) {
 		{"store.etcd without endpoints",
 			"store:\n  etcd:\n    prefix: /x/\n",
 			[]string{`fulcrum.yaml:2: store.etcd.endpoints: invalid value "", must list at least one etcd client URL`}},
+		{"compact_every below 1s",
+			"store:\n  etcd:\n    endpoints: [http://x:2379]\n    compact_every: 500ms\n",
+			[]string{`fulcrum.yaml:4: store.etcd.compact_every: invalid value "500ms", must be 0 (off) or a duration in [1s, 24h]`}},
+		{"compact_every above 24h",
+			"store:\n  etcd:\n    endpoints: [http://x:2379]\n    compact_every: 25h\n",
+			[]string{`fulcrum.yaml:4: store.etcd.compact_every: invalid value "25h", must be 0 (off) or a duration in [1s, 24h]`}},
+		{"compact_every negative",
+			"store:\n  etcd:\n    endpoints: [http://x:2379]\n    compact_every: -1m\n",
+			[]string{`fulcrum.yaml:4: store.etcd.compact_every: invalid value "-1m", must not be negative`}},
+		{"compact_every not a duration",
+			"store:\n  etcd:\n    endpoints: [http://x:2379]\n    compact_every: often\n",
+			[]string{`fulcrum.yaml:4: store.etcd.compact_every: invalid value "often", must be a Go duration such as "500ms" or "2s"`}},
 		{"unknown key",
 			"store:\n  etcd:\n    endpoint: http://x:2379\n",
 			[]string{`fulcrum.yaml:3: store.etcd.endpoint: unknown key, allowed keys: `}},

@@ -30,7 +30,10 @@
 // has been compacted past the watch, it lists again from the next
 // position: compaction loses no entry, since entries are keys until Trim
 // deletes them. LowestNeeded says which revision the watches still read
-// from history; see docs/replication.md for what compaction must respect.
+// from history (a watch of a quiet group asks etcd for a progress
+// notification every ProgressEvery, so that it moves on); package
+// compaction publishes it, and docs/replication.md says how etcd is
+// compacted.
 //
 // max_log_bytes is counted from the keys (each names its entry's size),
 // recounted at most every RecountEvery and after each Trim, plus what this

@@ -253,3 +253,56 @@ func TestFollowCompacted(t *testing.T) {
 		t.Fatalf("follow from compacted revision %d: relist=%v ok=%v err=%v, want relist", p, relist, ok, err)
 	}
 }
+
+// TestLowestNeededFollowsProgress: a watch that waits on a quiet group
+// reports a lowest needed revision that moves on with etcd's (progress
+// notifications), past changes elsewhere; not the position after its last
+// entry.
+func TestLowestNeededFollowsProgress(t *testing.T) {
+	l := openT(t, Options{Prefix: newPrefix(t), Group: "g", ProgressEvery: 20 * time.Millisecond})
+	p, _, err := l.AppendOrGet(ctxT(t), replog.Append{Session: "s", Seq: 1, Payload: []byte("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	got := make(chan uint64, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e, err := range l.Watch(ctx, p) {
+			if err != nil {
+				return
+			}
+			got <- e.Position
+		}
+	}()
+	select {
+	case pos := <-got:
+		if pos != p {
+			t.Fatalf("watch from %d delivered %d", p, pos)
+		}
+	case <-ctx.Done():
+		t.Fatal("no entry")
+	}
+	other, err := l.cli.Put(ctxT(t), newPrefix(t)+"elsewhere", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := uint64(other.Header.Revision) + 1
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		low, ok := l.LowestNeeded()
+		if ok && low >= want {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("LowestNeeded = %d, %v; want at least %d (after a change elsewhere) once etcd reports progress", low, ok, want)
+		case <-tick.C:
+		}
+	}
+	cancel()
+	<-done
+}

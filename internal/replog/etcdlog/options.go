@@ -15,6 +15,9 @@ import (
 // DefaultRecountEvery is Options.RecountEvery's default.
 const DefaultRecountEvery = time.Second
 
+// DefaultProgressEvery is Options.ProgressEvery's default.
+const DefaultProgressEvery = 5 * time.Second
+
 // minSessionTTL is the shortest lease etcd grants reliably.
 const minSessionTTL = 2 * time.Second
 
@@ -38,6 +41,10 @@ type Options struct {
 	// RecountEvery is how often the log's bytes are counted again from
 	// etcd; default DefaultRecountEvery.
 	RecountEvery time.Duration
+	// ProgressEvery is how often a watch that follows etcd asks it for a
+	// progress notification, which moves LowestNeeded on while the group
+	// is quiet; default DefaultProgressEvery.
+	ProgressEvery time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -69,6 +76,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RecountEvery < 0 {
 		return o, fmt.Errorf("etcdlog: recount interval %v: must be positive", o.RecountEvery)
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = DefaultProgressEvery
+	}
+	if o.ProgressEvery < 0 {
+		return o, fmt.Errorf("etcdlog: progress interval %v: must be positive", o.ProgressEvery)
 	}
 	o.Clock = clock.Or(o.Clock)
 	return o, nil

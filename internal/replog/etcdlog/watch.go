@@ -27,9 +27,14 @@ func (l *Log) listPage() int64 {
 	return min(listPageMax, max(1, listPageBytes/int64(l.opts.Limits.MaxPayload)))
 }
 
-// watcher is one running watch: next is the position it needs next.
+// watcher is one running watch: next is the position it needs next;
+// resume, while it follows etcd, the revision the etcd client would
+// resume its watch from (after the last event or progress notification
+// delivered; while it lists, after the last page's revision). Both
+// guarded by Log.mu.
 type watcher struct {
-	next uint64 // guarded by Log.mu
+	next   uint64
+	resume uint64
 }
 
 // Watch implements replog.Log: list, then watch etcd from the revision
@@ -97,6 +102,9 @@ func (l *Log) list(ctx context.Context, w *watcher, yield func(replog.Entry, err
 		if err != nil {
 			return 0, false, l.wrap("watch", err)
 		}
+		// The watch follows from after the last page's revision: it needs
+		// no history below this one's.
+		l.setResume(w, uint64(resp.Header.Revision)+1)
 		if tkvs := resp.Responses[0].GetResponseRange().GetKvs(); len(tkvs) == 1 {
 			trimmed, err := strconv.ParseUint(string(tkvs[0].Value), 10, 64)
 			if err != nil {
@@ -120,11 +128,36 @@ func (l *Log) list(ctx context.Context, w *watcher, yield func(replog.Entry, err
 
 // follow watches etcd from rev and yields the entries put. It returns
 // relist true when etcd's history was compacted past the watch (the
-// caller lists again), and an error for any other end but ctx's.
+// caller lists again), and an error for any other end but ctx's. Every
+// ProgressEvery it asks etcd for a progress notification, so that the
+// watch's resume revision (LowestNeeded) moves on while the group is
+// quiet.
 func (l *Log) follow(ctx context.Context, w *watcher, rev int64, yield func(replog.Entry, error) bool) (relist, ok bool, err error) {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	for resp := range l.cli.Watch(wctx, l.k.log, clientv3.WithPrefix(), clientv3.WithRev(rev)) {
+	l.setResume(w, uint64(rev))
+	defer l.setResume(w, 0)
+	wch := l.cli.Watch(wctx, l.k.log, clientv3.WithPrefix(), clientv3.WithRev(rev))
+	tick := l.opts.Clock.NewTicker(l.opts.ProgressEvery)
+	defer tick.Stop()
+	for {
+		var resp clientv3.WatchResponse
+		select {
+		case <-tick.C():
+			// A context derived from the watch's keeps its stream's key.
+			pctx, pcancel := context.WithTimeout(wctx, l.opts.ProgressEvery)
+			_ = l.cli.RequestProgress(pctx) // a failure only leaves the resume revision behind
+			pcancel()
+			continue
+		case r, open := <-wch:
+			if !open {
+				if err := ctx.Err(); err != nil {
+					return false, true, err
+				}
+				return false, true, l.wrap("watch", errors.New("etcd ended the watch"))
+			}
+			resp = r
+		}
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
 			return true, true, nil
 		}
@@ -139,11 +172,22 @@ func (l *Log) follow(ctx context.Context, w *watcher, rev int64, yield func(repl
 				return false, ok, err
 			}
 		}
+		switch {
+		case len(resp.Events) > 0:
+			l.setResume(w, uint64(resp.Events[len(resp.Events)-1].Kv.ModRevision)+1)
+		case resp.IsProgressNotify():
+			l.setResume(w, uint64(resp.Header.Revision)+1)
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		return false, true, err
+}
+
+// setResume sets w's resume revision: 0 (forget it), or a higher one.
+func (l *Log) setResume(w *watcher, rev uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rev == 0 || rev > w.resume {
+		w.resume = rev
 	}
-	return false, true, l.wrap("watch", errors.New("etcd ended the watch"))
 }
 
 // deliver yields the entry kv holds if it is at or after w.next. ok is
@@ -170,17 +214,23 @@ func (l *Log) nextOf(w *watcher) uint64 {
 }
 
 // LowestNeeded returns the lowest position a running watch of this log
-// will read from etcd's history, and false when none runs. Compacting
-// etcd at or below it costs the watches nothing; compacting above it
-// makes them list again (no entry is lost: entries are keys until Trim).
+// would read from etcd's history if its stream broke now, and false when
+// none runs: while it lists, the revision after the last page it read
+// (it follows from there); while it follows, the revision the etcd client
+// would resume it from (after the last event or progress notification,
+// which moves on while the group is quiet); never below the next position
+// it needs. Compacting etcd at or below it costs the watches nothing;
+// compacting above it makes them list again (no entry is lost: entries
+// are keys until Trim).
 func (l *Log) LowestNeeded() (uint64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var low uint64
 	found := false
 	for w := range l.watchers {
-		if !found || w.next < low {
-			low, found = w.next, true
+		need := max(w.next, w.resume)
+		if !found || need < low {
+			low, found = need, true
 		}
 	}
 	return low, found

@@ -13,7 +13,8 @@
 // etcd's revision counts every change of the cluster, under any prefix:
 // the store's revisions increase, but not one by one (the storetest
 // contract with sparse revisions). Compaction is etcd's, for the whole
-// cluster.
+// cluster: LowestNeeded says what the store's watches still read from
+// etcd's history (package compaction publishes it).
 //
 //	st, err := etcdstore.Open(ctx, etcdstore.Options{Endpoints: []string{"http://127.0.0.1:2379"}})
 //	if err != nil { ... } // names etcd and the endpoints

@@ -33,6 +33,7 @@ type Store struct {
 	stop    context.CancelFunc // ends every watch
 	stopCtx context.Context
 	watches sync.WaitGroup
+	resumes map[*int64]struct{} // each open watch's resume revision (lowest.go)
 }
 
 // Open connects to etcd and checks (or, on an empty prefix, writes) the

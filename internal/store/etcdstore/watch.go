@@ -51,6 +51,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 		return nil, store.ErrClosed
 	}
 	s.watches.Add(1)
+	resume := s.resumingLocked(fromRev)
 	s.mu.Unlock()
 	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	stop := context.AfterFunc(s.stopCtx, wcancel)
@@ -63,15 +64,17 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) (<-chan
 		defer stop()
 		defer wcancel()
 		defer s.health.watching(wctx, false)
-		s.feed(wctx, wch, ch, fromRev)
+		defer s.resumed(resume)
+		s.feed(wctx, wch, ch, fromRev, resume)
 	}()
 	return ch, nil
 }
 
 // feed turns etcd's responses into one store.WatchResponse per revision
 // until ctx ends; an etcd watch that ends otherwise is a last response with
-// the error.
-func (s *Store) feed(ctx context.Context, wch clientv3.WatchChan, ch chan<- store.WatchResponse, next int64) {
+// the error. It keeps *resume at the revision the etcd client would resume
+// the watch from (lowest.go).
+func (s *Store) feed(ctx context.Context, wch clientv3.WatchChan, ch chan<- store.WatchResponse, next int64, resume *int64) {
 	send := func(r store.WatchResponse) bool {
 		select {
 		case ch <- r:
@@ -109,6 +112,7 @@ func (s *Store) feed(ctx context.Context, wch clientv3.WatchChan, ch chan<- stor
 			return
 		}
 		s.health.delivered(wr.Header.Revision, time.Now())
+		s.advance(resume, wr)
 		// One etcd response may hold several revisions; the events of
 		// one revision are never split across responses.
 		var cur store.WatchResponse
