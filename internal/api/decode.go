@@ -99,6 +99,10 @@ func jsonError(err error, data []byte, t reflect.Type) *protocol.FieldError {
 	// An error from a field's own UnmarshalJSON (a duration) carries no
 	// path: find the field by decoding the fields one by one.
 	if path, ferr := locateBad(data, t, ""); path != "" {
+		var bse *protocol.ByteSizeError
+		if errors.As(ferr, &bse) {
+			return &protocol.FieldError{Field: path, Value: bse.Value, Allowed: protocol.ByteSizeAllowed}
+		}
 		return &protocol.FieldError{Field: path, Allowed: ferr.Error()}
 	}
 	return &protocol.FieldError{Field: "body", Allowed: "must be a valid JSON object (" + msg + ")"}

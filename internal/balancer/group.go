@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -582,8 +583,19 @@ func (g *group) update(gs protocol.Group) error {
 // the same listener: another protocol, or new timeouts (which net/http and
 // the lean engine take at construction). A setting a front door reads at
 // construction (tls on or off, say) belongs here.
+//
+// A replicated group's front door is a bridge to its log: the binding
+// changing to or from replicated, or the replicated block changing,
+// replaces it too.
 func needsNewFrontDoor(old, next protocol.Group) bool {
-	return old.Protocol != next.Protocol || old.Timeouts != next.Timeouts
+	return old.Protocol != next.Protocol || old.Timeouts != next.Timeouts || replicatedChanged(old, next)
+}
+
+// replicatedChanged reports whether the binding changed to or from
+// replicated, or the replicated block of a replicated group changed.
+func replicatedChanged(old, next protocol.Group) bool {
+	ro, rn := registry.IsReplicated(old), registry.IsReplicated(next)
+	return ro != rn || ro && !reflect.DeepEqual(old.Replicated, next.Replicated)
 }
 
 // loop runs a step every report interval, on the balancer's clock.
