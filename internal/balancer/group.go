@@ -118,6 +118,9 @@ type group struct {
 	// tls is the front door's certificates (nil: plain; tls.go). Guarded
 	// by mu.
 	tls *certs.ServerSet
+	// hub is a replicated group's hub while its front door runs
+	// (replicated.go). Guarded by mu.
+	hub *hubRun
 }
 
 // member is one replica at run time.
@@ -365,7 +368,12 @@ func (g *group) start() error {
 	if g.running {
 		return nil
 	}
-	err := g.startFrontDoorLocked()
+	err := g.startHubLocked() // replicated.go: before the front door, which orders through it
+	if err == nil {
+		if err = g.startFrontDoorLocked(); err != nil {
+			g.takeHubLocked().close()
+		}
+	}
 	g.bindErr = err
 	g.b.frontDoorsChanged()
 	if err != nil {
@@ -469,6 +477,7 @@ func (g *group) stop(ctx context.Context) error {
 	}
 	g.running = false
 	fd, door := g.fd, g.door
+	hub := g.takeHubLocked() // closed once the front door has finished its calls
 	g.fd, g.ln, g.door = nil, nil, nil
 	close(g.loopStop)
 	done := g.loopDone
@@ -493,10 +502,12 @@ func (g *group) stop(ctx context.Context) error {
 	}
 	g.leave(ctx) // leadership.go
 	g.pullTLS.CloseIdleConnections()
+	var err error
 	if fd != nil {
-		return fd.Shutdown(ctx)
+		err = fd.Shutdown(ctx)
 	}
-	return nil
+	hub.close()
+	return err
 }
 
 // update applies new settings to a running group: strategy and binding at
@@ -525,6 +536,18 @@ func (g *group) update(gs protocol.Group) error {
 	g.mu.Lock()
 	protoChanged := gs.Protocol != g.spec.Protocol
 	var oldFD frontDoorServer
+	newDoor := needsNewFrontDoor(g.spec, gs)
+	if g.running && replicatedChanged(g.spec, gs) {
+		// replicated.go: the log is reopened with the new settings (one
+		// group's log is open once), so calls the old front door still
+		// orders fail (503); the new front door orders through the new
+		// hub.
+		g.takeHubLocked().close()
+		g.spec.Binding, g.spec.Replicated = gs.Binding, gs.Replicated
+		if err := g.startHubLocked(); err != nil {
+			g.b.log.Error("replicated group: cannot open its log with the new settings; its front door answers without it", "group", g.name, "err", err)
+		}
+	}
 	switch {
 	case g.running && g.frontDoorFor(gs) != g.listenOn:
 		old, oldLn, oldDoor, oldAddr, oldProto, oldTimeouts := g.fd, g.ln, g.door, g.listenOn, g.spec.Protocol, g.spec.Timeouts
@@ -539,7 +562,7 @@ func (g *group) update(gs protocol.Group) error {
 		}
 		_ = oldDoor.Close() // the old address stops accepting at once
 		oldFD = old
-	case g.running && needsNewFrontDoor(g.spec, gs):
+	case g.running && newDoor:
 		g.spec.Protocol, g.spec.Timeouts = gs.Protocol, gs.Timeouts
 		g.publishLocked() // the new front door reads its timeouts from the snapshot
 		oldFD = g.swapFrontDoorLocked()
