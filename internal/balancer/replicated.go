@@ -8,6 +8,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // A replicated group (binding replicated; docs/replication.md) has one
@@ -39,22 +40,40 @@ func (r *hubRun) close() {
 	_ = r.log.Close()
 }
 
+// Errors of ReplicatedHub.
+var (
+	// ErrNotReplicated: the group's binding is not replicated (409).
+	ErrNotReplicated = errors.New("balancer: the group is not replicated")
+	// ErrHubNotRunning: the replicated group's log is not open here (its
+	// front door does not run, or the log failed to open) (503).
+	ErrHubNotRunning = errors.New("balancer: the replicated group's log is not open on this instance")
+)
+
+// ReplicatedHub returns the hub of replicated group name and its
+// replicated settings. Errors: ErrUnknownGroup, ErrNotReplicated (another
+// binding), ErrHubNotRunning (its front door does not run here).
+func (b *Balancer) ReplicatedHub(name string) (*replhub.Hub, protocol.Replicated, error) {
+	g, err := b.group(name)
+	if err != nil {
+		return nil, protocol.Replicated{}, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !registry.IsReplicated(g.spec) {
+		return nil, protocol.Replicated{}, fmt.Errorf("%w: group %s has binding %s", ErrNotReplicated, name, g.spec.Binding)
+	}
+	if g.hub == nil {
+		return nil, g.spec.Replicated, fmt.Errorf("%w: group %s", ErrHubNotRunning, name)
+	}
+	return g.hub.hub, g.spec.Replicated, nil
+}
+
 // Hub returns the hub of replicated group name while its front door runs;
 // false for an unknown group, a group that is not replicated, or one that
 // is not running.
 func (b *Balancer) Hub(name string) (*replhub.Hub, bool) {
-	b.mu.RLock()
-	g := b.groups[name]
-	b.mu.RUnlock()
-	if g == nil {
-		return nil, false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.hub == nil {
-		return nil, false
-	}
-	return g.hub.hub, true
+	h, _, err := b.ReplicatedHub(name)
+	return h, err == nil
 }
 
 // hubLocked is the group's hub (nil: none), for its front door (the

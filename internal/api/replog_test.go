@@ -1,0 +1,174 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/api"
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/replog"
+	"github.com/fulcrum-lb/fulcrum/internal/replog/boltlog"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// replicatedOptions are balancer options whose replicated groups keep
+// their logs in one bbolt file, as serve's on a single node.
+func replicatedOptions(t *testing.T) balancer.Options {
+	t.Helper()
+	db, err := boltlog.Open(filepath.Join(t.TempDir(), boltlog.FileName), boltlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return balancer.Options{Instance: "solo", ReplicatedLog: func(group string, lim replog.Limits, ttl time.Duration) (replog.Log, error) {
+		return db.Group(group, boltlog.GroupOptions{Limits: lim, SessionTTL: ttl})
+	}}
+}
+
+// logRoutes are the three log routes of group name, each with a valid
+// body.
+func logRoutes(name string) []struct{ method, path, body string } {
+	return []struct{ method, path, body string }{
+		{"GET", "/v1/groups/" + name + "/log?from=0", ""},
+		{"POST", "/v1/groups/" + name + "/log/applied", `{"applied":"3","checkpoints":true}`},
+		{"POST", "/v1/groups/" + name + "/log/replies", `{"replies":[{"position":"1","status":200,"body":"aGk="}]}`},
+	}
+}
+
+// bodyOf is a route's body for call: nil when empty.
+func bodyOf(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// The log routes take the token of a replica of the group only: without
+// an admin token set, with one (which they refuse), and never another
+// group's replica's.
+func TestLogRoutesAccess(t *testing.T) {
+	t.Parallel()
+	for _, adminTok := range []string{"", adminToken} {
+		t.Run("admin token "+map[bool]string{true: "set", false: "unset"}[adminTok != ""], func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, api.Options{AdminToken: adminTok}, replicatedOptions(t))
+			e.mustGroup("counter", map[string]any{"binding": "replicated"})
+			e.mustGroup("other", map[string]any{"binding": "replicated"})
+			e.mustGroup("plain", map[string]any{"binding": "per-request"})
+			rep := e.mustRegister("counter", "http://127.0.0.1:9101")
+			otherRep := e.mustRegister("other", "http://127.0.0.1:9102")
+			plainRep := e.mustRegister("plain", "http://127.0.0.1:9103")
+			for _, rt := range logRoutes("counter") {
+				a := e.call(rt.method, rt.path, "", bodyOf(rt.body))
+				if got := wantError(t, a, http.StatusUnauthorized, "unauthorized", ""); !strings.Contains(got.Message, "take only the token of a replica of that group") {
+					t.Errorf("%s %s without a token: %q, want it to name the token it takes", rt.method, rt.path, got.Message)
+				}
+				a = e.call(rt.method, rt.path, otherRep.Token, bodyOf(rt.body))
+				if got := wantError(t, a, http.StatusUnauthorized, "unauthorized", ""); !strings.HasPrefix(got.Message, "the token is not valid here") {
+					t.Errorf("%s %s with another group's replica token: %q", rt.method, rt.path, got.Message)
+				}
+				if adminTok != "" {
+					a = e.call(rt.method, rt.path, adminTok, bodyOf(rt.body))
+					if got := wantError(t, a, http.StatusUnauthorized, "unauthorized", ""); !strings.HasPrefix(got.Message, "the admin token is not accepted here") {
+						t.Errorf("%s %s with the admin token: %q", rt.method, rt.path, got.Message)
+					}
+				}
+				a = e.call(rt.method, rt.path, rep.Token, bodyOf(rt.body))
+				if rt.method == "GET" {
+					want(t, a, http.StatusOK)
+					if ct := a.header.Get("Content-Type"); ct != "application/x-ndjson" {
+						t.Errorf("log stream Content-Type %q", ct)
+					}
+				} else {
+					want(t, a, http.StatusNoContent)
+				}
+			}
+			for _, rt := range logRoutes("nope") {
+				wantError(t, e.call(rt.method, rt.path, rep.Token, bodyOf(rt.body)), http.StatusNotFound, "unknown_group", "")
+			}
+			for _, rt := range logRoutes("plain") {
+				got := wantError(t, e.call(rt.method, rt.path, plainRep.Token, bodyOf(rt.body)), http.StatusConflict, "not_replicated", "")
+				if !strings.Contains(got.Message, "group plain has binding per-request") {
+					t.Errorf("%s %s of a per-request group: %q", rt.method, rt.path, got.Message)
+				}
+			}
+		})
+	}
+}
+
+// Bad input on the log routes is a 400 naming the field.
+func TestLogRoutesBadInput(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{}, replicatedOptions(t))
+	e.mustGroup("counter", map[string]any{"binding": "replicated", "replicated": map[string]any{"max_payload": "1KiB"}})
+	tok := e.mustRegister("counter", "http://127.0.0.1:9101").Token
+	big := `{"replies":[{"position":"1","status":200,"body":"` + strings.Repeat("QUFB", 80<<10/4) + `"}]}` // 80 KiB > 6 × 1 KiB + 64 KiB
+	tests := []struct {
+		name, method, path, body string
+		code, field, allowed     string
+	}{
+		{"from not a number", "GET", "/v1/groups/counter/log?from=abc", "", "invalid_value", "from", "decimal integer"},
+		{"from negative", "GET", "/v1/groups/counter/log?from=-1", "", "invalid_value", "from", "decimal integer"},
+		{"from too large", "GET", "/v1/groups/counter/log?from=18446744073709551616", "", "invalid_value", "from", "18446744073709551615"},
+		{"from twice", "GET", "/v1/groups/counter/log?from=1&from=2", "", "invalid_value", "from", "given once"},
+		{"from empty", "GET", "/v1/groups/counter/log?from=", "", "invalid_value", "from", "decimal integer"},
+		{"applied unknown member", "POST", "/v1/groups/counter/log/applied", `{"applied":"3","checkpoints":true,"extra":1}`, "invalid_json", "extra", "not a known field"},
+		{"applied as a number", "POST", "/v1/groups/counter/log/applied", `{"applied":3,"checkpoints":true}`, "invalid_json", "applied", `must be a number in a JSON string, such as "42"`},
+		{"reply position as a number", "POST", "/v1/groups/counter/log/replies", `{"replies":[{"position":1}]}`, "invalid_json", "replies[0].position", "JSON string"},
+		{"applied twice", "POST", "/v1/groups/counter/log/applied", `{"applied":"3","applied":"4","checkpoints":true}`, "invalid_json", "applied", "duplicate key"},
+		{"applied empty", "POST", "/v1/groups/counter/log/applied", ``, "invalid_json", "body", "JSON object"},
+		{"reply position 0", "POST", "/v1/groups/counter/log/replies", `{"replies":[{"position":"1"},{"position":"0"}]}`, "invalid_value", "replies[1].position", "at least 1"},
+		{"reply unknown member", "POST", "/v1/groups/counter/log/replies", `{"replies":[{"position":"1","colour":"red"}]}`, "invalid_json", "replies[0].colour", "not a known field"},
+		{"replies too large", "POST", "/v1/groups/counter/log/replies", big, "invalid_json", "body", "at most 71680 bytes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := wantError(t, e.call(tc.method, tc.path, tok, bodyOf(tc.body)), http.StatusBadRequest, tc.code, tc.field)
+			if !strings.Contains(got.Allowed, tc.allowed) {
+				t.Errorf("allowed %q does not mention %q (message %q)", got.Allowed, tc.allowed, got.Message)
+			}
+		})
+	}
+}
+
+// The log stream is NDJSON flushed line by line: each line a LogEvent of
+// the hub's stream.
+func TestLogStreamLines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{}, replicatedOptions(t))
+	e.mustGroup("counter", map[string]any{"binding": "replicated"})
+	tok := e.mustRegister("counter", "http://127.0.0.1:9101").Token
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/groups/counter/log?from=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var ev protocol.LogEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Type == "" {
+			t.Fatalf("line %q is not a LogEvent: %v", sc.Text(), err)
+		}
+		if ev.Type == protocol.LogEventHello {
+			return // the stream's first line; it goes on until the client leaves
+		}
+		t.Fatalf("first line %q, want a hello", sc.Text())
+	}
+}
