@@ -747,3 +747,22 @@ func TestParseReplicated(t *testing.T) {
 		t.Errorf("replicated = %+v, want max_payload 64KiB and the defaults", r)
 	}
 }
+
+// With store.etcd a replicated group's max_payload must fit one etcd
+// request.
+func TestParseReplicatedOnEtcd(t *testing.T) {
+	t.Parallel()
+	needStrategies(t, "least-loaded")
+	file := func(size string) []byte {
+		return []byte("store:\n  etcd:\n    endpoints: [http://127.0.0.1:2379]\n" + strings.Replace(base, "binding: on-demand",
+			"binding: replicated\n    replicated: {max_payload: "+size+"}", 1))
+	}
+	if _, err := Parse("fulcrum.yaml", file("1MiB")); err != nil {
+		t.Errorf("1MiB on etcd: %v", err)
+	}
+	_, err := Parse("fulcrum.yaml", file("2MiB"))
+	want := `fulcrum.yaml:10: groups[0].replicated.max_payload: invalid value "2MiB", must be at most 1532KiB with store.etcd`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("2MiB on etcd: %v, want %q…", err, want)
+	}
+}

@@ -24,6 +24,11 @@ const (
 	// seconds of at least 2 s.
 	MinReplicatedSessionTTL = 2 * time.Second
 	MaxReplicatedSessionTTL = 7 * 24 * time.Hour
+	// MaxReplicatedMaxPayload and MaxReplicatedMaxLogBytes bound
+	// replicated.max_payload (a request is held in memory) and
+	// replicated.max_log_bytes.
+	MaxReplicatedMaxPayload  = protocol.ByteSize(1 << 30)
+	MaxReplicatedMaxLogBytes = protocol.ByteSize(1 << 40)
 	// MaxReadOnlyPatterns bounds replicated.read_only.
 	MaxReadOnlyPatterns = 256
 	// maxReadOnlyPatternLen bounds one read_only pattern, in bytes.
@@ -67,12 +72,14 @@ func validateReplicated(g protocol.Group) []error {
 		}
 		return errs
 	}
-	if r.MaxPayload < 1 {
-		fe(".max_payload", r.MaxPayload, "must be at least 1 byte")
+	payloadOK := r.MaxPayload >= 1 && r.MaxPayload <= MaxReplicatedMaxPayload
+	if !payloadOK {
+		fe(".max_payload", r.MaxPayload, fmt.Sprintf("must be a size in [1, %s] bytes", MaxReplicatedMaxPayload))
 	}
-	if r.MaxLogBytes < 1 {
-		fe(".max_log_bytes", r.MaxLogBytes, "must be at least 1 byte")
-	} else if r.MaxPayload >= 1 && r.MaxLogBytes < r.MaxPayload {
+	switch {
+	case r.MaxLogBytes < 1 || r.MaxLogBytes > MaxReplicatedMaxLogBytes:
+		fe(".max_log_bytes", r.MaxLogBytes, fmt.Sprintf("must be a size in [1, %s] bytes, at least replicated.max_payload", MaxReplicatedMaxLogBytes))
+	case payloadOK && r.MaxLogBytes < r.MaxPayload:
 		fe(".max_log_bytes", r.MaxLogBytes, fmt.Sprintf("must be at least replicated.max_payload (%s)", r.MaxPayload))
 	}
 	if d := r.SessionTTL.D(); d < MinReplicatedSessionTTL || d > MaxReplicatedSessionTTL || d%time.Second != 0 {
