@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/replog/boltlog"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -79,14 +81,14 @@ func TestLogRoutesAccess(t *testing.T) {
 						t.Errorf("%s %s with the admin token: %q", rt.method, rt.path, got.Message)
 					}
 				}
-				a = e.call(rt.method, rt.path, rep.Token, bodyOf(rt.body))
 				if rt.method == "GET" {
-					want(t, a, http.StatusOK)
-					if ct := a.header.Get("Content-Type"); ct != "application/x-ndjson" {
-						t.Errorf("log stream Content-Type %q", ct)
+					// A stream that lasts: only its head is read.
+					status, ct := e.streamHead(rt.path, rep.Token)
+					if status != http.StatusOK || ct != "application/x-ndjson" {
+						t.Errorf("log stream with the replica's token: %d, Content-Type %q; want 200 application/x-ndjson", status, ct)
 					}
 				} else {
-					want(t, a, http.StatusNoContent)
+					want(t, e.call(rt.method, rt.path, rep.Token, bodyOf(rt.body)), http.StatusNoContent)
 				}
 			}
 			for _, rt := range logRoutes("nope") {
@@ -100,6 +102,25 @@ func TestLogRoutesAccess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// streamHead opens a stream at path with token and returns its status and
+// Content-Type, then leaves.
+func (e *env) streamHead(path, token string) (int, string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.srv.URL+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Content-Type")
 }
 
 // Bad input on the log routes is a 400 naming the field.
@@ -170,5 +191,106 @@ func TestLogStreamLines(t *testing.T) {
 			return // the stream's first line; it goes on until the client leaves
 		}
 		t.Fatalf("first line %q, want a hello", sc.Text())
+	}
+	t.Fatalf("the stream ended without a line: %v", sc.Err())
+}
+
+// A replica's agent, end to end over real HTTP: it streams the log while
+// the group orders a request through its hub, sees the entry, posts its
+// reply, which the hub hands to the caller, and reports what it applied.
+func TestLogRoutesEndToEnd(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{AdminToken: adminToken}, replicatedOptions(t))
+	e.mustGroup("counter", map[string]any{"binding": "replicated"})
+	rep := e.mustRegister("counter", "http://127.0.0.1:9101")
+	peer := e.mustRegister("counter", "http://127.0.0.1:9102")
+	hub, ok := e.b.Hub("counter")
+	if !ok {
+		t.Fatal("no hub for the replicated group")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/groups/counter/log?from=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+rep.Token)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	want(t, answer{status: resp.StatusCode}, http.StatusOK)
+	lines := make(chan protocol.LogEvent)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var ev protocol.LogEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Errorf("line %q: %v", sc.Text(), err)
+				return
+			}
+			select {
+			case lines <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	next := func(skip ...string) protocol.LogEvent {
+		t.Helper()
+		for {
+			select {
+			case ev, ok := <-lines:
+				if !ok {
+					t.Fatal("the log stream ended")
+				}
+				if slices.Contains(skip, ev.Type) {
+					continue
+				}
+				return ev
+			case <-ctx.Done():
+				t.Fatal("no line from the log stream in time")
+			}
+		}
+	}
+	if ev := next(); ev.Type != protocol.LogEventHello || len(ev.Peers) != 1 || ev.Peers[0].ID != peer.ID || ev.Peers[0].Address != "http://127.0.0.1:9102" {
+		t.Fatalf("first line %+v, want a hello naming the other replica %s", ev, peer.ID)
+	}
+
+	type ordered struct {
+		r   replhub.Reply
+		err error
+	}
+	done := make(chan ordered, 1)
+	stamp := time.Date(2026, 11, 27, 12, 0, 0, 1, time.UTC)
+	go func() {
+		r, err := hub.Order(ctx, replhub.Call{Session: "client-1", Seq: 9, Request: &protocol.OrderedRequest{
+			Kind: protocol.KindHTTP, Method: "POST", Target: "/increment", Body: []byte("+1"), Time: stamp, Seed: 42,
+		}})
+		done <- ordered{r, err}
+	}()
+	ev := next(protocol.LogEventHeartbeat)
+	if ev.Type != protocol.LogEventEntry || ev.Position != 1 || ev.Session != "client-1" || ev.Seq != 9 || ev.Origin != "solo" || ev.ReplyTo != "" ||
+		ev.Request == nil || ev.Request.Target != "/increment" || string(ev.Request.Body) != "+1" || ev.Request.Seed != 42 || !ev.Request.Time.Equal(stamp) {
+		t.Fatalf("entry %+v (request %+v), want position 1 of client-1/9 appended by solo with the request", ev, ev.Request)
+	}
+
+	reply := protocol.ReplyBatch{Replies: []protocol.ReplicaReply{{Position: 1, Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"value":1}`)}}}
+	want(t, e.call("POST", "/v1/groups/counter/log/replies", rep.Token, reply), http.StatusNoContent)
+	select {
+	case o := <-done:
+		if o.err != nil || o.r.Position != 1 || o.r.Replica != rep.ID || o.r.Status != 200 || string(o.r.Body) != `{"value":1}` || o.r.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("Order = %+v, %v; want the replica's reply to position 1", o.r, o.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Order got no reply")
+	}
+
+	want(t, e.call("POST", "/v1/groups/counter/log/applied", rep.Token, protocol.AppliedReport{Applied: 1, Checkpoints: true}), http.StatusNoContent)
+	if got := hub.AppliedBy(rep.ID); got != 1 {
+		t.Errorf("AppliedBy(%s) = %d after its report, want 1", rep.ID, got)
 	}
 }
