@@ -320,3 +320,13 @@ type ByteSizeError struct {
 func (e *ByteSizeError) Error() string {
 	return fmt.Sprintf("invalid size %q: %s", e.Value, ByteSizeAllowed)
 }
+
+// ReplyRequest is the body of POST /v1/groups/{name}/log/ask, which the
+// instance of a cluster whose bridge needs the reply at Position again
+// sends to the other instances (with the admin token): their log streams
+// pass the request on to their agents, which post the reply to ReplyTo
+// (that instance's admin API base URL).
+type ReplyRequest struct {
+	Position uint64 `json:"position,string"`
+	ReplyTo  string `json:"reply_to"`
+}

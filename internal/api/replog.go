@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -177,4 +178,28 @@ func (s *server) logReplies(w http.ResponseWriter, r *http.Request) {
 // replyBatchLimit bounds a reply batch's body for a group of settings rs.
 func replyBatchLimit(rs protocol.Replicated) int64 {
 	return replyBatchFactor*rs.MaxPayload.Int64() + replyBatchSlack
+}
+
+// logAsk serves POST /v1/groups/{name}/log/ask: another instance of the
+// cluster passes on a reply request (admin token), which this instance's
+// streams of the group hand to their agents. 200 with an empty object.
+func (s *server) logAsk(w http.ResponseWriter, r *http.Request) {
+	var req protocol.ReplyRequest
+	if fe := decodeJSON(w, r, maxAppliedBytes, &req); fe != nil {
+		writeError(w, http.StatusBadRequest, jsonBodyError(fe))
+		return
+	}
+	if req.Position == 0 {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, &protocol.FieldError{Field: "position", Value: "0", Allowed: "must be the log position whose reply is wanted, at least 1"}))
+		return
+	}
+	if u, err := url.Parse(req.ReplyTo); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		writeError(w, http.StatusBadRequest, fieldError(codeInvalidValue, &protocol.FieldError{Field: "reply_to", Value: req.ReplyTo, Allowed: "must be the asking instance's admin API base URL, http:// or https://"}))
+		return
+	}
+	if err := s.b.AskFor(r.PathValue("name"), req); err != nil {
+		s.replicatedFail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
 }

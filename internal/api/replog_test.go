@@ -294,3 +294,51 @@ func TestLogRoutesEndToEnd(t *testing.T) {
 		t.Errorf("AppliedBy(%s) = %d after its report, want 1", rep.ID, got)
 	}
 }
+
+// Another instance's reply request reaches this instance's streams of the
+// group: the agent streaming here sees it, with where to post the reply.
+func TestLogAsk(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{AdminToken: adminToken}, replicatedOptions(t))
+	e.mustGroup("counter", map[string]any{"binding": "replicated"})
+	e.mustGroup("plain", nil)
+	rep := e.mustRegister("counter", "http://127.0.0.1:9101")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/v1/groups/counter/log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+rep.Token)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() || !strings.Contains(sc.Text(), `"type":"hello"`) {
+		t.Fatalf("first line %q (%v), want a hello", sc.Text(), sc.Err())
+	}
+	// The stream is subscribed once its hello is out.
+	ask := map[string]any{"position": "7", "reply_to": "http://10.0.0.2:7070"}
+	want(t, e.call("POST", "/v1/groups/counter/log/ask", adminToken, ask), http.StatusOK)
+	for sc.Scan() {
+		var ev protocol.LogEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == protocol.LogEventHeartbeat {
+			continue
+		}
+		if ev.Type != protocol.LogEventReplyRequest || ev.Position != 7 || ev.ReplyTo != "http://10.0.0.2:7070" {
+			t.Fatalf("line %q, want a reply_request of 7 to http://10.0.0.2:7070", sc.Text())
+		}
+		break
+	}
+
+	wantError(t, e.call("POST", "/v1/groups/counter/log/ask", rep.Token, ask), http.StatusUnauthorized, "unauthorized", "")
+	wantError(t, e.call("POST", "/v1/groups/counter/log/ask", adminToken, map[string]any{"position": "0", "reply_to": "http://a:1"}), http.StatusBadRequest, "invalid_value", "position")
+	wantError(t, e.call("POST", "/v1/groups/counter/log/ask", adminToken, map[string]any{"position": "3", "reply_to": "ftp://a"}), http.StatusBadRequest, "invalid_value", "reply_to")
+	wantError(t, e.call("POST", "/v1/groups/plain/log/ask", adminToken, ask), http.StatusConflict, "not_replicated", "")
+	wantError(t, e.call("POST", "/v1/groups/nope/log/ask", adminToken, ask), http.StatusNotFound, "unknown_group", "")
+}

@@ -86,6 +86,8 @@ type envOptions struct {
 	// Options.Instance.
 	replicatedLog func(group string, limits replog.Limits, sessionTTL time.Duration) (replog.Log, error)
 	instance      string
+	// peerAdminURLs is Options.PeerAdminURLs.
+	peerAdminURLs func() []string
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -142,6 +144,7 @@ func newEnv(t *testing.T, opts envOptions) *env {
 
 		ReplicatedLog: opts.replicatedLog,
 		Instance:      opts.instance,
+		PeerAdminURLs: opts.peerAdminURLs,
 	}
 	if opts.logger != nil {
 		bopts.Logger = opts.logger

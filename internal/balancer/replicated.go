@@ -2,8 +2,12 @@ package balancer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"sync"
+	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
@@ -141,6 +145,7 @@ func (g *group) startHubLocked() error {
 			u, _ := g.b.opts.PeerURL(instance)
 			return u
 		},
+		AskPeers:     g.askPeers(),
 		OnDivergence: g.diverged,
 		Clock:        g.b.clock,
 		Logger:       g.b.log.With("group", g.name),
@@ -153,6 +158,61 @@ func (g *group) startHubLocked() error {
 	}()
 	g.hub = run
 	g.b.log.Info("replicated log opened", "group", g.name, "max_payload", r.MaxPayload.String(), "max_log_bytes", r.MaxLogBytes.String(), "session_ttl", r.SessionTTL.String())
+	return nil
+}
+
+// ReplyRequestPath is the route, under a group's path, where the other
+// instances of a cluster pass on reply requests (AskFor).
+const ReplyRequestPath = "/log/ask"
+
+// askTimeout bounds the passing of a reply request to the other
+// instances.
+const askTimeout = 2 * time.Second
+
+// askPeers is the hub's AskPeers: in a cluster, a reply request goes to
+// every other live instance (Options.PeerAdminURLs, with the admin token
+// of Options.PeerToken), whose streams may hold the agents that have the
+// reply; they have it posted to this instance. Nil on a single node.
+func (g *group) askPeers() func(pos uint64) {
+	if g.b.opts.PeerAdminURLs == nil {
+		return nil
+	}
+	return func(pos uint64) {
+		peers := g.b.opts.PeerAdminURLs()
+		if len(peers) == 0 {
+			return
+		}
+		body, err := json.Marshal(protocol.ReplyRequest{Position: pos, ReplyTo: *g.b.adminURL.Load()})
+		if err != nil {
+			g.b.log.Error("cannot encode a reply request", "group", g.name, "err", err)
+			return
+		}
+		path := "/v1/groups/" + url.PathEscape(g.name) + ReplyRequestPath
+		g.b.goAsync(func() {
+			ctx, cancel := context.WithTimeout(g.b.ctx, askTimeout)
+			defer cancel()
+			var wg sync.WaitGroup
+			for _, p := range peers {
+				wg.Go(func() {
+					if err := g.b.postPeer(ctx, p, path, body, nil); err != nil {
+						g.b.pushFailed(pushKindAsk, g.name, p, err) // peerfailures.go
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// AskFor passes another instance's reply request on to the streams of
+// replicated group name on this instance (POST
+// /v1/groups/{name}/log/ask). Errors are ReplicatedHub's.
+func (b *Balancer) AskFor(name string, r protocol.ReplyRequest) error {
+	h, _, err := b.ReplicatedHub(name)
+	if err != nil {
+		return err
+	}
+	h.AskFor(r.Position, r.ReplyTo)
 	return nil
 }
 

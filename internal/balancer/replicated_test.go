@@ -1,8 +1,12 @@
 package balancer_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,6 +31,7 @@ type logOpener struct {
 	mu     sync.Mutex
 	opened []string // "group limits ttl", in order
 	open   map[string]int
+	last   map[string]replog.Log // the last log opened of each group
 }
 
 func newLogOpener(t *testing.T) *logOpener {
@@ -36,7 +41,7 @@ func newLogOpener(t *testing.T) *logOpener {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return &logOpener{db: db, open: map[string]int{}}
+	return &logOpener{db: db, open: map[string]int{}, last: map[string]replog.Log{}}
 }
 
 func (o *logOpener) Open(group string, lim replog.Limits, ttl time.Duration) (replog.Log, error) {
@@ -48,6 +53,7 @@ func (o *logOpener) Open(group string, lim replog.Limits, ttl time.Duration) (re
 	defer o.mu.Unlock()
 	o.opened = append(o.opened, group+" "+protocol.ByteSize(lim.MaxPayload).String()+" "+protocol.ByteSize(lim.MaxLogBytes).String()+" "+ttl.String())
 	o.open[group]++
+	o.last[group] = l
 	return &closeCounted{Log: l, o: o, group: group}, nil
 }
 
@@ -252,5 +258,55 @@ func TestReplicatedDivergence(t *testing.T) {
 	}
 	if want := map[string]float64{"counter/" + a.ID: 1, "counter/" + b.ID: 1}; !maps.Equal(got, want) {
 		t.Errorf("fulcrum_replicated_divergent_replies_total %v, want %v", got, want)
+	}
+}
+
+// In a cluster, a retried request whose reply the hub does not have asks
+// the other instances too: each gets the position and where to post the
+// reply, with the admin token.
+func TestReplicatedAskPeers(t *testing.T) {
+	t.Parallel()
+	asked := make(chan protocol.ReplyRequest, 4)
+	peer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req protocol.ReplyRequest
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/groups/counter/log/ask" || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("{}"))
+		asked <- req
+	}))
+	defer peer.Close()
+	logs := newLogOpener(t)
+	e := newEnv(t, envOptions{replicatedLog: logs.Open, instance: "fa", peerAdminURLs: func() []string { return []string{peer.URL} }})
+	e.mustPutGroup(replicatedSpec("counter", protocol.Replicated{}))
+	e.mustRegister("counter", "http://127.0.0.1:9101")
+	hub, ok := e.b.Hub("counter")
+	if !ok {
+		t.Fatal("no hub")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := &protocol.OrderedRequest{Kind: protocol.KindHTTP, Method: "POST", Target: "/increment"}
+	// A new call is appended and waits for its reply: nobody is asked.
+	go func() { _, _ = hub.Order(ctx, replhub.Call{Session: "c", Seq: 2, Request: req}) }()
+	// A call appended before (as through another instance) whose reply
+	// this hub does not have: the peers are asked.
+	logs.mu.Lock()
+	l := logs.last["counter"]
+	logs.mu.Unlock()
+	pos, _, err := l.AppendOrGet(ctx, replog.Append{Session: "c", Seq: 1, Payload: []byte(`{"kind":"http"}`), Origin: "fb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = hub.Order(ctx, replhub.Call{Session: "c", Seq: 1, Request: req}) }()
+	select {
+	case r := <-asked:
+		if r.Position != pos || r.ReplyTo != "http://admin.invalid" {
+			t.Errorf("reply request %+v, want position %d posted to this instance's admin URL", r, pos)
+		}
+	case <-ctx.Done():
+		t.Fatal("the peer was not asked")
 	}
 }
