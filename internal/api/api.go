@@ -127,6 +127,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/groups/{name}/log/applied", groupReplica, (*server).logApplied},
 	{http.MethodPost, "/v1/groups/{name}/log/replies", groupReplica, (*server).logReplies},
 	{http.MethodPost, "/v1/groups/{name}" + balancer.ReplyRequestPath, admin, (*server).logAsk},
+	{http.MethodPost, "/v1/groups/{name}/outcalls", groupReplica, (*server).outcall},
 	{http.MethodPost, "/v1/report", replica, (*server).report},
 	{http.MethodPost, "/v1/reload", admin, (*server).reload},
 	{http.MethodGet, "/v1/cluster", admin, (*server).cluster},

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -35,11 +37,19 @@ func replicatedOptions(t *testing.T) balancer.Options {
 
 // logRoutes are the three log routes of group name, each with a valid
 // body.
-func logRoutes(name string) []struct{ method, path, body string } {
-	return []struct{ method, path, body string }{
-		{"GET", "/v1/groups/" + name + "/log?from=0", ""},
-		{"POST", "/v1/groups/" + name + "/log/applied", `{"applied":"3","checkpoints":true}`},
-		{"POST", "/v1/groups/" + name + "/log/replies", `{"replies":[{"position":"1","status":200,"body":"aGk="}]}`},
+func logRoutes(name string) []struct {
+	method, path, body string
+	ok                 int
+} {
+	return []struct {
+		method, path, body string
+		ok                 int
+	}{
+		{"GET", "/v1/groups/" + name + "/log?from=0", "", http.StatusOK},
+		{"POST", "/v1/groups/" + name + "/log/applied", `{"applied":"3","checkpoints":true}`, http.StatusNoContent},
+		{"POST", "/v1/groups/" + name + "/log/replies", `{"replies":[{"position":"1","status":200,"body":"aGk="}]}`, http.StatusNoContent},
+		// A callee nobody listens on: a 502 reply, answered 200.
+		{"POST", "/v1/groups/" + name + "/outcalls", `{"key":"` + name + `/1/0","method":"POST","url":"http://127.0.0.1:1/x"}`, http.StatusOK},
 	}
 }
 
@@ -88,7 +98,7 @@ func TestLogRoutesAccess(t *testing.T) {
 						t.Errorf("log stream with the replica's token: %d, Content-Type %q; want 200 application/x-ndjson", status, ct)
 					}
 				} else {
-					want(t, e.call(rt.method, rt.path, rep.Token, bodyOf(rt.body)), http.StatusNoContent)
+					want(t, e.call(rt.method, rt.path, rep.Token, bodyOf(rt.body)), rt.ok)
 				}
 			}
 			for _, rt := range logRoutes("nope") {
@@ -341,4 +351,66 @@ func TestLogAsk(t *testing.T) {
 	wantError(t, e.call("POST", "/v1/groups/counter/log/ask", adminToken, map[string]any{"position": "3", "reply_to": "ftp://a"}), http.StatusBadRequest, "invalid_value", "reply_to")
 	wantError(t, e.call("POST", "/v1/groups/plain/log/ask", adminToken, ask), http.StatusConflict, "not_replicated", "")
 	wantError(t, e.call("POST", "/v1/groups/nope/log/ask", adminToken, ask), http.StatusNotFound, "unknown_group", "")
+}
+
+// Replicated callers: the replicas' copies of one outgoing call reach the
+// callee once, with the key as Idempotency-Key, and every copy gets the
+// callee's reply.
+func TestOutcalls(t *testing.T) {
+	t.Parallel()
+	type seen struct{ key, body, hop string }
+	calls := make(chan seen, 8)
+	callee := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		calls <- seen{r.Header.Get("Idempotency-Key"), string(body), r.Header.Get("X-Trace") + "|" + r.Header.Get("Keep-Alive")}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"total":5}`))
+	}))
+	defer callee.Close()
+	e := newEnv(t, api.Options{}, replicatedOptions(t))
+	e.mustGroup("relay", map[string]any{"binding": "replicated"})
+	reps := []registered{e.mustRegister("relay", "http://127.0.0.1:9101"), e.mustRegister("relay", "http://127.0.0.1:9102"), e.mustRegister("relay", "http://127.0.0.1:9103")}
+	oc := protocol.Outcall{Key: "relay/4/0", Method: "POST", URL: callee.URL + "/add", Header: http.Header{"X-Trace": {"t1"}, "Keep-Alive": {"300"}}, Body: []byte("+5")}
+	answers := make(chan answer, len(reps))
+	for _, rep := range reps {
+		go func() { answers <- e.call("POST", "/v1/groups/relay/outcalls", rep.Token, oc) }()
+	}
+	for range reps {
+		a := <-answers
+		want(t, a, http.StatusOK)
+		var r protocol.OutcallReply
+		a.decode(t, &r)
+		if r.Status != http.StatusCreated || string(r.Body) != `{"total":5}` || r.Header.Get("Content-Type") != "application/json" || r.Error != "" {
+			t.Errorf("a copy's reply %+v, want the callee's 201", r)
+		}
+	}
+	if c := <-calls; c.key != "relay/4/0" || c.body != "+5" || c.hop != "t1|" {
+		t.Errorf("the callee saw %+v, want key relay/4/0, body +5, X-Trace kept and Keep-Alive dropped", c)
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("the callee was called twice: %+v", c)
+	default:
+	}
+
+	tok := reps[0].Token
+	for _, tc := range []struct {
+		name, field string
+		oc          protocol.Outcall
+	}{
+		{"key of another group", "key", protocol.Outcall{Key: "other/4/0", Method: "POST", URL: callee.URL}},
+		{"position 0", "key", protocol.Outcall{Key: "relay/0/0", Method: "POST", URL: callee.URL}},
+		{"no method", "method", protocol.Outcall{Key: "relay/4/1", URL: callee.URL}},
+		{"bad method", "method", protocol.Outcall{Key: "relay/4/1", Method: "PO ST", URL: callee.URL}},
+		{"relative url", "url", protocol.Outcall{Key: "relay/4/1", Method: "POST", URL: "/add"}},
+		{"ftp url", "url", protocol.Outcall{Key: "relay/4/1", Method: "POST", URL: "ftp://x/add"}},
+	} {
+		wantError(t, e.call("POST", "/v1/groups/relay/outcalls", tok, tc.oc), http.StatusBadRequest, "invalid_value", tc.field)
+	}
+	select {
+	case c := <-calls:
+		t.Errorf("a refused outcall reached the callee: %+v", c)
+	default:
+	}
 }

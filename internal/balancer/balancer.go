@@ -211,6 +211,8 @@ type Balancer struct {
 	// replMetrics count the replicated groups' appends and divergent
 	// replies (replicatedmetrics.go).
 	replMetrics *replicatedMetrics
+	// outcallClient forwards replicated groups' outcalls (outcalls.go).
+	outcallClient *http.Client
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -266,6 +268,7 @@ func New(opts Options) (*Balancer, error) {
 		peerFails:   newPeerFailures(),
 		replMetrics: newReplicatedMetrics(),
 	}
+	b.outcallClient = newOutcallClient(opts.Dial)
 	b.joinToken.Store(&opts.JoinToken)
 	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
 	b.adminURL.Store(&opts.AdminURL)
@@ -469,6 +472,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	b.opts.HTTPClient.CloseIdleConnections() // the pull polls'
 	b.opts.PeerClient.CloseIdleConnections() // the load pushes'
+	b.outcallClient.CloseIdleConnections()   // outcalls.go
 	return errors.Join(errs...)
 }
 

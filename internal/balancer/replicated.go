@@ -28,10 +28,11 @@ var ErrNoReplicatedLog = errors.New("balancer: binding replicated needs a replic
 
 // hubRun is a running hub and what stops it.
 type hubRun struct {
-	hub  *replhub.Hub
-	log  replog.Log
-	stop context.CancelFunc
-	done chan struct{}
+	hub      *replhub.Hub
+	outcalls *replhub.Outcalls // outcalls.go
+	log      replog.Log
+	stop     context.CancelFunc
+	done     chan struct{}
 }
 
 // close ends the hub's Run and closes its log.
@@ -151,7 +152,7 @@ func (g *group) startHubLocked() error {
 		Logger:       g.b.log.With("group", g.name),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &hubRun{hub: h, log: l, stop: cancel, done: make(chan struct{})}
+	run := &hubRun{hub: h, outcalls: replhub.NewOutcalls(g.forwardOutcall, g.b.now), log: l, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(run.done)
 		h.Run(ctx)
