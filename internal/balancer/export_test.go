@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // EligibleIDs returns the ids of the members that group name's current
@@ -140,4 +141,14 @@ func (b *Balancer) Diverged(name string, d replhub.Divergence) {
 	if g, err := b.group(name); err == nil {
 		g.diverged(d)
 	}
+}
+
+// SnapshotReplicated is the replicated block of group name's current
+// snapshot, as its front door reads it.
+func (b *Balancer) SnapshotReplicated(name string) protocol.Replicated {
+	g, err := b.group(name)
+	if err != nil {
+		return protocol.Replicated{}
+	}
+	return g.Snapshot().Replicated
 }

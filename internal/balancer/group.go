@@ -248,6 +248,7 @@ func (g *group) publishLocked() {
 		Timeouts:    g.spec.Timeouts,
 		Retry:       g.spec.Retry,
 		GIOP:        g.spec.GIOP,
+		Replicated:  g.spec.Replicated, // the bridge reads max_payload and read_only per request
 	}
 	snap.LookupMove, snap.MoveBound = g.lookupMove, g.moveBoundFn // leadermoves.go: nil on a single node
 	typeID := g.typeIDLocked()

@@ -116,6 +116,9 @@ func TestReplicatedGroupHub(t *testing.T) {
 	if opened, n := logs.state("counter"); !slices.Equal(opened, []string{"counter 1MiB 256MiB 10m0s", "counter 64KiB 256MiB 1m0s"}) || n != 1 {
 		t.Fatalf("logs opened %q (%d open), want the second with the new settings and one open", opened, n)
 	}
+	if r := e.b.SnapshotReplicated("counter"); r.MaxPayload != 64<<10 || r.SessionTTL.D() != time.Minute {
+		t.Errorf("the snapshot's replicated block %+v, want the new settings", r)
+	}
 	// A change elsewhere keeps the hub.
 	g := replicatedSpec("counter", protocol.Replicated{MaxPayload: 64 << 10, SessionTTL: protocol.Duration(time.Minute)})
 	g.Strategy = "round-robin"
