@@ -768,6 +768,9 @@ func (b *Balancer) PatchGroupIf(name string, p protocol.GroupPatch, m Match) (pr
 	gs.Params = params
 	if p.Binding != nil {
 		gs.Binding = *p.Binding
+		if !registry.IsReplicated(gs) {
+			gs.Replicated = protocol.Replicated{} // the block goes with the binding
+		}
 	}
 	if p.MaxInflight != nil {
 		gs.MaxInflight = *p.MaxInflight

@@ -313,3 +313,32 @@ func TestReplicatedAskPeers(t *testing.T) {
 		t.Fatal("the peer was not asked")
 	}
 }
+
+// PATCH of the binding in and out of replicated: the block's defaults
+// come with it and go with it.
+func TestReplicatedPatchBinding(t *testing.T) {
+	t.Parallel()
+	logs := newLogOpener(t)
+	e := newEnv(t, envOptions{replicatedLog: logs.Open})
+	e.mustPutGroup(protocol.Group{Name: "counter", Binding: protocol.OnDemand})
+	repl, plain := protocol.BindingReplicated, protocol.PerRequest
+	st, err := e.b.PatchGroup("counter", protocol.GroupPatch{Binding: &repl})
+	if err != nil {
+		t.Fatalf("PATCH binding replicated: %v", err)
+	}
+	if _, ok := e.b.Hub("counter"); !ok || st.Binding != repl {
+		t.Fatalf("after PATCH binding replicated: binding %q, hub %v", st.Binding, ok)
+	}
+	if r := e.b.SnapshotReplicated("counter"); r.MaxPayload != 1<<20 {
+		t.Errorf("replicated block %+v, want the defaults", r)
+	}
+	if _, err := e.b.PatchGroup("counter", protocol.GroupPatch{Binding: &plain}); err != nil {
+		t.Fatalf("PATCH binding per-request: %v", err)
+	}
+	if _, ok := e.b.Hub("counter"); ok {
+		t.Error("a hub after PATCH binding per-request")
+	}
+	if r := e.b.SnapshotReplicated("counter"); r.MaxPayload != 0 || r.SessionTTL != 0 {
+		t.Errorf("replicated block %+v after leaving binding replicated, want none", r)
+	}
+}
