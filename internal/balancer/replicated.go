@@ -2,12 +2,8 @@ package balancer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"sync"
-	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
@@ -162,61 +158,6 @@ func (g *group) startHubLocked() error {
 	return nil
 }
 
-// ReplyRequestPath is the route, under a group's path, where the other
-// instances of a cluster pass on reply requests (AskFor).
-const ReplyRequestPath = "/log/ask"
-
-// askTimeout bounds the passing of a reply request to the other
-// instances.
-const askTimeout = 2 * time.Second
-
-// askPeers is the hub's AskPeers: in a cluster, a reply request goes to
-// every other live instance (Options.PeerAdminURLs, with the admin token
-// of Options.PeerToken), whose streams may hold the agents that have the
-// reply; they have it posted to this instance. Nil on a single node.
-func (g *group) askPeers() func(pos uint64) {
-	if g.b.opts.PeerAdminURLs == nil {
-		return nil
-	}
-	return func(pos uint64) {
-		peers := g.b.opts.PeerAdminURLs()
-		if len(peers) == 0 {
-			return
-		}
-		body, err := json.Marshal(protocol.ReplyRequest{Position: pos, ReplyTo: *g.b.adminURL.Load()})
-		if err != nil {
-			g.b.log.Error("cannot encode a reply request", "group", g.name, "err", err)
-			return
-		}
-		path := "/v1/groups/" + url.PathEscape(g.name) + ReplyRequestPath
-		g.b.goAsync(func() {
-			ctx, cancel := context.WithTimeout(g.b.ctx, askTimeout)
-			defer cancel()
-			var wg sync.WaitGroup
-			for _, p := range peers {
-				wg.Go(func() {
-					if err := g.b.postPeer(ctx, p, path, body, nil); err != nil {
-						g.b.pushFailed(pushKindAsk, g.name, p, err) // peerfailures.go
-					}
-				})
-			}
-			wg.Wait()
-		})
-	}
-}
-
-// AskFor passes another instance's reply request on to the streams of
-// replicated group name on this instance (POST
-// /v1/groups/{name}/log/ask). Errors are ReplicatedHub's.
-func (b *Balancer) AskFor(name string, r protocol.ReplyRequest) error {
-	h, _, err := b.ReplicatedHub(name)
-	if err != nil {
-		return err
-	}
-	h.AskFor(r.Position, r.ReplyTo)
-	return nil
-}
-
 // takeHubLocked detaches the group's hub, for the caller to close after
 // releasing g.mu (nil when there is none). Caller holds g.mu.
 func (g *group) takeHubLocked() *hubRun {
@@ -237,36 +178,4 @@ func (g *group) livePeers() []replhub.Peer {
 		peers = append(peers, replhub.Peer{ID: m.ID(), Address: m.Address})
 	}
 	return peers
-}
-
-// diverged handles a replica's divergent reply: a counter, an event on the
-// group's stream and, when the hub ejects it, the replica leaves the group
-// with its address blocked (RemoveReplicaBlocking), so that it does not
-// come back silently: its agent's calls are refused from then on, and it
-// registers again only once an operator unblocks the address (DELETE
-// /v1/groups/{name}/blocks/{address}), joining by state transfer. With two
-// replicas (Ejected false) it is an alert only.
-func (g *group) diverged(d replhub.Divergence) {
-	g.b.replMetrics.divergent.WithLabelValues(g.name, d.Replica).Inc()
-	g.b.goAsync(func() {
-		data := map[string]any{"replica": d.Replica, "position": d.Position, "ejected": d.Ejected, "want": d.Want, "got": d.Got}
-		g.mu.Lock()
-		g.emitLocked("divergence", data)
-		g.mu.Unlock()
-		if !d.Ejected {
-			g.b.log.Warn("replicated group: the two replicas' replies differ; nobody ejected (two replicas have no majority)",
-				"group", g.name, "replica", d.Replica, "position", d.Position, "want", d.Want, "got", d.Got)
-			return
-		}
-		g.b.log.Error("replicated group: a replica's reply differs from the majority; it leaves the group and its address is blocked",
-			"group", g.name, "replica", d.Replica, "position", d.Position, "want", d.Want, "got", d.Got)
-		addr, err := g.b.RemoveReplicaBlocking(g.name, d.Replica)
-		if err != nil && !errors.Is(err, ErrUnknownReplica) {
-			g.b.log.Error("cannot remove a divergent replica", "group", g.name, "replica", d.Replica, "err", err)
-			return
-		}
-		if err == nil {
-			g.b.log.Info("divergent replica removed and its address blocked", "group", g.name, "replica", d.Replica, "address", addr)
-		}
-	})
 }
