@@ -18,19 +18,23 @@ import (
 // Options.ReplicatedLog): on a single node one bbolt file, log.db in the
 // data directory, holding every group's log, opened at the first
 // replicated group; with store.etcd the logs are in etcd, under the
-// store's prefix, on the store's client.
+// store's prefix, on the store's client, and each open log's watches are
+// part of what the instance publishes it needs of etcd's history
+// (serveCompact.watchLog) until the log closes.
 type replicatedLogs struct {
 	dataDir string
 	es      *etcdstore.Store // nil on a single node
+	compact *serveCompact    // nil on a single node
 
 	mu     sync.Mutex
 	db     *boltlog.DB
 	closed bool
 }
 
-// newReplicatedLogs returns the opener of cfg's store.
-func newReplicatedLogs(cfg config.File, st store.Store) *replicatedLogs {
-	r := &replicatedLogs{dataDir: cfg.DataDir}
+// newReplicatedLogs returns the opener of cfg's store; compact is the
+// instance's part in etcd's compaction (nil on a single node).
+func newReplicatedLogs(cfg config.File, st store.Store, compact *serveCompact) *replicatedLogs {
+	r := &replicatedLogs{dataDir: cfg.DataDir, compact: compact}
 	if es, ok := st.(*etcdstore.Store); ok && cfg.Store.Etcd.Enabled() {
 		r.es = es
 	}
@@ -40,7 +44,11 @@ func newReplicatedLogs(cfg config.File, st store.Store) *replicatedLogs {
 // open implements balancer Options.ReplicatedLog.
 func (r *replicatedLogs) open(group string, lim replog.Limits, ttl time.Duration) (replog.Log, error) {
 	if r.es != nil {
-		return etcdlog.Open(etcdlog.Options{Client: r.es.Client(), Prefix: r.es.Prefix(), Group: group, Limits: lim, SessionTTL: ttl})
+		l, err := etcdlog.Open(etcdlog.Options{Client: r.es.Client(), Prefix: r.es.Prefix(), Group: group, Limits: lim, SessionTTL: ttl})
+		if err != nil {
+			return nil, err
+		}
+		return &neededLog{Log: l, remove: r.compact.watchLog(l.LowestNeeded)}, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -68,4 +76,18 @@ func (r *replicatedLogs) close() error {
 	err := r.db.Close()
 	r.db = nil
 	return err
+}
+
+// neededLog is an etcd log whose watches count in what the instance
+// publishes it needs of etcd's history, until it closes.
+type neededLog struct {
+	*etcdlog.Log
+	once   sync.Once
+	remove func()
+}
+
+// Close implements replog.Log.
+func (l *neededLog) Close() error {
+	l.once.Do(l.remove)
+	return l.Log.Close()
 }

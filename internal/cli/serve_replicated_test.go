@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"iter"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,11 +11,11 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fulcrum-lb/fulcrum/internal/compaction"
 	"github.com/fulcrum-lb/fulcrum/internal/config"
 	"github.com/fulcrum-lb/fulcrum/internal/etcdtest"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/replog/boltlog"
-	"github.com/fulcrum-lb/fulcrum/internal/replog/etcdlog"
 	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/internal/store/etcdstore"
 )
@@ -30,7 +31,7 @@ func TestReplicatedLogsSingleNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	r := newReplicatedLogs(cfg, st)
+	r := newReplicatedLogs(cfg, st, nil)
 	path := filepath.Join(cfg.DataDir, boltlog.FileName)
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("log.db exists before any replicated group: %v", err)
@@ -73,15 +74,16 @@ func TestReplicatedLogsCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	r := newReplicatedLogs(cfg, st)
+	compact := &serveCompact{needs: &compaction.Needs{}}
+	r := newReplicatedLogs(cfg, st, compact)
 	defer r.close()
 	l, err := r.open("a", replog.Limits{}, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if _, ok := l.(*etcdlog.Log); !ok {
-		t.Fatalf("a %T, want an *etcdlog.Log", l)
+	if n, ok := l.(*neededLog); !ok || n.Log == nil {
+		t.Fatalf("a %T, want an etcd log (*neededLog)", l)
 	}
 	pos, _, err := l.AppendOrGet(ctx, replog.Append{Session: "s", Seq: 1, Payload: []byte("x"), Origin: "fa"})
 	if err != nil {
@@ -93,5 +95,15 @@ func TestReplicatedLogsCluster(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.DataDir, boltlog.FileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("log.db opened in cluster mode: %v", err)
+	}
+	// A watch of the log counts in what the instance publishes it needs
+	// of etcd's history.
+	next, stop := iter.Pull2(l.Watch(ctx, 0))
+	defer stop()
+	if e, err, ok := next(); !ok || err != nil || e.Position != pos {
+		t.Fatalf("watch: %+v, %v, %v; want the entry at %d", e, err, ok, pos)
+	}
+	if rev, ok := compact.needs.Lowest(); !ok || rev <= int64(pos) {
+		t.Errorf("published need %d (%v) while the log is watched, want one past the entry read (%d)", rev, ok, pos)
 	}
 }
