@@ -16,13 +16,14 @@ import (
 )
 
 // The log routes of a replicated group (docs/replication.md), for its
-// replicas' agents: the log stream, applied positions and replies. They
-// take only the token of a replica of the group (access groupReplica,
-// checked even when no admin token is set; the admin token is refused:
-// applied positions drive the log's trimming, and only a replica may say
-// what it has applied). Before the token they answer 404 for an unknown
-// group, 409 not_replicated for a group of another binding and 503
-// not_ready while the group's log is not open on this instance.
+// replicas' agents: the log stream, applied positions, replies and
+// outcalls (outcalls.go). They take only the token of a replica of the
+// group (access groupReplica, checked even when no admin token is set;
+// the admin token is refused: applied positions drive the log's trimming,
+// and only a replica may say what it has applied). Before the token they
+// answer 404 for an unknown group, 409 not_replicated for a group of
+// another binding and 503 not_ready while the group's log is not open on
+// this instance.
 
 // Error codes of the log routes.
 const (
@@ -60,7 +61,7 @@ func (s *server) guardReplica(w http.ResponseWriter, r *http.Request) (*http.Req
 		s.replicatedFail(w, r, err)
 		return nil, false
 	}
-	need := fmt.Sprintf("the log routes of group %s take only the token of a replica of that group, as \"Authorization: Bearer <replica token>\"", name)
+	need := fmt.Sprintf("the log and outcall routes of group %s take only the token of a replica of that group, as \"Authorization: Bearer <replica token>\"", name)
 	token := bearer(r)
 	switch {
 	case token == "":
