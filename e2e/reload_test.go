@@ -79,7 +79,7 @@ func TestReloadSIGHUP(t *testing.T) {
 	mustCall(ctx, t, hc, "POST", bal.admin+"/v1/reload", nil, http.StatusBadRequest, &ans)
 	want := []string{
 		cfg + `:3: log_level: invalid value "loud", must be one of: debug, info, warn, error`,
-		cfg + `:7: groups[0].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request`,
+		cfg + `:7: groups[0].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request, replicated`,
 	}
 	if ans.Error.Code != "invalid_config" || !slices.Equal(ans.Error.Errors, want) {
 		t.Errorf("POST /v1/reload of a bad file: %+v, want invalid_config with\n%s", ans.Error, strings.Join(want, "\n"))
@@ -161,7 +161,7 @@ func TestServeCheck(t *testing.T) {
 		bad + `:4: colour: unknown key, allowed keys: `,
 		bad + `:8: groups[0].max_inflight: invalid value "lots", must be an integer`,
 		bad + `:10: groups[1].front_door: invalid value "` + door.Addr().String() + `", must not be an address another listener uses (groups[0] listens on ` + door.Addr().String() + `)`,
-		bad + `:11: groups[1].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request`,
+		bad + `:11: groups[1].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request, replicated`,
 	}
 	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 	if code != 2 || stdout != "" || len(lines) != len(want) {

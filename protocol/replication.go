@@ -263,7 +263,7 @@ func ParseByteSize(str string) (ByteSize, error) {
 	mult, ok := units[strings.TrimSpace(t[i:])]
 	n, err := strconv.ParseInt(t[:i], 10, 64)
 	if i == 0 || !ok || err != nil || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("invalid size %q: must be a number of bytes such as 1048576 or \"1MiB\" (units B, KB, MB, GB, KiB, MiB, GiB)", str)
+		return 0, &ByteSizeError{Value: str}
 	}
 	return ByteSize(n * mult), nil
 }
@@ -307,4 +307,26 @@ func ParseOutcallKey(key, group string) (position, index uint64, err error) {
 		return 0, 0, &FieldError{Field: "key", Value: key, Allowed: "position (from 1) and index must be decimal uint64s"}
 	}
 	return position, index, nil
+}
+
+// ByteSizeAllowed says what a ByteSize accepts, for error messages.
+const ByteSizeAllowed = `must be a size in bytes such as 1048576 or "1MiB" (units B, KB, MB, GB, KiB, MiB, GiB)`
+
+// ByteSizeError is ParseByteSize's error: Value is not a size.
+type ByteSizeError struct {
+	Value string
+}
+
+func (e *ByteSizeError) Error() string {
+	return fmt.Sprintf("invalid size %q: %s", e.Value, ByteSizeAllowed)
+}
+
+// ReplyRequest is the body of POST /v1/groups/{name}/log/ask, which the
+// instance of a cluster whose bridge needs the reply at Position again
+// sends to the other instances (with the admin token): their log streams
+// pass the request on to their agents, which post the reply to ReplyTo
+// (that instance's admin API base URL).
+type ReplyRequest struct {
+	Position uint64 `json:"position,string"`
+	ReplyTo  string `json:"reply_to"`
 }

@@ -90,6 +90,10 @@ const (
 	replica
 	// stream routes take the admin token in the header or in ?token=.
 	stream
+	// groupReplica routes take only the token of a replica of the group
+	// ({name}), even when no admin token is set; never the admin token
+	// (replog.go). The handler finds the replica's id with replicaOf.
+	groupReplica
 )
 
 // route is one entry of the API: a method, a ServeMux path pattern, who may
@@ -119,6 +123,11 @@ var routes = []route{
 	{http.MethodPost, "/v1/groups/{name}/replicas/{id}/activate", admin, (*server).activate},
 	{http.MethodPost, "/v1/groups/{name}/blocks", admin, (*server).block},
 	{http.MethodDelete, "/v1/groups/{name}/blocks", admin, (*server).unblock},
+	{http.MethodGet, "/v1/groups/{name}/log", groupReplica, (*server).logStream},
+	{http.MethodPost, "/v1/groups/{name}/log/applied", groupReplica, (*server).logApplied},
+	{http.MethodPost, "/v1/groups/{name}/log/replies", groupReplica, (*server).logReplies},
+	{http.MethodPost, "/v1/groups/{name}" + balancer.ReplyRequestPath, admin, (*server).logAsk},
+	{http.MethodPost, "/v1/groups/{name}/outcalls", groupReplica, (*server).outcall},
 	{http.MethodPost, "/v1/report", replica, (*server).report},
 	{http.MethodPost, "/v1/reload", admin, (*server).reload},
 	{http.MethodGet, "/v1/cluster", admin, (*server).cluster},

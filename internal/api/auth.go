@@ -77,6 +77,8 @@ func (a authenticator) allowed(acc access, r *http.Request) bool {
 	switch acc {
 	case public, replica:
 		return true
+	case groupReplica:
+		return false // guardReplica checks these (replog.go)
 	case stream:
 		if token == "" {
 			token = r.URL.Query().Get("token")
@@ -103,6 +105,12 @@ func (a authenticator) allowed(acc access, r *http.Request) bool {
 // guard wraps a route's handler with its access check.
 func (s *server) guard(acc access, h func(*server, http.ResponseWriter, *http.Request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if acc == groupReplica {
+			if r, ok := s.guardReplica(w, r); ok { // replog.go
+				h(s, w, r)
+			}
+			return
+		}
 		if !s.auth.allowed(acc, r) {
 			msg := "this endpoint needs \"Authorization: Bearer <admin token>\""
 			switch acc {

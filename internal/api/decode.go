@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -99,6 +100,10 @@ func jsonError(err error, data []byte, t reflect.Type) *protocol.FieldError {
 	// An error from a field's own UnmarshalJSON (a duration) carries no
 	// path: find the field by decoding the fields one by one.
 	if path, ferr := locateBad(data, t, ""); path != "" {
+		var bse *protocol.ByteSizeError
+		if errors.As(ferr, &bse) {
+			return &protocol.FieldError{Field: path, Value: bse.Value, Allowed: protocol.ByteSizeAllowed}
+		}
 		return &protocol.FieldError{Field: path, Allowed: ferr.Error()}
 	}
 	return &protocol.FieldError{Field: "body", Allowed: "must be a valid JSON object (" + msg + ")"}
@@ -155,6 +160,19 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
+// stringTagged reports whether the member name of struct type t is a
+// number written as a string (the ",string" option).
+func stringTagged(t reflect.Type, name string) bool {
+	for i := 0; i < t.NumField(); i++ {
+		tag := t.Field(i).Tag.Get("json")
+		n, opts, _ := strings.Cut(tag, ",")
+		if n == name {
+			return slices.Contains(strings.Split(opts, ","), "string")
+		}
+	}
+	return false
+}
+
 func deref(t reflect.Type) reflect.Type {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -180,6 +198,10 @@ func locateBad(data []byte, t reflect.Type, prefix string) (string, error) {
 				continue
 			}
 			path := join(prefix, name)
+			if stringTagged(t, name) && !bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
+				// encoding/json's ",string" error names no field.
+				return path, errors.New(`must be a number in a JSON string, such as "42"`)
+			}
 			if err := json.Unmarshal(raw, reflect.New(ft).Interface()); err != nil {
 				if deeper, derr := locateBad(raw, ft, path); deeper != "" {
 					return deeper, derr

@@ -150,6 +150,9 @@ func TestGroupBadInput(t *testing.T) {
 		{"patch unknown group", "PATCH", "/v1/groups/nope", `{"binding":"per-request"}`, 404, "unknown_group", "", ""},
 		{"replica tls unreadable ca", "PUT", "/v1/groups/x", group(map[string]any{"replica_tls": map[string]any{"ca": "/nonexistent/ca.pem"}}), 400, "invalid_value", "replica_tls.ca", "readable PEM certificate file"},
 		{"replica tls cert without key", "PUT", "/v1/groups/x", group(map[string]any{"replica_tls": map[string]any{"cert": "/etc/c.pem"}}), 400, "invalid_value", "replica_tls.key", "must be set when replica_tls.cert is"},
+		{"bad size", "PUT", "/v1/groups/x", group(map[string]any{"binding": "replicated", "replicated": map[string]any{"max_payload": "1 MeB"}}), 400, "invalid_json", "replicated.max_payload", `must be a size in bytes such as 1048576 or "1MiB"`},
+		{"replicated block on per-request", "PUT", "/v1/groups/x", group(map[string]any{"binding": "per-request", "replicated": map[string]any{"max_payload": 1024}}), 400, "invalid_value", "replicated", "only allowed with binding replicated"},
+		{"bad read-only route", "PUT", "/v1/groups/x", group(map[string]any{"binding": "replicated", "replicated": map[string]any{"read_only": []string{"GET /a", "/b"}}}), 400, "invalid_value", "replicated.read_only[1]", "a method is required"},
 		{"replica tls unknown field", "PUT", "/v1/groups/x", group(map[string]any{"replica_tls": map[string]any{"cacert": "/etc/ca.pem"}}), 400, "invalid_json", "replica_tls.cacert", "not a known field"},
 	}
 	for _, tc := range tests {

@@ -25,6 +25,7 @@ func newMetricsHandler(b *balancer.Balancer, version string, extra ...prometheus
 		newCollector(b, version),
 		b.CertificateMetrics(),
 		b.PeerMetrics(),
+		b.ReplicatedMetrics(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -34,6 +34,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
 	"github.com/fulcrum-lb/fulcrum/internal/moves"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -125,6 +126,16 @@ type Options struct {
 	// commits its moves there, and every front door looks a rebinding
 	// client's move up there (leadermoves.go). Nil on a single node.
 	Moves *moves.Store
+	// Instance is this instance's name: the origin of the entries its
+	// replicated groups append, which PeerURL maps back to its admin API.
+	Instance string
+	// ReplicatedLog opens the log of a replicated group (replicated.go)
+	// with its limits and session TTL; the hub closes it when the group
+	// stops or its replicated settings change. `fulcrum serve` opens one
+	// bbolt file, log.db in the data directory, on a single node and
+	// etcd's log in a cluster. Nil: replicated groups cannot start
+	// (ErrNoReplicatedLog).
+	ReplicatedLog func(group string, limits replog.Limits, sessionTTL time.Duration) (replog.Log, error)
 }
 
 // Balancer is the running service. Safe for concurrent use.
@@ -197,6 +208,11 @@ type Balancer struct {
 	// other instances (peerfailures.go).
 	notices   noticeQueue
 	peerFails *peerFailures
+	// replMetrics count the replicated groups' appends and divergent
+	// replies (replicatedmetrics.go).
+	replMetrics *replicatedMetrics
+	// outcallClient forwards replicated groups' outcalls (outcalls.go).
+	outcallClient *http.Client
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -250,7 +266,9 @@ func New(opts Options) (*Balancer, error) {
 		resync:      make(chan struct{}, 1),
 		notices:     noticeQueue{wake: make(chan struct{}, 1)},
 		peerFails:   newPeerFailures(),
+		replMetrics: newReplicatedMetrics(),
 	}
+	b.outcallClient = newOutcallClient(opts.Dial)
 	b.joinToken.Store(&opts.JoinToken)
 	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
 	b.adminURL.Store(&opts.AdminURL)
@@ -454,6 +472,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	b.opts.HTTPClient.CloseIdleConnections() // the pull polls'
 	b.opts.PeerClient.CloseIdleConnections() // the load pushes'
+	b.outcallClient.CloseIdleConnections()   // outcalls.go
 	return errors.Join(errs...)
 }
 
@@ -749,6 +768,9 @@ func (b *Balancer) PatchGroupIf(name string, p protocol.GroupPatch, m Match) (pr
 	gs.Params = params
 	if p.Binding != nil {
 		gs.Binding = *p.Binding
+		if !registry.IsReplicated(gs) {
+			gs.Replicated = protocol.Replicated{} // the block goes with the binding
+		}
 	}
 	if p.MaxInflight != nil {
 		gs.MaxInflight = *p.MaxInflight

@@ -4,6 +4,9 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/replhub"
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // EligibleIDs returns the ids of the members that group name's current
@@ -122,4 +125,30 @@ func (b *Balancer) PlannedClients(name string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// LivePeers returns what group name's hub is told its live replicas are.
+func (b *Balancer) LivePeers(name string) []replhub.Peer {
+	g, err := b.group(name)
+	if err != nil {
+		return nil
+	}
+	return g.livePeers()
+}
+
+// Diverged hands group name's divergence handler d, as its hub does.
+func (b *Balancer) Diverged(name string, d replhub.Divergence) {
+	if g, err := b.group(name); err == nil {
+		g.diverged(d)
+	}
+}
+
+// SnapshotReplicated is the replicated block of group name's current
+// snapshot, as its front door reads it.
+func (b *Balancer) SnapshotReplicated(name string) protocol.Replicated {
+	g, err := b.group(name)
+	if err != nil {
+		return protocol.Replicated{}
+	}
+	return g.Snapshot().Replicated
 }

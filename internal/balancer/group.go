@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,9 @@ type group struct {
 	// tls is the front door's certificates (nil: plain; tls.go). Guarded
 	// by mu.
 	tls *certs.ServerSet
+	// hub is a replicated group's hub while its front door runs
+	// (replicated.go). Guarded by mu.
+	hub *hubRun
 }
 
 // member is one replica at run time.
@@ -244,6 +248,7 @@ func (g *group) publishLocked() {
 		Timeouts:    g.spec.Timeouts,
 		Retry:       g.spec.Retry,
 		GIOP:        g.spec.GIOP,
+		Replicated:  g.spec.Replicated, // the bridge reads max_payload and read_only per request
 	}
 	snap.LookupMove, snap.MoveBound = g.lookupMove, g.moveBoundFn // leadermoves.go: nil on a single node
 	typeID := g.typeIDLocked()
@@ -364,7 +369,12 @@ func (g *group) start() error {
 	if g.running {
 		return nil
 	}
-	err := g.startFrontDoorLocked()
+	err := g.startHubLocked() // replicated.go: before the front door, which orders through it
+	if err == nil {
+		if err = g.startFrontDoorLocked(); err != nil {
+			g.takeHubLocked().close()
+		}
+	}
 	g.bindErr = err
 	g.b.frontDoorsChanged()
 	if err != nil {
@@ -468,6 +478,7 @@ func (g *group) stop(ctx context.Context) error {
 	}
 	g.running = false
 	fd, door := g.fd, g.door
+	hub := g.takeHubLocked() // closed once the front door has finished its calls
 	g.fd, g.ln, g.door = nil, nil, nil
 	close(g.loopStop)
 	done := g.loopDone
@@ -492,10 +503,12 @@ func (g *group) stop(ctx context.Context) error {
 	}
 	g.leave(ctx) // leadership.go
 	g.pullTLS.CloseIdleConnections()
+	var err error
 	if fd != nil {
-		return fd.Shutdown(ctx)
+		err = fd.Shutdown(ctx)
 	}
-	return nil
+	hub.close()
+	return err
 }
 
 // update applies new settings to a running group: strategy and binding at
@@ -524,6 +537,18 @@ func (g *group) update(gs protocol.Group) error {
 	g.mu.Lock()
 	protoChanged := gs.Protocol != g.spec.Protocol
 	var oldFD frontDoorServer
+	newDoor := needsNewFrontDoor(g.spec, gs)
+	if g.running && replicatedChanged(g.spec, gs) {
+		// replicated.go: the log is reopened with the new settings (one
+		// group's log is open once), so calls the old front door still
+		// orders fail (503); the new front door orders through the new
+		// hub.
+		g.takeHubLocked().close()
+		g.spec.Binding, g.spec.Replicated = gs.Binding, gs.Replicated
+		if err := g.startHubLocked(); err != nil {
+			g.b.log.Error("replicated group: cannot open its log with the new settings; its front door answers without it", "group", g.name, "err", err)
+		}
+	}
 	switch {
 	case g.running && g.frontDoorFor(gs) != g.listenOn:
 		old, oldLn, oldDoor, oldAddr, oldProto, oldTimeouts := g.fd, g.ln, g.door, g.listenOn, g.spec.Protocol, g.spec.Timeouts
@@ -538,7 +563,7 @@ func (g *group) update(gs protocol.Group) error {
 		}
 		_ = oldDoor.Close() // the old address stops accepting at once
 		oldFD = old
-	case g.running && needsNewFrontDoor(g.spec, gs):
+	case g.running && newDoor:
 		g.spec.Protocol, g.spec.Timeouts = gs.Protocol, gs.Timeouts
 		g.publishLocked() // the new front door reads its timeouts from the snapshot
 		oldFD = g.swapFrontDoorLocked()
@@ -582,8 +607,19 @@ func (g *group) update(gs protocol.Group) error {
 // the same listener: another protocol, or new timeouts (which net/http and
 // the lean engine take at construction). A setting a front door reads at
 // construction (tls on or off, say) belongs here.
+//
+// A replicated group's front door is a bridge to its log: the binding
+// changing to or from replicated, or the replicated block changing,
+// replaces it too.
 func needsNewFrontDoor(old, next protocol.Group) bool {
-	return old.Protocol != next.Protocol || old.Timeouts != next.Timeouts
+	return old.Protocol != next.Protocol || old.Timeouts != next.Timeouts || replicatedChanged(old, next)
+}
+
+// replicatedChanged reports whether the binding changed to or from
+// replicated, or the replicated block of a replicated group changed.
+func replicatedChanged(old, next protocol.Group) bool {
+	ro, rn := registry.IsReplicated(old), registry.IsReplicated(next)
+	return ro != rn || ro && !reflect.DeepEqual(old.Replicated, next.Replicated)
 }
 
 // loop runs a step every report interval, on the balancer's clock.

@@ -19,6 +19,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/internal/memnet"
+	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/store/boltstore"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -81,6 +82,12 @@ type envOptions struct {
 	// peers and onFrontDoors are Options.Peers and Options.OnFrontDoors.
 	peers        func() []balancer.Peer
 	onFrontDoors func()
+	// replicatedLog and instance are Options.ReplicatedLog and
+	// Options.Instance.
+	replicatedLog func(group string, limits replog.Limits, sessionTTL time.Duration) (replog.Log, error)
+	instance      string
+	// peerAdminURLs is Options.PeerAdminURLs.
+	peerAdminURLs func() []string
 }
 
 // env is a balancer over a real bbolt store, optionally behind the real
@@ -134,6 +141,10 @@ func newEnv(t *testing.T, opts envOptions) *env {
 		Follow:       opts.follow,
 		Peers:        opts.peers,
 		OnFrontDoors: opts.onFrontDoors,
+
+		ReplicatedLog: opts.replicatedLog,
+		Instance:      opts.instance,
+		PeerAdminURLs: opts.peerAdminURLs,
 	}
 	if opts.logger != nil {
 		bopts.Logger = opts.logger

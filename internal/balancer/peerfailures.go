@@ -24,6 +24,9 @@ const PushWarnInterval = time.Minute
 const (
 	pushKindLoads = "loads"
 	pushKindBound = "bound"
+	// pushKindAsk: a replicated group's reply request passed on to the
+	// other instances (replicated.go).
+	pushKindAsk = "reply_request"
 )
 
 // peerFailures counts and logs the failed calls to other instances. Safe
@@ -39,11 +42,11 @@ func newPeerFailures() *peerFailures {
 	f := &peerFailures{
 		total: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fulcrum_cluster_push_failures_total",
-			Help: "Calls to other instances' admin API that failed, by kind: loads (load views the leader pushes), bound (clients bound by planned moves, told to the group's leader).",
+			Help: "Calls to other instances' admin API that failed, by kind: loads (load views the leader pushes), bound (clients bound by planned moves, told to the group's leader), reply_request (a replicated group's reply request passed on to the other instances).",
 		}, []string{"kind"}),
 		warned: map[string]time.Time{},
 	}
-	for _, k := range []string{pushKindLoads, pushKindBound} {
+	for _, k := range []string{pushKindLoads, pushKindBound, pushKindAsk} {
 		f.total.WithLabelValues(k) // present at 0 from the start
 	}
 	return f

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -84,5 +85,56 @@ func TestPlanReloadProblems(t *testing.T) {
 	}
 	if len(p.problems) != 2 || !strings.HasPrefix(p.problems[0].Error(), "group g0: ") || !strings.HasPrefix(p.problems[1].Error(), "group g2: ") || !slices.Equal(names, []string{"g1"}) {
 		t.Errorf("problems %v, apply %v; want g0 and g2 refused, g1 planned", p.problems, names)
+	}
+}
+
+// A change of binding to or from replicated, or of the replicated block,
+// is a change the reload applies, and one that replaces the front door.
+func TestPlanReloadReplicated(t *testing.T) {
+	t.Parallel()
+	decl := func(binding string, r protocol.Replicated) protocol.Group {
+		return protocol.Group{Name: "a", FrontDoor: "127.0.0.1:0", Binding: binding, Replicated: r}
+	}
+	running := func(g protocol.Group) map[string]runningGroup {
+		g = registry.WithDefaults(g)
+		g.Source = protocol.SourceConfig
+		return map[string]runningGroup{g.Name: {spec: g, fromConfig: true}}
+	}
+	last := func(g protocol.Group) map[string]protocol.Group {
+		g = registry.WithDefaults(g)
+		g.Source = protocol.SourceConfig
+		return map[string]protocol.Group{g.Name: g}
+	}
+	plain := decl(protocol.OnDemand, protocol.Replicated{})
+	repl := decl(protocol.BindingReplicated, protocol.Replicated{})
+	bigger := decl(protocol.BindingReplicated, protocol.Replicated{MaxPayload: 2 << 20})
+	reads := decl(protocol.BindingReplicated, protocol.Replicated{ReadOnly: []string{"GET /value"}})
+	tests := []struct {
+		name     string
+		from, to protocol.Group
+		apply    bool
+		newDoor  bool
+	}{
+		{"to replicated", plain, repl, true, true},
+		{"from replicated", repl, plain, true, true},
+		{"max payload", repl, bigger, true, true},
+		{"read-only routes", repl, reads, true, true},
+		// The defaults written out: untouched.
+		{"defaults written out", repl, decl(protocol.BindingReplicated, protocol.Replicated{MaxPayload: 1 << 20, SessionTTL: protocol.Duration(10 * time.Minute)}), false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := planReload(running(tc.from), last(tc.from), []protocol.Group{tc.to})
+			if len(p.problems) != 0 {
+				t.Fatalf("problems: %v", p.problems)
+			}
+			if got := len(p.apply) == 1 && p.apply[0].kind == stepFileChange; got != tc.apply {
+				t.Errorf("applied as a file change: %v, want %v (plan %+v)", got, tc.apply, p.apply)
+			}
+			if got := needsNewFrontDoor(registry.WithDefaults(tc.from), registry.WithDefaults(tc.to)); got != tc.newDoor {
+				t.Errorf("needsNewFrontDoor = %v, want %v", got, tc.newDoor)
+			}
+		})
 	}
 }

@@ -230,6 +230,13 @@ func serve(ctx context.Context, o serveOptions) error {
 	bopts := balancer.Options{Store: st, Logger: log, JoinToken: cfg.JoinToken, AccessLog: accessLog, AccessLogJSON: cfg.LogFormat == config.LogFormatJSON, HTTPEngine: cfg.HTTPEngine, SharedConfig: cfg.Store.Etcd.Enabled(), Follow: cfg.Store.Etcd.Enabled(), AdminURL: adminURL, AdminAddr: adminLn.Addr().String(),
 		Peers: cr.peers, OnFrontDoors: cr.frontDoorsChanged}
 	lead.wire(&bopts, cr.dir)
+	rlogs := newReplicatedLogs(cfg, st, compact) // serve_replicated.go; closed after the balancer
+	defer func() {
+		if err := rlogs.close(); err != nil {
+			log.Warn("cannot close the replicated log", "err", err)
+		}
+	}()
+	bopts.ReplicatedLog, bopts.Instance = rlogs.open, instance.Name
 	peers, err := newPeerTLS(cfg) // serve_peertls.go; nil on a single node
 	if err != nil {
 		adminLn.Close()

@@ -263,7 +263,7 @@ func TestParseBad(t *testing.T) {
 	t.Parallel()
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
-	groupKeys := "name, protocol, front_door, advertise, tls, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, join_token, replicas"
+	groupKeys := "name, protocol, front_door, advertise, tls, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, replicated, join_token, replicas"
 	topKeys := "admin, admin_token, admin_tls, join_token, data_dir, store, instance, access_log, log_level, log_format, shutdown_timeout, http_engine, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {
@@ -339,6 +339,20 @@ func TestParseBad(t *testing.T) {
 		{"duplicate key", edit("binding: on-demand", "binding: on-demand\n    binding: per-request"), 7, "groups[0].binding",
 			`fulcrum.yaml:7: groups[0].binding: duplicate key, already set on line 6`, false},
 
+		// Replicated groups: sizes, the block's keys and its validation.
+		{"size with a bad unit", edit("binding: on-demand", "binding: replicated\n    replicated: {max_payload: 1 MeB}"), 7, "groups[0].replicated.max_payload",
+			`fulcrum.yaml:7: groups[0].replicated.max_payload: invalid value "1 MeB", must be a size in bytes such as 1048576 or "1MiB" (units B, KB, MB, GB, KiB, MiB, GiB)`, false},
+		{"negative size", edit("binding: on-demand", "binding: replicated\n    replicated: {max_log_bytes: -1}"), 7, "groups[0].replicated.max_log_bytes",
+			`fulcrum.yaml:7: groups[0].replicated.max_log_bytes: invalid value -1, must be a size in bytes such as 1048576 or "1MiB" (units B, KB, MB, GB, KiB, MiB, GiB)`, false},
+		{"fractional size", edit("binding: on-demand", "binding: replicated\n    replicated: {max_payload: 1.5}"), 7, "groups[0].replicated.max_payload",
+			`fulcrum.yaml:7: groups[0].replicated.max_payload: invalid value 1.5, must be a size in bytes such as 1048576 or "1MiB" (units B, KB, MB, GB, KiB, MiB, GiB)`, false},
+		{"unknown replicated key", edit("binding: on-demand", "binding: replicated\n    replicated: {max_paylod: 1MiB}"), 7, "groups[0].replicated.max_paylod",
+			"fulcrum.yaml:7: groups[0].replicated.max_paylod: unknown key, allowed keys: max_payload, max_log_bytes, session_ttl, read_only", false},
+		{"replicated block on another binding", edit("binding: on-demand", "binding: on-demand\n    replicated: {session_ttl: 1m}"), 7, "groups[0].replicated",
+			`fulcrum.yaml:7: groups[0].replicated: invalid value (a mapping), is only allowed with binding replicated (the group's binding is on-demand)`, false},
+		{"read only pattern", edit("binding: on-demand", "binding: replicated\n    replicated:\n      read_only: [\"GET /value\", \"/balance\"]"), 8, "groups[0].replicated.read_only[1]",
+			`fulcrum.yaml:8: groups[0].replicated.read_only[1]: invalid value "/balance", must be a ServeMux pattern "METHOD /path" such as "GET /value" or "GET /balance/{rest...}" (a method is required)`, false},
+
 		// The shape of the file.
 		{"root is a list", "- admin: 127.0.0.1:7070\n", 1, "",
 			`fulcrum.yaml:1: invalid value (a list), must be a mapping with keys: ` + topKeys, false},
@@ -360,7 +374,7 @@ func TestParseBad(t *testing.T) {
 
 		// Group values the registry rejects.
 		{"binding", edit("binding: on-demand", "binding: sometimes"), 6, "groups[0].binding",
-			`fulcrum.yaml:6: groups[0].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request`, false},
+			`fulcrum.yaml:6: groups[0].binding: invalid value "sometimes", must be one of: per-session, on-demand, per-request, replicated`, false},
 		{"protocol", edit("protocol: http", "protocol: udp"), 4, "groups[0].protocol",
 			`fulcrum.yaml:4: groups[0].protocol: invalid value "udp", must be one of: http, giop, tcp`, false},
 		{"protocol not built", edit("protocol: http", "protocol: tcp"), 4, "groups[0].protocol",
@@ -440,7 +454,7 @@ func TestParseBad(t *testing.T) {
 		{"giop replica at a front door", strings.NewReplacer("protocol: http", "protocol: giop", "path: /healthz", `path: ""`, "http://127.0.0.1:9001", "corbaloc:iiop:1.2@127.0.0.1:8000/key").Replace(base), 11, "groups[0].replicas[0].address",
 			`fulcrum.yaml:11: groups[0].replicas[0].address: invalid value "corbaloc:iiop:1.2@127.0.0.1:8000/key", must not lead back into this balancer, but it is the front door of group "prime" (127.0.0.1:8000)`, false},
 		{"second group checked", base + second + "    binding: never\n", 15, "groups[1].binding",
-			`fulcrum.yaml:15: groups[1].binding: invalid value "never", must be one of: per-session, on-demand, per-request`, false},
+			`fulcrum.yaml:15: groups[1].binding: invalid value "never", must be one of: per-session, on-demand, per-request, replicated`, false},
 
 		// Top-level values.
 		{"admin", edit("admin: 127.0.0.1:7070", "admin: localhost"), 1, "admin",
@@ -716,5 +730,39 @@ func TestDocExamples(t *testing.T) {
 		if _, err := Parse(fmt.Sprintf("example-%d.yaml", i+1), []byte(b)); err != nil {
 			t.Errorf("docs/config.md example %d: %v\n%s", i+1, err, b)
 		}
+	}
+}
+
+// A replicated group's sizes take units, and its defaults are filled.
+func TestParseReplicated(t *testing.T) {
+	t.Parallel()
+	needStrategies(t, "least-loaded")
+	f, err := Parse("fulcrum.yaml", []byte(strings.Replace(base, "binding: on-demand",
+		"binding: replicated\n    replicated:\n      max_payload: 64KiB\n      read_only: [\"GET /value\", \"GET /balance/{rest...}\"]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Groups[0].Replicated
+	if r.MaxPayload != 64<<10 || r.MaxLogBytes != 256<<20 || r.SessionTTL.D() != 10*time.Minute || len(r.ReadOnly) != 2 {
+		t.Errorf("replicated = %+v, want max_payload 64KiB and the defaults", r)
+	}
+}
+
+// With store.etcd a replicated group's max_payload must fit one etcd
+// request.
+func TestParseReplicatedOnEtcd(t *testing.T) {
+	t.Parallel()
+	needStrategies(t, "least-loaded")
+	file := func(size string) []byte {
+		return []byte("store:\n  etcd:\n    endpoints: [http://127.0.0.1:2379]\n" + strings.Replace(base, "binding: on-demand",
+			"binding: replicated\n    replicated: {max_payload: "+size+"}", 1))
+	}
+	if _, err := Parse("fulcrum.yaml", file("1MiB")); err != nil {
+		t.Errorf("1MiB on etcd: %v", err)
+	}
+	_, err := Parse("fulcrum.yaml", file("2MiB"))
+	want := `fulcrum.yaml:10: groups[0].replicated.max_payload: invalid value "2MiB", must be at most 1532KiB with store.etcd`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("2MiB on etcd: %v, want %q…", err, want)
 	}
 }

@@ -51,6 +51,7 @@ type checker struct {
 var (
 	durationType        = reflect.TypeFor[protocol.Duration]()
 	optDurationType     = reflect.TypeFor[OptionalDuration]()
+	byteSizeType        = reflect.TypeFor[protocol.ByteSize]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
@@ -160,7 +161,7 @@ func (c *checker) scalar(orig, n *yaml.Node, t reflect.Type, path string) bool {
 	if n.Kind != yaml.ScalarNode {
 		return c.invalid(n, path, allowed)
 	}
-	if isInt(t.Kind()) && t != durationType && n.ShortTag() != "!!int" {
+	if isInt(t.Kind()) && t != durationType && t != byteSizeType && n.ShortTag() != "!!int" {
 		// The decoder would cut 1.5 to 1.
 		return c.invalid(n, path, allowed)
 	}
@@ -182,6 +183,9 @@ func (c *checker) decodes(orig, n *yaml.Node, t reflect.Type, path, allowed stri
 func describe(t reflect.Type) string {
 	if t == durationType || t == optDurationType {
 		return `must be a Go duration such as "500ms" or "2s"`
+	}
+	if t == byteSizeType {
+		return protocol.ByteSizeAllowed
 	}
 	switch k := t.Kind(); {
 	case k == reflect.Bool:

@@ -17,6 +17,11 @@ import (
 // Log levels.
 var logLevels = []string{"debug", "info", "warn", "error"}
 
+// MaxEtcdReplicatedPayload bounds a replicated group's max_payload with
+// store.etcd: etcd's default --max-request-bytes (1.5 MiB) less 4 KiB for
+// the entry's header and the transaction around it.
+const MaxEtcdReplicatedPayload = protocol.ByteSize(1536<<10 - 4<<10)
+
 // maxTokenLen bounds admin and join tokens.
 const maxTokenLen = 512
 
@@ -84,6 +89,9 @@ func (f File) validate() []error {
 			} else {
 				p.fail(path, g.Name, err.Error())
 			}
+		}
+		if f.Store.Etcd.Enabled() && registry.IsReplicated(g) && g.Replicated.MaxPayload > MaxEtcdReplicatedPayload {
+			p.fail(path+".replicated.max_payload", g.Replicated.MaxPayload, fmt.Sprintf("must be at most %s with store.etcd: an entry is one etcd request, below etcd's default --max-request-bytes (1.5MiB) with room for the entry's header", MaxEtcdReplicatedPayload))
 		}
 		if j, dup := names[g.Name]; dup {
 			p.fail(path+".name", g.Name, fmt.Sprintf("must be unique among groups (groups[%d] has it too)", j))

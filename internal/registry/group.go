@@ -96,6 +96,7 @@ func WithDefaults(g protocol.Group) protocol.Group {
 		giopWithDefaults(&g.GIOP)
 	}
 	queueWithDefaults(&g.Queue)
+	replicatedWithDefaults(&g)
 	if g.Retry == "" {
 		g.Retry = DefaultRetry
 	}
@@ -158,6 +159,9 @@ func ValidateAll(g protocol.Group) []error {
 		return errs
 	}
 	if g.Protocol == protocol.ProtocolTCP {
+		if IsReplicated(g) {
+			fe("binding", g.Binding, "replicated is only allowed with protocol http or giop (the group's protocol is tcp)")
+		}
 		fe("protocol", g.Protocol, "only http and giop front doors are available in this build")
 		return errs
 	}
@@ -165,10 +169,11 @@ func ValidateAll(g protocol.Group) []error {
 		fe("front_door", g.FrontDoor, "must be host:port with a port in 0-65535, 0 meaning any free port ("+err.Error()+")")
 	}
 	switch g.Binding {
-	case protocol.PerSession, protocol.OnDemand, protocol.PerRequest:
+	case protocol.PerSession, protocol.OnDemand, protocol.PerRequest, protocol.BindingReplicated:
 	default:
-		fe("binding", g.Binding, "must be one of: per-session, on-demand, per-request")
+		fe("binding", g.Binding, "must be one of: per-session, on-demand, per-request, replicated")
 	}
+	errs = append(errs, validateReplicated(g)...)
 	if _, ok := strategy.Lookup(g.Strategy); !ok {
 		fe("strategy", g.Strategy, "must be one of: "+strings.Join(strategy.Names(), ", "))
 	} else if _, err := strategy.New(g.Strategy, g.Params, strategy.Env{}); err != nil {
