@@ -3,15 +3,20 @@ package balancer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/bridge"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopbridge"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/health"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
+	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -32,16 +37,49 @@ type frontDoorServer interface {
 // holds g.mu.
 func (g *group) newFrontDoorLocked() frontDoorServer {
 	log := g.b.log.With("group", g.name)
+	acc := g.b.accessLog.Load()
+	if registry.IsReplicated(g.spec) {
+		return g.newBridgeLocked(log, acc)
+	}
 	if g.spec.Protocol == protocol.ProtocolGIOP {
 		return giopdoor.New(g, giopdoor.Options{Logger: log, Dial: g.b.opts.Dial})
 	}
-	acc := g.b.accessLog.Load()
 	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: acc.w, AccessLogJSON: acc.json, Engine: g.b.opts.HTTPEngine, Dial: g.b.opts.Dial, ReplicaTLS: g.replicaTLS, TLS: g.tlsConfigLocked()})
 }
 
+// newBridgeLocked builds a replicated group's front door, the bridge of
+// its protocol, ordering through the group's hub (or, when its log could
+// not be opened, refusing every ordered call: 503 or TRANSIENT). Caller
+// holds g.mu.
+func (g *group) newBridgeLocked(log *slog.Logger, acc *accessLog) frontDoorServer {
+	var hub bridge.Orderer = noHub{group: g.name}
+	if h := g.hubLocked(); h != nil {
+		hub = h
+	}
+	if g.spec.Protocol == protocol.ProtocolGIOP {
+		spec := registry.WithDefaults(g.spec)
+		return giopbridge.New(hub, giopbridge.Options{
+			Key: []byte(g.name), MaxMessageSize: spec.GIOP.MaxMessageSize, MaxBufferedBytes: spec.GIOP.MaxBufferedBytes,
+			IdleTimeout: spec.Timeouts.Idle.D(), RequestTimeout: spec.Timeouts.Request.D(), Logger: log,
+		})
+	}
+	return bridge.New(g, hub, bridge.Options{Logger: log, AccessLog: acc.w, AccessLogJSON: acc.json, Dial: g.b.opts.Dial, ReplicaTLS: g.replicaTLS, TLS: g.tlsConfigLocked()})
+}
+
+// noHub is the orderer of a replicated group whose log is not open.
+type noHub struct{ group string }
+
+func (n noHub) Order(context.Context, replhub.Call) (replhub.Reply, error) {
+	return replhub.Reply{}, fmt.Errorf("%w: group %s", ErrHubNotRunning, n.group)
+}
+
+func (noHub) LastWrite(string) uint64 { return 0 }
+
+func (noHub) AppliedBy(string) uint64 { return 0 }
+
 // serverClosed tells the error Serve returns after Shutdown or Close.
 func serverClosed(err error) bool {
-	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopdoor.ErrServerClosed)
+	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopdoor.ErrServerClosed) || errors.Is(err, giopbridge.ErrServerClosed)
 }
 
 // referenceLocked is the group's object reference (GIOP groups; nil for

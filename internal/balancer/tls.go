@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fulcrum-lb/fulcrum/internal/certs"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/bridge"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -66,7 +67,10 @@ func (g *group) setTLSLocked(set *certs.ServerSet) {
 	g.b.certMetrics.Remove(g.tls)
 	g.tls = set
 	g.b.certMetrics.Add(set)
-	if fd, ok := g.fd.(*httpdoor.Server); ok {
+	switch fd := g.fd.(type) {
+	case *httpdoor.Server:
+		fd.SetTLS(g.tlsConfigLocked())
+	case *bridge.Server:
 		fd.SetTLS(g.tlsConfigLocked())
 	}
 }
