@@ -1,0 +1,122 @@
+package replagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+// Batch bounds of a POST …/log/replies.
+const (
+	maxBatchReplies = 256
+	maxBatchBytes   = 8 << 20
+)
+
+// AdminClient talks to the balancer's admin API for a replica of a group:
+// it posts replies and applied reports, and fetches checkpoints from peer
+// agents. Safe for concurrent use.
+type AdminClient struct {
+	// Group is the group's name.
+	Group string
+	// Token returns the replica's token, false while it has none.
+	Token func() (string, bool)
+	// Client makes the requests; it should have a timeout. Default: a
+	// client with a 10 s timeout.
+	Client *http.Client
+}
+
+func (c *AdminClient) client() *http.Client {
+	if c.Client == nil {
+		return defaultAdminClient
+	}
+	return c.Client
+}
+
+var defaultAdminClient = &http.Client{Timeout: defaultCallTimeout}
+
+// PostReplies posts replies to the admin API at base, in batches.
+func (c *AdminClient) PostReplies(ctx context.Context, base string, replies []protocol.ReplicaReply) error {
+	for len(replies) > 0 {
+		n, size := 0, 0
+		for n < len(replies) && n < maxBatchReplies && (n == 0 || size+len(replies[n].Body) <= maxBatchBytes) {
+			size += len(replies[n].Body)
+			n++
+		}
+		if err := c.post(ctx, base, "/log/replies", protocol.ReplyBatch{Replies: replies[:n]}); err != nil {
+			return err
+		}
+		replies = replies[n:]
+	}
+	return nil
+}
+
+// PostApplied posts an applied report to the admin API at base.
+func (c *AdminClient) PostApplied(ctx context.Context, base string, r protocol.AppliedReport) error {
+	return c.post(ctx, base, "/log/applied", r)
+}
+
+func (c *AdminClient) post(ctx context.Context, base, route string, body any) error {
+	tok, ok := c.Token()
+	if !ok {
+		return fmt.Errorf("replagent: POST %s: not registered yet", route)
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("replagent: POST %s: %w", route, err)
+	}
+	u := base + "/v1/groups/" + url.PathEscape(c.Group) + route
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("replagent: POST %s: %w", u, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := c.client().Do(req)
+	if err != nil {
+		return fmt.Errorf("replagent: POST %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("replagent: POST %s answered %d: %s", u, resp.StatusCode, excerpt(resp.Body))
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return nil
+}
+
+// Checkpoint fetches a checkpoint from the peer agent: GET
+// {peer.Address}/fulcrum/replication/checkpoint → the state and the
+// position it is at (Fulcrum-Position).
+func (c *AdminClient) Checkpoint(ctx context.Context, peer protocol.LogPeer, maxState int64) ([]byte, uint64, error) {
+	u := peer.Address + protocol.CheckpointPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: %w", peer.ID, err)
+	}
+	resp, err := c.client().Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: %w", peer.ID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: GET %s answered %d: %s", peer.ID, u, resp.StatusCode, excerpt(resp.Body))
+	}
+	pos, err := strconv.ParseUint(resp.Header.Get(protocol.HeaderPosition), 10, 64)
+	if err != nil {
+		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: header %s %q: must be a decimal position", peer.ID, protocol.HeaderPosition, resp.Header.Get(protocol.HeaderPosition))
+	}
+	state, err := io.ReadAll(io.LimitReader(resp.Body, maxState+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: %w", peer.ID, err)
+	}
+	if int64(len(state)) > maxState {
+		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: more than %d bytes", peer.ID, maxState)
+	}
+	return state, pos, nil
+}
