@@ -125,7 +125,8 @@ func New(opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// Applied is the last position applied.
+// Applied is the last position applied and stored: what the agent
+// reports.
 func (a *Agent) Applied() uint64 { return a.applied.Load() }
 
 // Done is closed when Run has returned.
@@ -154,7 +155,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	bg, stopBg := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { a.post.run(bg) })
-	wg.Go(func() { a.report(bg) })
+	reports := a.clk.NewTicker(a.opts.ReportInterval) // made here: it ticks from Run's start
+	wg.Go(func() { a.report(bg, reports) })
 	defer func() {
 		stopBg()
 		wg.Wait()
@@ -211,11 +213,14 @@ func (a *Agent) next(ctx context.Context, st *stream, core *Core) (SourcedEvent,
 			return SourcedEvent{}, nil
 		case se := <-st.events:
 			return se, nil
-		case err := <-st.done:
-			if err == nil { // the source ended by itself: its context is gone
+		case <-st.done:
+			switch {
+			case ctx.Err() != nil:
+				return SourcedEvent{}, nil
+			case st.err == nil:
 				return SourcedEvent{}, fmt.Errorf("replagent: group %s: the log stream ended", a.opts.Group)
 			}
-			return SourcedEvent{}, err
+			return SourcedEvent{}, st.err
 		case cr := <-a.checkpoints:
 			a.serveCheckpoint(cr, core)
 		}
@@ -235,8 +240,11 @@ func (a *Agent) deliver(ctx context.Context, core *Core, act Action) error {
 	a.deliverNS.Add(uint64(max(now.Sub(start), 0)))
 	core.Delivered(act.Position, act.ReplyTo, reply, now)
 	a.post.add(core.TakeOutbox())
-	a.applied.Store(act.Position)
-	return a.opts.Store.SetApplied(act.Position)
+	if err := a.opts.Store.SetApplied(act.Position); err != nil {
+		return err
+	}
+	a.applied.Store(act.Position) // reported only once durable
+	return nil
 }
 
 // transfer runs the state transfers act asks for, from one peer after
@@ -259,20 +267,19 @@ func (a *Agent) transfer(ctx context.Context, core *Core, act Action) Action {
 			return Action{Kind: ActStop, Err: fmt.Errorf("replagent: group %s: setting the state taken from %s at position %d on the server failed, and its state is now unknown: %w", a.opts.Group, act.Peer.ID, pos, err)}
 		}
 		core.Transferred(pos)
-		a.applied.Store(pos)
 		if err := a.opts.Store.SetApplied(pos); err != nil {
 			return Action{Kind: ActStop, Err: err}
 		}
+		a.applied.Store(pos)
 		a.log.Info("state transferred", "peer", act.Peer.ID, "position", pos, "bytes", len(state))
 		return Action{}
 	}
 	return act
 }
 
-// report posts the applied position to every admin URL every
-// ReportInterval until ctx ends.
-func (a *Agent) report(ctx context.Context) {
-	t := a.clk.NewTicker(a.opts.ReportInterval)
+// report posts the applied position to every admin URL at every tick of
+// t (ReportInterval) until ctx ends, and stops t.
+func (a *Agent) report(ctx context.Context, t clock.Ticker) {
 	defer t.Stop()
 	failing := make(map[string]bool)
 	for {
