@@ -27,9 +27,12 @@ type AdminClient struct {
 	Group string
 	// Token returns the replica's token, false while it has none.
 	Token func() (string, bool)
-	// Client makes the requests; it should have a timeout. Default: a
-	// client with a 10 s timeout.
+	// Client makes the requests to the admin API; it should have a
+	// timeout. Default: a client with a 10 s timeout.
 	Client *http.Client
+	// PeerClient takes checkpoints from peer agents (bounded by the
+	// caller's context). Default: a client without a timeout.
+	PeerClient *http.Client
 }
 
 func (c *AdminClient) client() *http.Client {
@@ -99,7 +102,11 @@ func (c *AdminClient) Checkpoint(ctx context.Context, peer protocol.LogPeer, max
 	if err != nil {
 		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: %w", peer.ID, err)
 	}
-	resp, err := c.client().Do(req)
+	hc := c.PeerClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, 0, fmt.Errorf("replagent: checkpoint from %s: %w", peer.ID, err)
 	}
