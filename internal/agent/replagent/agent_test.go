@@ -379,3 +379,67 @@ func TestAgentReportsItsAppliedPositionToEveryAdmin(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentResyncsByStateTransferWhenTheStreamIsTrimmed(t *testing.T) {
+	t.Parallel()
+	r1 := startReplica(t, "r1", replicaOpts{})
+	wait(t, r1.src.opened, "r1's stream")
+	r1.send(t, hello(0), counterEntry(1, ""), counterEntry(2, ""), counterEntry(3, ""))
+	for pos := uint64(1); pos <= 3; pos++ {
+		r1.expectReply(t, src, pos, int64(2*pos))
+	}
+
+	r2 := startReplica(t, "r2", replicaOpts{})
+	wait(t, r2.src.opened, "r2's stream")
+	r2.send(t, hello(0)) // joins with no peer: replays from 1
+	r2.send(t, hello(0, protocol.LogPeer{ID: "r1", Address: r1.listen.URL, Applied: 3}),
+		protocol.LogEvent{Type: protocol.LogEventError, Code: protocol.CodeTrimmed, Position: 2})
+	if from := wait(t, r2.src.opened, "r2's stream after the resync"); from != 4 {
+		t.Fatalf("after a resync at 3, r2 streamed from %d, want 4", from)
+	}
+	if r2.counter.State() != r1.counter.State() {
+		t.Fatalf("r2 %+v, want r1's %+v", r2.counter.State(), r1.counter.State())
+	}
+}
+
+// TestAgentTakesCheckpointsBetweenEntries asks for a checkpoint while the
+// server is in the middle of an entry: the answer waits for it, and holds
+// the state after it.
+func TestAgentTakesCheckpointsBetweenEntries(t *testing.T) {
+	t.Parallel()
+	counter := &backend.Counter{}
+	inner := backend.NewCounterHandler(counter, backend.CounterOptions{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/increment" {
+			entered <- struct{}{}
+			<-release
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer server.Close()
+	r := startReplica(t, "r1", replicaOpts{server: server})
+	wait(t, r.src.opened, "the stream")
+	r.send(t, hello(0), counterEntry(1, ""))
+	wait(t, entered, "the server to take entry 1")
+
+	asked := make(chan struct{})
+	answered := make(chan *http.Response, 1)
+	h := r.agent.Handler(http.NotFoundHandler())
+	go func() {
+		req := httptest.NewRequest(http.MethodGet, protocol.CheckpointPath, nil)
+		w := httptest.NewRecorder()
+		close(asked)
+		h.ServeHTTP(w, req)
+		answered <- w.Result()
+	}()
+	<-asked
+	close(release)
+	resp := wait(t, answered, "the checkpoint")
+	body, _ := io.ReadAll(resp.Body)
+	st, err := backend.ParseCounterState(body)
+	if resp.StatusCode != 200 || resp.Header.Get(protocol.HeaderPosition) != "1" || err != nil || st.Value != 2 {
+		t.Fatalf("checkpoint during entry 1: %d at %q, state %s (%v); want entry 1's state (value 2) at position 1",
+			resp.StatusCode, resp.Header.Get(protocol.HeaderPosition), body, err)
+	}
+}

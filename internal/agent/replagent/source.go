@@ -171,7 +171,8 @@ func (s *HTTPSource) once(ctx context.Context, base string, next *uint64, out ch
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
-	go s.watchIdle(ctx, cancel, &lastRead, idle)
+	idleTick := clk.NewTicker(idle / 4) // made here: it ticks from the connection's start
+	go watchIdle(ctx, cancel, idleTick, &lastRead, idle)
 	maxPayload := s.MaxPayload
 	if maxPayload <= 0 {
 		maxPayload = DefaultMaxPayload
@@ -208,10 +209,9 @@ func (s *HTTPSource) once(ctx context.Context, base string, next *uint64, out ch
 	}
 }
 
-// watchIdle cancels the stream when it has read nothing for idle.
-func (s *HTTPSource) watchIdle(ctx context.Context, cancel context.CancelFunc, lastRead *atomic.Int64, idle time.Duration) {
-	clk := clock.Or(s.Clock)
-	t := clk.NewTicker(idle / 4)
+// watchIdle cancels the stream when it has read nothing for idle, looking
+// at every tick of t, and stops t.
+func watchIdle(ctx context.Context, cancel context.CancelFunc, t clock.Ticker, lastRead *atomic.Int64, idle time.Duration) {
 	defer t.Stop()
 	for {
 		select {

@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/agent/replagent"
+	"github.com/fulcrum-lb/fulcrum/internal/clocktest"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -150,5 +152,34 @@ func TestHTTPSourceStopsOnALineItCannotTake(t *testing.T) {
 				t.Fatalf("%d events passed on before the bad line, want 2", len(out))
 			}
 		})
+	}
+}
+
+func TestHTTPSourceDropsASilentStream(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.New(t0)
+	cut := make(chan struct{}, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, line(t, hello(0)))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // silent: no heartbeat
+		cut <- struct{}{}
+	}))
+	defer srv.Close()
+	s := newSource(srv.URL)
+	s.Clock, s.IdleTimeout = clk, 4*time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan replagent.SourcedEvent, 4)
+	errc := make(chan error, 1)
+	go func() { errc <- s.Stream(ctx, 1, out) }()
+	if ev := wait(t, out, "the hello"); ev.Event.Type != protocol.LogEventHello {
+		t.Fatalf("first event %+v", ev.Event)
+	}
+	defer cancel()
+	clk.Advance(4 * time.Second) // one tick, 4s after the last line
+	wait(t, cut, "the silent stream to be dropped")
+	cancel()
+	if err := wait(t, errc, "Stream to end"); err != nil {
+		t.Fatal(err)
 	}
 }
