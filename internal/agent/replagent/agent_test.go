@@ -104,7 +104,7 @@ type replicaOpts struct {
 	admins []string
 }
 
-func startReplica(t *testing.T, id string, o replicaOpts) *replica {
+func startReplica(t testing.TB, id string, o replicaOpts) *replica {
 	t.Helper()
 	r := &replica{id: id, src: newChanSource(), admin: newMemAdmin(), runErr: make(chan error, 1)}
 	r.server = o.server
@@ -137,7 +137,7 @@ func startReplica(t *testing.T, id string, o replicaOpts) *replica {
 }
 
 // stop ends the agent and returns Run's error (nil after the first call).
-func (r *replica) stop(t *testing.T) error {
+func (r *replica) stop(t testing.TB) error {
 	t.Helper()
 	if r.cancel == nil {
 		return nil
@@ -150,7 +150,7 @@ func (r *replica) stop(t *testing.T) error {
 	return err
 }
 
-func wait[T any](t *testing.T, ch <-chan T, what string) T {
+func wait[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
 	select {
 	case v := <-ch:
@@ -161,7 +161,7 @@ func wait[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-func (r *replica) send(t *testing.T, evs ...protocol.LogEvent) {
+func (r *replica) send(t testing.TB, evs ...protocol.LogEvent) {
 	t.Helper()
 	for _, ev := range evs {
 		select {
@@ -180,7 +180,7 @@ func counterEntry(pos uint64, replyTo string) protocol.LogEvent {
 }
 
 // expectReply waits for the reply to pos and checks the counter's value.
-func (r *replica) expectReply(t *testing.T, to string, pos uint64, value int64) {
+func (r *replica) expectReply(t testing.TB, to string, pos uint64, value int64) {
 	t.Helper()
 	s := wait(t, r.admin.replies, "the reply to "+strconv.FormatUint(pos, 10))
 	var body struct{ Value int64 }
@@ -190,7 +190,7 @@ func (r *replica) expectReply(t *testing.T, to string, pos uint64, value int64) 
 	}
 }
 
-func get(t *testing.T, url string) (*http.Response, []byte) {
+func get(t testing.TB, url string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 )
 
 // counterServer is fulcrum backend counter's handler on a real socket.
-func counterServer(t *testing.T) (*backend.Counter, *httptest.Server) {
+func counterServer(t testing.TB) (*backend.Counter, *httptest.Server) {
 	t.Helper()
 	c := &backend.Counter{}
 	srv := httptest.NewServer(backend.NewCounterHandler(c, backend.CounterOptions{
@@ -30,7 +30,7 @@ func counterServer(t *testing.T) (*backend.Counter, *httptest.Server) {
 	return c, srv
 }
 
-func newHTTP(t *testing.T, target string, opts replagent.HTTPOptions) *replagent.HTTPDeliverer {
+func newHTTP(t testing.TB, target string, opts replagent.HTTPOptions) *replagent.HTTPDeliverer {
 	t.Helper()
 	d, err := replagent.NewHTTP(target, opts)
 	if err != nil {
