@@ -53,7 +53,8 @@ far it has applied to every --register URL about once a second.
 
 The applied position is kept in agent.db in --data-dir, written (and
 fsynced) after every entry; give each replica a directory of its own, and
-empty it when its server loses its state. An agent that is killed between
+empty it when its server loses its state. On SIGTERM or SIGINT the agent
+finishes the entry it is delivering first. An agent that is killed between
 a delivery and that write delivers the entry once more when it restarts,
 unless it rejoins by state transfer.
 

@@ -182,15 +182,12 @@ func (a *Agent) Run(ctx context.Context) error {
 				st = a.startStream(ctx, core.Applied()+1)
 			}
 		}
-		if se.Event.Type == protocol.LogEventHello && act.Kind != ActStop {
+		if (se.Event.Type == protocol.LogEventHello || se.Event.Type == protocol.LogEventEntry) && act.Kind != ActStop {
 			a.joined.Store(true)
 		}
 		switch act.Kind {
 		case ActDeliver:
 			if err := a.deliver(ctx, core, act); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
 				return err
 			}
 		case ActStop:
@@ -231,7 +228,10 @@ func (a *Agent) next(ctx context.Context, st *stream, core *Core) (SourcedEvent,
 // applied position.
 func (a *Agent) deliver(ctx context.Context, core *Core, act Action) error {
 	start := a.clk.Now()
-	reply, err := a.opts.Deliverer.Deliver(ctx, act.Position, act.Request)
+	// Not cut short when the agent is told to stop: the server may apply
+	// an entry it has begun, and its reply and position must be kept.
+	// Deliverer's own timeout bounds it.
+	reply, err := a.opts.Deliverer.Deliver(context.WithoutCancel(ctx), act.Position, act.Request)
 	if err != nil {
 		return fmt.Errorf("replagent: group %s: the server did not answer the entry at position %d, and the replica stops rather than skip it: %w", a.opts.Group, act.Position, err)
 	}

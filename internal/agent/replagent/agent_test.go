@@ -139,13 +139,13 @@ func startReplica(t testing.TB, id string, o replicaOpts) *replica {
 // stop ends the agent and returns Run's error (nil after the first call).
 func (r *replica) stop(t testing.TB) error {
 	t.Helper()
-	if r.cancel == nil {
+	if r.listen == nil {
 		return nil
 	}
 	r.cancel()
-	r.cancel = nil
 	err := wait(t, r.runErr, "Run to return")
 	r.listen.Close()
+	r.listen = nil
 	r.store.Close()
 	return err
 }
@@ -441,5 +441,38 @@ func TestAgentTakesCheckpointsBetweenEntries(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get(protocol.HeaderPosition) != "1" || err != nil || st.Value != 2 {
 		t.Fatalf("checkpoint during entry 1: %d at %q, state %s (%v); want entry 1's state (value 2) at position 1",
 			resp.StatusCode, resp.Header.Get(protocol.HeaderPosition), body, err)
+	}
+}
+
+// TestAgentFinishesTheEntryItIsDeliveringWhenStopped stops the agent while
+// its server is in the middle of an entry: the entry is finished, its
+// reply posted and its position stored.
+func TestAgentFinishesTheEntryItIsDeliveringWhenStopped(t *testing.T) {
+	t.Parallel()
+	counter := &backend.Counter{}
+	inner := backend.NewCounterHandler(counter, backend.CounterOptions{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/increment" {
+			entered <- struct{}{}
+			<-release
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	defer server.Close()
+	dir := t.TempDir()
+	r := startReplica(t, "r1", replicaOpts{dir: dir, server: server})
+	wait(t, r.src.opened, "the stream")
+	r.send(t, hello(0), counterEntry(1, ""))
+	wait(t, entered, "the server to take entry 1")
+	r.cancel()
+	close(release)
+	if err := wait(t, r.runErr, "Run to return"); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r.runErr <- nil // for the cleanup's stop
+	r.expectReply(t, src, 1, 2)
+	if got := r.agent.Applied(); got != 1 {
+		t.Fatalf("applied %d after a stop during entry 1, want 1", got)
 	}
 }

@@ -31,8 +31,10 @@ const CodeReplyTooLarge = "reply_too_large"
 
 // HTTPOptions configure an HTTP deliverer.
 type HTTPOptions struct {
-	// Client talks to the server. Default: a client of its own, with no
-	// redirects followed (a reply is the server's, 3xx included).
+	// Client talks to the server. Default: a client of its own that
+	// follows no redirects (a reply is the server's, 3xx included) and
+	// asks for no compression of its own (a reply's body is passed on as
+	// the server wrote it).
 	Client *http.Client
 	// MaxReply bounds a reply's body, default DefaultMaxReply. A larger
 	// reply is replaced by a 502 with code CodeReplyTooLarge (the server
@@ -63,7 +65,9 @@ func NewHTTP(target string, opts HTTPOptions) (*HTTPDeliverer, error) {
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
 	if opts.Client == nil {
-		opts.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DisableCompression = true
+		opts.Client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	if opts.MaxReply <= 0 {
 		opts.MaxReply = DefaultMaxReply
