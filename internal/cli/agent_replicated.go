@@ -23,10 +23,6 @@ import (
 
 func init() { agentSubcommands = append(agentSubcommands, newAgentReplicatedCmd) }
 
-// giopDeliverer builds the deliverer of "agent replicated --giop" for a
-// target IOR or corbaloc URL; nil until the GIOP delivery is wired in.
-var giopDeliverer func(target string) (replagent.Deliverer, error)
-
 type agentReplicatedFlags struct {
 	adminTLS                                              adminTLSFlags
 	target, listen, advertise, register, group, joinToken string
@@ -168,11 +164,8 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 	var deliverer replagent.Deliverer
 	var proxy http.Handler = http.NotFoundHandler()
 	if f.giop {
-		if giopDeliverer == nil {
-			return exitCode(2, errors.New("--giop: delivery to CORBA servants is not built into this binary yet"))
-		}
-		if deliverer, err = giopDeliverer(f.target); err != nil {
-			return exitCode(2, fmt.Errorf("--target %q: %w", f.target, err))
+		if deliverer, err = newGIOPDeliverer(ctx, f.target, f.wait); err != nil {
+			return err
 		}
 	} else {
 		if err := httpagent.WaitReachable(ctx, &http.Client{Timeout: 2 * time.Second}, f.target, f.wait); err != nil {

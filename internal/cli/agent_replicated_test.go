@@ -45,7 +45,7 @@ func TestAgentReplicatedRejectsBadFlags(t *testing.T) {
 		{with("--max-payload", "12"), "--max-payload 12: must be in [1KiB, 1GiB]"},
 		{with("--max-payload", "lots"), `invalid size "lots"`},
 		{with("--wait", "0s"), "--wait 0s: must be > 0"},
-		{append(with("--target", "corbaloc:iiop:127.0.0.1:1/Counter"), "--giop"), "--giop: delivery to CORBA servants is not built"},
+		{append(with("--target", "http://127.0.0.1:1/Counter"), "--giop"), `--target: giopdeliver: target "http://127.0.0.1:1/Counter"`},
 	} {
 		_, errOut, code := runCtl(t, "", append([]string{"agent", "replicated"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

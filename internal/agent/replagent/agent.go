@@ -54,6 +54,9 @@ type Options struct {
 	// DefaultKeepFor).
 	KeepReplies int
 	KeepFor     time.Duration
+	// DeliverTimeout bounds one delivery, default DefaultDeliverTimeout:
+	// a server that takes longer stops the agent.
+	DeliverTimeout time.Duration
 	// MaxState bounds a checkpoint taken from a peer, default
 	// DefaultMaxState.
 	MaxState int64
@@ -102,6 +105,9 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.MaxState <= 0 {
 		opts.MaxState = DefaultMaxState
+	}
+	if opts.DeliverTimeout <= 0 {
+		opts.DeliverTimeout = DefaultDeliverTimeout
 	}
 	if opts.ReportInterval <= 0 {
 		opts.ReportInterval = DefaultReportInterval
@@ -230,8 +236,9 @@ func (a *Agent) deliver(ctx context.Context, core *Core, act Action) error {
 	start := a.clk.Now()
 	// Not cut short when the agent is told to stop: the server may apply
 	// an entry it has begun, and its reply and position must be kept.
-	// Deliverer's own timeout bounds it.
-	reply, err := a.opts.Deliverer.Deliver(context.WithoutCancel(ctx), act.Position, act.Request)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.DeliverTimeout)
+	reply, err := a.opts.Deliverer.Deliver(dctx, act.Position, act.Request)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("replagent: group %s: the server did not answer the entry at position %d, and the replica stops rather than skip it: %w", a.opts.Group, act.Position, err)
 	}
