@@ -178,8 +178,8 @@ func (c *Core) streamError(ev protocol.LogEvent) Action {
 		return c.stop(c.behindError(c.trim))
 	case protocol.CodeUndecodable:
 		return c.stop(fmt.Errorf("replagent: group %s: the log entry at position %d cannot be decoded (%s); the replica stops rather than skip it", c.cfg.Group, ev.Position, ev.Message))
-	case "closed":
-		return Action{} // the instance is closing: the stream goes on elsewhere
+	case "closed", "unavailable":
+		return Action{} // one instance's trouble: the source goes on elsewhere
 	default:
 		return c.stop(fmt.Errorf("replagent: group %s: the log stream ended at position %d with error %q: %s", c.cfg.Group, ev.Position, ev.Code, ev.Message))
 	}

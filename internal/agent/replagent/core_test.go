@@ -250,7 +250,7 @@ func TestCoreAnswersReplyRequestsFromItsCache(t *testing.T) {
 func TestCoreIgnoresHeartbeatsAndUnknownEvents(t *testing.T) {
 	t.Parallel()
 	c := replagent.NewCore(replagent.CoreConfig{Group: "g", Applied: 3})
-	for _, ev := range []protocol.LogEvent{{Type: protocol.LogEventHeartbeat}, {Type: "future-kind"}, {Type: protocol.LogEventError, Code: "closed"}} {
+	for _, ev := range []protocol.LogEvent{{Type: protocol.LogEventHeartbeat}, {Type: "future-kind"}, {Type: protocol.LogEventError, Code: "closed"}, {Type: protocol.LogEventError, Code: "unavailable"}} {
 		if act := c.Step(ev, src, t0); act.Kind != replagent.ActContinue {
 			t.Fatalf("%+v: got %+v, want nothing", ev, act)
 		}

@@ -57,7 +57,8 @@ const (
 // the replica's token, reconnecting with backoff and failing over across
 // its admin URLs. An error event with code "closed" (the instance is
 // shutting down) is taken as the end of the connection: the stream goes
-// on at another instance.
+// on at another instance; so is one with code "unavailable" (the
+// instance's log cannot be read for now).
 type HTTPSource struct {
 	// Admins are the admin API base URLs (one or each instance of a
 	// cluster), tried in turn.
@@ -78,6 +79,11 @@ type HTTPSource struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
+
+// transientCodes are the codes of error events that end one instance's
+// stream but not the agent: the instance is closing, or its log is not
+// reachable for now. The stream goes on, at the next instance.
+var transientCodes = map[string]bool{"closed": true, "unavailable": true}
 
 // errNoProgress marks a connection that ended before its hello.
 var errNoProgress = errors.New("replagent: the log stream ended before its first line")
@@ -195,8 +201,8 @@ func (s *HTTPSource) once(ctx context.Context, base string, next *uint64, out ch
 			return progressed, &fatalStreamError{fmt.Errorf("replagent: the log stream from %s sent a line after position %d that is not a log event (%w); the replica stops rather than skip an entry", base, *next-1, err)}
 		}
 		progressed = true
-		if ev.Type == protocol.LogEventError && ev.Code == "closed" {
-			return true, fmt.Errorf("replagent: the instance at %s closed the log stream: %s", base, ev.Message)
+		if ev.Type == protocol.LogEventError && transientCodes[ev.Code] {
+			return true, fmt.Errorf("replagent: the instance at %s ended the log stream (%s): %s", base, ev.Code, ev.Message)
 		}
 		select {
 		case out <- SourcedEvent{Event: ev, Instance: base}:

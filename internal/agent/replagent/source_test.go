@@ -98,11 +98,13 @@ func TestHTTPSourceResumesAfterTheLastEntryAndFailsOver(t *testing.T) {
 				`CUT:{"type":"entry","position":"12"`}
 		case 2:
 			return []string{line(t, hello(0)), "", line(t, protocol.LogEvent{Type: protocol.LogEventError, Code: "closed", Message: "shutting down"})}
+		case 3:
+			return []string{line(t, hello(0)), line(t, protocol.LogEvent{Type: protocol.LogEventError, Code: "unavailable", Message: "etcd away"})}
 		default:
 			return []string{line(t, hello(0)), line(t, protocol.LogEvent{Type: protocol.LogEventHeartbeat}), line(t, counterEntry(12, ""))}
 		}
 	})
-	got := runSource(t, newSource(down.URL, up.URL), 5, 7)
+	got := runSource(t, newSource(down.URL, up.URL), 5, 8)
 	var types []string
 	for _, ev := range got {
 		types = append(types, fmt.Sprintf("%s@%d", ev.Event.Type, ev.Event.Position))
@@ -110,13 +112,13 @@ func TestHTTPSourceResumesAfterTheLastEntryAndFailsOver(t *testing.T) {
 			t.Errorf("event from %q, want %q", ev.Instance, up.URL)
 		}
 	}
-	if want := "hello@0 entry@5 entry@9 hello@0 hello@0 heartbeat@0 entry@12"; strings.Join(types, " ") != want {
-		t.Fatalf("events %s, want %s (a cut line and a closed error are not passed on)", strings.Join(types, " "), want)
+	if want := "hello@0 entry@5 entry@9 hello@0 hello@0 hello@0 heartbeat@0 entry@12"; strings.Join(types, " ") != want {
+		t.Fatalf("events %s, want %s (a cut line and closed and unavailable errors are not passed on)", strings.Join(types, " "), want)
 	}
 	if r := <-downSeen; r.from != "5" {
 		t.Errorf("first try from %s, want 5", r.from)
 	}
-	for i, want := range []string{"5", "10", "10"} {
+	for i, want := range []string{"5", "10", "10", "10"} {
 		r := <-upSeen
 		if r.from != want || r.auth != "Bearer replica-token" {
 			t.Errorf("connection %d to the live instance: from %s auth %q, want from %s with the replica token", i+1, r.from, r.auth, want)
