@@ -90,7 +90,7 @@ first line on stdout is "listening on <URL>".`,
 	fl.StringVar(&f.group, "group", "", "replicated group to join (required)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the agent's state, agent.db (required)")
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
-	fl.Var(byteSizeFlag{&f.maxPayload}, "max-payload", "the group's replicated.max_payload (at least): a log stream line may hold it plus 64 KiB")
+	fl.Var(byteSizeFlag{&f.maxPayload}, "max-payload", "the group's replicated.max_payload: a log stream line may hold it plus 64 KiB, a reply's body 4 times it")
 	fl.BoolVar(&f.giop, "giop", false, "the server is a CORBA servant (--target an IOR or corbaloc URL)")
 	fl.DurationVar(&f.wait, "wait", 30*time.Second, "how long to wait for --target to answer before giving up")
 	f.adminTLS.register(fl)
@@ -171,7 +171,9 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 		if err := httpagent.WaitReachable(ctx, &http.Client{Timeout: 2 * time.Second}, f.target, f.wait); err != nil {
 			return err
 		}
-		if deliverer, err = replagent.NewHTTP(f.target, replagent.HTTPOptions{}); err != nil {
+		// A reply is posted base64-encoded in a batch the admin API takes
+		// up to 6 × max_payload of: 4 × max_payload of body fits.
+		if deliverer, err = replagent.NewHTTP(f.target, replagent.HTTPOptions{MaxReply: 4 * f.maxPayload.Int64()}); err != nil {
 			return exitCode(2, err)
 		}
 		if proxy, err = replagent.NewProxy(f.target); err != nil {
@@ -253,7 +255,7 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 			Group: f.group, Self: reg.ID, Deliverer: deliverer, Store: store, Admins: admins, Logger: log,
 			Source: &replagent.HTTPSource{Admins: admins, Group: f.group, Token: token, Client: &streamHC,
 				MaxPayload: int(f.maxPayload), Logger: log},
-			Admin: &replagent.AdminClient{Group: f.group, Token: token, Client: adminHC},
+			Admin: &replagent.AdminClient{Group: f.group, Token: token, Client: adminHC, MaxBatch: 6 * int(f.maxPayload)},
 		})
 		if err != nil {
 			deliverer.Close()

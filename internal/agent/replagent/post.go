@@ -13,11 +13,10 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// Batch bounds of a POST …/log/replies.
-const (
-	maxBatchReplies = 256
-	maxBatchBytes   = 8 << 20
-)
+// DefaultMaxBatch bounds the body of one POST …/log/replies: the admin API
+// takes 6 × the group's max_payload (plus 64 KiB), 6 MiB with the default
+// max_payload.
+const DefaultMaxBatch = 6 * DefaultMaxPayload
 
 // AdminClient talks to the balancer's admin API for a replica of a group:
 // it posts replies and applied reports, and fetches checkpoints from peer
@@ -30,6 +29,10 @@ type AdminClient struct {
 	// Client makes the requests to the admin API; it should have a
 	// timeout. Default: a client with a 10 s timeout.
 	Client *http.Client
+	// MaxBatch bounds the body of one POST of replies, default
+	// DefaultMaxBatch: 6 × the group's max_payload. A reply that is
+	// larger alone is posted alone (and refused).
+	MaxBatch int
 	// PeerClient takes checkpoints from peer agents (bounded by the
 	// caller's context). Default: a client without a timeout.
 	PeerClient *http.Client
@@ -44,20 +47,37 @@ func (c *AdminClient) client() *http.Client {
 
 var defaultAdminClient = &http.Client{Timeout: defaultCallTimeout}
 
-// PostReplies posts replies to the admin API at base, in batches.
+// PostReplies posts replies to the admin API at base, as few batches as
+// MaxBatch allows, in order.
 func (c *AdminClient) PostReplies(ctx context.Context, base string, replies []protocol.ReplicaReply) error {
-	for len(replies) > 0 {
-		n, size := 0, 0
-		for n < len(replies) && n < maxBatchReplies && (n == 0 || size+len(replies[n].Body) <= maxBatchBytes) {
-			size += len(replies[n].Body)
-			n++
-		}
-		if err := c.post(ctx, base, "/log/replies", protocol.ReplyBatch{Replies: replies[:n]}); err != nil {
-			return err
-		}
-		replies = replies[n:]
+	maxBatch := c.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = DefaultMaxBatch
 	}
-	return nil
+	const head, tail = `{"replies":[`, `]}`
+	body := []byte(head)
+	n := 0
+	for _, r := range replies {
+		enc, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("replagent: encode the reply to %d: %w", r.Position, err)
+		}
+		if n > 0 && len(body)+1+len(enc)+len(tail) > maxBatch {
+			if err := c.postBody(ctx, base, "/log/replies", append(body, tail...)); err != nil {
+				return err
+			}
+			body, n = []byte(head), 0
+		}
+		if n > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, enc...)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	return c.postBody(ctx, base, "/log/replies", append(body, tail...))
 }
 
 // PostApplied posts an applied report to the admin API at base.
@@ -66,13 +86,18 @@ func (c *AdminClient) PostApplied(ctx context.Context, base string, r protocol.A
 }
 
 func (c *AdminClient) post(ctx context.Context, base, route string, body any) error {
-	tok, ok := c.Token()
-	if !ok {
-		return fmt.Errorf("replagent: POST %s: not registered yet", route)
-	}
 	data, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("replagent: POST %s: %w", route, err)
+	}
+	return c.postBody(ctx, base, route, data)
+}
+
+// postBody posts data (JSON) to the group's route at base.
+func (c *AdminClient) postBody(ctx context.Context, base, route string, data []byte) error {
+	tok, ok := c.Token()
+	if !ok {
+		return fmt.Errorf("replagent: POST %s: not registered yet", route)
 	}
 	u := base + "/v1/groups/" + url.PathEscape(c.Group) + route
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
