@@ -135,9 +135,6 @@ func New(opts Options) (*Agent, error) {
 // reports.
 func (a *Agent) Applied() uint64 { return a.applied.Load() }
 
-// Done is closed when Run has returned.
-func (a *Agent) Done() <-chan struct{} { return a.done }
-
 // Run applies the log until ctx ends (nil) or the agent must stop: a
 // delivery failed, an entry cannot be decoded, the replica cannot catch up
 // (the error says why and, for an entry, names its position).

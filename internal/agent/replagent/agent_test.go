@@ -476,3 +476,27 @@ func TestAgentFinishesTheEntryItIsDeliveringWhenStopped(t *testing.T) {
 		t.Fatalf("applied %d after a stop during entry 1, want 1", got)
 	}
 }
+
+func TestAgentMetricsAreTheEntriesApplied(t *testing.T) {
+	t.Parallel()
+	clk := clocktest.New(t0)
+	r := startReplica(t, "r1", replicaOpts{clock: clk})
+	if m := r.agent.Metrics(clk.Now()); m != nil {
+		t.Fatalf("first call: %v, want nothing (no window yet)", m)
+	}
+	wait(t, r.src.opened, "the stream")
+	r.send(t, hello(0), counterEntry(1, ""), counterEntry(2, ""), counterEntry(3, ""))
+	for pos := uint64(1); pos <= 3; pos++ {
+		r.expectReply(t, src, pos, int64(2*pos))
+	}
+	m := r.agent.Metrics(clk.Advance(2 * time.Second))
+	if m[protocol.MetricRPS] != 1.5 {
+		t.Fatalf("metrics %v, want rps 1.5 (3 entries in 2s)", m)
+	}
+	if _, ok := m[protocol.MetricLatencyMS]; !ok {
+		t.Fatalf("metrics %v, want latency_ms", m)
+	}
+	if m := r.agent.Metrics(clk.Advance(time.Second)); m[protocol.MetricRPS] != 0 {
+		t.Fatalf("a second without entries: %v, want rps 0", m)
+	}
+}

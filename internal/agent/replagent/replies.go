@@ -59,10 +59,6 @@ func (c *replyCache) get(pos uint64, now time.Time) (protocol.ReplicaReply, bool
 	return c.ring[i].reply, true
 }
 
-// len is the number of replies kept (expired ones included until the next
-// put or get).
-func (c *replyCache) len() int { return c.n }
-
 // expire drops the replies kept for keepFor or longer as of now.
 func (c *replyCache) expire(now time.Time) {
 	for c.n > 0 && now.Sub(c.ring[c.head].at) >= c.keepFor {
