@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -35,17 +36,23 @@ func (p *poster) add(out []Outgoing) {
 	}
 }
 
-// run posts until ctx ends.
+// run posts until ctx ends. A post in flight when it ends is finished
+// (bounded by postTimeout), not cut short.
 func (p *poster) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.wake:
-			p.flush(ctx)
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), postTimeout)
+			p.flush(fctx)
+			cancel()
 		}
 	}
 }
+
+// postTimeout bounds one flush of the poster.
+const postTimeout = 5 * time.Second
 
 // flush posts everything queued, in order within each destination.
 func (p *poster) flush(ctx context.Context) {
