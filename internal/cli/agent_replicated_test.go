@@ -67,10 +67,10 @@ func TestAgentReplicatedHelp(t *testing.T) {
 // TestAgentReplicatedRegistersItsListenAddress runs "fulcrum agent
 // replicated" beside a real counter against a real balancer: the replica
 // is registered with the agent's --listen address, the agent passes
-// calls there on to the counter, and it deregisters when it stops.
-// (The group is per-request: replicated groups, and the log routes the
-// agent streams from, are not in the balancer yet; the agent keeps
-// retrying its stream meanwhile.)
+// calls there on to the counter, and it deregisters when it stops. The
+// group is per-request, with no log to stream: the agent keeps retrying
+// its stream and still serves its listener
+// (TestAgentReplicatedEndToEnd runs it in a replicated group).
 func TestAgentReplicatedRegistersItsListenAddress(t *testing.T) {
 	t.Parallel()
 	admin, b := ctlServer(t, "")
