@@ -22,9 +22,9 @@
 //
 // The places where seed 001's faults strike are single functions: before
 // taking the next entry (Agent.next), after taking it and before
-// delivering it (Agent.deliver), while writing the request
-// (requestBody.Read) and while reading the reply
-// (HTTPDeliverer.readReply).
+// delivering it (Agent.deliver), while writing the request to the server
+// (serverConn.Write: the connections of the deliveries carry nothing
+// else) and while reading its reply (HTTPDeliverer.readReply).
 //
 // Usage (what the CLI does, after the monitor registered the replica with
 // its agent's listen address):

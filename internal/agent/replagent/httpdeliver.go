@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -31,10 +32,11 @@ const CodeReplyTooLarge = "reply_too_large"
 
 // HTTPOptions configure an HTTP deliverer.
 type HTTPOptions struct {
-	// Client talks to the server. Default: a client of its own that
-	// follows no redirects (a reply is the server's, 3xx included) and
-	// asks for no compression of its own (a reply's body is passed on as
-	// the server wrote it).
+	// Client talks to the server. Default: two clients of its own, one
+	// for the deliveries and one for the state calls, that follow no
+	// redirects (a reply is the server's, 3xx included) and ask for no
+	// compression of their own (a reply's body is passed on as the server
+	// wrote it).
 	Client *http.Client
 	// MaxReply bounds a reply's body, default DefaultMaxReply. A larger
 	// reply is replaced by a 502 with code CodeReplyTooLarge (the server
@@ -53,6 +55,9 @@ type HTTPOptions struct {
 type HTTPDeliverer struct {
 	base *url.URL
 	opts HTTPOptions
+	// deliveries carries the delivered requests only (opts.Client when
+	// given); opts.Client the state calls.
+	deliveries *http.Client
 }
 
 // NewHTTP returns a deliverer to the server at target, an absolute http(s)
@@ -64,10 +69,10 @@ func NewHTTP(target string, opts HTTPOptions) (*HTTPDeliverer, error) {
 	}
 	u.Path = strings.TrimRight(u.Path, "/")
 	u.RawPath = ""
+	deliveries := opts.Client
 	if opts.Client == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.DisableCompression = true
-		opts.Client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		opts.Client = newServerClient(nil)
+		deliveries = newServerClient(func(c net.Conn) net.Conn { return serverConn{c} })
 	}
 	if opts.MaxReply <= 0 {
 		opts.MaxReply = DefaultMaxReply
@@ -78,7 +83,37 @@ func NewHTTP(target string, opts HTTPOptions) (*HTTPDeliverer, error) {
 	if opts.DeliverTimeout <= 0 {
 		opts.DeliverTimeout = DefaultDeliverTimeout
 	}
-	return &HTTPDeliverer{base: u, opts: opts}, nil
+	return &HTTPDeliverer{base: u, opts: opts, deliveries: deliveries}, nil
+}
+
+// newServerClient is a client to the server that follows no redirects (a
+// reply is the server's, 3xx included) and asks for no compression of its
+// own (a reply's body is passed on as the server wrote it); wrap, when not
+// nil, wraps each connection it opens.
+func newServerClient(wrap func(net.Conn) net.Conn) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableCompression = true
+	if wrap != nil {
+		dial := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(c), nil
+		}
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// serverConn is a connection that carries delivered requests (and
+// nothing else): every byte of a request the agent delivers is written to
+// the server through its Write.
+type serverConn struct{ net.Conn }
+
+// Write writes (part of) a delivered request to the server.
+func (c serverConn) Write(p []byte) (int, error) {
+	return c.Conn.Write(p)
 }
 
 // hopHeaders are not passed to the server (the bridge drops them already).
@@ -95,7 +130,7 @@ func (d *HTTPDeliverer) Deliver(ctx context.Context, pos uint64, req *protocol.O
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DeliverTimeout)
 	defer cancel()
 	hr = hr.WithContext(ctx)
-	resp, err := d.opts.Client.Do(hr)
+	resp, err := d.deliveries.Do(hr)
 	if err != nil {
 		return protocol.ReplicaReply{}, fmt.Errorf("replagent: deliver the entry at position %d (%s %s): %w", pos, req.Method, req.Target, err)
 	}
@@ -122,13 +157,9 @@ func (d *HTTPDeliverer) request(ctx context.Context, pos uint64, req *protocol.O
 		u.RawPath = d.base.EscapedPath() + ref.RawPath
 	}
 	u.RawQuery = ref.RawQuery
-	hr, err := http.NewRequestWithContext(ctx, req.Method, u.String(), &requestBody{r: bytes.NewReader(req.Body)})
+	hr, err := http.NewRequestWithContext(ctx, req.Method, u.String(), bytes.NewReader(req.Body))
 	if err != nil {
 		return nil, fmt.Errorf("replagent: the entry at position %d (%s %s): %w", pos, req.Method, req.Target, err)
-	}
-	hr.ContentLength = int64(len(req.Body))
-	if len(req.Body) == 0 {
-		hr.Body = http.NoBody
 	}
 	hr.Header = req.Header.Clone()
 	if hr.Header == nil {
@@ -142,14 +173,6 @@ func (d *HTTPDeliverer) request(ctx context.Context, pos uint64, req *protocol.O
 	hr.Header.Set(protocol.HeaderPosition, strconv.FormatUint(pos, 10))
 	return hr, nil
 }
-
-// requestBody is the body of a delivered request: every byte written to
-// the server passes through Read.
-type requestBody struct{ r *bytes.Reader }
-
-func (b *requestBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-
-func (b *requestBody) Close() error { return nil }
 
 // readReply reads the server's whole reply to the entry at pos.
 func (d *HTTPDeliverer) readReply(pos uint64, req *protocol.OrderedRequest, resp *http.Response) (protocol.ReplicaReply, error) {
@@ -226,8 +249,9 @@ func (d *HTTPDeliverer) CanCheckpoint(ctx context.Context) bool {
 	return err == nil
 }
 
-// Close releases the client's idle connections.
+// Close releases the clients' idle connections.
 func (d *HTTPDeliverer) Close() error {
+	d.deliveries.CloseIdleConnections()
 	d.opts.Client.CloseIdleConnections()
 	return nil
 }
