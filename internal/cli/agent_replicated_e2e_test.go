@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,7 +188,8 @@ func seq(from, to int64) []int64 {
 // every ordered call is applied once by every replica in one order; a
 // replica that joins later takes a checkpoint from a live one and reaches
 // the same state; a replica that stops leaves the group and the others go
-// on.
+// on; a plain client's call through the group's front door (the bridge)
+// is applied by every live replica.
 func TestAgentReplicatedEndToEnd(t *testing.T) {
 	t.Parallel()
 	admin, b := replicatedServer(t)
@@ -263,4 +265,20 @@ func TestAgentReplicatedEndToEnd(t *testing.T) {
 	if n := a3.increments.Load(); n != 8 {
 		t.Fatalf("the third replica's counter was delivered %d increments, want the 8 after it joined", n)
 	}
+
+	// A plain client through the group's front door, the bridge.
+	st, err := b.Group("counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+st.Listening+"/increment", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(bytes.TrimSpace(body)) != `{"value":29}` || resp.Header.Get(protocol.HeaderPosition) == "" {
+		t.Fatalf("POST /increment through the bridge: %d %s (position %q), want 200 {\"value\":29} with its position", resp.StatusCode, body, resp.Header.Get(protocol.HeaderPosition))
+	}
+	awaitGroup(t, b, "counter", "the live counters at 29", same(29, a2, a3))
 }
