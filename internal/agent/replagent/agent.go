@@ -230,6 +230,10 @@ func (a *Agent) next(ctx context.Context, st *stream, core *Core) (SourcedEvent,
 // deliver delivers the entry of act, records its reply and stores the
 // applied position.
 func (a *Agent) deliver(ctx context.Context, core *Core, act Action) error {
+	// MEAD's fault point 5: the agent dies after taking an entry from
+	// the log, before delivering it (docs/testing.md).
+	// gofail: var replAgentBeforeDeliver struct{}
+	// failpoint.Kill()
 	start := a.clk.Now()
 	// Not cut short when the agent is told to stop: the server may apply
 	// an entry it has begun, and its reply and position must be kept.
@@ -248,6 +252,12 @@ func (a *Agent) deliver(ctx context.Context, core *Core, act Action) error {
 		return err
 	}
 	a.applied.Store(act.Position) // reported only once durable
+	// MEAD's fault point 4: the agent dies before taking the next entry
+	// from the log, the last one applied and stored (docs/testing.md;
+	// here rather than in next, which heartbeats also reach, so that the
+	// nth evaluation is the nth entry).
+	// gofail: var replAgentBeforeTake struct{}
+	// failpoint.Kill()
 	return nil
 }
 

@@ -20,11 +20,13 @@
 //     (Handler); a poster posts replies in batches; a reporter posts the
 //     applied position about once a second to every admin URL.
 //
-// The places where seed 001's faults strike are single functions: before
-// taking the next entry (Agent.next), after taking it and before
-// delivering it (Agent.deliver), while writing the request to the server
-// (serverConn.Write: the connections of the deliveries carry nothing
-// else) and while reading its reply (HTTPDeliverer.readReply).
+// The places where seed 001's faults strike are single places, each a
+// failpoint (docs/testing.md): before taking the next entry (the end of
+// Agent.deliver, once the last entry is stored), after taking it and
+// before delivering it (the start of Agent.deliver), while writing the
+// request to the server (serverConn.Write: the connections of the
+// deliveries carry nothing else) and while reading its reply
+// (HTTPDeliverer.readReply).
 //
 // Usage (what the CLI does, after the monitor registered the replica with
 // its agent's listen address):

@@ -113,6 +113,10 @@ type serverConn struct{ net.Conn }
 
 // Write writes (part of) a delivered request to the server.
 func (c serverConn) Write(p []byte) (int, error) {
+	// MEAD's fault point 2: the agent dies while writing a request to
+	// its server (docs/testing.md).
+	// gofail: var replAgentWritingRequest struct{}
+	// failpoint.Kill()
 	return c.Conn.Write(p)
 }
 
@@ -176,6 +180,10 @@ func (d *HTTPDeliverer) request(ctx context.Context, pos uint64, req *protocol.O
 
 // readReply reads the server's whole reply to the entry at pos.
 func (d *HTTPDeliverer) readReply(pos uint64, req *protocol.OrderedRequest, resp *http.Response) (protocol.ReplicaReply, error) {
+	// MEAD's fault point 3: the agent dies while reading its server's
+	// reply (docs/testing.md).
+	// gofail: var replAgentReadingReply struct{}
+	// failpoint.Kill()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, d.opts.MaxReply+1))
 	if err != nil {
 		return protocol.ReplicaReply{}, fmt.Errorf("replagent: read the reply to the entry at position %d (%s %s): %w", pos, req.Method, req.Target, err)
