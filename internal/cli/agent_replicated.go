@@ -47,8 +47,8 @@ reply to the instance that appended the entry, keeps the last 10,000
 replies (or 10 minutes of them) for bridges that ask again, and posts how
 far it has applied to every --register URL about once a second.
 
-The applied position is kept in agent.db in --data-dir, written (and
-fsynced) after every entry; give each replica a directory of its own, and
+The applied position is kept in agent.db in --data-dir, written after every
+entry and synced to disk before each report; give each replica a directory of its own, and
 empty it when its server loses its state. On SIGTERM or SIGINT the agent
 finishes the entry it is delivering first. An agent that is killed between
 a delivery and that write delivers the entry once more when it restarts,

@@ -20,10 +20,11 @@ var (
 	keyApplied  = []byte("applied")
 )
 
-// Store keeps the agent's applied position durably: a bbolt file,
-// StoreFile in the data directory, fsynced at every SetApplied. It records
-// the group too, and refuses a directory of another group. Safe for
-// concurrent use.
+// Store keeps the agent's applied position: a bbolt file, StoreFile in
+// the data directory. SetApplied writes the file without syncing it (the
+// write survives the agent's process being killed, not the machine
+// crashing); Sync makes what was written durable. It records the group
+// too, and refuses a directory of another group. Safe for concurrent use.
 type Store struct {
 	db *bolt.DB
 }
@@ -59,6 +60,10 @@ func OpenStore(dir, group string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	// One fsync per entry would cap the agent at one entry per disk
+	// flush (measured: 900–1,050 against 1,500–1,630 ordered requests/s
+	// with 8 clients); the agent syncs once per applied report instead.
+	db.NoSync = true
 	return &Store{db: db}, nil
 }
 
@@ -79,13 +84,22 @@ func (s *Store) Applied() (uint64, error) {
 	return pos, err
 }
 
-// SetApplied stores pos; it returns once the file is synced.
+// SetApplied stores pos in the file, unsynced (Sync).
 func (s *Store) SetApplied(pos uint64) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], pos)
 	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketAgent).Put(keyApplied, v[:]) })
 	if err != nil {
 		return fmt.Errorf("replagent: store applied position %d: %w", pos, err)
+	}
+	return nil
+}
+
+// Sync flushes the file to disk: every position SetApplied stored before
+// it is durable.
+func (s *Store) Sync() error {
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("replagent: sync %s: %w", s.db.Path(), err)
 	}
 	return nil
 }
