@@ -192,3 +192,71 @@ func TestAgentKeysItsServersOutgoingCalls(t *testing.T) {
 		t.Fatalf("refused calls reached the callee: %v", got)
 	}
 }
+
+// TestAgentNumbersAnEntrysCallsInOrder: a server that makes two calls
+// while applying one entry gets them keyed g/<position>/0 and /1, each
+// reaching the callee once; a call whose body is above the bound gets 413
+// and reaches nobody.
+func TestAgentNumbersAnEntrysCallsInOrder(t *testing.T) {
+	t.Parallel()
+	e := newOutcallEnv(t)
+	var agentURL atomic.Pointer[url.URL]
+	tr := &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return agentURL.Load(), nil }}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var got []string
+		for _, body := range []string{"", "", strings.Repeat("x", 2048)} {
+			resp, err := hc.Post(e.callee.URL+"/increment", "text/plain", strings.NewReader(body))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got = append(got, resp.Status+" "+strings.TrimSpace(string(b)))
+		}
+		_ = json.NewEncoder(w).Encode(map[string][]string{"calls": got})
+	}))
+	t.Cleanup(server.Close)
+	st, err := replagent.OpenStore(t.TempDir(), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, src := newMemAdmin(), newChanSource()
+	token := func() (string, bool) { return "token-r1", true }
+	a, err := replagent.New(replagent.Options{Group: "g", Self: "r1", Deliverer: newHTTP(t, server.URL, replagent.HTTPOptions{}), Source: src,
+		Admin: admin, Admins: []string{e.api.URL}, Store: st, MaxOutcall: 1024,
+		Outcaller: &replagent.AdminClient{Group: "g", Token: token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, _ := replagent.NewProxy(server.URL)
+	listen := httptest.NewServer(a.Handler(proxy))
+	u, _ := url.Parse(listen.URL)
+	agentURL.Store(u)
+	ctx, cancel := context.WithCancel(context.Background())
+	runErr := make(chan error, 1)
+	go func() { runErr <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := wait(t, runErr, "Run to return"); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		listen.Close()
+		st.Close()
+	})
+	wait(t, src.opened, "the stream")
+	src.events <- hello(0)
+	src.events <- protocol.LogEvent{Type: protocol.LogEventEntry, Position: 7, Request: &protocol.OrderedRequest{
+		Kind: protocol.KindHTTP, Method: http.MethodPost, Target: "/twice", Time: t0, Seed: 1}}
+	s := wait(t, admin.replies, "the reply to 7")
+	var body struct{ Calls []string }
+	if err := json.Unmarshal(s.reply.Body, &body); err != nil || len(body.Calls) != 3 ||
+		body.Calls[0] != `200 OK {"value":1}` || body.Calls[1] != `200 OK {"value":2}` || !strings.HasPrefix(body.Calls[2], "413 ") {
+		t.Fatalf("the server's calls answered %s, want values 1 and 2, then 413", s.reply.Body)
+	}
+	if got := e.seen(); len(got) != 2 || got["g/7/0"] != 1 || got["g/7/1"] != 1 {
+		t.Fatalf("the callee saw %v, want g/7/0 and g/7/1 once each", got)
+	}
+}
