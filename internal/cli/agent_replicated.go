@@ -69,8 +69,20 @@ skips one.
 On --listen it serves GET /fulcrum/replication/checkpoint (the server's
 state taken between two entries, Fulcrum-Position naming the last entry
 applied) and passes every other request to --target: the read-only calls
-a bridge sends. Let only the balancer and the other agents reach it. Its
-first line on stdout is "listening on <URL>".`,
+a bridge sends. Let only the balancer, the other agents and its server
+reach it. Its first line on stdout is "listening on <URL>".
+
+Replicated callers: the server may send its outgoing calls through the
+agent as through an HTTP proxy (fulcrum backend relay --proxy
+http://<--listen>). A call made while the agent delivers entry P is posted
+as "<group>/P/<index>" (index: the calls of that entry so far, from 0) to
+POST /v1/groups/NAME/outcalls of the first --register URL that answers
+(give every agent of the group the URLs in the same order); the balancer
+calls the callee once with that key as Idempotency-Key and every replica's
+server gets its reply (502 when no balancer answered). A call made when no
+entry is being delivered gets 409 (code no_entry). Callees must be http://
+URLs: CONNECT (https://) is refused with 405. A server must make the
+calls of one entry one after another, in the same order on every replica.`,
 		Example: `  fulcrum agent replicated --target http://127.0.0.1:9001 --listen 127.0.0.1:9101 \
       --register http://10.0.0.1:7070,http://10.0.0.2:7070 --group counter --data-dir /var/lib/fulcrum-agent`,
 		Args: cobra.NoArgs,
@@ -228,6 +240,10 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 			a.Handler(proxy).ServeHTTP(w, r)
 			return
 		}
+		if replagent.IsOutcall(r) {
+			replagent.RefuseOutcall(w, r, "the agent is starting")
+			return
+		}
 		if r.URL.Path == protocol.CheckpointPath {
 			http.Error(w, "the agent is starting", http.StatusServiceUnavailable)
 			return
@@ -255,7 +271,8 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 			Group: f.group, Self: reg.ID, Deliverer: deliverer, Store: store, Admins: admins, Logger: log,
 			Source: &replagent.HTTPSource{Admins: admins, Group: f.group, Token: token, Client: &streamHC,
 				MaxPayload: int(f.maxPayload), Logger: log},
-			Admin: &replagent.AdminClient{Group: f.group, Token: token, Client: adminHC, MaxBatch: 6 * int(f.maxPayload)},
+			Admin: &replagent.AdminClient{Group: f.group, Token: token, Client: adminHC, MaxBatch: 6 * int(f.maxPayload),
+				OutcallClient: &streamHC},
 		})
 		if err != nil {
 			deliverer.Close()

@@ -27,7 +27,9 @@ type statefulFlags struct {
 	// next and proxy are the relay's.
 	next, proxy        string
 	giop, retryForever bool
-	adminTLS           adminTLSFlags
+	// dedup is the counter's: apply each Idempotency-Key once.
+	dedup    bool
+	adminTLS adminTLSFlags
 }
 
 func (f *statefulFlags) addFlags(cmd *cobra.Command) {
@@ -103,6 +105,14 @@ replication paper (Paulos and Narasimhan, 2006): a stateful counter.
 Increments are applied one at a time under a lock: N concurrent calls leave
 the value at N. Its first line on stdout is "listening on <URL>".
 
+--dedup makes it a deduplicating callee: a request carrying an
+Idempotency-Key it has seen gets the reply the first one got (status,
+headers and body) and is not applied again; one that comes while the first
+runs waits for it. It remembers the last 10000 keys, the oldest forgotten
+first (a forgotten key is applied again), and replies up to 64 KiB. This
+is what a replicated group's outgoing calls need to be applied exactly once
+(each carries "<group>/<position>/<index>" as its Idempotency-Key).
+
 ` + stateHelp,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,14 +120,22 @@ the value at N. Its first line on stdout is "listening on <URL>".
 				return err
 			}
 			if f.giop {
+				if f.dedup {
+					return exitCode(2, errors.New("--dedup: not available with --giop"))
+				}
 				return runCounterGIOP(cmd.Context(), f, cmd.OutOrStdout(), nil)
 			}
 			return runCounterHTTP(cmd.Context(), f, cmd.OutOrStdout(), func(c *backend.Counter) (http.Handler, error) {
-				return backend.NewCounterHandler(c, backend.CounterOptions{}), nil
+				h := backend.NewCounterHandler(c, backend.CounterOptions{})
+				if f.dedup {
+					return backend.NewDedup(h, backend.DefaultDedupKeys), nil
+				}
+				return h, nil
 			})
 		},
 	}
 	f.addFlags(cmd)
+	cmd.Flags().BoolVar(&f.dedup, "dedup", false, fmt.Sprintf("apply each Idempotency-Key once: a request with a key already seen gets the first reply and changes nothing (the last %d keys are remembered)", backend.DefaultDedupKeys))
 	return cmd
 }
 

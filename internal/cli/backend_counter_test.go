@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -72,6 +73,39 @@ func TestBackendCounterRelayHTTP(t *testing.T) {
 	}
 }
 
+// "fulcrum backend counter --dedup" applies each Idempotency-Key once.
+func TestBackendCounterDedup(t *testing.T) {
+	t.Parallel()
+	counter := startBackendCLI(t, "counter", "--listen", "127.0.0.1:0", "--dedup")
+	inc := func(key string) string {
+		req, err := http.NewRequest(http.MethodPost, counter+"/increment", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.Status + " " + strings.TrimSpace(string(b))
+	}
+	for i, tc := range []struct{ key, want string }{
+		{"g/1/0", `200 OK {"value":1}`},
+		{"g/1/0", `200 OK {"value":1}`},
+		{"g/2/0", `200 OK {"value":2}`},
+		{"", `200 OK {"value":3}`},
+		{"g/1/0", `200 OK {"value":1}`},
+	} {
+		if got := inc(tc.key); got != tc.want {
+			t.Fatalf("call %d with key %q: %s, want %s", i, tc.key, got, tc.want)
+		}
+	}
+}
+
 // The same over GIOP: the relay calls the counter by its IOR on the Go ORB.
 func TestBackendCounterRelayGIOP(t *testing.T) {
 	t.Parallel()
@@ -117,6 +151,7 @@ func TestBackendCounterRelayFlags(t *testing.T) {
 		{[]string{"backend", "relay", "--giop", "--listen", "127.0.0.1:0", "--next", "http://127.0.0.1:1"}, `--next: invalid value "http://127.0.0.1:1" with --giop`},
 		{[]string{"backend", "counter", "--listen", "127.0.0.1:0", "--register", "http://127.0.0.1:1"}, "--group is required with --register"},
 		{[]string{"backend", "counter", "--giop", "--listen", "127.0.0.1:0", "--advertise", "nohost"}, `--advertise: invalid value "nohost" with --giop`},
+		{[]string{"backend", "counter", "--giop", "--listen", "127.0.0.1:0", "--dedup"}, "--dedup: not available with --giop"},
 	} {
 		_, errOut, code := runCtl(t, "", tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

@@ -63,6 +63,12 @@ type Options struct {
 	// ReportInterval is how often applied reports are posted, default
 	// DefaultReportInterval.
 	ReportInterval time.Duration
+	// Outcaller posts the server's outgoing calls (serveOutcall) to the
+	// Admins in order; default: Admin when it is one (AdminClient is).
+	Outcaller Outcaller
+	// MaxOutcall bounds the body of an outgoing call, default
+	// DefaultMaxOutcall.
+	MaxOutcall int64
 	// Clock defaults to the real one; Logger to slog.Default().
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -84,7 +90,10 @@ type Agent struct {
 	canCheckpoint atomic.Bool
 	// joined is set once the agent took its first hello (and any state
 	// transfer it led to): it then serves checkpoints.
-	joined      atomic.Bool
+	joined atomic.Bool
+	// current is the entry being delivered (nil between entries), for
+	// the server's outgoing calls (outcall.go).
+	current     atomic.Pointer[entryCalls]
 	checkpoints chan checkpointRequest
 	done        chan struct{}
 	post        *poster
@@ -114,6 +123,12 @@ func New(opts Options) (*Agent, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Outcaller == nil {
+		opts.Outcaller, _ = opts.Admin.(Outcaller)
+	}
+	if opts.MaxOutcall <= 0 {
+		opts.MaxOutcall = DefaultMaxOutcall
 	}
 	pos, err := opts.Store.Applied()
 	if err != nil {
@@ -241,7 +256,9 @@ func (a *Agent) deliver(ctx context.Context, core *Core, act Action) error {
 	// Not cut short when the agent is told to stop: the server may apply
 	// an entry it has begun, and its reply and position must be kept.
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.opts.DeliverTimeout)
+	a.current.Store(&entryCalls{pos: act.Position}) // the server's outgoing calls are this entry's
 	reply, err := a.opts.Deliverer.Deliver(dctx, act.Position, act.Request)
+	a.current.Store(nil)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("replagent: group %s: the server did not answer the entry at position %d, and the replica stops rather than skip it: %w", a.opts.Group, act.Position, err)

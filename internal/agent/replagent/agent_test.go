@@ -102,6 +102,8 @@ type replicaOpts struct {
 	server *httptest.Server // default: a new counter server
 	clock  clock.Clock
 	admins []string
+	// outcaller posts the server's outgoing calls (default none).
+	outcaller replagent.Outcaller
 }
 
 func startReplica(t testing.TB, id string, o replicaOpts) *replica {
@@ -120,7 +122,7 @@ func startReplica(t testing.TB, id string, o replicaOpts) *replica {
 	}
 	d := newHTTP(t, r.server.URL, replagent.HTTPOptions{})
 	r.agent, err = replagent.New(replagent.Options{Group: "g", Self: id, Deliverer: d, Source: r.src, Admin: r.admin,
-		Admins: o.admins, Store: r.store, Clock: o.clock})
+		Admins: o.admins, Store: r.store, Clock: o.clock, Outcaller: o.outcaller})
 	if err != nil {
 		t.Fatal(err)
 	}

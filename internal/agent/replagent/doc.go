@@ -19,6 +19,11 @@
 //     position (Store) and serves checkpoints between two entries
 //     (Handler); a poster posts replies in batches; a reporter posts the
 //     applied position about once a second to every admin URL.
+//   - Outgoing calls (outcall.go): a call the server sends through the
+//     agent's listener as through an HTTP proxy while an entry is being
+//     delivered is posted, keyed "<group>/<position>/<index>", to the
+//     balancer's outcalls route (Outcaller; AdminClient.PostOutcall), which
+//     calls the callee once for all the replicas.
 //
 // The places where seed 001's faults strike are single places, each a
 // failpoint (docs/testing.md): before taking the next entry (the end of

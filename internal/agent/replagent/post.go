@@ -36,6 +36,10 @@ type AdminClient struct {
 	// PeerClient takes checkpoints from peer agents (bounded by the
 	// caller's context). Default: a client without a timeout.
 	PeerClient *http.Client
+	// OutcallClient posts outgoing calls (bounded by the caller's
+	// context: a callee may take longer than Client's timeout). Default:
+	// a client without a timeout.
+	OutcallClient *http.Client
 }
 
 func (c *AdminClient) client() *http.Client {
@@ -116,6 +120,49 @@ func (c *AdminClient) postBody(ctx context.Context, base, route string, data []b
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	return nil
+}
+
+// maxOutcallAnswer bounds the answer to POST …/outcalls: the balancer
+// keeps a callee's reply body up to 16 MiB, base64 in JSON.
+const maxOutcallAnswer = 24 << 20
+
+// PostOutcall posts one copy of an outgoing call to the admin API at base,
+// POST /v1/groups/{group}/outcalls, and returns the balancer's answer: the
+// callee's reply (status 502 with Error when it could not be reached). An
+// error means this instance gave no answer (try the next).
+func (c *AdminClient) PostOutcall(ctx context.Context, base string, oc protocol.Outcall) (protocol.OutcallReply, error) {
+	data, err := json.Marshal(oc)
+	if err != nil {
+		return protocol.OutcallReply{}, fmt.Errorf("replagent: outcall %s: %w", oc.Key, err)
+	}
+	tok, ok := c.Token()
+	if !ok {
+		return protocol.OutcallReply{}, fmt.Errorf("replagent: outcall %s: not registered yet", oc.Key)
+	}
+	u := base + "/v1/groups/" + url.PathEscape(c.Group) + "/outcalls"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
+	if err != nil {
+		return protocol.OutcallReply{}, fmt.Errorf("replagent: POST %s: %w", u, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	hc := c.OutcallClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return protocol.OutcallReply{}, fmt.Errorf("replagent: POST %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return protocol.OutcallReply{}, fmt.Errorf("replagent: POST %s answered %d: %s", u, resp.StatusCode, excerpt(resp.Body))
+	}
+	var reply protocol.OutcallReply
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxOutcallAnswer)).Decode(&reply); err != nil {
+		return protocol.OutcallReply{}, fmt.Errorf("replagent: POST %s: decoding the answer: %w", u, err)
+	}
+	return reply, nil
 }
 
 // Checkpoint fetches a checkpoint from the peer agent: GET

@@ -15,6 +15,11 @@
 //     wait for the first reply) — seed 001 Fig. 3–5;
 //   - beside them in the same run, the same calls straight to one plain
 //     counter and through the per-request group;
+//   - seed 001's two other topologies with 2 replicas (callers.go): clients
+//     → an unreplicated relay → the bridge → the counters (MEAD's set-up),
+//     and clients → the bridge of a second group of relays, each behind
+//     its agent and calling through it, → one plain deduplicating counter
+//     (replicated callers);
 //   - the ordered requests per second of 8 concurrent protocol-aware
 //     clients;
 //   - with a failpoint binary (--failpoint-binary), fault injection at
@@ -22,6 +27,9 @@
 //     several runs per point, the RTT increase of the faulted call (Fig. 6).
 //
 // Every run checks that every call was answered once, that each live
-// replica's counter equals the number of distinct requests, and that the
-// live replicas' states are equal; a broken invariant fails the run.
+// replica's counter equals the number of distinct requests, that the
+// live replicas' states are equal, and that the deduplicating callee
+// applied each of the relays' outgoing calls exactly once (its value is
+// the number of calls to the relays, whose states are equal); a broken
+// invariant fails the run.
 package replication

@@ -38,7 +38,7 @@ func (*Replication) Name() string { return "replication" }
 
 // Summary implements Experiment.
 func (*Replication) Summary() string {
-	return "MEAD: RTT of a replicated counter for 1–5 clients × 2–4 replicas, split into client→bridge, ordering and replicas, beside direct and per-request calls; ordered requests/s; fault injection with --failpoint-binary"
+	return "MEAD: RTT of a replicated counter for 1–5 clients × 2–4 replicas, split into client→bridge, ordering and replicas, beside direct and per-request calls and MEAD's relay topologies (replicated callers: a deduplicating callee sees each call once); ordered requests/s; fault injection with --failpoint-binary"
 }
 
 // ByNameOnly implements bench.ByNameOnly: "bench all" leaves replication
@@ -139,6 +139,7 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 
 	var rows []row
 	var distinct int64
+	var callers callersCheck
 	for n := 2; n <= s.Replicas; n++ {
 		if n > len(set.live()) {
 			if _, err := set.addReplica(ctx, nil); err != nil {
@@ -160,6 +161,16 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 				rows = append(rows, rw)
 				env.Logf("%d replicas, %d %s clients: RTT p50 %.3f ms (append %.3f, wait %.3f)", n, c, kind, rw.RTTP50MS, rw.AppendP50MS, rw.WaitP50MS)
 			}
+		}
+		if n == 2 {
+			// The two other topologies, with 2 replicas (callers.go).
+			more, d, chk, err := measureTopologies(ctx, set, s)
+			if err != nil {
+				return nil, err
+			}
+			rows = append(rows, more...)
+			distinct += d
+			callers = chk
 		}
 		if err := set.checkInvariants(ctx, distinct); err != nil {
 			return nil, err
@@ -196,7 +207,7 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 	}
 	return &bench.Results{
 		Rows:   rows,
-		Report: report(s, rows, tp, faults, r.FailpointBinary != ""),
-		Extra:  map[string]any{"settings": s, "throughput": tp, "faults": faults},
+		Report: report(s, rows, tp, callers, faults, r.FailpointBinary != ""),
+		Extra:  map[string]any{"settings": s, "throughput": tp, "callers": callers, "faults": faults},
 	}, nil
 }

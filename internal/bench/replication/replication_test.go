@@ -57,3 +57,28 @@ func TestSummariseFailsOnAValueTwoCallsGot(t *testing.T) {
 		t.Fatalf("summarise with an error: %v", err)
 	}
 }
+
+// The two other topologies count as ordered calls (distinct values, each
+// one request applied); only the one whose clients call a bridge takes
+// the bridge's split.
+func TestSummariseTheOtherTopologies(t *testing.T) {
+	runs := []clientRun{{calls: 2, samples: []sample{
+		{rtt: 4 * time.Millisecond, appendDur: time.Millisecond, wait: 2 * time.Millisecond, value: 1},
+		{rtt: 4 * time.Millisecond, appendDur: time.Millisecond, wait: 2 * time.Millisecond, value: 3},
+	}}}
+	rw, applied, err := summarise(configCallers, aware, 2, 1, runs, 0)
+	if err != nil || applied != 2 || rw.AppendP50MS != 1 || rw.WaitP50MS != 2 || rw.BridgeP50MS != 1 {
+		t.Fatalf("summarise(%s) = %+v, %d, %v; want 2 applied and the split 1/2/1", configCallers, rw, applied, err)
+	}
+	rw, applied, err = summarise(configViaRelay, plain, 2, 1, runs, 0)
+	if err != nil || applied != 2 || rw.AppendP50MS != 0 || rw.WaitP50MS != 0 {
+		t.Fatalf("summarise(%s) = %+v, %d, %v; want 2 applied and no split", configViaRelay, rw, applied, err)
+	}
+	runs[0].samples[1].value = 1
+	if _, _, err := summarise(configViaRelay, plain, 2, 1, runs, 0); err == nil || !strings.Contains(err.Error(), "two calls got the value 1") {
+		t.Fatalf("summarise(%s) with a value two calls got: %v", configViaRelay, err)
+	}
+	if _, applied, err := summarise(configDirect, plain, 1, 1, runs, 0); err != nil || applied != 0 {
+		t.Fatalf("summarise(%s) = %d, %v; want nothing applied to the group and no value check", configDirect, applied, err)
+	}
+}

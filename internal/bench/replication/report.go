@@ -7,7 +7,7 @@ import (
 )
 
 // report writes report.md's blocks and targets.
-func report(s settings, rows []row, tp throughput, faults []faultPoint, injected bool) *bench.Report {
+func report(s settings, rows []row, tp throughput, callers callersCheck, faults []faultPoint, injected bool) *bench.Report {
 	rep := bench.NewReport("bench replication: active replication of a stateful counter (MEAD)")
 	rep.Para("Closed-loop clients call `POST /increment` on a counter replicated with `binding: replicated` (the log on the single-node bbolt engine, `fulcrum agent replicated` in front of each `fulcrum backend counter`), %d calls per client per point, the first %d of each client left out. Plain clients send nothing of fulcrum's (their connection is the session); protocol-aware ones send `Fulcrum-Session` and `Fulcrum-Sequence`. The split comes from the bridge's `Server-Timing`: *append* is the log's append, *wait* the wait for the first reply after it, *client↔bridge* the rest. Replicas 3 and 4 joined the running group by state transfer.", s.Invocations, s.Discard)
 
@@ -15,11 +15,17 @@ func report(s settings, rows []row, tp throughput, faults []faultPoint, injected
 	var tab [][]string
 	for _, r := range rows {
 		split := "—"
-		if r.Config == configReplicated {
+		if bridged(r.Config) {
 			split = fmt.Sprintf("%.3f / %.3f / %.3f", r.AppendP50MS, r.WaitP50MS, r.BridgeP50MS)
 		}
 		reps := fmt.Sprint(r.Replicas)
-		if r.Config != configReplicated {
+		switch r.Config {
+		case configViaRelay:
+			reps = fmt.Sprintf("%d (behind 1 relay)", r.Replicas)
+		case configCallers:
+			reps = fmt.Sprintf("%d relays (→ 1 counter)", r.Replicas)
+		case configReplicated:
+		default:
 			reps = "1 (plain counter)"
 		}
 		tab = append(tab, []string{r.Config, r.Kind, reps, fmt.Sprint(r.Clients), fmt.Sprintf("%.3f", r.RTTP50MS), fmt.Sprintf("%.3f", r.RTTMeanMS), fmt.Sprintf("%.3f", r.RTTP99MS), split, fmt.Sprint(r.Errors)})
@@ -44,6 +50,10 @@ func report(s settings, rows []row, tp throughput, faults []faultPoint, injected
 		detail += fmt.Sprintf("%d %s clients: %.3f ≤ %.3f + %.3f + 1 = %.3f %s; ", r.Clients, r.Kind, r.RTTP50MS, pr.RTTP50MS, r.AppendP50MS, bound, mark(r.RTTP50MS <= bound))
 	}
 	rep.Target("replicated RTT ≤ per-request RTT + the log's append p50 + 1 ms (p50s, 2 replicas)", met, "%s", detail)
+
+	rep.Para("Seed 001's other two topologies, with 2 replicas: *%s* is its own set-up, clients calling an unreplicated `fulcrum backend relay` whose calls go to the counters' bridge; *%s* are replicated callers, clients calling the bridge of a group of relays, each behind its agent and sending its calls to one plain `fulcrum backend counter --dedup` through it (`--proxy`): every relay makes each call, the balancer forwards it once with the key `<group>/<position>/<index>` as `Idempotency-Key`.", configViaRelay, configCallers)
+	rep.Target("a deduplicating callee saw each outgoing call exactly once, and the replicated relays' states are equal", callers.Calls > 0 && callers.CalleeValue == callers.Calls && int64(callers.RelayIncrements) == callers.Calls,
+		"%d calls to the relays; the callee's counter %d; each relay applied %d", callers.Calls, callers.CalleeValue, callers.RelayIncrements)
 
 	rep.Heading("Ordered requests per second")
 	rep.Para("%d protocol-aware clients calling as fast as they can for %.0f s on %d replicas: %d calls, **%.0f ordered requests/s**, RTT p50 %.3f ms.", tp.Clients, tp.DurationS, tp.Replicas, tp.Calls, tp.RPS, tp.RTTP50MS)

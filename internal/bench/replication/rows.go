@@ -14,7 +14,23 @@ const (
 	configReplicated = "replicated"
 	configDirect     = "direct"
 	configPerRequest = "per-request"
+	// configViaRelay: client → unreplicated relay → bridge → counters
+	// (seed 001's set-up; callers.go).
+	configViaRelay = "relay→bridge"
+	// configCallers: client → bridge → replicated relays → one plain
+	// deduplicating counter (replicated callers; callers.go).
+	configCallers = "bridge→relays"
 )
+
+// ordered reports whether config's calls go through a replicated group's
+// log: each answers a distinct value and counts as one request applied.
+func ordered(config string) bool {
+	return config == configReplicated || config == configViaRelay || config == configCallers
+}
+
+// bridged reports whether config's clients call a bridge, whose
+// Server-Timing splits the RTT.
+func bridged(config string) bool { return config == configReplicated || config == configCallers }
 
 // row is one point: a configuration, a client kind, replicas and clients.
 type row struct {
@@ -40,9 +56,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // summarise makes the row of one point from its clients' runs, leaving out
 // each client's first discard calls. It fails on any client-visible
-// error and, for the replicated group, on a value two calls got (a reply
-// given to the wrong call, or a request applied twice); it returns the
-// number of requests the replicated group applied.
+// error and, for the calls through a replicated group (ordered), on a
+// value two calls got (a reply given to the wrong call, or a request
+// applied twice); it returns the number of requests the replicated group
+// applied.
 func summarise(config, kind string, replicas, clients int, runs []clientRun, discard int) (row, int64, error) {
 	rw := row{Config: config, Kind: kind, Replicas: replicas, Clients: clients}
 	var rtt, app, wait, bridge []float64
@@ -55,10 +72,10 @@ func summarise(config, kind string, replicas, clients int, runs []clientRun, dis
 			return rw, 0, fmt.Errorf("replication: %s, %d replicas, %d %s clients: client %d saw %d errors, first: %s", config, replicas, clients, kind, i, len(r.errors), r.errors[0])
 		}
 		for j, s := range r.samples {
-			if config == configReplicated {
+			if ordered(config) {
 				applied++
 				if seen[s.value] {
-					return rw, 0, fmt.Errorf("replication: %d replicas, %d %s clients: two calls got the value %d", replicas, clients, kind, s.value)
+					return rw, 0, fmt.Errorf("replication: %s, %d replicas, %d %s clients: two calls got the value %d", config, replicas, clients, kind, s.value)
 				}
 				seen[s.value] = true
 			}
@@ -66,7 +83,7 @@ func summarise(config, kind string, replicas, clients int, runs []clientRun, dis
 				continue
 			}
 			rtt = append(rtt, ms(s.rtt))
-			if config == configReplicated {
+			if bridged(config) {
 				app = append(app, ms(s.appendDur))
 				wait = append(wait, ms(s.wait))
 				bridge = append(bridge, ms(s.rtt-s.appendDur-s.wait))

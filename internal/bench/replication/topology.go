@@ -16,6 +16,8 @@ import (
 const (
 	groupReplicated = "counter"
 	groupPerRequest = "plain"
+	// groupRelays is the replicated relays' (callers.go).
+	groupRelays = "relay"
 )
 
 // counter is a running "fulcrum backend counter".
@@ -41,6 +43,9 @@ type setup struct {
 	plain counter // behind the per-request group, and called directly
 	reps  []*replica
 	hc    *http.Client
+	// callers are the replicated-callers topologies' processes, started
+	// by startCallers.
+	callers callerProcs
 }
 
 // start starts the balancer, the plain counter and n replicas; bin is the
@@ -55,6 +60,7 @@ func start(ctx context.Context, env *bench.Env, bin string, n int) (*setup, erro
 	bal, err := env.StartBalancer(ctx,
 		bench.GroupSpec{Name: groupReplicated, Binding: protocol.BindingReplicated, Extra: "    replicated: {read_only: [\"GET /value\"]}\n"},
 		bench.GroupSpec{Name: groupPerRequest, Binding: protocol.PerRequest, Strategy: "round-robin", Replicas: []string{plain.url}},
+		bench.GroupSpec{Name: groupRelays, Binding: protocol.BindingReplicated, Extra: "    replicated: {read_only: [\"GET /value\"]}\n"},
 	)
 	if err != nil {
 		return nil, err
@@ -70,8 +76,14 @@ func start(ctx context.Context, env *bench.Env, bin string, n int) (*setup, erro
 
 // startCounter starts a counter on a free loopback port.
 func (s *setup) startCounter(ctx context.Context, name string, environ []string) (counter, error) {
+	return s.startBackend(ctx, name, environ, "counter", "--listen", "127.0.0.1:0")
+}
+
+// startBackend starts "fulcrum backend <args>" (a counter or a relay) and
+// waits until it serves.
+func (s *setup) startBackend(ctx context.Context, name string, environ []string, args ...string) (counter, error) {
 	lines := make(chan string, 1)
-	p, err := s.env.Start(bench.ProcSpec{Name: s.env.UniqueName(name), Path: s.bin, Args: []string{"backend", "counter", "--listen", "127.0.0.1:0"}, FirstLine: lines, Env: environ})
+	p, err := s.env.Start(bench.ProcSpec{Name: s.env.UniqueName(name), Path: s.bin, Args: append([]string{"backend"}, args...), FirstLine: lines, Env: environ})
 	if err != nil {
 		return counter{}, err
 	}
@@ -216,6 +228,7 @@ func (s *setup) stop() {
 		r.agent.Stop(time.Second)
 		r.proc.Stop(time.Second)
 	}
+	s.callers.stop()
 	s.bal.Proc.Stop(time.Second)
 	s.plain.proc.Stop(time.Second)
 }

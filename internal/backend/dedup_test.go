@@ -1,0 +1,82 @@
+package backend_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/fulcrum-lb/fulcrum/internal/backend"
+)
+
+// A deduplicating counter applies each Idempotency-Key once: concurrent and
+// later copies of a key get the first reply, requests without a key are
+// each applied, and a key forgotten (beyond the bound) is applied again.
+func TestDedupAppliesEachKeyOnce(t *testing.T) {
+	t.Parallel()
+	c := &backend.Counter{}
+	d := backend.NewDedup(backend.NewCounterHandler(c, backend.CounterOptions{}), 4)
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	inc := func(key string) (int, string) {
+		h := map[string]string{}
+		if key != "" {
+			h[backend.HeaderIdempotencyKey] = key
+		}
+		status, body := do(t, http.MethodPost, srv.URL+"/increment", nil, h)
+		return status, string(body)
+	}
+
+	// 8 copies of each of 3 keys, all at once.
+	replies := make(map[string]map[string]int)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, key := range []string{"g/1/0", "g/2/0", "g/3/0"} {
+		replies[key] = map[string]int{}
+		for range 8 {
+			wg.Go(func() {
+				status, body := inc(key)
+				mu.Lock()
+				replies[key][fmt.Sprint(status, " ", body)]++
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	if v := c.State().Value; v != 3 {
+		t.Fatalf("24 requests with 3 keys left the counter at %d, want 3", v)
+	}
+	seen := map[string]bool{}
+	for key, rs := range replies {
+		if len(rs) != 1 {
+			t.Fatalf("the copies of %s got different replies: %v", key, rs)
+		}
+		for r := range rs {
+			if seen[r] {
+				t.Fatalf("two keys got the reply %q", r)
+			}
+			seen[r] = true
+		}
+	}
+	if n := d.Duplicates(); n != 21 {
+		t.Fatalf("Duplicates() = %d, want 21", n)
+	}
+
+	// Without a key every request is applied.
+	inc("")
+	inc("")
+	if v := c.State().Value; v != 5 {
+		t.Fatalf("two requests without a key: counter %d, want 5", v)
+	}
+	// Bounded to 4 keys: after g/4, g/5 the oldest, g/1, is forgotten
+	// (g/2 and g/3 are still known).
+	inc("g/4/0")
+	inc("g/5/0")
+	if _, body := inc("g/3/0"); c.State().Value != 7 {
+		t.Fatalf("a remembered key was applied again: %s, counter %d", body, c.State().Value)
+	}
+	if status, body := inc("g/1/0"); status != http.StatusOK || body != "{\"value\":8}\n" || c.State().Value != 8 {
+		t.Fatalf("a forgotten key: %d %q, counter %d, want it applied again at 8", status, body, c.State().Value)
+	}
+}
