@@ -18,18 +18,40 @@ import (
 // answering it. Three instances on a three-member etcd; instance A runs
 // the failpoint binary with bridgeBeforeAnswer armed at its killAt-th
 // call; a replicated group with three counters, each behind an agent
-// registered with all three instances (streaming from A first). The Go
-// client, given the three front doors, makes its calls one after another
-// starting at A: A dies of SIGKILL after the first reply to call killAt,
-// the client sends that call again to B, whose append finds the entry in
-// the log and gets the original reply from the agents (a reply request
-// passed on between instances). No call fails, every call gets the next
+// registered with all three instances. The Go client, given the three
+// front doors, makes its calls one after another starting at A: A dies of
+// SIGKILL after the first reply to call killAt, the client sends that call
+// again to B, whose append finds the entry in the log and gets the
+// original reply from the agents. No call fails, every call gets the next
 // value (none ran twice, none was lost), and the live counters end at the
-// number of calls.
+// number of calls. The subtests share the etcd cluster:
+//
+//   - agents listing A, B, C stream from A: when A dies they are between
+//     two streams as B first asks for the reply; B asks again on each
+//     stream that opens;
+//   - one agent streams from A (then C), two from C, none from B: the
+//     replies cross instances — to A, the entries' reply_to, while A
+//     lives; to B for the call A died on, through the reply request B
+//     passes on to C (POST /v1/groups/counter/log/ask); to B, the
+//     reply_to, for the later calls.
 func TestReplicatedBridgeKilledClientMovesOn(t *testing.T) {
 	t.Parallel()
 	bin := failpointtest.Binary(t)
 	etcd := etcdtest.New(t, etcdtest.Options{Members: 3})
+	t.Run("agents streaming from A", func(t *testing.T) {
+		t.Parallel()
+		testBridgeKilled(t, etcd, bin, func(a, b, c string) [][]string { return [][]string{{a, b, c}, {a, b, c}, {a, b, c}} })
+	})
+	t.Run("agents streaming from A and C", func(t *testing.T) {
+		t.Parallel()
+		testBridgeKilled(t, etcd, bin, func(a, b, c string) [][]string { return [][]string{{a, c, b}, {c, a, b}, {c, b, a}} })
+	})
+}
+
+// testBridgeKilled runs TestReplicatedBridgeKilledClientMovesOn with three
+// replicas whose agents register with the admin URLs orders gives each
+// (from the instances' A, B and C).
+func testBridgeKilled(t *testing.T, etcd *etcdtest.Cluster, bin string, orders func(a, b, c string) [][]string) {
 	ctx := testContext(t, 2*time.Minute)
 	const calls, killAt = 240, 120
 
@@ -41,9 +63,10 @@ func TestReplicatedBridgeKilledClientMovesOn(t *testing.T) {
 	})
 	a := c.instances[0]
 	c.createGroup(ctx, t, 0, replicatedGroup, map[string]any{"binding": "replicated"})
+	ad := c.admins()
 	var reps []*counterReplica
-	for range 3 {
-		reps = append(reps, startCounterReplica(t, c.admins(), replicatedGroup, []string{"FULCRUM_JOIN_TOKEN=" + clusterToken}))
+	for _, register := range orders(ad[0], ad[1], ad[2]) {
+		reps = append(reps, startCounterReplica(t, register, replicatedGroup, []string{"FULCRUM_JOIN_TOKEN=" + clusterToken}))
 	}
 	for _, in := range c.instances {
 		waitActive(ctx, t, c, in, replicatedGroup, len(reps))
