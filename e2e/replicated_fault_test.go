@@ -12,10 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/client"
 	"github.com/fulcrum-lb/fulcrum/internal/proctest"
 )
 
@@ -165,4 +168,85 @@ func killedBySIGKILL(ctx context.Context, p *proctest.Proc) error {
 		return fmt.Errorf("%s ended with %v, want death by SIGKILL", p.Name, ee)
 	}
 	return nil
+}
+
+// TestReplicatedReplicasKilledUnderLoad kills replicas with kill -9, no
+// failpoint: a replicated group of four replicas on one instance, four Go
+// clients (Options.Replicated) making their calls concurrently; once a
+// quarter of the calls are answered, one replica's counter and another
+// replica's agent are killed (SIGKILL). No call fails, every call gets a
+// value of its own (none ran twice), and the two live replicas' counters
+// both end at the number of calls.
+func TestReplicatedReplicasKilledUnderLoad(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 90*time.Second)
+	const clients, perClient = 4, 100
+	const total = clients * perClient
+	cfg := writeConfig(t, "admin: 127.0.0.1:0\ndata_dir: %s\ngroups:\n  - name: %s\n    front_door: 127.0.0.1:0\n    binding: replicated\n",
+		filepath.Join(t.TempDir(), "data"), replicatedGroup)
+	bal := startServe(t, "--config", cfg)
+	hc := apiClient(t)
+	var reps []*counterReplica
+	for range 4 {
+		reps = append(reps, startCounterReplica(t, []string{bal.admin}, replicatedGroup, nil))
+	}
+	waitActiveAt(ctx, t, hc, bal.admin, replicatedGroup, len(reps))
+	g, err := getGroup(ctx, hc, bal.admin, replicatedGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	door := "http://" + g.Listening
+
+	var answered atomic.Int64
+	quarter := make(chan struct{})
+	var once sync.Once
+	values := make([][]int64, clients)
+	errs := make([][]string, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		base := &http.Transport{}
+		t.Cleanup(base.CloseIdleConnections)
+		tr := client.NewTransport(client.Options{Base: base, ClientID: fmt.Sprintf("e2e-kill9-%d", i), Replicated: true, Timeout: 20 * time.Second})
+		c := &http.Client{Transport: tr}
+		wg.Go(func() {
+			for n := range perClient {
+				v, err := increment(ctx, c, door)
+				if err != nil {
+					errs[i] = append(errs[i], fmt.Sprintf("call %d: %v", n+1, err))
+				} else {
+					values[i] = append(values[i], v)
+				}
+				if answered.Add(1) >= total/4 {
+					once.Do(func() { close(quarter) })
+				}
+			}
+		})
+	}
+	select {
+	case <-quarter:
+	case <-ctx.Done():
+		t.Fatalf("a quarter of the calls not answered: %v", ctx.Err())
+	}
+	reps[0].counter.Kill9(ctx, t)
+	reps[1].agent.Kill9(ctx, t)
+	atKill := answered.Load()
+	wg.Wait()
+
+	if atKill >= total {
+		t.Errorf("the kills came after the last call (%d of %d answered): nothing was tested", atKill, total)
+	}
+	seen := map[int64]bool{}
+	for i := range clients {
+		for _, e := range errs[i] {
+			t.Errorf("client %d: %s", i, e)
+		}
+		for _, v := range values[i] {
+			if seen[v] || v < 1 || v > total {
+				t.Errorf("client %d got the value %d: twice, or outside 1..%d (a call ran twice)", i, v, total)
+			}
+			seen[v] = true
+		}
+	}
+	t.Logf("%d calls, the kills done after %d", total, atKill)
+	waitCounters(ctx, t, hc, reps, total)
 }
