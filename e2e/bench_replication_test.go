@@ -12,16 +12,20 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/failpoint/failpointtest"
 )
 
-// faultTarget is the replication bench's fault-injection target, as its
-// report and results.json name it.
-const faultTarget = "zero client-visible errors and duplicates at the injection points"
+// The replication bench's targets this test holds it to, as its report
+// and results.json name them: fault injection, and replicated callers.
+const (
+	faultTarget   = "zero client-visible errors and duplicates at the injection points"
+	callersTarget = "a deduplicating callee saw each outgoing call exactly once, and the replicated relays' states are equal"
+)
 
 // TestBenchReplicationSmoke runs "fulcrum bench replication --smoke" with
 // the failpoint binary: rows for the replicated group (2 to 4 replicas,
-// plain and protocol-aware clients), direct and per-request, none with an
-// error; every fault injection point (1–5) ran, its failpoint killed its
-// process in every run, and no client saw an error; the fault target is
-// met. (The bench itself fails on a broken invariant — a counter that is
+// plain and protocol-aware clients), direct, per-request and seed 001's
+// relay topologies, none with an error; every fault injection point (1–5)
+// ran, its failpoint killed its process in every run, and no client saw
+// an error; the fault target and the replicated callers' target (a
+// deduplicating callee saw each call once) are met. (The bench itself fails on a broken invariant — a counter that is
 // not the number of distinct requests, a value two calls got — so an exit
 // status 0 says those held.)
 func TestBenchReplicationSmoke(t *testing.T) {
@@ -51,7 +55,7 @@ func TestBenchReplicationSmoke(t *testing.T) {
 			want = append(want, fmt.Sprintf("replicated/%s/%d", kind, n))
 		}
 	}
-	want = append(want, "direct/plain/1", "per-request/plain/1")
+	want = append(want, "direct/plain/1", "per-request/plain/1", "relay→bridge/plain/2", "bridge→relays/aware/2")
 	for _, w := range want {
 		if !seen[w] {
 			t.Errorf("no row for %s (config/kind/replicas); rows: %v", w, res.Rows)
@@ -91,16 +95,18 @@ func TestBenchReplicationSmoke(t *testing.T) {
 			t.Errorf("fault point %d not run; faults: %+v", p, extra.Faults)
 		}
 	}
-	met := false
-	for _, tg := range extra.Targets {
-		if tg.Name == faultTarget {
-			met = tg.Status == "met"
-			if !met {
-				t.Errorf("target %q: %s (%s), want met", tg.Name, tg.Status, tg.Detail)
+	for _, name := range []string{faultTarget, callersTarget} {
+		found := false
+		for _, tg := range extra.Targets {
+			if tg.Name == name {
+				found = true
+				if tg.Status != "met" {
+					t.Errorf("target %q: %s (%s), want met", tg.Name, tg.Status, tg.Detail)
+				}
 			}
 		}
-	}
-	if !met && !t.Failed() {
-		t.Errorf("no target %q in results.json: %+v", faultTarget, extra.Targets)
+		if !found {
+			t.Errorf("no target %q in results.json: %+v", name, extra.Targets)
+		}
 	}
 }
