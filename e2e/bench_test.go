@@ -41,7 +41,13 @@ var latencyFields = []string{
 // that it exits 0 and wrote its files, and returns results.json.
 func runBench(t *testing.T, name string, files ...string) (benchResults, string) {
 	t.Helper()
-	raw, out := benchSmoke(t, "fulcrum bench "+name, name, nil)
+	return runBenchWith(t, name, nil, files...)
+}
+
+// runBenchWith is runBench with extra flags after "--smoke --out DIR".
+func runBenchWith(t *testing.T, name string, extra []string, files ...string) (benchResults, string) {
+	t.Helper()
+	raw, out := benchSmoke(t, "fulcrum bench "+name, name, nil, extra...)
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {
 		t.Fatalf("results.json is not a JSON object: %v", err)

@@ -53,6 +53,11 @@ type clusterInstance struct {
 	admin string // admin API base URL, the same across restarts
 	cfg   string // config file
 	proc  *balancerProc
+	// bin and env, when set, are the binary (fulcrumBin by default) and
+	// the extra environment the instance runs with (a failpoint binary,
+	// armed).
+	bin string
+	env []string
 }
 
 // startFulcrumCluster starts three instances on etcd under prefix (which
@@ -60,6 +65,13 @@ type clusterInstance struct {
 // and lists the three in its GET /v1/cluster. extra is YAML added to
 // every instance's config (groups, ...).
 func startFulcrumCluster(t *testing.T, etcd *etcdtest.Cluster, prefix, extra string) *fulcrumCluster {
+	t.Helper()
+	return startFulcrumClusterWith(t, etcd, prefix, extra, nil)
+}
+
+// startFulcrumClusterWith is startFulcrumCluster with setup, when not
+// nil, called on each instance before it starts (to set its bin and env).
+func startFulcrumClusterWith(t *testing.T, etcd *etcdtest.Cluster, prefix, extra string, setup func(i int, in *clusterInstance)) *fulcrumCluster {
 	t.Helper()
 	c := &fulcrumCluster{etcd: etcd, prefix: prefix, hc: tokenClient(t)}
 	for i, host := range clusterHosts {
@@ -76,6 +88,9 @@ store:
     session_ttl: %s
 %s`, admin, clusterToken, name, strings.Join(etcd.Endpoints(), ", "), prefix, clusterSessionTTL, extra)
 		in := &clusterInstance{name: name, host: host, admin: "http://" + admin, cfg: cfg}
+		if setup != nil {
+			setup(i, in)
+		}
 		in.start(t)
 		c.instances = append(c.instances, in)
 	}
@@ -93,7 +108,11 @@ store:
 // serves at its admin address.
 func (in *clusterInstance) start(t *testing.T) {
 	t.Helper()
-	in.proc = startServe(t, "--config", in.cfg)
+	if in.bin == "" {
+		in.proc = startServe(t, "--config", in.cfg)
+	} else {
+		in.proc = startServeWith(t, in.bin, in.env, "--config", in.cfg)
+	}
 	if in.proc.admin != in.admin {
 		t.Fatalf("%s serves its admin API at %s, want %s", in.name, in.proc.admin, in.admin)
 	}

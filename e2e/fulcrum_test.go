@@ -31,7 +31,14 @@ var servingLine = regexp.MustCompile(`msg="fulcrum serving" admin=(\S+)`)
 // startServe runs "fulcrum serve" with args and waits until it serves.
 func startServe(t *testing.T, args ...string) *balancerProc {
 	t.Helper()
-	p := startProc(t, "fulcrum serve", append([]string{"serve"}, args...)...)
+	return startServeWith(t, fulcrumBin, nil, args...)
+}
+
+// startServeWith is startServe running bin (a failpoint binary, say) with
+// env added to the environment.
+func startServeWith(t *testing.T, bin string, env []string, args ...string) *balancerProc {
+	t.Helper()
+	p := proctest.Start(t, "fulcrum serve", proctest.Options{Env: env}, bin, append([]string{"serve"}, args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	m := p.WaitOutput(ctx, t, p.Stderr, servingLine)

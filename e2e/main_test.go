@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/fulcrum-lb/fulcrum/internal/failpoint/failpointtest"
 )
 
 // fulcrumBin is the fulcrum binary built by TestMain.
@@ -46,7 +48,9 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: built %s in %v\n", fulcrumBin, time.Since(start).Round(time.Millisecond))
 	}
 
-	code := m.Run()
+	// Through failpointtest.Run: the fault-injection tests take the
+	// failpoint binary from failpointtest.Binary, which Run removes.
+	code := failpointtest.Run(m)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: goroutines leaked by the tests: %v\n", err)

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Run closes compare windows, forgets what nobody waits for, and trims the
-// log, until ctx ends.
+// Run closes compare windows, forgets what nobody waits for, asks again
+// for the replies retried requests still wait for, and trims the log,
+// until ctx ends.
 func (h *Hub) Run(ctx context.Context) {
 	every := min(max(h.window/10, 50*time.Millisecond), time.Second)
 	t := h.clk.NewTicker(every)
@@ -52,6 +53,7 @@ func (h *Hub) maintain(ctx context.Context, now time.Time) {
 	to, trim := trimPoint(live, reports, h.full, h.trimmed)
 	h.mu.Unlock()
 	h.diverged(divs)
+	h.askAgainAt(now)
 	if !trim {
 		return
 	}

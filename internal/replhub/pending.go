@@ -29,7 +29,19 @@ type pending struct {
 	// waiters counts the Order calls waiting on the position.
 	waiters  int
 	compared bool
+	// asking is set for a retried request whose reply is not known yet:
+	// the replicas are asked for it again on every stream that opens and
+	// every askAgain (askedAt: the last time), until it comes — the agents
+	// that have it may be between two streams (the instance they streamed
+	// from died, the one whose bridge the retry reached) when it is first
+	// asked.
+	asking  bool
+	askedAt time.Time
 }
+
+// askAgain is how often a reply request still unanswered is repeated
+// (Run's rounds permitting).
+const askAgain = 500 * time.Millisecond
 
 // early is a reply that came for a position not pending.
 type early struct {
@@ -62,6 +74,7 @@ func (h *Hub) await(pos uint64, existed bool) *pending {
 	if asking {
 		// Ask anew: replicas that evicted it before may have been
 		// replaced since.
+		p.asking, p.askedAt = true, now
 		clear(p.evicted)
 		for s := range h.subs {
 			subs = append(subs, s)
@@ -75,6 +88,45 @@ func (h *Hub) await(pos uint64, existed bool) *pending {
 		h.opts.AskPeers(pos)
 	}
 	return p
+}
+
+// askAgainAt repeats, at now, the reply requests of the retried requests
+// still without a reply that were last asked askAgain ago or more: to this
+// instance's streams and, through AskPeers, to the other instances'.
+func (h *Hub) askAgainAt(now time.Time) {
+	h.mu.Lock()
+	var again []uint64
+	for _, p := range h.pending {
+		if p.asking && p.first == nil && !p.closed && p.waiters > 0 && now.Sub(p.askedAt) >= askAgain {
+			p.askedAt = now
+			again = append(again, p.pos)
+		}
+	}
+	var subs []*subscriber
+	if len(again) > 0 {
+		for s := range h.subs {
+			subs = append(subs, s)
+		}
+	}
+	h.mu.Unlock()
+	for _, pos := range again {
+		for _, s := range subs {
+			s.ask(ask{pos: pos})
+		}
+		if h.opts.AskPeers != nil {
+			h.opts.AskPeers(pos)
+		}
+	}
+}
+
+// askNewLocked queues on a stream that opens the reply requests of the
+// retried requests still without a reply. Caller holds h.mu.
+func (h *Hub) askNewLocked(s *subscriber) {
+	for _, p := range h.pending {
+		if p.asking && p.first == nil && !p.closed && p.waiters > 0 {
+			s.ask(ask{pos: p.pos})
+		}
+	}
 }
 
 // AskFor passes another instance's reply request on to this instance's

@@ -50,6 +50,7 @@ func (h *Hub) Stream(ctx context.Context, replica string, from uint64) func(yiel
 		sub := &subscriber{replica: replica, asks: make(chan ask, askBuffer)}
 		h.mu.Lock()
 		h.subs[sub] = struct{}{}
+		h.askNewLocked(sub)
 		trimmed := h.trimmed
 		h.mu.Unlock()
 		defer func() {
