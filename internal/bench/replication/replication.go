@@ -140,6 +140,7 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 	var rows []row
 	var distinct int64
 	var callers callersCheck
+	var tp throughput
 	for n := 2; n <= s.Replicas; n++ {
 		if n > len(set.live()) {
 			if _, err := set.addReplica(ctx, nil); err != nil {
@@ -171,6 +172,13 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 			rows = append(rows, more...)
 			distinct += d
 			callers = chk
+			// Throughput on 2 replicas, as the RTT target's baseline.
+			tp, err = measureThroughput(ctx, set, s.ThroughputConc, s.throughput)
+			if err != nil {
+				return nil, err
+			}
+			distinct += tp.Calls
+			env.Logf("throughput: %d concurrent clients on %d replicas, %.0f ordered requests/s", s.ThroughputConc, tp.Replicas, tp.RPS)
 		}
 		if err := set.checkInvariants(ctx, distinct); err != nil {
 			return nil, err
@@ -187,16 +195,6 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 			env.Logf("%s, %d clients: RTT p50 %.3f ms", cfg.name, c, rw.RTTP50MS)
 		}
 	}
-
-	tp, err := measureThroughput(ctx, set, s.ThroughputConc, s.throughput)
-	if err != nil {
-		return nil, err
-	}
-	distinct += tp.Calls
-	if err := set.checkInvariants(ctx, distinct); err != nil {
-		return nil, err
-	}
-	env.Logf("throughput: %d concurrent clients, %.0f ordered requests/s", s.ThroughputConc, tp.RPS)
 
 	var faults []faultPoint
 	if r.FailpointBinary != "" {

@@ -50,6 +50,11 @@ func report(s settings, rows []row, tp throughput, callers callersCheck, faults 
 		detail += fmt.Sprintf("%d %s clients: %.3f ≤ %.3f + %.3f + 1 = %.3f %s; ", r.Clients, r.Kind, r.RTTP50MS, pr.RTTP50MS, r.AppendP50MS, bound, mark(r.RTTP50MS <= bound))
 	}
 	rep.Target("replicated RTT ≤ per-request RTT + the log's append p50 + 1 ms (p50s, 2 replicas)", met, "%s", detail)
+	if one, ok := find(rows, configReplicated, aware, 2, 1); ok {
+		if most, ok := find(rows, configReplicated, aware, 2, s.Clients); ok && s.Clients > 1 {
+			rep.Para("Where the time goes (2 replicas, protocol-aware clients, p50s): with 1 client, append %.3f ms and wait %.3f ms; with %d, append %.3f ms and wait %.3f ms. The wait for the first reply grows with the number of concurrent clients because every replica applies one request at a time, in log order (the agents' quiescence, which keeps replicas equal): the last of %d concurrent requests waits for the ones ahead of it at every replica, while per-request calls run side by side in the counter.", one.AppendP50MS, one.WaitP50MS, s.Clients, most.AppendP50MS, most.WaitP50MS, s.Clients)
+		}
+	}
 
 	rep.Para("Seed 001's other two topologies, with 2 replicas: *%s* is its own set-up, clients calling an unreplicated `fulcrum backend relay` whose calls go to the counters' bridge; *%s* are replicated callers, clients calling the bridge of a group of relays, each behind its agent and sending its calls to one plain `fulcrum backend counter --dedup` through it (`--proxy`): every relay makes each call, the balancer forwards it once with the key `<group>/<position>/<index>` as `Idempotency-Key`.", configViaRelay, configCallers)
 	rep.Target("a deduplicating callee saw each outgoing call exactly once, and the replicated relays' states are equal", callers.Calls > 0 && callers.CalleeValue == callers.Calls && int64(callers.RelayIncrements) == callers.Calls,
