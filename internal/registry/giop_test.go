@@ -149,3 +149,43 @@ func TestNormalizeGIOPAddress(t *testing.T) {
 		t.Error("object keys differing in case compare equal")
 	}
 }
+
+// A replicated group's replicas are agents addressed by URL, whatever the
+// protocol: an object reference is refused there, naming the agent.
+func TestValidateGroupAddressReplicated(t *testing.T) {
+	t.Parallel()
+	ref := primeIOR("10.0.0.5", 4000, "k")
+	giop := protocol.Group{Name: "g", Protocol: protocol.ProtocolGIOP}
+	repl := protocol.Group{Name: "g", Protocol: protocol.ProtocolGIOP, Binding: protocol.BindingReplicated}
+	replHTTP := protocol.Group{Name: "g", Protocol: protocol.ProtocolHTTP, Binding: protocol.BindingReplicated}
+	for _, tt := range []struct {
+		name string
+		g    protocol.Group
+		addr string
+		want string // "" for valid
+	}{
+		{"giop ior", giop, ref, ""},
+		{"giop url", giop, "http://10.0.0.5:9101", "stringified IOR"},
+		{"replicated giop url", repl, "http://10.0.0.5:9101", ""},
+		{"replicated giop https", repl, "https://agent.example:9101", ""},
+		{"replicated giop ior", repl, ref, "listen URL of the replica's agent"},
+		{"replicated giop corbaloc", repl, "corbaloc:iiop:10.0.0.5:4000/k", "--target"},
+		{"replicated giop host:port", repl, "10.0.0.5:9101", "http:// or https://"},
+		{"replicated http ior", replHTTP, ref, "agent"},
+		{"replicated http url", replHTTP, "http://10.0.0.5:9101", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateGroupAddress(tt.g, tt.addr)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("ValidateGroupAddress(%s, %.40q) = %v, want %q", tt.name, tt.addr, err, tt.want)
+			}
+		})
+	}
+	if got := AddressProtocol(repl); got != protocol.ProtocolHTTP {
+		t.Errorf("AddressProtocol(replicated giop) = %q, want http", got)
+	}
+	if got := AddressProtocol(giop); got != protocol.ProtocolGIOP {
+		t.Errorf("AddressProtocol(giop) = %q, want giop", got)
+	}
+}

@@ -242,7 +242,7 @@ func ValidateAll(g protocol.Group) []error {
 	seen := map[string]int{}
 	for i, r := range g.Replicas {
 		field := fmt.Sprintf("replicas[%d]", i)
-		if err := ValidateAddress(g.Protocol, r.Address); err != nil {
+		if err := ValidateGroupAddress(g, r.Address); err != nil {
 			fe(field+".address", r.Address, err.Error())
 		} else if j, dup := seen[NormalizeAddress(r.Address)]; dup {
 			fe(field+".address", r.Address, fmt.Sprintf("must be unique in the group (also replicas[%d])", j))
