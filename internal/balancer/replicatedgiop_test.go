@@ -76,6 +76,15 @@ func TestReplicatedGIOPAgents(t *testing.T) {
 		t.Errorf("healthz probes: a %d, b %d; want both probed", probesA.Load(), probesB.Load())
 	}
 
+	// The agents' applied reports show in the group's status.
+	hub, _ := e.b.Hub("counter")
+	hub.Applied(b.ID, protocol.AppliedReport{Applied: 7, Checkpoints: true})
+	for _, rs := range e.mustGroup("counter").Replicas {
+		if want := map[string]uint64{b.ID: 7}[rs.ID]; rs.Applied != want {
+			t.Errorf("replica %s: applied %d in the status, want %d", rs.ID, rs.Applied, want)
+		}
+	}
+
 	ref := e.mustGroup("counter").Reference
 	if ref == nil {
 		t.Fatal("a replicated GIOP group has no reference")
