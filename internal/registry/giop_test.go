@@ -182,6 +182,22 @@ func TestValidateGroupAddressReplicated(t *testing.T) {
 			}
 		})
 	}
+	valid := repl
+	valid.FrontDoor = "127.0.0.1:2809"
+	hp := valid
+	hp.Health.Path = "/healthz"
+	if err := Validate(WithDefaults(hp)); err == nil || !strings.Contains(err.Error(), protocol.ReplicationHealthzPath) {
+		t.Errorf("Validate(replicated giop, health.path /healthz) = %v, want an error naming %s", err, protocol.ReplicationHealthzPath)
+	}
+	static := valid
+	static.Replicas = []protocol.StaticReplica{{Address: ref}}
+	if err := Validate(WithDefaults(static)); err == nil || !strings.Contains(err.Error(), "replicas[0].address") || !strings.Contains(err.Error(), "agent") {
+		t.Errorf("Validate(replicated giop, a static replica's IOR) = %v, want an error on replicas[0].address naming the agent", err)
+	}
+	static.Replicas = []protocol.StaticReplica{{Address: "http://10.0.0.5:9101"}}
+	if err := Validate(WithDefaults(static)); err != nil {
+		t.Errorf("Validate(replicated giop, a static agent URL) = %v, want nil", err)
+	}
 	if got := AddressProtocol(repl); got != protocol.ProtocolHTTP {
 		t.Errorf("AddressProtocol(replicated giop) = %q, want http", got)
 	}
