@@ -58,6 +58,13 @@ const StatePath = "/fulcrum/state"
 // entries, with HeaderPosition naming the last entry applied before it.
 const CheckpointPath = "/fulcrum/replication/checkpoint"
 
+// ReplicationHealthzPath is where a replicated agent tells whether it can
+// apply its group's log: GET answers 200 while it applies (or can apply)
+// entries, 503 while it is starting or joining (before its first hello
+// and any state transfer it leads to) and after it stopped. A replicated
+// group's replicas are probed there unless health.path is set.
+const ReplicationHealthzPath = "/fulcrum/replication/healthz"
+
 // Replicated configures a replicated group (Group.Replicated; binding
 // replicated only).
 type Replicated struct {

@@ -50,6 +50,10 @@ type ReplicaStatus struct {
 	ReportAgeMS *int64         `json:"report_age_ms"`
 	Inflight    int64          `json:"inflight"`
 	Counters    CountersStatus `json:"counters"`
+	// Applied is, in a replicated group, the log position the replica's
+	// agent last reported to this instance as applied (absent before its
+	// first report, about a second after it starts, and in other groups).
+	Applied uint64 `json:"applied,omitempty"`
 }
 
 // CountersStatus are a replica's cumulative counters.

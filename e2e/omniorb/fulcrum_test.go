@@ -139,6 +139,7 @@ type replicaStatus struct {
 	State    string   `json:"state"`
 	Load     *float64 `json:"load"`
 	Advisory string   `json:"advisory"`
+	Applied  uint64   `json:"applied"` // replicated groups
 	Counters struct {
 		Bindings   uint64 `json:"bindings"`
 		Rebinds    uint64 `json:"rebinds"`

@@ -71,7 +71,7 @@ func (b *Balancer) Block(groupName, addr string) (created bool, err error) {
 		return false, err // degraded.go
 	}
 	g.mu.Lock()
-	if err := registry.ValidateAddress(g.spec.Protocol, addr); err != nil {
+	if err := registry.ValidateGroupAddress(g.spec, addr); err != nil {
 		g.mu.Unlock()
 		return false, &protocol.FieldError{Field: "address", Value: addr, Allowed: err.Error()}
 	}

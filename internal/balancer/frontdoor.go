@@ -121,7 +121,11 @@ func (g *group) frontDoorURLLocked() string {
 }
 
 // typeIDLocked is the repository id of the group's replicas: the first one
-// registered with a typed IOR, else CORBA::Object. Caller holds g.mu.
+// registered with a typed IOR, else CORBA::Object. A replicated group's
+// replicas are agents registered by URL (registry.AddressProtocol), so its
+// reference is typed CORBA::Object: a client narrows it with _is_a, which
+// the bridge orders like any call and the servants answer. Caller holds
+// g.mu.
 func (g *group) typeIDLocked() string {
 	for _, m := range g.order {
 		if m.ref != nil && m.ref.TypeID != "" {
@@ -132,11 +136,11 @@ func (g *group) typeIDLocked() string {
 }
 
 // parseAddressLocked sets what the front door needs parsed from m's
-// address: its URL (HTTP) or its IOR (GIOP). Caller holds g.mu (or m is
-// not yet shared).
+// address: its URL (HTTP, and every replicated group's agents) or its IOR
+// (GIOP). Caller holds g.mu (or m is not yet shared).
 func (g *group) parseAddressLocked(m *member) {
 	m.url, m.ref = nil, nil
-	if g.spec.Protocol == protocol.ProtocolGIOP {
+	if registry.AddressProtocol(g.spec) == protocol.ProtocolGIOP {
 		if ref, err := registry.ParseGIOPAddress(m.rec.Address); err == nil {
 			m.ref = &ref
 		}

@@ -535,7 +535,10 @@ func (g *group) update(gs protocol.Group) error {
 		}
 	}
 	g.mu.Lock()
-	protoChanged := gs.Protocol != g.spec.Protocol
+	// The addresses' protocol changes with the protocol, and with the
+	// binding to or from replicated (a replicated group's replicas are
+	// agents addressed by URL: registry.AddressProtocol).
+	protoChanged := gs.Protocol != g.spec.Protocol || registry.AddressProtocol(gs) != registry.AddressProtocol(g.spec)
 	var oldFD frontDoorServer
 	newDoor := needsNewFrontDoor(g.spec, gs)
 	if g.running && replicatedChanged(g.spec, gs) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
 	"github.com/fulcrum-lb/fulcrum/internal/health"
+	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -32,12 +33,13 @@ type groupHealth struct {
 	suspect atomic.Pointer[map[string]*atomic.Bool]
 
 	prober *health.Prober
-	// proberProto is the protocol the prober was made for: GIOP groups
-	// probe with a LocateRequest (giopProbe), others with HTTP GETs.
-	proberProto string
-	stopProb    context.CancelFunc
-	probDone    chan struct{}
-	running     bool
+	// proberKind is how the prober was made to probe (probeKind): GIOP
+	// groups' servants with a LocateRequest (giopProbe), others with HTTP
+	// GETs.
+	proberKind string
+	stopProb   context.CancelFunc
+	probDone   chan struct{}
+	running    bool
 	// probedDown are the replicas the prober last said down (guarded by
 	// g.mu; leaderhealth.go).
 	probedDown map[string]bool
@@ -49,24 +51,54 @@ func newGroupHealth(g *group) *groupHealth {
 	return h
 }
 
+// Kinds of active probe (probeKind).
+const (
+	probeLocate = "locate" // a GIOP LocateRequest to the replica's IOR
+	probeHTTP   = "http"   // an HTTP GET of the health path
+)
+
+// probeKind is how gs's replicas are probed: a GIOP group's servants with
+// a LocateRequest; everything else, a replicated group's agents included
+// (whatever the protocol: they are addressed by URL), with HTTP GETs.
+func probeKind(gs protocol.Group) string {
+	if registry.AddressProtocol(gs) == protocol.ProtocolGIOP {
+		return probeLocate
+	}
+	return probeHTTP
+}
+
+// healthConfig is the health settings gs's prober runs with: gs.Health,
+// with a replicated group's path defaulting to the agents' own
+// protocol.ReplicationHealthzPath (200 while the agent applies the log,
+// 503 while it joins or after it stopped).
+func healthConfig(gs protocol.Group) protocol.Health {
+	cfg := gs.Health
+	if registry.IsReplicated(gs) && cfg.Path == "" {
+		cfg.Path = protocol.ReplicationHealthzPath
+	}
+	return cfg
+}
+
 // newProberLocked makes the prober for the group's protocol.
 func (h *groupHealth) newProberLocked() {
 	g := h.g
 	opts := health.ProberOptions{OnResult: h.onProbeResult, Clock: g.b.clock, Dial: g.b.opts.Dial}
-	if g.spec.Protocol == protocol.ProtocolGIOP {
+	kind := probeKind(g.spec)
+	if kind == probeLocate {
 		opts.Probe = giopProbe(g.b.opts.Dial)
 	} else {
 		opts.DialTLS = g.dialReplicaTLS("http/1.1")
 	}
-	h.prober = health.NewProber(g.spec.Health, h.onProbe, opts)
-	h.proberProto = g.spec.Protocol
+	h.prober = health.NewProber(healthConfig(g.spec), h.onProbe, opts)
+	h.proberKind = kind
 	h.probedDown = map[string]bool{}
 }
 
 // probing tells whether the group's replicas are probed actively: GIOP
-// groups always are, others when they set a health path.
+// groups and replicated groups always are, others when they set a health
+// path.
 func (h *groupHealth) probingLocked() bool {
-	return h.g.spec.Health.Path != "" || h.g.spec.Protocol == protocol.ProtocolGIOP
+	return healthConfig(h.g.spec).Path != "" || probeKind(h.g.spec) == probeLocate
 }
 
 // startLocked starts active probing if the group has a health path.
@@ -124,7 +156,7 @@ func (h *groupHealth) configureLocked() {
 	h.mu.Lock()
 	h.passive.SetConfig(h.g.spec.Health.Passive)
 	h.mu.Unlock()
-	if h.proberProto != h.g.spec.Protocol {
+	if h.proberKind != probeKind(h.g.spec) {
 		if h.stopProb != nil {
 			h.stopProb()
 			h.stopProb, h.probDone = nil, nil
@@ -133,7 +165,7 @@ func (h *groupHealth) configureLocked() {
 		h.newProberLocked()
 		h.syncLocked()
 	}
-	h.prober.SetConfig(h.g.spec.Health)
+	h.prober.SetConfig(healthConfig(h.g.spec))
 	if !h.probingLocked() && (h.stopProb != nil || !h.g.leading) {
 		// Probing stopped: on an instance that does not lead the group
 		// (leaderhealth.go) the states the leader stored go too.

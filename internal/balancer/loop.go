@@ -137,7 +137,7 @@ func (b *Balancer) checkGroupLoops(gs protocol.Group, registered bool) error {
 	local := b.local()
 	ls := b.listeners(gs.Name, gs.FrontDoor)
 	for i, r := range gs.Replicas {
-		if err := b.checkReplicaLoops(fmt.Sprintf("replicas[%d].address", i), gs.Protocol, r.Address, ls, local); err != nil {
+		if err := b.checkReplicaLoops(fmt.Sprintf("replicas[%d].address", i), registry.AddressProtocol(gs), r.Address, ls, local); err != nil {
 			return err
 		}
 	}
@@ -162,7 +162,7 @@ func (b *Balancer) checkGroupLoops(gs protocol.Group, registered bool) error {
 			if g.name == gs.Name && m.rec.Static {
 				continue // replaced by gs.Replicas, checked above
 			}
-			rs = append(rs, replica{g.name, g.spec.Protocol, m.rec.ID, m.rec.Address})
+			rs = append(rs, replica{g.name, registry.AddressProtocol(g.spec), m.rec.ID, m.rec.Address})
 		}
 		g.mu.Unlock()
 	}
@@ -200,7 +200,7 @@ func (b *Balancer) dropLoopingReplicas() {
 		g.mu.Lock()
 		dropped := false
 		for _, m := range append([]*member(nil), g.order...) {
-			l, loops := registry.LoopTarget(g.spec.Protocol, m.rec.Address, ls, local)
+			l, loops := registry.LoopTarget(registry.AddressProtocol(g.spec), m.rec.Address, ls, local)
 			if !loops {
 				continue
 			}

@@ -13,7 +13,7 @@ import (
 func (g *group) dropInvalidAddressesLocked(why string) bool {
 	dropped := false
 	for _, m := range append([]*member(nil), g.order...) {
-		err := registry.ValidateAddress(g.spec.Protocol, m.rec.Address)
+		err := registry.ValidateGroupAddress(g.spec, m.rec.Address)
 		if err == nil {
 			continue
 		}

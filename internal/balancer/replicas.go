@@ -35,9 +35,10 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 		reg.Weight = 1
 	}
 	g.mu.Lock()
-	proto := g.spec.Protocol
+	spec := g.spec
 	g.mu.Unlock()
-	if err := registry.ValidateAddress(proto, reg.Address); err != nil {
+	proto := registry.AddressProtocol(spec)
+	if err := registry.ValidateGroupAddress(spec, reg.Address); err != nil {
 		return protocol.Registered{}, false, &protocol.FieldError{Field: "address", Value: reg.Address, Allowed: err.Error()}
 	}
 	if err := b.checkReplicaLoops("address", proto, reg.Address, b.listeners("", ""), b.local()); err != nil {

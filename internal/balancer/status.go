@@ -44,6 +44,7 @@ func (g *group) status() protocol.GroupStatus {
 		// Not the leader: the loads are the leader's (loadview.go).
 		views, viewNow = pushed.replicaViews(), pushed.received
 	}
+	hub := g.hubLocked()
 	for _, m := range g.order {
 		rs := protocol.ReplicaStatus{
 			ID: m.rec.ID, Address: m.rec.Address, State: g.stateLocked(m), Weight: m.rec.Weight, Static: m.rec.Static,
@@ -70,6 +71,9 @@ func (g *group) status() protocol.GroupStatus {
 				age = 0
 			}
 			rs.ReportAgeMS = &age
+		}
+		if hub != nil {
+			rs.Applied = hub.AppliedBy(m.rec.ID)
 		}
 		st.Replicas = append(st.Replicas, rs)
 	}

@@ -68,9 +68,14 @@ skips one.
 
 On --listen it serves GET /fulcrum/replication/checkpoint (the server's
 state taken between two entries, Fulcrum-Position naming the last entry
-applied) and passes every other request to --target: the read-only calls
-a bridge sends. Let only the balancer, the other agents and its server
-reach it. Its first line on stdout is "listening on <URL>".
+applied), GET /fulcrum/replication/healthz (200 while the agent applies
+the log, 503 while it starts or joins and after it stopped: where the
+balancer probes the replica unless the group sets health.path) and passes
+every other request to --target: the read-only calls a bridge sends.
+With --giop the replica is still registered by this URL, not by the
+servant's IOR: the bridge sends the servant nothing but the log. Let only
+the balancer, the other agents and its server reach it. Its first line on
+stdout is "listening on <URL>".
 
 Replicated callers: the server may send its outgoing calls through the
 agent as through an HTTP proxy (fulcrum backend relay --proxy
@@ -246,6 +251,10 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 		}
 		if r.URL.Path == protocol.CheckpointPath {
 			http.Error(w, "the agent is starting", http.StatusServiceUnavailable)
+			return
+		}
+		if r.URL.Path == protocol.ReplicationHealthzPath {
+			replagent.ServeHealth(w, r, nil)
 			return
 		}
 		proxy.ServeHTTP(w, r)

@@ -149,3 +149,59 @@ func TestNormalizeGIOPAddress(t *testing.T) {
 		t.Error("object keys differing in case compare equal")
 	}
 }
+
+// A replicated group's replicas are agents addressed by URL, whatever the
+// protocol: an object reference is refused there, naming the agent.
+func TestValidateGroupAddressReplicated(t *testing.T) {
+	t.Parallel()
+	ref := primeIOR("10.0.0.5", 4000, "k")
+	giop := protocol.Group{Name: "g", Protocol: protocol.ProtocolGIOP}
+	repl := protocol.Group{Name: "g", Protocol: protocol.ProtocolGIOP, Binding: protocol.BindingReplicated}
+	replHTTP := protocol.Group{Name: "g", Protocol: protocol.ProtocolHTTP, Binding: protocol.BindingReplicated}
+	for _, tt := range []struct {
+		name string
+		g    protocol.Group
+		addr string
+		want string // "" for valid
+	}{
+		{"giop ior", giop, ref, ""},
+		{"giop url", giop, "http://10.0.0.5:9101", "stringified IOR"},
+		{"replicated giop url", repl, "http://10.0.0.5:9101", ""},
+		{"replicated giop https", repl, "https://agent.example:9101", ""},
+		{"replicated giop ior", repl, ref, "listen URL of the replica's agent"},
+		{"replicated giop corbaloc", repl, "corbaloc:iiop:10.0.0.5:4000/k", "--target"},
+		{"replicated giop host:port", repl, "10.0.0.5:9101", "http:// or https://"},
+		{"replicated http ior", replHTTP, ref, "agent"},
+		{"replicated http url", replHTTP, "http://10.0.0.5:9101", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateGroupAddress(tt.g, tt.addr)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("ValidateGroupAddress(%s, %.40q) = %v, want %q", tt.name, tt.addr, err, tt.want)
+			}
+		})
+	}
+	valid := repl
+	valid.FrontDoor = "127.0.0.1:2809"
+	hp := valid
+	hp.Health.Path = "/healthz"
+	if err := Validate(WithDefaults(hp)); err == nil || !strings.Contains(err.Error(), protocol.ReplicationHealthzPath) {
+		t.Errorf("Validate(replicated giop, health.path /healthz) = %v, want an error naming %s", err, protocol.ReplicationHealthzPath)
+	}
+	static := valid
+	static.Replicas = []protocol.StaticReplica{{Address: ref}}
+	if err := Validate(WithDefaults(static)); err == nil || !strings.Contains(err.Error(), "replicas[0].address") || !strings.Contains(err.Error(), "agent") {
+		t.Errorf("Validate(replicated giop, a static replica's IOR) = %v, want an error on replicas[0].address naming the agent", err)
+	}
+	static.Replicas = []protocol.StaticReplica{{Address: "http://10.0.0.5:9101"}}
+	if err := Validate(WithDefaults(static)); err != nil {
+		t.Errorf("Validate(replicated giop, a static agent URL) = %v, want nil", err)
+	}
+	if got := AddressProtocol(repl); got != protocol.ProtocolHTTP {
+		t.Errorf("AddressProtocol(replicated giop) = %q, want http", got)
+	}
+	if got := AddressProtocol(giop); got != protocol.ProtocolGIOP {
+		t.Errorf("AddressProtocol(giop) = %q, want giop", got)
+	}
+}

@@ -197,7 +197,9 @@ func ValidateAll(g protocol.Group) []error {
 	add(validateReplicaTLS(g))
 	add(validateFrontDoorTLS(g))
 	h := g.Health
-	if h.Path != "" && g.Protocol == protocol.ProtocolGIOP {
+	if h.Path != "" && g.Protocol == protocol.ProtocolGIOP && IsReplicated(g) {
+		fe("health.path", h.Path, "must be empty for replicated giop groups (their agents are probed at "+protocol.ReplicationHealthzPath+")")
+	} else if h.Path != "" && g.Protocol == protocol.ProtocolGIOP {
 		fe("health.path", h.Path, "must be empty for giop groups (they probe with a GIOP LocateRequest)")
 	} else if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
 		fe("health.path", h.Path, "must start with '/'")
@@ -242,7 +244,7 @@ func ValidateAll(g protocol.Group) []error {
 	seen := map[string]int{}
 	for i, r := range g.Replicas {
 		field := fmt.Sprintf("replicas[%d]", i)
-		if err := ValidateAddress(g.Protocol, r.Address); err != nil {
+		if err := ValidateGroupAddress(g, r.Address); err != nil {
 			fe(field+".address", r.Address, err.Error())
 		} else if j, dup := seen[NormalizeAddress(r.Address)]; dup {
 			fe(field+".address", r.Address, fmt.Sprintf("must be unique in the group (also replicas[%d])", j))

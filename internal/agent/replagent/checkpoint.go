@@ -35,7 +35,8 @@ func (a *Agent) serveCheckpoint(cr checkpointRequest, core *Core) {
 // Handler serves the agent's listener: GET protocol.CheckpointPath (the
 // server's state taken between two entries, with Fulcrum-Position naming
 // the last entry applied before it; 501 when the server cannot transfer
-// state, 503 while the agent is joining or stopped), the server's outgoing
+// state, 503 while the agent is joining or stopped), GET
+// protocol.ReplicationHealthzPath (ServeHealth), the server's outgoing
 // calls made through the agent as through an HTTP proxy (IsOutcall;
 // outcall.go), and everything else through next (the proxy to the server:
 // NewProxy).
@@ -43,6 +44,10 @@ func (a *Agent) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if IsOutcall(r) {
 			a.serveOutcall(w, r)
+			return
+		}
+		if r.URL.Path == protocol.ReplicationHealthzPath {
+			ServeHealth(w, r, a)
 			return
 		}
 		if r.URL.Path != protocol.CheckpointPath {
