@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -198,13 +196,9 @@ func absoluteHTTP(s string) error {
 }
 
 func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	adminHC, err := f.adminTLS.client(10 * time.Second)
+	ctx, log, adminHC, err := agentStart(ctx, &f.adminTLS)
 	if err != nil {
-		return exitCode(2, err)
+		return err
 	}
 	cfg := httpagent.Config{StubStatus: f.stubStatus, Cores: f.cpus, Sample: f.sample, Logger: log}
 	if f.cgroup != "" {
@@ -246,11 +240,7 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 		if ln, err = net.Listen("tcp", f.listen); err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		listenURL = f.advertise
-		if listenURL == "" {
-			listenURL = "http://" + ln.Addr().String()
-		}
-		listenURL = strings.TrimRight(listenURL, "/")
+		listenURL = agentURL(f.advertise, ln)
 	}
 	opts := monitor.Options{
 		Admins: checkedRegisterURLs(f.register), Group: f.group, Address: f.address, Token: f.token, JoinToken: f.joinToken,
@@ -294,15 +284,5 @@ func runAgentHTTP(ctx context.Context, f agentHTTPFlags, stdout io.Writer) error
 	_, runErr := stop.await(waitCtx, serveErr)
 	runErr = monitorErr(runErr, mon)
 	stopRun()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := mon.Close(sctx); err != nil {
-		log.Warn("deregistering failed", "err", err)
-	}
-	if srv != nil {
-		if err := srv.Shutdown(sctx); err != nil && runErr == nil {
-			runErr = err
-		}
-	}
-	return runErr
+	return agentLeave(log, mon, srv, runErr)
 }

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -164,13 +162,9 @@ func (f *agentReplicatedFlags) check() error {
 }
 
 func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.Writer) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	adminHC, err := f.adminTLS.client(10 * time.Second)
+	ctx, log, adminHC, err := agentStart(ctx, &f.adminTLS)
 	if err != nil {
-		return exitCode(2, err)
+		return err
 	}
 	if adminHC == nil {
 		adminHC = &http.Client{Timeout: 10 * time.Second}
@@ -209,11 +203,7 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 		deliverer.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
-	listenURL := f.advertise
-	if listenURL == "" {
-		listenURL = "http://" + ln.Addr().String()
-	}
-	listenURL = strings.TrimRight(listenURL, "/")
+	listenURL := agentURL(f.advertise, ln)
 
 	var agent atomic.Pointer[replagent.Agent]
 	admins := checkedRegisterURLs(f.register)
@@ -302,13 +292,5 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 	runErr = monitorErr(runErr, mon)
 	stopRun()
 	<-agentDone
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := mon.Close(sctx); err != nil {
-		log.Warn("deregistering failed", "err", err)
-	}
-	if err := srv.Shutdown(sctx); err != nil && runErr == nil {
-		runErr = err
-	}
-	return runErr
+	return agentLeave(log, mon, srv, runErr)
 }

@@ -57,11 +57,10 @@ type PublisherOptions struct {
 }
 
 func (o PublisherOptions) withDefaults() (PublisherOptions, error) {
+	if err := checkEtcd(o.Client, o.Prefix); err != nil {
+		return o, err
+	}
 	switch {
-	case o.Client == nil:
-		return o, errors.New("compaction: client: none given, want an etcd client")
-	case !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/"):
-		return o, fmt.Errorf("compaction: prefix %q: must start and end with /", o.Prefix)
 	case o.Instance == "" || strings.Contains(o.Instance, "/"):
 		return o, fmt.Errorf("compaction: instance %q: want a non-empty name without /", o.Instance)
 	case o.Lease == nil:
@@ -113,10 +112,9 @@ func shouldPublish(now time.Time, last lastWrite, lease clientv3.LeaseID, presen
 // needed revision: the lowest of its Needs, or etcd's revision when no
 // watch needs any, never above etcd's revision.
 type Publisher struct {
-	opts   PublisherOptions
-	key    string
-	cancel context.CancelFunc
-	done   chan struct{}
+	opts PublisherOptions
+	key  string
+	loop *loop
 
 	mu   sync.Mutex
 	last lastWrite
@@ -129,17 +127,16 @@ func StartPublisher(opts PublisherOptions) (*Publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Publisher{opts: opts, key: Key(opts.Prefix, opts.Instance), cancel: cancel, done: make(chan struct{})}
-	go p.run(ctx)
+	p := &Publisher{opts: opts, key: Key(opts.Prefix, opts.Instance)}
+	// The first write a tick after start, not among the start-up's reads
+	// and watches (a watch created behind etcd's revision is synced by
+	// etcd only every 100 ms).
+	p.loop = startLoop(opts.Clock, opts.Every, p.step)
 	return p, nil
 }
 
 // Close stops publishing (the key stays, on its lease).
-func (p *Publisher) Close() {
-	p.cancel()
-	<-p.done
-}
+func (p *Publisher) Close() { p.loop.close() }
 
 // Published is the revision last written, and false before the first
 // write.
@@ -149,23 +146,12 @@ func (p *Publisher) Published() (int64, bool) {
 	return p.last.rev, !p.last.at.IsZero()
 }
 
-func (p *Publisher) run(ctx context.Context) {
-	defer close(p.done)
-	t := p.opts.Clock.NewTicker(p.opts.Every)
-	defer t.Stop()
-	for {
-		// The first write a tick after start, not among the start-up's
-		// reads and watches (a watch created behind etcd's revision is
-		// synced by etcd only every 100 ms).
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		if err := p.publish(ctx); err != nil && ctx.Err() == nil {
-			p.opts.Metrics.failed(opPublish)
-			p.opts.Logger.Warn("etcd compaction: cannot publish this instance's lowest needed revision; trying again", "key", p.key, "err", err)
-		}
+// step publishes once; a failure is logged and counted, and tried again
+// at the next tick.
+func (p *Publisher) step(ctx context.Context) {
+	if err := p.publish(ctx); err != nil && ctx.Err() == nil {
+		p.opts.Metrics.failed(opPublish)
+		p.opts.Logger.Warn("etcd compaction: cannot publish this instance's lowest needed revision; trying again", "key", p.key, "err", err)
 	}
 }
 

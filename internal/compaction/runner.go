@@ -53,11 +53,10 @@ type RunnerOptions struct {
 }
 
 func (o RunnerOptions) withDefaults() (RunnerOptions, error) {
+	if err := checkEtcd(o.Client, o.Prefix); err != nil {
+		return o, err
+	}
 	switch {
-	case o.Client == nil:
-		return o, errors.New("compaction: client: none given, want an etcd client")
-	case !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/"):
-		return o, fmt.Errorf("compaction: prefix %q: must start and end with /", o.Prefix)
 	case o.Every <= 0:
 		return o, fmt.Errorf("compaction: compact_every %v: must be positive", o.Every)
 	case o.Live == nil || o.Leading == nil:
@@ -78,9 +77,8 @@ func (o RunnerOptions) withDefaults() (RunnerOptions, error) {
 // (clientv3.Compact, not physical).
 type Runner struct {
 	opts   RunnerOptions
-	cancel context.CancelFunc
-	done   chan struct{}
-	joined bool // Join succeeded (or there is none); run's goroutine only
+	loop   *loop
+	joined bool // Join succeeded (or there is none); the loop's goroutine only
 
 	mu   sync.Mutex
 	core *Core
@@ -92,17 +90,13 @@ func StartRunner(opts RunnerOptions) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &Runner{opts: opts, cancel: cancel, done: make(chan struct{}), core: NewCore(opts.Every), joined: opts.Join == nil}
-	go r.run(ctx)
+	r := &Runner{opts: opts, core: NewCore(opts.Every), joined: opts.Join == nil}
+	r.loop = startLoop(opts.Clock, max(opts.Every/4, time.Millisecond), r.step)
 	return r, nil
 }
 
 // Close stops the Runner.
-func (r *Runner) Close() {
-	r.cancel()
-	<-r.done
-}
+func (r *Runner) Close() { r.loop.close() }
 
 // Revision is the revision this Runner last compacted etcd to (or found
 // it compacted to); 0 before.
@@ -110,20 +104,6 @@ func (r *Runner) Revision() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.core.Revision()
-}
-
-func (r *Runner) run(ctx context.Context) {
-	defer close(r.done)
-	t := r.opts.Clock.NewTicker(max(r.opts.Every/4, time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		r.step(ctx)
-	}
 }
 
 // step is one look: while leading, read every published revision and

@@ -2,13 +2,13 @@ package bridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -18,12 +18,12 @@ import (
 // replicated groups (protocol.CodePayloadTooLarge, CodeLogFull,
 // CodeReplyExpired).
 const (
-	CodeNoReplica      = "no_replica"
-	CodeOverloaded     = "overloaded"
-	CodeBadRequest     = "bad_request"
-	CodeMethod         = "method_not_allowed"
-	CodeBadGateway     = "bad_gateway"
-	CodeGatewayTimeout = "gateway_timeout"
+	CodeNoReplica      = httpdoor.CodeNoReplica
+	CodeOverloaded     = httpdoor.CodeOverloaded
+	CodeBadRequest     = httpdoor.CodeBadRequest
+	CodeMethod         = httpdoor.CodeMethod
+	CodeBadGateway     = httpdoor.CodeBadGateway
+	CodeGatewayTimeout = httpdoor.CodeGatewayTimeout
 	// CodeLogUnavailable: the log failed (503); the request may or may not
 	// have been appended: a client with a session sends it again.
 	CodeLogUnavailable = "log_unavailable"
@@ -81,45 +81,20 @@ func (e *proxyError) Error() string {
 }
 func (e *proxyError) Unwrap() error { return e.err }
 
-// errorBody is the JSON body of every error the bridge answers itself;
-// the shape of httpdoor's.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
+// errorDetail is what the bridge's error bodies say: the shape of
+// httpdoor's.
+type errorDetail = httpdoor.ErrorDetail
 
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Group   string `json:"group"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-// writeError answers err with its status and a JSON body. snap may be nil.
+// writeError answers err with its status and a JSON body, as httpdoor
+// does; a reply expired also says its position (Fulcrum-Position). snap
+// may be nil.
 func writeError(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, err error) {
 	status, d := describe(snap, err)
-	if snap != nil {
-		d.Group = snap.Group
-	}
-	body, _ := json.Marshal(errorBody{Error: d})
-	body = append(body, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if d.Group != "" {
-		h.Set(protocol.HeaderGroup, d.Group)
-	}
-	if status == http.StatusServiceUnavailable {
-		h.Set("Retry-After", "1")
-	}
 	var exp *replhub.ReplyExpiredError
 	if errors.As(err, &exp) {
-		h.Set(protocol.HeaderPosition, strconv.FormatUint(exp.Position, 10))
+		w.Header().Set(protocol.HeaderPosition, strconv.FormatUint(exp.Position, 10))
 	}
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(body)
-	}
+	httpdoor.WriteAnswer(w, r, httpdoor.DetailAnswer(snap, status, d))
 }
 
 // describe maps an error to a status and an error detail.

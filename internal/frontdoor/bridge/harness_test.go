@@ -21,6 +21,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/replog/boltlog"
@@ -462,7 +463,7 @@ func (a answer) counterValue() (int64, error) {
 // errorDetail is the error an error answer carries.
 func (a answer) errorDetail(t testing.TB) errorDetail {
 	t.Helper()
-	var b errorBody
+	var b httpdoor.ErrorBody
 	if err := json.Unmarshal(a.body, &b); err != nil || b.Error.Code == "" {
 		t.Fatalf("answer %d %q: not an error body: %v", a.status, a.body, err)
 	}

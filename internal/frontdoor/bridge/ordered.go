@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/protocol"
@@ -18,7 +19,7 @@ import (
 
 // serveOrdered orders one request through the hub and answers with the
 // first reply.
-func (s *Server) serveOrdered(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
+func (s *Server) serveOrdered(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *httpdoor.LogWriter) {
 	id, err := identify(r.Header, connSessionOf(r.Context()), true)
 	if err != nil {
 		writeError(w, r, snap, err)
@@ -31,7 +32,7 @@ func (s *Server) serveOrdered(w http.ResponseWriter, r *http.Request, snap *fron
 	body, err := readBody(w, r, maxPayload(snap))
 	if err != nil {
 		if r.Context().Err() != nil {
-			lw.setStatus(statusClientClosed)
+			lw.SetStatus(statusClientClosed)
 			return
 		}
 		writeError(w, r, snap, err)
@@ -51,7 +52,7 @@ func (s *Server) serveOrdered(w http.ResponseWriter, r *http.Request, snap *fron
 		if r.Context().Err() != nil {
 			// The client went away: nobody to answer. (The request may
 			// have been ordered: its reply is the replicas' to keep.)
-			lw.setStatus(statusClientClosed)
+			lw.SetStatus(statusClientClosed)
 			return
 		}
 		var expired *replhub.ReplyExpiredError
@@ -61,7 +62,7 @@ func (s *Server) serveOrdered(w http.ResponseWriter, r *http.Request, snap *fron
 		writeError(w, r, snap, err)
 		return
 	}
-	lw.setReplica(rep.Replica)
+	lw.SetReplica(rep.Replica)
 	// MEAD's fault injection, fulcrum's sixth point: the bridge dies
 	// between appending the request and answering it (docs/testing.md).
 	// gofail: var bridgeBeforeAnswer struct{}

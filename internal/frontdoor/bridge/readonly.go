@@ -90,7 +90,7 @@ type roCall struct {
 	m    *frontdoor.Member
 	snap *frontdoor.Snapshot
 	to   frontdoor.Timeouts
-	lw   *logWriter
+	lw   *httpdoor.LogWriter
 }
 
 type roCallKey struct{}
@@ -102,7 +102,7 @@ func roCallOf(ctx context.Context) *roCall {
 
 // serveReadOnly proxies a read-only call to a replica that caught up with
 // the session's last write.
-func (s *Server) serveReadOnly(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
+func (s *Server) serveReadOnly(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *httpdoor.LogWriter) {
 	id, err := identify(r.Header, connSessionOf(r.Context()), false)
 	if err != nil {
 		writeError(w, r, snap, err)
@@ -118,14 +118,14 @@ func (s *Server) serveReadOnly(w http.ResponseWriter, r *http.Request, snap *fro
 	m, snap, err := s.pickCaughtUp(ctx, r, last)
 	if err != nil {
 		if r.Context().Err() != nil {
-			lw.setStatus(statusClientClosed)
+			lw.SetStatus(statusClientClosed)
 			return
 		}
 		writeError(w, r, snap, err)
 		return
 	}
 	defer m.Release()
-	lw.setReplica(m.ID())
+	lw.SetReplica(m.ID())
 	if m.URL == nil {
 		writeError(w, r, snap, &proxyError{err: fmt.Errorf("replica %s has no usable address (%q)", m.ID(), m.Address)})
 		return
@@ -204,7 +204,7 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 		err = frontdoor.ErrCallTimeout
 	case ctx.Err() != nil:
 		// The client went away (or a forced shutdown): nobody to answer.
-		c.lw.setStatus(statusClientClosed)
+		c.lw.SetStatus(statusClientClosed)
 		return
 	default:
 		s.log.Warn("read-only call failed", "replica", c.m.ID(), "method", r.Method, "path", r.URL.Path, "err", err)

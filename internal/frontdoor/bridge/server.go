@@ -195,9 +195,9 @@ func (s *Server) Close() error {
 // read-only call is proxied to a replica that caught up with the
 // session's last write, any other is ordered.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var lw *logWriter
+	var lw *httpdoor.LogWriter
 	if s.acc != nil {
-		lw = &logWriter{ResponseWriter: w, start: s.now()}
+		lw = httpdoor.NewLogWriter(w, s.now())
 		w = lw
 		defer s.writeAccess(lw, r)
 	}

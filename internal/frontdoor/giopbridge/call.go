@@ -27,10 +27,10 @@ func (c *clientConn) call(req *giop.Request, misaligned bool) {
 		c.s.log.Debug("call answered with a system exception", "remote", c.nc.RemoteAddr().String(), "operation", req.Operation, "err", err)
 		out := giop.ReplyTo(req, giop.StatusSystemException)
 		out.SetSystemException(exceptionFor(err))
-		_ = c.send(out)
+		_ = c.Send(out, c.s.opts.RequestTimeout)
 		return
 	}
-	_ = c.sendBytes(rep)
+	_ = c.SendBytes(rep, c.s.opts.RequestTimeout)
 }
 
 // orderCall orders req and returns the replica's reply, encoded, with req's

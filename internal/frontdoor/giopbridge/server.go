@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopconn"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
@@ -132,18 +133,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // read after it). It returns when every connection is closed, or, when
 // ctx ends first, closes what is left and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.conns.Close()
-	for _, c := range s.conns.List() {
-		c.closeIfIdle()
-	}
-	var err error
-	select {
-	case <-s.conns.Done():
-	case <-ctx.Done():
-		err = ctx.Err()
-		s.closeAll()
-		<-s.conns.Done()
-	}
+	err := giopconn.Drain(ctx, &s.conns)
 	s.cancel()
 	s.calls.Wait()
 	return err
@@ -155,14 +145,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.conns.Close()
 	s.cancel()
-	s.closeAll()
+	giopconn.AbortAll(&s.conns)
 	s.conns.Wait()
 	s.calls.Wait()
 	return nil
-}
-
-func (s *Server) closeAll() {
-	for _, c := range s.conns.List() {
-		c.abort()
-	}
 }

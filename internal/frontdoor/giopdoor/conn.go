@@ -4,52 +4,37 @@ import (
 	"errors"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopconn"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
-	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// closeWriteTimeout bounds writing the last message (CloseConnection,
-// MessageError) to a connection being closed.
-const closeWriteTimeout = time.Second
-
 // clientConn is one client connection to the front door. Its read loop
-// (serve) runs on one goroutine; answers are written by it and, in
-// per-request mode, by the upstream connections' readers, serialised by
-// wmu.
+// (serve) runs on one goroutine; answers are written through the embedded
+// Conn by it and, in per-request mode, by the upstream connections'
+// readers.
 type clientConn struct {
+	*giopconn.Conn
 	s  *Server
 	nc net.Conn
 	// r is used by serve only.
 	r *msgReader
-	// gone is closed when nc is: a wait for buffer memory ends.
-	gone     chan struct{}
-	goneOnce sync.Once
 	// clientHost is the host part of the peer's address (client-address
 	// keyed strategies).
 	clientHost string
 
-	wmu sync.Mutex
-
-	// mu guards what follows.
-	mu sync.Mutex
-	// busy counts messages being answered and proxied calls in flight.
-	busy   int
-	closed bool
-	// version and order of the last message, for CloseConnection.
-	version giop.Version
-	order   cdr.ByteOrder
-	// calls are the proxied calls awaiting a reply, by client request id.
+	// mu guards calls: the proxied calls awaiting a reply, by client
+	// request id.
+	mu    sync.Mutex
 	calls map[uint32]*call
 }
 
 func newClientConn(s *Server, nc net.Conn) *clientConn {
-	c := &clientConn{s: s, nc: nc, gone: make(chan struct{}), version: giop.V10}
-	c.r = newMsgReader(nc, s.budget, c.gone)
+	c := &clientConn{s: s, nc: nc, Conn: giopconn.New(nc, giopconn.Options{Closing: s.conns.Closing, Logger: s.log})}
+	c.r = newMsgReader(nc, s.budget, c.Gone())
 	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		c.clientHost = host
 	}
@@ -58,7 +43,7 @@ func newClientConn(s *Server, nc net.Conn) *clientConn {
 
 // serve reads and answers messages until the connection ends.
 func (c *clientConn) serve() {
-	defer c.abort()
+	defer c.Abort()
 	defer c.r.close()
 	for {
 		snap := c.s.g.Snapshot()
@@ -67,7 +52,7 @@ func (c *clientConn) serve() {
 		m, raw, misaligned, hdr, err := c.r.next(to.Idle, to.Request, maxMessageSize(snap))
 		if err != nil {
 			if errors.Is(err, wire.ErrIdle) {
-				if c.closeIfIdle() {
+				if c.CloseIfIdle() {
 					return
 				}
 				continue // calls in flight: the client waits for them
@@ -78,9 +63,7 @@ func (c *clientConn) serve() {
 			}
 			return
 		}
-		c.mu.Lock()
-		c.version, c.order = hdr.Version, hdr.Order
-		c.mu.Unlock()
+		c.Saw(hdr)
 		if m == nil {
 			continue // more fragments to come
 		}
@@ -98,7 +81,7 @@ func (c *clientConn) serve() {
 func (c *clientConn) handle(snap *frontdoor.Snapshot, m giop.Message, raw []byte, misaligned bool) bool {
 	switch m := m.(type) {
 	case *giop.Request:
-		if !c.enter() {
+		if !c.Enter() {
 			return false
 		}
 		if snap.Binding == protocol.PerRequest || !m.ResponseExpected() {
@@ -106,13 +89,13 @@ func (c *clientConn) handle(snap *frontdoor.Snapshot, m giop.Message, raw []byte
 			// forwarded: no reply comes back to carry the forward).
 			return c.proxyRequest(snap, m, misaligned)
 		}
-		defer c.leave()
+		defer c.Leave()
 		return c.redirectRequest(snap, m)
 	case *giop.LocateRequest:
-		if !c.enter() {
+		if !c.Enter() {
 			return false
 		}
-		defer c.leave()
+		defer c.Leave()
 		return c.answerLocate(snap, m)
 	case *giop.CancelRequest:
 		c.cancelCall(m)
@@ -133,105 +116,17 @@ func (c *clientConn) handle(snap *frontdoor.Snapshot, m giop.Message, raw []byte
 	}
 }
 
-// enter counts a message or call in flight; false when the connection is
-// closing.
-func (c *clientConn) enter() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.busy++
-	return true
-}
-
-// leave uncounts one; the last one out of a shutting-down server closes the
-// connection.
-func (c *clientConn) leave() {
-	c.mu.Lock()
-	c.busy--
-	last := c.busy == 0 && c.s.conns.Closing()
-	c.mu.Unlock()
-	if last {
-		c.closeIfIdle()
-	}
-}
-
-// closeIfIdle closes the connection, with a CloseConnection first, when
-// nothing is in flight on it. It reports whether it closed.
-func (c *clientConn) closeIfIdle() bool {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return true
-	}
-	if c.busy > 0 {
-		c.mu.Unlock()
-		return false
-	}
-	c.closed = true
-	v, o := c.version, c.order
-	c.mu.Unlock()
-	c.writeLast(closeConnection(v, o))
-	c.closeNC()
-	return true
-}
-
 // fail answers a protocol error with MessageError and closes.
-func (c *clientConn) fail(pe *protocolError) {
-	c.s.log.Debug("GIOP protocol error from client", "remote", c.nc.RemoteAddr().String(), "err", pe.err)
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	c.writeLast(messageError(pe))
-	c.closeNC()
-}
+func (c *clientConn) fail(pe *protocolError) { c.Fail(pe.version, pe.order, pe.err) }
 
-// abort closes the connection at once and drops its calls in flight.
-func (c *clientConn) abort() {
+// Abort closes the connection at once and drops its calls in flight.
+func (c *clientConn) Abort() {
+	c.Conn.Abort()
 	c.mu.Lock()
-	c.closed = true
 	calls := c.calls
 	c.calls = nil
 	c.mu.Unlock()
-	c.closeNC()
 	for _, cl := range calls {
 		cl.abandon()
 	}
-}
-
-// writeLast writes a connection's last message, bounded by
-// closeWriteTimeout.
-func (c *clientConn) writeLast(b []byte) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
-	_, _ = c.nc.Write(b)
-}
-
-// send writes one message to the client within timeout. A failed write
-// closes the connection.
-func (c *clientConn) send(m giop.Message, timeout time.Duration) error {
-	b, err := encode(m)
-	if err != nil {
-		return err
-	}
-	return c.sendBytes(b, timeout)
-}
-
-func (c *clientConn) sendBytes(b []byte, timeout time.Duration) error {
-	c.wmu.Lock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(timeout))
-	_, err := c.nc.Write(b)
-	c.wmu.Unlock()
-	if err != nil {
-		c.closeNC()
-	}
-	return err
-}
-
-// closeNC closes the connection, ending a wait of serve for buffer memory.
-func (c *clientConn) closeNC() {
-	c.goneOnce.Do(func() { close(c.gone) })
-	_ = c.nc.Close()
 }

@@ -59,18 +59,18 @@ func (c *clientConn) redirectRequest(snap *frontdoor.Snapshot, req *giop.Request
 	if !targetsGroup(snap, req.Target) {
 		rep := giop.ReplyTo(req, giop.StatusSystemException)
 		rep.SetSystemException(exceptionFor(errUnknownKey))
-		return c.send(rep, to.Request) == nil
+		return c.Send(rep, to.Request) == nil
 	}
 	m, err := c.bind(snap, req.Operation)
 	if err != nil {
 		c.s.log.Debug("no replica for a GIOP request", "operation", req.Operation, "err", err)
 		rep := giop.ReplyTo(req, giop.StatusSystemException)
 		rep.SetSystemException(exceptionFor(err))
-		return c.send(rep, to.Request) == nil
+		return c.Send(rep, to.Request) == nil
 	}
 	rep := giop.ReplyTo(req, giop.StatusLocationForward)
 	rep.SetForward(*m.IOR, false)
-	return c.send(rep, to.Request) == nil
+	return c.Send(rep, to.Request) == nil
 }
 
 // answerLocate answers a LocateRequest. For the group's key, on-demand and
@@ -86,21 +86,21 @@ func (c *clientConn) redirectRequest(snap *frontdoor.Snapshot, req *giop.Request
 func (c *clientConn) answerLocate(snap *frontdoor.Snapshot, req *giop.LocateRequest) bool {
 	to := frontdoor.TimeoutsOf(snap.Timeouts)
 	if !targetsGroup(snap, req.Target) {
-		return c.send(giop.LocateReplyTo(req, giop.LocateUnknownObject), to.Request) == nil
+		return c.Send(giop.LocateReplyTo(req, giop.LocateUnknownObject), to.Request) == nil
 	}
 	noReplica := func(err error) bool {
 		if req.Version == giop.V12 {
 			rep := giop.LocateReplyTo(req, giop.LocateSystemException)
 			rep.SetSystemException(exceptionFor(err))
-			return c.send(rep, to.Request) == nil
+			return c.Send(rep, to.Request) == nil
 		}
-		return c.send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.Request) == nil
+		return c.Send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.Request) == nil
 	}
 	if snap.Binding == protocol.PerRequest || snap.GIOP.Locate == protocol.LocateHere {
 		if len(snap.Eligible) == 0 {
 			return noReplica(frontdoor.ErrNoReplica)
 		}
-		return c.send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.Request) == nil
+		return c.Send(giop.LocateReplyTo(req, giop.LocateObjectHere), to.Request) == nil
 	}
 	m, err := c.bind(snap, "")
 	if err != nil {
@@ -108,5 +108,5 @@ func (c *clientConn) answerLocate(snap *frontdoor.Snapshot, req *giop.LocateRequ
 	}
 	rep := giop.LocateReplyTo(req, giop.LocateObjectForward)
 	rep.SetForward(*m.IOR, false)
-	return c.send(rep, to.Request) == nil
+	return c.Send(rep, to.Request) == nil
 }

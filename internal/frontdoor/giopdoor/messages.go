@@ -26,21 +26,3 @@ func (e *protocolError) Unwrap() []error {
 
 // encode encodes m, header included.
 func encode(m giop.Message) ([]byte, error) { return giop.EncodeMessage(m) }
-
-// messageError is the MessageError for a protocol error.
-func messageError(pe *protocolError) []byte {
-	b, err := encode(&giop.MessageError{Envelope: giop.Envelope{Version: pe.version, Order: pe.order}})
-	if err != nil {
-		b, _ = encode(&giop.MessageError{Envelope: giop.Envelope{Version: giop.Highest}})
-	}
-	return b
-}
-
-// closeConnection is a CloseConnection in version v and order o.
-func closeConnection(v giop.Version, o cdr.ByteOrder) []byte {
-	b, err := encode(&giop.CloseConnection{Envelope: giop.Envelope{Version: v, Order: o}})
-	if err != nil {
-		b, _ = encode(&giop.CloseConnection{Envelope: giop.Envelope{Version: giop.V10}})
-	}
-	return b
-}

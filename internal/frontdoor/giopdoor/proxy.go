@@ -47,26 +47,26 @@ type call struct {
 // ends. It returns false when the connection must end.
 func (c *clientConn) proxyRequest(snap *frontdoor.Snapshot, req *giop.Request, misaligned bool) bool {
 	if misaligned {
-		c.leave()
+		c.Leave()
 		c.fail(&protocolError{version: req.Version, order: req.Order, err: errMisaligned})
 		return false
 	}
 	to := frontdoor.TimeoutsOf(snap.Timeouts)
 	if !targetsGroup(snap, req.Target) {
-		defer c.leave()
+		defer c.Leave()
 		if !req.ResponseExpected() {
 			return true
 		}
 		rep := giop.ReplyTo(req, giop.StatusSystemException)
 		rep.SetSystemException(exceptionFor(errUnknownKey))
-		return c.send(rep, to.Request) == nil
+		return c.Send(rep, to.Request) == nil
 	}
 	cl := &call{c: c, snap: snap, req: req, clientID: req.RequestID, oneway: !req.ResponseExpected(), to: to}
 	if !cl.oneway {
 		c.mu.Lock()
 		if _, dup := c.calls[req.RequestID]; dup {
 			c.mu.Unlock()
-			c.leave()
+			c.Leave()
 			c.fail(&protocolError{version: req.Version, order: req.Order,
 				err: errors.New("giopdoor: a request id already in flight was used again")})
 			return false
@@ -344,9 +344,9 @@ func (cl *call) finishWith(m *frontdoor.Member, answer []byte, failed bool) {
 		cl.forget()
 	}
 	if answer != nil {
-		_ = cl.c.sendBytes(answer, cl.to.Request)
+		_ = cl.c.SendBytes(answer, cl.to.Request)
 	}
-	cl.c.leave()
+	cl.c.Leave()
 }
 
 // abandon ends a call whose client went away or cancelled it: the member
@@ -364,7 +364,7 @@ func (cl *call) abandon() {
 		held.Release()
 	}
 	cl.forget()
-	cl.c.leave()
+	cl.c.Leave()
 }
 
 // end marks the call done, once, and takes what it held: its upstream

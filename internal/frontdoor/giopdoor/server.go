@@ -11,6 +11,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/acceptloop"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopconn"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 )
@@ -93,19 +94,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // answered). It returns when every connection is closed, or, when ctx ends
 // first, closes what is left and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.conns.Close()
-	for _, c := range s.conns.List() {
-		c.closeIfIdle()
-	}
-	wait := s.conns.Done()
-	var err error
-	select {
-	case <-wait:
-	case <-ctx.Done():
-		err = ctx.Err()
-		s.closeAll()
-		<-wait
-	}
+	err := giopconn.Drain(ctx, &s.conns)
 	s.doneOnce.Do(func() { close(s.done) })
 	s.up.closeAll()
 	return err
@@ -115,17 +104,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // in flight.
 func (s *Server) Close() error {
 	s.conns.Close()
-	s.closeAll()
+	giopconn.AbortAll(&s.conns)
 	s.doneOnce.Do(func() { close(s.done) })
 	s.conns.Wait()
 	s.up.closeAll()
 	return nil
-}
-
-func (s *Server) closeAll() {
-	for _, c := range s.conns.List() {
-		c.abort()
-	}
 }
 
 // maxBufferedBytes is the snapshot's bound on what half-read messages may

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopconn"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/cdr"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
@@ -211,7 +212,7 @@ func (c *upConn) cancel(v giop.Version, o cdr.ByteOrder, id uint32) {
 		return
 	}
 	c.wmu.Lock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+	_ = c.nc.SetWriteDeadline(time.Now().Add(giopconn.CloseWriteTimeout))
 	_, _ = c.nc.Write(b)
 	c.wmu.Unlock()
 }
@@ -313,8 +314,8 @@ func (c *upConn) abortWith(v giop.Version, o cdr.ByteOrder) {
 		v = giop.Highest
 	}
 	c.wmu.Lock()
-	_ = c.nc.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
-	_, _ = c.nc.Write(messageError(&protocolError{version: v, order: o}))
+	_ = c.nc.SetWriteDeadline(time.Now().Add(giopconn.CloseWriteTimeout))
+	_, _ = c.nc.Write(giopconn.MessageError(v, o))
 	c.wmu.Unlock()
 	c.close(false)
 }

@@ -36,11 +36,8 @@ func NewAccessLog(w io.Writer, json bool) lean.AccessLog {
 	return &accessLog{w: w, json: json}
 }
 
-func (a *accessLog) write(lw *logWriter, r *http.Request, now func() time.Time) {
-	a.WriteEntry(&lean.Entry{
-		Start: lw.start, Client: r.RemoteAddr, Method: r.Method, Target: r.RequestURI, Proto: r.Proto,
-		Status: lw.status, Replica: lw.replica, Bytes: lw.bytes,
-	}, now())
+func (a *accessLog) write(lw *LogWriter, r *http.Request, now func() time.Time) {
+	a.WriteEntry(lw.Entry(r), now())
 }
 
 // WriteEntry writes e's line; the request ended at end. It implements
@@ -86,10 +83,11 @@ func (a *accessLog) WriteEntry(e *lean.Entry, end time.Time) {
 	a.buf = b
 }
 
-// logWriter records what the access log needs of a response. It unwraps
-// for http.ResponseController, so flushing, deadlines and hijacking reach
-// the server's writer.
-type logWriter struct {
+// LogWriter records what the access log needs of a response, for this
+// front door and the other front doors of HTTP groups (the replicated
+// bridge). It unwraps for http.ResponseController, so flushing, deadlines
+// and hijacking reach the server's writer. Not safe for concurrent use.
+type LogWriter struct {
 	http.ResponseWriter
 	start   time.Time
 	status  int
@@ -97,14 +95,20 @@ type logWriter struct {
 	replica string
 }
 
-func (l *logWriter) WriteHeader(code int) {
+// NewLogWriter returns the LogWriter of w for a request that started at
+// start.
+func NewLogWriter(w http.ResponseWriter, start time.Time) *LogWriter {
+	return &LogWriter{ResponseWriter: w, start: start}
+}
+
+func (l *LogWriter) WriteHeader(code int) {
 	if l.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		l.status = code
 	}
 	l.ResponseWriter.WriteHeader(code)
 }
 
-func (l *logWriter) Write(p []byte) (int, error) {
+func (l *LogWriter) Write(p []byte) (int, error) {
 	if l.status == 0 {
 		l.status = http.StatusOK
 	}
@@ -113,8 +117,32 @@ func (l *logWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Flush implements http.Flusher for code that asserts it.
-func (l *logWriter) Flush() { _ = http.NewResponseController(l.ResponseWriter).Flush() }
+// Flush implements http.Flusher for code that asserts it (ReverseProxy
+// flushes streamed replies).
+func (l *LogWriter) Flush() { _ = http.NewResponseController(l.ResponseWriter).Flush() }
 
 // Unwrap returns the server's writer (http.ResponseController).
-func (l *logWriter) Unwrap() http.ResponseWriter { return l.ResponseWriter }
+func (l *LogWriter) Unwrap() http.ResponseWriter { return l.ResponseWriter }
+
+// SetReplica records the replica of the call (l may be nil).
+func (l *LogWriter) SetReplica(id string) {
+	if l != nil {
+		l.replica = id
+	}
+}
+
+// SetStatus records a status no answer was written with, such as
+// lean.StatusClientClosed (l may be nil).
+func (l *LogWriter) SetStatus(status int) {
+	if l != nil {
+		l.status = status
+	}
+}
+
+// Entry is the access log entry of r, answered through l.
+func (l *LogWriter) Entry(r *http.Request) *lean.Entry {
+	return &lean.Entry{
+		Start: l.start, Client: r.RemoteAddr, Method: r.Method, Target: r.RequestURI, Proto: r.Proto,
+		Status: l.status, Replica: l.replica, Bytes: l.bytes,
+	}
+}

@@ -32,12 +32,14 @@ var (
 	errBodyRead  = errors.New("httpdoor: request body already sent, the call cannot be replayed")
 )
 
-// errorBody is the JSON body of every error the front door answers itself.
-type errorBody struct {
-	Error errorDetail `json:"error"`
+// ErrorBody is the JSON body of every error the front doors of HTTP
+// groups (this one and the replicated bridge) answer themselves.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
 }
 
-type errorDetail struct {
+// ErrorDetail is what an error body says.
+type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Group   string `json:"group"`
@@ -46,20 +48,26 @@ type errorDetail struct {
 
 // writeError answers err with its status and a JSON body. snap may be nil.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, err error) {
-	e := errorAnswer(snap, err)
+	WriteAnswer(w, r, errorAnswer(snap, err))
+}
+
+// WriteAnswer writes the error answer a: its status, its JSON body (none
+// to a HEAD request) and the headers that go with them (Fulcrum-Group, and
+// Retry-After: 1 on 503). Headers w already has set are kept.
+func WriteAnswer(w http.ResponseWriter, r *http.Request, a lean.Answer) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(e.Body)))
-	if e.Group != "" {
-		h.Set(protocol.HeaderGroup, e.Group)
+	h.Set("Content-Length", strconv.Itoa(len(a.Body)))
+	if a.Group != "" {
+		h.Set(protocol.HeaderGroup, a.Group)
 	}
-	if e.Status == http.StatusServiceUnavailable {
+	if a.Status == http.StatusServiceUnavailable {
 		h.Set("Retry-After", "1")
 	}
-	w.WriteHeader(e.Status)
+	w.WriteHeader(a.Status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(e.Body)
+		_, _ = w.Write(a.Body)
 	}
 }
 
@@ -70,31 +78,32 @@ type answer = lean.Answer
 // errorAnswer is the answer to err. snap may be nil.
 func errorAnswer(snap *frontdoor.Snapshot, err error) answer {
 	status, d := describe(snap, err)
-	return detailAnswer(snap, status, d)
+	return DetailAnswer(snap, status, d)
 }
 
-// detailAnswer is the answer with status and detail d.
-func detailAnswer(snap *frontdoor.Snapshot, status int, d errorDetail) answer {
+// DetailAnswer is the error answer with status and detail d, in the group
+// of snap (which may be nil).
+func DetailAnswer(snap *frontdoor.Snapshot, status int, d ErrorDetail) lean.Answer {
 	if snap != nil {
 		d.Group = snap.Group
 	}
-	body, _ := json.Marshal(errorBody{Error: d})
+	body, _ := json.Marshal(ErrorBody{Error: d})
 	return answer{Status: status, Group: d.Group, Body: append(body, '\n')}
 }
 
 // describe maps an error to a status and error detail with errors.Is.
-func describe(snap *frontdoor.Snapshot, err error) (int, errorDetail) {
+func describe(snap *frontdoor.Snapshot, err error) (int, ErrorDetail) {
 	var df *frontdoor.UnreachableError
 	var bad *lean.BadRequestError
 	switch {
 	case errors.Is(err, errNotReady):
-		return http.StatusServiceUnavailable, errorDetail{Code: CodeNoReplica,
+		return http.StatusServiceUnavailable, ErrorDetail{Code: CodeNoReplica,
 			Message: "no replica can serve this request", Reason: "the group is starting"}
 	case errors.As(err, &df) && errors.Is(err, frontdoor.ErrNoReplica):
-		return http.StatusServiceUnavailable, errorDetail{Code: CodeNoReplica,
+		return http.StatusServiceUnavailable, ErrorDetail{Code: CodeNoReplica,
 			Message: "no replica can serve this request", Reason: df.Error()}
 	case errors.Is(err, frontdoor.ErrNoReplica):
-		return http.StatusServiceUnavailable, errorDetail{Code: CodeNoReplica,
+		return http.StatusServiceUnavailable, ErrorDetail{Code: CodeNoReplica,
 			Message: "no replica can serve this request", Reason: membershipReason(snap)}
 	case errors.Is(err, frontdoor.ErrOverloaded):
 		reason := "every replica is at its in-flight limit"
@@ -104,23 +113,23 @@ func describe(snap *frontdoor.Snapshot, err error) (int, errorDetail) {
 		} else if snap != nil {
 			reason = fmt.Sprintf("every active replica has %d calls in flight (max_inflight)", snap.MaxInflight)
 		}
-		return http.StatusServiceUnavailable, errorDetail{Code: CodeOverloaded,
+		return http.StatusServiceUnavailable, ErrorDetail{Code: CodeOverloaded,
 			Message: "no replica can take another call now", Reason: reason}
 	case errors.Is(err, errMethod):
-		return http.StatusMethodNotAllowed, errorDetail{Code: CodeMethod, Message: err.Error()}
+		return http.StatusMethodNotAllowed, ErrorDetail{Code: CodeMethod, Message: err.Error()}
 	case errors.As(err, &bad):
-		return cmp.Or(bad.Status, http.StatusBadRequest), errorDetail{Code: CodeBadRequest, Message: bad.Message}
+		return cmp.Or(bad.Status, http.StatusBadRequest), ErrorDetail{Code: CodeBadRequest, Message: bad.Message}
 	case errors.Is(err, errBadTarget):
-		return http.StatusBadRequest, errorDetail{Code: CodeBadRequest, Message: err.Error()}
+		return http.StatusBadRequest, ErrorDetail{Code: CodeBadRequest, Message: err.Error()}
 	case errors.Is(err, frontdoor.ErrLoop):
-		return http.StatusLoopDetected, errorDetail{Code: CodeLoopDetected,
+		return http.StatusLoopDetected, ErrorDetail{Code: CodeLoopDetected,
 			Message: "the request came back to the balancer that proxied it",
 			Reason:  "a Via field names this balancer: a replica address points at one of its own front doors"}
 	case errors.Is(err, frontdoor.ErrCallTimeout):
-		return http.StatusGatewayTimeout, errorDetail{Code: CodeGatewayTimeout,
+		return http.StatusGatewayTimeout, ErrorDetail{Code: CodeGatewayTimeout,
 			Message: "the replica did not answer in time", Reason: err.Error()}
 	default:
-		return http.StatusBadGateway, errorDetail{Code: CodeBadGateway,
+		return http.StatusBadGateway, ErrorDetail{Code: CodeBadGateway,
 			Message: "the call to the replica failed", Reason: err.Error()}
 	}
 }

@@ -418,12 +418,12 @@ func decodeEcho(t *testing.T, b []byte) echo {
 	return e
 }
 
-func decodeError(t *testing.T, res *http.Response, b []byte) errorDetail {
+func decodeError(t *testing.T, res *http.Response, b []byte) ErrorDetail {
 	t.Helper()
 	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
-	var eb errorBody
+	var eb ErrorBody
 	if err := json.Unmarshal(b, &eb); err != nil {
 		t.Fatalf("error body %q: %v", b, err)
 	}

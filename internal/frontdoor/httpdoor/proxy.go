@@ -31,7 +31,7 @@ type call struct {
 	in   *url.URL
 	req  strategy.Request
 	to   frontdoor.Timeouts
-	lw   *logWriter
+	lw   *LogWriter
 	rc   *http.ResponseController
 
 	// m is the member the call is (to be) sent to; its Live.Inflight
@@ -66,7 +66,7 @@ func callFrom(ctx context.Context) *call {
 }
 
 // serveProxy forwards one call (per-request binding).
-func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
+func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *LogWriter) {
 	if looped(r) {
 		s.writeError(w, r, snap, frontdoor.ErrLoop)
 		return

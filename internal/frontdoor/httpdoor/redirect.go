@@ -17,7 +17,7 @@ import (
 // still carries is only used to tell a move from a first binding. A client
 // coming back with Fulcrum-Rebind that the snapshot has no move for may
 // have one another instance planned: PickRebind looks it up (bounded).
-func (s *Server) serveRedirect(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *logWriter) {
+func (s *Server) serveRedirect(w http.ResponseWriter, r *http.Request, snap *frontdoor.Snapshot, lw *LogWriter) {
 	req := strategy.Request{Client: r.Header.Get(protocol.HeaderClient)}
 	req.Key = requestKey(snap.Key, r)
 	requestFacts(r, &req)

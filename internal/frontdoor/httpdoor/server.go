@@ -273,9 +273,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.calls.leave()
 	r = withTLS(r)
 
-	var lw *logWriter
+	var lw *LogWriter
 	if s.acc != nil {
-		lw = &logWriter{ResponseWriter: w, start: s.now()}
+		lw = NewLogWriter(w, s.now())
 		w = lw
 		defer s.acc.write(lw, r, s.now)
 	}
