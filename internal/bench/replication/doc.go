@@ -26,6 +26,12 @@
 //     seed 001's points with 2 replicas: the fault at the middle call,
 //     several runs per point, the RTT increase of the faulted call (Fig. 6).
 //
+// With --testbed (testbed.go; root) each replica's counter and agent run
+// together in a testbed replica of 0.25 cores, as does the plain counter,
+// behind the testbed balancer: the RTT growth from 2 to 4 replicas is
+// judged there. The relay topologies and fault injection run on loopback
+// only.
+//
 // Every run checks that every call was answered once, that each live
 // replica's counter equals the number of distinct requests, that the
 // live replicas' states are equal, and that the deduplicating callee

@@ -62,7 +62,7 @@ func measureFaults(ctx context.Context, env *bench.Env, bin string, s settings) 
 		fp := faultPoint{injection: in, Runs: s.Runs}
 		var base, worst []float64
 		for run := range s.Runs {
-			set, err := start(ctx, env, bin, 1)
+			set, err := start(ctx, env, bin, 1, 2, false)
 			if err != nil {
 				return nil, err
 			}

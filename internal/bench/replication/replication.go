@@ -31,6 +31,11 @@ type Replication struct {
 	// FailpointBinary is a fulcrum binary built with failpoints; empty:
 	// no fault injection (its targets are reported as not measured).
 	FailpointBinary string
+	// Testbed runs each replica (its counter and its agent) and the plain
+	// counter in a testbed replica of 0.25 cores (testbed.go; root):
+	// the RTT growth from 2 to 4 replicas is measured there. The
+	// relay topologies and fault injection are loopback only.
+	Testbed bool
 }
 
 // Name implements Experiment.
@@ -55,6 +60,7 @@ func (r *Replication) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&r.Runs, "runs", 0, "fault runs per injection point (default 10, --quick 3, --smoke 1)")
 	fs.DurationVar(&r.Throughput, "throughput", 0, "length of the 8-client throughput run (default 10s, --quick 3s, --smoke 1s)")
 	fs.StringVar(&r.FailpointBinary, "failpoint-binary", "", "a fulcrum binary built with failpoints (docs/testing.md); empty: no fault injection")
+	fs.BoolVar(&r.Testbed, "testbed", false, "run each replica (counter and agent) and the plain counter in a 0.25-core testbed replica (needs root, docs/testbed.md) to measure the RTT growth from 2 to 4 replicas; the relay topologies and fault injection are not run")
 }
 
 // settings are the run's sizes.
@@ -116,6 +122,8 @@ func (r *Replication) Check(size bench.Size) error {
 		return fmt.Errorf("replication: --fault-invocations %d, must be at least 4", s.FaultInvocations)
 	case r.Throughput < 0:
 		return fmt.Errorf("replication: --throughput %s, must be positive (or 0 for the default)", r.Throughput)
+	case r.Testbed && r.FailpointBinary != "":
+		return fmt.Errorf("replication: --failpoint-binary %s with --testbed: fault injection runs on loopback only, drop one of them", r.FailpointBinary)
 	}
 	return nil
 }
@@ -131,7 +139,7 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 			return nil, fmt.Errorf("replication: --failpoint-binary: %w", err)
 		}
 	}
-	set, err := start(ctx, env, env.Binary, 2)
+	set, err := start(ctx, env, env.Binary, 2, s.Replicas, r.Testbed)
 	if err != nil {
 		return nil, err
 	}
@@ -164,14 +172,17 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 			}
 		}
 		if n == 2 {
-			// The two other topologies, with 2 replicas (callers.go).
-			more, d, chk, err := measureTopologies(ctx, set, s)
-			if err != nil {
-				return nil, err
+			// The two other topologies, with 2 replicas (callers.go), on
+			// loopback only.
+			if !r.Testbed {
+				more, d, chk, err := measureTopologies(ctx, set, s)
+				if err != nil {
+					return nil, err
+				}
+				rows = append(rows, more...)
+				distinct += d
+				callers = chk
 			}
-			rows = append(rows, more...)
-			distinct += d
-			callers = chk
 			// Throughput on 2 replicas, as the RTT target's baseline.
 			tp, err = measureThroughput(ctx, set, s.ThroughputConc, s.throughput)
 			if err != nil {
@@ -205,7 +216,7 @@ func (r *Replication) Run(ctx context.Context, env *bench.Env) (*bench.Results, 
 	}
 	return &bench.Results{
 		Rows:   rows,
-		Report: report(s, rows, tp, callers, faults, r.FailpointBinary != ""),
-		Extra:  map[string]any{"settings": s, "throughput": tp, "callers": callers, "faults": faults},
+		Report: report(s, rows, tp, callers, faults, r.FailpointBinary != "", r.Testbed),
+		Extra:  map[string]any{"testbed": r.Testbed, "settings": s, "throughput": tp, "callers": callers, "faults": faults},
 	}, nil
 }

@@ -46,11 +46,19 @@ type setup struct {
 	// callers are the replicated-callers topologies' processes, started
 	// by startCallers.
 	callers callerProcs
+	// bed, with --testbed, is where the replicas and the plain counter
+	// run (testbed.go); nil on loopback.
+	bed *bed
 }
 
 // start starts the balancer, the plain counter and n replicas; bin is the
-// binary of the replicas (the failpoint binary for fault runs).
-func start(ctx context.Context, env *bench.Env, bin string, n int) (*setup, error) {
+// binary of the replicas (the failpoint binary for fault runs). With
+// onTestbed they run on the testbed, with room for most replicas
+// (startOnTestbed).
+func start(ctx context.Context, env *bench.Env, bin string, n, most int, onTestbed bool) (*setup, error) {
+	if onTestbed {
+		return startOnTestbed(ctx, env, bin, n, most)
+	}
 	s := &setup{env: env, bin: bin, hc: &http.Client{Timeout: 10 * time.Second}}
 	plain, err := s.startCounter(ctx, "counter-plain", nil)
 	if err != nil {
@@ -82,8 +90,15 @@ func (s *setup) startCounter(ctx context.Context, name string, environ []string)
 // startBackend starts "fulcrum backend <args>" (a counter or a relay) and
 // waits until it serves.
 func (s *setup) startBackend(ctx context.Context, name string, environ []string, args ...string) (counter, error) {
+	return s.startBackendSpec(ctx, bench.ProcSpec{Name: s.env.UniqueName(name), Path: s.bin, Args: append([]string{"backend"}, args...), Env: environ})
+}
+
+// startBackendSpec starts spec, a "fulcrum backend", and waits until it
+// serves.
+func (s *setup) startBackendSpec(ctx context.Context, spec bench.ProcSpec) (counter, error) {
 	lines := make(chan string, 1)
-	p, err := s.env.Start(bench.ProcSpec{Name: s.env.UniqueName(name), Path: s.bin, Args: append([]string{"backend"}, args...), FirstLine: lines, Env: environ})
+	spec.FirstLine = lines
+	p, err := s.env.Start(spec)
 	if err != nil {
 		return counter{}, err
 	}
@@ -108,6 +123,9 @@ func (s *setup) addReplica(ctx context.Context, environ []string) (*replica, err
 // addReplicaEnv is addReplica with the counter's and the agent's own
 // environments.
 func (s *setup) addReplicaEnv(ctx context.Context, counterEnv, agentEnv []string) (*replica, error) {
+	if s.bed != nil {
+		return s.addSlotReplica(ctx, counterEnv, agentEnv)
+	}
 	i := len(s.reps) + 1
 	c, err := s.startCounter(ctx, fmt.Sprintf("counter-%d", i), counterEnv)
 	if err != nil {
@@ -231,4 +249,7 @@ func (s *setup) stop() {
 	s.callers.stop()
 	s.bal.Proc.Stop(time.Second)
 	s.plain.proc.Stop(time.Second)
+	if s.bed != nil {
+		s.bed.close()
+	}
 }
