@@ -1,0 +1,185 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"net"
+	"regexp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
+	"github.com/fulcrum-lb/fulcrum/protocol"
+)
+
+var agentGIOPOutcallsRE = regexp.MustCompile(`(?m)^giop outcalls at (IOR:[0-9a-f]+)$`)
+
+// replicatedGIOPRelay is "fulcrum agent replicated --giop --giop-listen"
+// run in-process in front of a relay servant (tier 2) whose increment calls
+// the callee through the reference the agent printed.
+type replicatedGIOPRelay struct {
+	counter *backend.Counter
+	out     *syncBuffer
+	errOut  *syncBuffer
+	next    atomic.Pointer[orb.Object]
+}
+
+func startReplicatedGIOPRelay(t *testing.T, admin, group, callee string) *replicatedGIOPRelay {
+	t.Helper()
+	r := &replicatedGIOPRelay{counter: &backend.Counter{}, out: &syncBuffer{}, errOut: &syncBuffer{}}
+	srv := backend.NewGIOPCounter(r.counter, backend.GIOPCounterOptions{Next: func(ctx context.Context) (int64, error) {
+		obj := r.next.Load()
+		if obj == nil {
+			return 0, errors.New("the agent's outcall reference is not known yet")
+		}
+		return backend.CounterClient{Object: obj}.Increment(ctx)
+	}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	target := srv.Reference("127.0.0.1", uint16(ln.Addr().(*net.TCPAddr).Port)).String()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	root := NewRoot()
+	root.SetOut(r.out)
+	root.SetErr(r.errOut)
+	root.SetArgs([]string{"agent", "replicated", "--giop", "--target", target, "--listen", "127.0.0.1:0",
+		"--giop-listen", "127.0.0.1:0", "--outcall-target", callee, "--register", admin, "--group", group, "--data-dir", t.TempDir()})
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("agent: %v\n%s", err, r.errOut.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("agent did not stop within 10s of its context ending")
+		}
+	})
+	o, err := orb.New(orb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	waitCLI(t, done, r.errOut, "the agent's outcall reference", func() bool {
+		return agentGIOPOutcallsRE.MatchString(r.out.String())
+	})
+	obj, err := o.Resolve(agentGIOPOutcallsRE.FindStringSubmatch(r.out.String())[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.next.Store(obj)
+	return r
+}
+
+// TestAgentReplicatedGIOPCallersEndToEnd runs two relay servants, each
+// behind "fulcrum agent replicated --giop" and calling one plain Counter
+// servant through the GIOP listener of its agent, against a real balancer
+// with a replicated GIOP group: a Go ORB client's increments through the
+// group's reference reach the callee once each (its counter equals the
+// number of client calls although two replicas made every call), every
+// relay gets the callee's answer, and both relays end in the same state.
+func TestAgentReplicatedGIOPCallersEndToEnd(t *testing.T) {
+	t.Parallel()
+	admin, b := replicatedServer(t)
+	if _, _, err := b.PutGroup(protocol.Group{Name: "relay", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0",
+		Binding: protocol.BindingReplicated, ReportInterval: protocol.Duration(50 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	callee := &backend.Counter{}
+	calleeSrv := backend.NewGIOPCounter(callee, backend.GIOPCounterOptions{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go calleeSrv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = calleeSrv.Shutdown(ctx)
+	})
+	calleeRef := calleeSrv.Reference("127.0.0.1", uint16(ln.Addr().(*net.TCPAddr).Port)).String()
+
+	r1, r2 := startReplicatedGIOPRelay(t, admin, "relay", calleeRef), startReplicatedGIOPRelay(t, admin, "relay", calleeRef)
+	awaitGroup(t, b, "relay", "two replicas reporting", func() bool {
+		st, err := b.Group("relay")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range st.Replicas {
+			if r.ReportAgeMS != nil && r.State == "active" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	st, err := b.Group("relay")
+	if err != nil || st.Reference == nil {
+		t.Fatalf("group status %+v, %v: want a reference", st, err)
+	}
+
+	// 12 increments from 3 clients through the group: the k-th ordered
+	// call gets k from the callee, and the relay's counter is then
+	// k(k+1)/2.
+	const calls = 12
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var got []int64
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			o, err := orb.New(orb.Options{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer o.Close()
+			obj, err := o.Resolve(st.Reference.Corbaloc)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for range calls / 3 {
+				v, err := backend.CounterClient{Object: obj}.Increment(ctx)
+				if err != nil {
+					t.Errorf("increment through the group: %v", err)
+					return
+				}
+				mu.Lock()
+				got = append(got, v)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	var want []int64
+	for k := int64(1); k <= calls; k++ {
+		want = append(want, k*(k+1)/2)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d increments of the relays answered %v, want %v", calls, got, want)
+	}
+	awaitGroup(t, b, "relay", "both relays at 78", func() bool {
+		s1, s2 := r1.counter.State(), r2.counter.State()
+		return s1 == s2 && s1.Value == want[calls-1]
+	})
+	if v := callee.State().Value; v != calls {
+		t.Fatalf("the callee's counter is at %d, want %d: one increment per client call", v, calls)
+	}
+}
