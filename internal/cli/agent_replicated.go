@@ -161,7 +161,7 @@ func (f *agentReplicatedFlags) check() error {
 	case (f.giopListen == "") != (f.outcallTarget == ""):
 		return errors.New("--giop-listen and --outcall-target go together: where the servant's outgoing calls come in, and the callee they go to")
 	case f.giopListen != "":
-		if err := checkGIOPListen(f.giopListen); err != nil {
+		if err := checkGIOPOutcalls(f.giopListen, f.outcallTarget); err != nil {
 			return err
 		}
 	}

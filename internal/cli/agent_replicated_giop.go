@@ -92,9 +92,17 @@ func startGIOPOutcalls(f agentReplicatedFlags, agent *atomic.Pointer[replagent.A
 	return s, ref, nil
 }
 
-// checkGIOPListen checks --giop-listen: host:port with a host, since the
-// reference the servant is given names it.
-func checkGIOPListen(addr string) error {
+// checkGIOPOutcalls checks --giop-listen, host:port with a host (the
+// reference the servant is given names it), and --outcall-target, a
+// reference with an IIOP profile.
+func checkGIOPOutcalls(addr, target string) error {
+	ref, err := ior.Parse(target)
+	if err != nil {
+		return fmt.Errorf("--outcall-target %q: %w", target, err)
+	}
+	if _, ok := ref.IIOP(); !ok {
+		return fmt.Errorf("--outcall-target %q: no IIOP profile (TAG_INTERNET_IOP), want a corbaloc:iiop: URL or an IOR with one", target)
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--giop-listen %q: %v", addr, err)

@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"regexp"
 	"slices"
@@ -12,7 +14,10 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ordered"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -111,7 +116,10 @@ func TestAgentReplicatedGIOPCallersEndToEnd(t *testing.T) {
 		defer cancel()
 		_ = calleeSrv.Shutdown(ctx)
 	})
-	calleeRef := calleeSrv.Reference("127.0.0.1", uint16(ln.Addr().(*net.TCPAddr).Port)).String()
+	// The balancer reaches the callee through a recorder of the
+	// FT_REQUEST contexts of its requests.
+	rec := startFTRecorder(t, ln.Addr().String())
+	calleeRef := calleeSrv.Reference("127.0.0.1", rec.port).String()
 
 	r1, r2 := startReplicatedGIOPRelay(t, admin, "relay", calleeRef), startReplicatedGIOPRelay(t, admin, "relay", calleeRef)
 	awaitGroup(t, b, "relay", "two replicas reporting", func() bool {
@@ -182,4 +190,106 @@ func TestAgentReplicatedGIOPCallersEndToEnd(t *testing.T) {
 	if v := callee.State().Value; v != calls {
 		t.Fatalf("the callee's counter is at %d, want %d: one increment per client call", v, calls)
 	}
+	keys := rec.keys()
+	if len(keys) != calls {
+		t.Fatalf("the callee got the FT_REQUEST keys %v, want %d", keys, calls)
+	}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		if !ftKeyRE.MatchString(k) || seen[k] {
+			t.Fatalf("the callee got the FT_REQUEST keys %v, want each relay/<position> retention 0 once", keys)
+		}
+		seen[k] = true
+	}
+}
+
+var ftKeyRE = regexp.MustCompile(`^relay/[1-9][0-9]* 0$`)
+
+// ftRecorder passes GIOP connections to a servant, recording the
+// FT_REQUEST context ("<client_id> <retention_id>", or "none") of each
+// Request.
+type ftRecorder struct {
+	port uint16
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *ftRecorder) keys() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.seen)
+}
+
+func startFTRecorder(t *testing.T, servant string) *ftRecorder {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &ftRecorder{port: uint16(ln.Addr().(*net.TCPAddr).Port)}
+	var wg sync.WaitGroup
+	var cmu sync.Mutex
+	var conns []net.Conn
+	track := func(c net.Conn) {
+		cmu.Lock()
+		conns = append(conns, c)
+		cmu.Unlock()
+	}
+	wg.Go(func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", servant)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			track(in)
+			track(out)
+			wg.Go(func() {
+				defer out.Close()
+				_, _ = io.Copy(in, out)
+			})
+			wg.Go(func() {
+				defer in.Close()
+				wr := wire.NewReader(in, giop.Limits{})
+				for {
+					raw, err := wr.Next()
+					if err != nil {
+						return
+					}
+					if m, err := giop.DecodeMessage(raw); err == nil {
+						if req, ok := m.(*giop.Request); ok {
+							key := "none"
+							if data, ok := giop.FindServiceContext(req.ServiceContexts, ordered.ServiceFTRequest); ok {
+								ft, err := ordered.DecodeFTRequest(data)
+								key = fmt.Sprintf("%s %d", ft.ClientID, ft.RetentionID)
+								if err != nil {
+									key = err.Error()
+								}
+							}
+							r.mu.Lock()
+							r.seen = append(r.seen, key)
+							r.mu.Unlock()
+						}
+					}
+					if _, err := out.Write(raw); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		cmu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		cmu.Unlock()
+		wg.Wait()
+	})
+	return r
 }
