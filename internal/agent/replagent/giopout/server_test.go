@@ -144,7 +144,9 @@ func TestServerRefusals(t *testing.T) {
 // New refuses a callee that is no IIOP reference and a nil Caller.
 func TestNewRefuses(t *testing.T) {
 	t.Parallel()
-	ok := func(context.Context, protocol.Outcall) (protocol.OutcallReply, error) { return protocol.OutcallReply{}, nil }
+	ok := func(context.Context, protocol.Outcall) (protocol.OutcallReply, error) {
+		return protocol.OutcallReply{}, nil
+	}
 	if _, err := giopout.New("http://callee/", ok, giopout.Options{}); err == nil || !strings.Contains(err.Error(), `callee "http://callee/"`) {
 		t.Errorf("New(http://callee/) = %v", err)
 	}
