@@ -8,13 +8,17 @@ import (
 	"net"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
+	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/giop"
+	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/orb"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ordered"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/wire"
@@ -95,15 +99,12 @@ func startReplicatedGIOPRelay(t *testing.T, admin, group, callee string) *replic
 // servant through the GIOP listener of its agent, against a real balancer
 // with a replicated GIOP group: a Go ORB client's increments through the
 // group's reference reach the callee once each (its counter equals the
-// number of client calls although two replicas made every call), every
-// relay gets the callee's answer, and both relays end in the same state.
+// number of client calls although two replicas made every call), carrying
+// FT_REQUEST relay/<position> retention 0, each key once; every relay gets
+// the callee's answer, and both relays end in the same state.
 func TestAgentReplicatedGIOPCallersEndToEnd(t *testing.T) {
 	t.Parallel()
 	admin, b := replicatedServer(t)
-	if _, _, err := b.PutGroup(protocol.Group{Name: "relay", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0",
-		Binding: protocol.BindingReplicated, ReportInterval: protocol.Duration(50 * time.Millisecond)}); err != nil {
-		t.Fatal(err)
-	}
 	callee := &backend.Counter{}
 	calleeSrv := backend.NewGIOPCounter(callee, backend.GIOPCounterOptions{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -121,29 +122,102 @@ func TestAgentReplicatedGIOPCallersEndToEnd(t *testing.T) {
 	rec := startFTRecorder(t, ln.Addr().String())
 	calleeRef := calleeSrv.Reference("127.0.0.1", rec.port).String()
 
+	const calls = 12
+	runGIOPCallers(t, admin, b, calleeRef, calls)
+	if v := callee.State().Value; v != calls {
+		t.Fatalf("the callee's counter is at %d, want %d: one increment per client call", v, calls)
+	}
+	checkFTKeys(t, rec.keys(), calls)
+}
+
+// TestAgentReplicatedGIOPCallersToAReplicatedCallee is the same with a
+// replicated GIOP group as the callee (one Counter servant behind its
+// agent, on the same balancer): the callee group orders one increment per
+// client call, and a second copy of a forwarded call (what another
+// balancer instance sends when the one that forwarded died before the
+// reply: the same FT_REQUEST) gets the first one's reply and does not
+// increment again.
+func TestAgentReplicatedGIOPCallersToAReplicatedCallee(t *testing.T) {
+	t.Parallel()
+	admin, b := replicatedServer(t)
+	if _, _, err := b.PutGroup(protocol.Group{Name: "counter", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0",
+		Binding: protocol.BindingReplicated, ReportInterval: protocol.Duration(50 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	callee := startReplicatedGIOPCounter(t, admin, "counter")
+	awaitReplicas(t, b, "counter", 1)
+	st, err := b.Group("counter")
+	if err != nil || st.Reference == nil {
+		t.Fatalf("group status %+v, %v: want a reference", st, err)
+	}
+	door, err := ior.Parse(st.Reference.Corbaloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp, _ := door.IIOP()
+	rec := startFTRecorder(t, net.JoinHostPort(dp.Host, strconv.Itoa(int(dp.Port))))
+	calleeRef := ior.IOR{Profiles: []ior.Profile{ior.IIOPProfile{Version: ior.V12, Host: "127.0.0.1", Port: rec.port, ObjectKey: dp.ObjectKey}}}.String()
+
+	const calls = 9
+	runGIOPCallers(t, admin, b, calleeRef, calls)
+	if v := callee.State().Value; v != calls {
+		t.Fatalf("the callee group's counter is at %d, want %d: one increment per client call", v, calls)
+	}
+	keys := rec.keys()
+	checkFTKeys(t, keys, calls)
+
+	// The second copy of the first forwarded call.
+	clientID := strings.TrimSuffix(keys[0], " 0")
+	req := &giop.Request{Envelope: giop.Envelope{Version: giop.V12}, RequestID: 7, ResponseFlags: giop.FlagsTwoway,
+		Target: giop.KeyTarget(dp.ObjectKey), Operation: backend.OpIncrement,
+		ServiceContexts: []giop.ServiceContext{{ID: ordered.ServiceFTRequest, Data: ordered.FTRequest{ClientID: clientID}.Encode(0)}}}
+	nc, err := net.Dial("tcp", net.JoinHostPort(dp.Host, strconv.Itoa(int(dp.Port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := wire.NewWriter(nc).Write(req); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := wire.NewReader(nc, giop.Limits{}).Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := giop.DecodeMessage(raw)
+	rep, ok := m.(*giop.Reply)
+	if err != nil || !ok || rep.Status != giop.StatusNoException {
+		t.Fatalf("the second copy of %s: %v %v, want a NO_EXCEPTION reply", clientID, m, err)
+	}
+	d := rep.BodyDecoder()
+	// Outcalls are forwarded one at a time in the relays' log order, so
+	// the first recorded was the callee's first increment.
+	if v := d.LongLong("result"); d.Err() != nil || v != 1 {
+		t.Fatalf("the second copy of %s answered %d (%v), want the first copy's value, 1", clientID, v, d.Err())
+	}
+	if v := callee.State().Value; v != calls {
+		t.Fatalf("after a second copy of %s the callee group's counter is at %d, want %d", clientID, v, calls)
+	}
+}
+
+// runGIOPCallers sets up replicated GIOP group "relay" on b with two relay
+// servants behind their agents calling calleeRef through them, orders
+// calls increments from 3 Go ORB clients through the group's reference,
+// and checks the answers (the k-th ordered call gets k from the callee,
+// and the relay's counter is then k(k+1)/2) and that both relays end
+// equal.
+func runGIOPCallers(t *testing.T, admin string, b *balancer.Balancer, calleeRef string, calls int) {
+	t.Helper()
+	if _, _, err := b.PutGroup(protocol.Group{Name: "relay", Protocol: protocol.ProtocolGIOP, FrontDoor: "127.0.0.1:0",
+		Binding: protocol.BindingReplicated, ReportInterval: protocol.Duration(50 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
 	r1, r2 := startReplicatedGIOPRelay(t, admin, "relay", calleeRef), startReplicatedGIOPRelay(t, admin, "relay", calleeRef)
-	awaitGroup(t, b, "relay", "two replicas reporting", func() bool {
-		st, err := b.Group("relay")
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, r := range st.Replicas {
-			if r.ReportAgeMS != nil && r.State == "active" {
-				n++
-			}
-		}
-		return n == 2
-	})
+	awaitReplicas(t, b, "relay", 2)
 	st, err := b.Group("relay")
 	if err != nil || st.Reference == nil {
 		t.Fatalf("group status %+v, %v: want a reference", st, err)
 	}
-
-	// 12 increments from 3 clients through the group: the k-th ordered
-	// call gets k from the callee, and the relay's counter is then
-	// k(k+1)/2.
-	const calls = 12
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var mu sync.Mutex
@@ -176,21 +250,41 @@ func TestAgentReplicatedGIOPCallersEndToEnd(t *testing.T) {
 	}
 	wg.Wait()
 	var want []int64
-	for k := int64(1); k <= calls; k++ {
+	for k := int64(1); k <= int64(calls); k++ {
 		want = append(want, k*(k+1)/2)
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("%d increments of the relays answered %v, want %v", calls, got, want)
 	}
-	awaitGroup(t, b, "relay", "both relays at 78", func() bool {
+	awaitGroup(t, b, "relay", "both relays at the last value", func() bool {
 		s1, s2 := r1.counter.State(), r2.counter.State()
 		return s1 == s2 && s1.Value == want[calls-1]
 	})
-	if v := callee.State().Value; v != calls {
-		t.Fatalf("the callee's counter is at %d, want %d: one increment per client call", v, calls)
-	}
-	keys := rec.keys()
+}
+
+// awaitReplicas waits until n replicas of group report and are active.
+func awaitReplicas(t *testing.T, b *balancer.Balancer, group string, n int) {
+	t.Helper()
+	awaitGroup(t, b, group, fmt.Sprintf("%d replicas reporting", n), func() bool {
+		st, err := b.Group(group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := 0
+		for _, r := range st.Replicas {
+			if r.ReportAgeMS != nil && r.State == "active" {
+				live++
+			}
+		}
+		return live == n
+	})
+}
+
+// checkFTKeys checks that the callee got calls requests, each with an
+// FT_REQUEST relay/<position> retention 0 of its own.
+func checkFTKeys(t *testing.T, keys []string, calls int) {
+	t.Helper()
 	if len(keys) != calls {
 		t.Fatalf("the callee got the FT_REQUEST keys %v, want %d", keys, calls)
 	}
@@ -201,6 +295,46 @@ func TestAgentReplicatedGIOPCallersEndToEnd(t *testing.T) {
 		}
 		seen[k] = true
 	}
+}
+
+// startReplicatedGIOPCounter runs a Counter servant behind "fulcrum agent
+// replicated --giop" in group, in-process.
+func startReplicatedGIOPCounter(t *testing.T, admin, group string) *backend.Counter {
+	t.Helper()
+	c := &backend.Counter{}
+	srv := backend.NewGIOPCounter(c, backend.GIOPCounterOptions{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	target := srv.Reference("127.0.0.1", uint16(ln.Addr().(*net.TCPAddr).Port)).String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	errOut := &syncBuffer{}
+	root := NewRoot()
+	root.SetOut(&syncBuffer{})
+	root.SetErr(errOut)
+	root.SetArgs([]string{"agent", "replicated", "--giop", "--target", target, "--listen", "127.0.0.1:0",
+		"--register", admin, "--group", group, "--data-dir", t.TempDir()})
+	go func() { done <- root.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("agent: %v\n%s", err, errOut.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("agent did not stop within 10s of its context ending")
+		}
+	})
+	return c
 }
 
 var ftKeyRE = regexp.MustCompile(`^relay/[1-9][0-9]* 0$`)
