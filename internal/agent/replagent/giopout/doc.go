@@ -8,7 +8,8 @@
 // servant. The Server hands it, as a protocol.Outcall with Method
 // protocol.OutcallMethodGIOP, the callee's reference as URL and the whole
 // Request message as Body, to its Caller (the agent's Outcall, which keys
-// it by the entry being delivered and posts it to the balancer). The
+// it by the entry being delivered and posts it to the balancer; its
+// replagent.ErrNoEntry is wrapped as this package's ErrNoEntry). The
 // balancer calls the callee once per key and returns the callee's Reply;
 // the Server answers the servant with it under the servant's request id.
 // Whatever object key the servant's request names, it goes to the one
@@ -23,7 +24,14 @@
 //
 // Usage:
 //
-//	s, err := giopout.New(calleeIOR, agent.Outcall, giopout.Options{})
+//	call := func(ctx context.Context, c protocol.Outcall) (protocol.OutcallReply, error) {
+//		r, err := agent.Outcall(ctx, c)
+//		if errors.Is(err, replagent.ErrNoEntry) {
+//			err = fmt.Errorf("%w: %w", giopout.ErrNoEntry, err)
+//		}
+//		return r, err
+//	}
+//	s, err := giopout.New(calleeIOR, call, giopout.Options{})
 //	if err != nil { ... }
 //	go s.Serve(ln)
 //	ref := s.Reference("127.0.0.1", port) // the servant's --next

@@ -25,7 +25,7 @@ var ErrClosed = errors.New("giopout: closed")
 
 // Caller posts one outgoing call and returns the callee's reply; an error
 // wrapping ErrNoEntry means no entry was being delivered. The agent's
-// Outcall is one.
+// Outcall, with its replagent.ErrNoEntry wrapped as ErrNoEntry, is one.
 type Caller func(ctx context.Context, c protocol.Outcall) (protocol.OutcallReply, error)
 
 // ErrNoEntry is the Caller's error for a call made between entries.
