@@ -285,12 +285,19 @@ type Outcall struct {
 	// applied, and the call's index among that entry's calls (from 0).
 	Key string `json:"key"`
 	// Method, URL (absolute, http or https), Header and Body are the
-	// call's.
+	// call's. A GIOP call has Method OutcallMethodGIOP, the callee's
+	// reference (a corbaloc: URL or a stringified IOR) as URL, no Header
+	// and the whole GIOP Request message as Body; its reply's Body is the
+	// callee's whole GIOP Reply message, Status 200.
 	Method string      `json:"method"`
 	URL    string      `json:"url"`
 	Header http.Header `json:"header,omitempty"`
 	Body   []byte      `json:"body,omitempty"`
 }
+
+// OutcallMethodGIOP is the Method of an Outcall that is a GIOP Request
+// (see Outcall).
+const OutcallMethodGIOP = "GIOP"
 
 // OutcallReply is the answer to an Outcall: the callee's reply, or, when
 // the callee could not be reached, status 502 with the reason in Error

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/giop"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/replog/boltlog"
@@ -405,6 +406,8 @@ func TestOutcalls(t *testing.T) {
 		{"bad method", "method", protocol.Outcall{Key: "relay/4/1", Method: "PO ST", URL: callee.URL}},
 		{"relative url", "url", protocol.Outcall{Key: "relay/4/1", Method: "POST", URL: "/add"}},
 		{"ftp url", "url", protocol.Outcall{Key: "relay/4/1", Method: "POST", URL: "ftp://x/add"}},
+		{"giop to an http url", "url", protocol.Outcall{Key: "relay/4/1", Method: "GIOP", URL: callee.URL, Body: giopRequest(t)}},
+		{"giop body not giop", "body", protocol.Outcall{Key: "relay/4/1", Method: "GIOP", URL: "corbaloc:iiop:1.2@127.0.0.1:1/Counter", Body: []byte("+5")}},
 	} {
 		wantError(t, e.call("POST", "/v1/groups/relay/outcalls", tok, tc.oc), http.StatusBadRequest, "invalid_value", tc.field)
 	}
@@ -413,4 +416,15 @@ func TestOutcalls(t *testing.T) {
 		t.Errorf("a refused outcall reached the callee: %+v", c)
 	default:
 	}
+}
+
+// giopRequest is a whole GIOP 1.2 Request message.
+func giopRequest(t *testing.T) []byte {
+	t.Helper()
+	b, err := giop.EncodeMessage(&giop.Request{Envelope: giop.Envelope{Version: giop.V12}, RequestID: 1,
+		ResponseFlags: giop.FlagsTwoway, Target: giop.KeyTarget([]byte("Counter")), Operation: "increment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

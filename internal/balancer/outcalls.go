@@ -34,10 +34,13 @@ func (b *Balancer) Outcall(ctx context.Context, name string, c protocol.Outcall)
 	if _, _, err := protocol.ParseOutcallKey(c.Key, name); err != nil {
 		return protocol.OutcallReply{}, err
 	}
-	if c.Method == "" || !validMethod(c.Method) {
-		return protocol.OutcallReply{}, &protocol.FieldError{Field: "method", Value: c.Method, Allowed: "must be an HTTP method such as POST"}
-	}
-	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if c.Method == protocol.OutcallMethodGIOP {
+		if err := checkGIOPOutcall(c); err != nil {
+			return protocol.OutcallReply{}, err
+		}
+	} else if c.Method == "" || !validMethod(c.Method) {
+		return protocol.OutcallReply{}, &protocol.FieldError{Field: "method", Value: c.Method, Allowed: "must be an HTTP method such as POST, or GIOP"}
+	} else if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return protocol.OutcallReply{}, &protocol.FieldError{Field: "url", Value: c.URL, Allowed: "must be an absolute http:// or https:// URL"}
 	}
 	g, err := b.group(name)
@@ -60,6 +63,9 @@ func (g *group) forwardOutcall(ctx context.Context, key string, c protocol.Outca
 	g.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if c.Method == protocol.OutcallMethodGIOP {
+		return g.forwardGIOPOutcall(ctx, key, c)
+	}
 	req, err := http.NewRequestWithContext(ctx, c.Method, c.URL, bytes.NewReader(c.Body))
 	if err != nil {
 		return protocol.OutcallReply{}, err

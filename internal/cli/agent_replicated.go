@@ -24,7 +24,7 @@ func init() { agentSubcommands = append(agentSubcommands, newAgentReplicatedCmd)
 type agentReplicatedFlags struct {
 	adminTLS                                              adminTLSFlags
 	target, listen, advertise, register, group, joinToken string
-	dataDir                                               string
+	dataDir, giopListen, outcallTarget                    string
 	maxPayload                                            protocol.ByteSize
 	wait                                                  time.Duration
 	giop, retryForever                                    bool
@@ -85,7 +85,16 @@ calls the callee once with that key as Idempotency-Key and every replica's
 server gets its reply (502 when no balancer answered). A call made when no
 entry is being delivered gets 409 (code no_entry). Callees must be http://
 URLs: CONNECT (https://) is refused with 405. A server must make the
-calls of one entry one after another, in the same order on every replica.`,
+calls of one entry one after another, in the same order on every replica.
+
+With --giop, --giop-listen HOST:PORT and --outcall-target REF, the agent
+takes the servant's outgoing GIOP calls on a GIOP listener: it prints
+"giop outcalls at <IOR>" first, the reference the servant must call its
+callee by (fulcrum backend relay --giop --next <IOR>), and sends every
+Request that comes there to REF the same way, keyed by the entry being
+delivered (the balancer adds the key as an FT_REQUEST service context);
+the servant gets the callee's Reply, BAD_INV_ORDER for a call made while
+no entry is being delivered, TRANSIENT when the call could not be made.`,
 		Example: `  fulcrum agent replicated --target http://127.0.0.1:9001 --listen 127.0.0.1:9101 \
       --register http://10.0.0.1:7070,http://10.0.0.2:7070 --group counter --data-dir /var/lib/fulcrum-agent`,
 		Args: cobra.NoArgs,
@@ -107,6 +116,8 @@ calls of one entry one after another, in the same order on every replica.`,
 	fl.StringVar(&f.joinToken, "join-token", os.Getenv("FULCRUM_JOIN_TOKEN"), "join or admin token to register with (env FULCRUM_JOIN_TOKEN)")
 	fl.Var(byteSizeFlag{&f.maxPayload}, "max-payload", "the group's replicated.max_payload: a log stream line may hold it plus 64 KiB, a reply's body 4 times it")
 	fl.BoolVar(&f.giop, "giop", false, "the server is a CORBA servant (--target an IOR or corbaloc URL)")
+	fl.StringVar(&f.giopListen, "giop-listen", "", "with --giop: host:port the agent takes the servant's outgoing GIOP calls on (needs --outcall-target); the reference to give the servant as its callee's is printed first")
+	fl.StringVar(&f.outcallTarget, "outcall-target", "", "with --giop-listen: the IOR or corbaloc URL of the callee the servant's outgoing calls go to (through the balancer)")
 	fl.DurationVar(&f.wait, "wait", 30*time.Second, "how long to wait for --target to answer before giving up")
 	f.adminTLS.register(fl)
 	addRetryForever(cmd, &f.retryForever)
@@ -142,6 +153,16 @@ func (f *agentReplicatedFlags) check() error {
 	if !f.giop {
 		if err := absoluteHTTP(f.target); err != nil {
 			return fmt.Errorf("--target %q: %v", f.target, err)
+		}
+	}
+	switch {
+	case (f.giopListen != "" || f.outcallTarget != "") && !f.giop:
+		return errors.New("--giop-listen and --outcall-target need --giop: they take a GIOP servant's outgoing calls")
+	case (f.giopListen == "") != (f.outcallTarget == ""):
+		return errors.New("--giop-listen and --outcall-target go together: where the servant's outgoing calls come in, and the callee they go to")
+	case f.giopListen != "":
+		if err := checkGIOPOutcalls(f.giopListen, f.outcallTarget); err != nil {
+			return err
 		}
 	}
 	if f.advertise != "" {
@@ -206,6 +227,16 @@ func runAgentReplicated(ctx context.Context, f agentReplicatedFlags, stdout io.W
 	listenURL := agentURL(f.advertise, ln)
 
 	var agent atomic.Pointer[replagent.Agent]
+	if f.giopListen != "" {
+		out, ref, err := startGIOPOutcalls(f, &agent, log)
+		if err != nil {
+			ln.Close()
+			deliverer.Close()
+			return err
+		}
+		defer out.Close()
+		fmt.Fprintf(stdout, "giop outcalls at %s\n", ref)
+	}
 	admins := checkedRegisterURLs(f.register)
 	mon, err := monitor.NewExternal(monitor.Options{
 		Admins: admins, Group: f.group, Address: listenURL, JoinToken: f.joinToken,

@@ -46,6 +46,13 @@ func TestAgentReplicatedRejectsBadFlags(t *testing.T) {
 		{with("--max-payload", "lots"), `invalid size "lots"`},
 		{with("--wait", "0s"), "--wait 0s: must be > 0"},
 		{append(with("--target", "http://127.0.0.1:1/Counter"), "--giop"), `--target: giopdeliver: target "http://127.0.0.1:1/Counter"`},
+		{with("--giop-listen", "127.0.0.1:0"), "--giop-listen and --outcall-target need --giop"},
+		{append(with("--giop-listen", "127.0.0.1:0"), "--giop"), "--giop-listen and --outcall-target go together"},
+		{append(with("--outcall-target", "corbaloc:iiop:1.2@127.0.0.1:1/Counter"), "--giop"), "--giop-listen and --outcall-target go together"},
+		{append(with("--giop-listen", ":0"), "--giop", "--outcall-target", "corbaloc:iiop:1.2@127.0.0.1:1/Counter"), `--giop-listen ":0": must name the host`},
+		{append(with("--giop-listen", "0.0.0.0:4100"), "--giop", "--outcall-target", "corbaloc:iiop:1.2@127.0.0.1:1/Counter"), `--giop-listen "0.0.0.0:4100": must name the host`},
+		{append(with("--giop-listen", "4100"), "--giop", "--outcall-target", "corbaloc:iiop:1.2@127.0.0.1:1/Counter"), `--giop-listen "4100": address 4100: missing port`},
+		{append(with("--giop-listen", "127.0.0.1:0"), "--giop", "--outcall-target", "http://callee/"), `--outcall-target "http://callee/": ior: reference must start`},
 	} {
 		_, errOut, code := runCtl(t, "", append([]string{"agent", "replicated"}, tc.args...)...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {
@@ -57,7 +64,7 @@ func TestAgentReplicatedRejectsBadFlags(t *testing.T) {
 func TestAgentReplicatedHelp(t *testing.T) {
 	t.Parallel()
 	out, _, code := runCtl(t, "", "agent", "replicated", "--help")
-	for _, want := range []string{"--data-dir", "--max-payload", "/fulcrum/replication/checkpoint", "one at a time", "must be reset", "agent.db"} {
+	for _, want := range []string{"--data-dir", "--max-payload", "/fulcrum/replication/checkpoint", "one at a time", "must be reset", "agent.db", "--giop-listen", "--outcall-target", "giop outcalls at"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("help (exit %d) lacks %q:\n%s", code, want, out)
 		}

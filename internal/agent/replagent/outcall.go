@@ -114,6 +114,27 @@ func (a *Agent) serveOutcall(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(reply.Body)
 }
 
+// ErrNoEntry is returned by Outcall when no entry is being delivered: a
+// replicated server's outgoing calls are keyed by the entry it applies.
+var ErrNoEntry = errors.New("replagent: no entry is being delivered (a replicated server's outgoing calls must be made while it applies one)")
+
+// Outcall posts c, keyed here as the next outgoing call of the entry being
+// delivered ("<group>/<position>/<index>"), to the admin URLs in order and
+// returns the first answer: the path of outgoing calls that do not come
+// through the agent's HTTP listener (a GIOP servant's, package giopout).
+// It returns ErrNoEntry when no entry is being delivered, an error when no
+// admin URL answered. The call is bounded by Options.DeliverTimeout.
+func (a *Agent) Outcall(ctx context.Context, c protocol.Outcall) (protocol.OutcallReply, error) {
+	e := a.current.Load()
+	if e == nil {
+		return protocol.OutcallReply{}, ErrNoEntry
+	}
+	c.Key = fmt.Sprintf("%s/%d/%d", a.opts.Group, e.pos, e.next.Add(1)-1)
+	ctx, cancel := context.WithTimeout(ctx, a.opts.DeliverTimeout)
+	defer cancel()
+	return a.outcall(ctx, c)
+}
+
 // outcallDrop are the request headers that belong to the hop to the agent
 // (the proxy), not to the call.
 var outcallDrop = append([]string{"Proxy-Authorization", "Proxy-Connection"}, hopHeaders...)

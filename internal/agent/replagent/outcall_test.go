@@ -3,6 +3,7 @@ package replagent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -187,6 +188,10 @@ func TestAgentKeysItsServersOutgoingCalls(t *testing.T) {
 	}
 	if _, err := hc.Get("https://" + strings.TrimPrefix(e.callee.URL, "http://") + "/value"); err == nil || !strings.Contains(err.Error(), "Method Not Allowed") {
 		t.Fatalf("an https:// call through the agent: %v, want CONNECT refused with 405", err)
+	}
+	// The path of a GIOP servant's calls (Agent.Outcall): the same refusal.
+	if _, err := r1.agent.Outcall(context.Background(), protocol.Outcall{Method: "POST", URL: e.callee.URL + "/increment"}); !errors.Is(err, replagent.ErrNoEntry) {
+		t.Fatalf("Agent.Outcall between entries: %v, want ErrNoEntry", err)
 	}
 	if got := e.seen(); len(got) != 3 {
 		t.Fatalf("refused calls reached the callee: %v", got)
