@@ -63,7 +63,7 @@ func report(s settings, rows []row, tp throughput, callers callersCheck, faults 
 	if onTestbed {
 		rep.TargetUnknown("a deduplicating callee saw each outgoing call exactly once, and the replicated relays' states are equal", "the relay topologies run on loopback only, not with --testbed")
 	} else {
-		rep.Para("Seed 001's other two topologies, with 2 replicas: *%s* is its own set-up, clients calling an unreplicated `fulcrum backend relay` whose calls go to the counters' bridge; *%s* are replicated callers, clients calling the bridge of a group of relays, each behind its agent and sending its calls to one plain `fulcrum backend counter --dedup` through it (`--proxy`): every relay makes each call, the balancer forwards it once with the key `<group>/<position>/<index>` as `Idempotency-Key`.", configViaRelay, configCallers)
+		rep.Para("MEAD's other two topologies, with 2 replicas: *%s* is its own set-up, clients calling an unreplicated `fulcrum backend relay` whose calls go to the counters' bridge; *%s* are replicated callers, clients calling the bridge of a group of relays, each behind its agent and sending its calls to one plain `fulcrum backend counter --dedup` through it (`--proxy`): every relay makes each call, the balancer forwards it once with the key `<group>/<position>/<index>` as `Idempotency-Key`.", configViaRelay, configCallers)
 		rep.Target("a deduplicating callee saw each outgoing call exactly once, and the replicated relays' states are equal", callers.Calls > 0 && callers.CalleeValue == callers.Calls && int64(callers.RelayIncrements) == callers.Calls,
 			"%d calls to the relays; the callee's counter %d; each relay applied %d", callers.Calls, callers.CalleeValue, callers.RelayIncrements)
 	}
