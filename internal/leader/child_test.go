@@ -37,8 +37,8 @@ import (
 //
 // Lines on stdout:
 //
-//	change to=STATE from=STATE term=N why=...
-//	wrote term=N rev=R at=UNIXNANO
+//	change to=STATE from=STATE term=N why=... at=UNIXNANO
+//	wrote term=N rev=R at=UNIXNANO began=UNIXNANO (began: when the txn was sent)
 //	refused term=N            (leader.ErrDeposed: nothing changed)
 //	failed term=N err=...     (outcome unknown)
 const childEnv = "FULCRUM_LEADER_CHILD"
@@ -81,7 +81,7 @@ func runChild(name string) int {
 		Client: cli, Prefix: prefix, Instance: name, SessionTTL: time.Duration(ttl) * time.Second,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		OnChange: func(ch leader.Change) {
-			say("change to=%s from=%s term=%d why=%s", ch.To, ch.From, ch.Term, strings.ReplaceAll(ch.Why, " ", "-"))
+			say("change to=%s from=%s term=%d why=%s at=%d", ch.To, ch.From, ch.Term, strings.ReplaceAll(ch.Why, " ", "-"), time.Now().UnixNano())
 		},
 	})
 	if err != nil {
@@ -132,11 +132,12 @@ func write(ctx context.Context, e *leader.Elector, st *etcdstore.Store, name str
 			continue
 		}
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		began := time.Now().UnixNano()
 		_, rev, _, err := f.Store(st).Txn(wctx, nil, []store.Op{store.Put(probeKey, fmt.Appendf(nil, "%s term=%d seq=%d", name, f.Term, seq))})
 		cancel()
 		switch {
 		case err == nil: // no conditions: applied
-			say("wrote term=%d rev=%d at=%d", f.Term, rev, time.Now().UnixNano())
+			say("wrote term=%d rev=%d at=%d began=%d", f.Term, rev, time.Now().UnixNano(), began)
 		case errors.Is(err, leader.ErrDeposed):
 			say("refused term=%d", f.Term)
 		case ctx.Err() != nil:
