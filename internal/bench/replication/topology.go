@@ -159,6 +159,15 @@ func (s *setup) waitReplicas(ctx context.Context) error {
 	if err := s.bal.WaitReady(ctx, groupReplicated, len(live), false); err != nil {
 		return err
 	}
+	// Every agent applying the log (not still joining): a joiner that
+	// took its checkpoint after the clients began would apply fewer
+	// entries than they sent, and a failpoint armed for the nth would not
+	// fire.
+	for _, r := range live {
+		if err := bench.WaitHTTP(ctx, r.agent, r.address+protocol.ReplicationHealthzPath, 30*time.Second); err != nil {
+			return fmt.Errorf("replication: agent %s is not applying the log: %w", r.agent.Name, err)
+		}
+	}
 	_, err := s.converged(ctx, 30*time.Second)
 	return err
 }
