@@ -79,6 +79,14 @@ type Group struct {
 	// Replicated configures a replicated group (binding replicated only;
 	// replication.go).
 	Replicated Replicated `json:"replicated,omitzero" yaml:"replicated,omitempty"`
+	// TCP configures a tcp group's front door (protocol tcp only; tcp.go).
+	TCP TCP `json:"tcp,omitzero" yaml:"tcp,omitempty"`
+	// Affinity are the group's session-table rules (tcp groups and
+	// per-request http groups; affinity.go).
+	Affinity []AffinityRule `json:"affinity,omitempty" yaml:"affinity,omitempty"`
+	// Workflow configures the group's work-flows (http groups;
+	// workflow.go).
+	Workflow WorkflowSettings `json:"workflow,omitzero" yaml:"workflow,omitempty"`
 	// JoinToken lets replicas register without the admin token.
 	JoinToken string `json:"join_token,omitempty" yaml:"join_token,omitempty"`
 	// Replicas are static members.
@@ -109,6 +117,13 @@ type Health struct {
 	Rise int `json:"rise,omitempty" yaml:"rise,omitempty"`
 	// Fall failures mark an up replica down; default 3.
 	Fall int `json:"fall,omitempty" yaml:"fall,omitempty"`
+	// Send (tcp groups) is written to a replica on a fresh connection by
+	// the active probe, which then reads until it has seen Expect; both
+	// empty: a TCP connect is the probe.
+	Send string `json:"send,omitempty" yaml:"send,omitempty"`
+	// Expect (tcp groups) must appear in what the replica answers within
+	// the probe's timeout.
+	Expect string `json:"expect,omitempty" yaml:"expect,omitempty"`
 	// Passive configures ejection on failed calls.
 	Passive Passive `json:"passive,omitempty" yaml:"passive,omitempty"`
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
 	"github.com/fulcrum-lb/fulcrum/internal/certs"
+	"github.com/fulcrum-lb/fulcrum/internal/conntable"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/groupcore"
@@ -121,6 +122,9 @@ type group struct {
 	// hub is a replicated group's hub while its front door runs
 	// (replicated.go). Guarded by mu.
 	hub *hubRun
+	// conns is the group's connection table (tcp groups), kept for the
+	// group's life across front-door swaps.
+	conns *conntable.Table
 }
 
 // member is one replica at run time.
@@ -168,6 +172,7 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 		members: map[string]*member{},
 		subs:    map[chan Event]struct{}{},
 		tls:     set,
+		conns:   conntable.New(),
 	}
 	b.certMetrics.Add(set)
 	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
@@ -249,6 +254,8 @@ func (g *group) publishLocked() {
 		Retry:       g.spec.Retry,
 		GIOP:        g.spec.GIOP,
 		Replicated:  g.spec.Replicated, // the bridge reads max_payload and read_only per request
+		TCP:         g.spec.TCP,
+		Conns:       g.conns,
 	}
 	snap.LookupMove, snap.MoveBound = g.lookupMove, g.moveBoundFn // leadermoves.go: nil on a single node
 	typeID := g.typeIDLocked()

@@ -263,7 +263,7 @@ func TestParseBad(t *testing.T) {
 	t.Parallel()
 	needStrategies(t, "least-loaded", "round-robin")
 	second := "  - name: other\n    front_door: 127.0.0.1:8001\n"
-	groupKeys := "name, protocol, front_door, advertise, tls, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, replicated, join_token, replicas"
+	groupKeys := "name, protocol, front_door, advertise, tls, binding, strategy, params, report_interval, health, timeouts, max_inflight, queue, retry, giop, replica_tls, replicated, tcp, affinity, workflow, join_token, replicas"
 	topKeys := "admin, admin_token, admin_tls, join_token, data_dir, store, instance, access_log, log_level, log_format, shutdown_timeout, http_engine, groups"
 	llKeys := strings.Join(paramNames(t, "least-loaded"), ", ")
 	tests := []struct {
@@ -281,7 +281,7 @@ func TestParseBad(t *testing.T) {
 		{"unknown group key", edit("front_door:", "frontdoor:"), 5, "groups[0].frontdoor",
 			"fulcrum.yaml:5: groups[0].frontdoor: unknown key, allowed keys: " + groupKeys, false},
 		{"unknown health key", edit("path: /healthz", "pth: /healthz"), 9, "groups[0].health.pth",
-			"fulcrum.yaml:9: groups[0].health.pth: unknown key, allowed keys: path, interval, timeout, rise, fall, passive", false},
+			"fulcrum.yaml:9: groups[0].health.pth: unknown key, allowed keys: path, interval, timeout, rise, fall, send, expect, passive", false},
 		{"unknown passive key", edit("timeout: 500ms}", "timeout: 500ms, passive: {failures: 3}}"), 9, "groups[0].health.passive.failures",
 			"fulcrum.yaml:9: groups[0].health.passive.failures: unknown key, allowed keys: consecutive_failures, base_ejection, max_ejected_percent", false},
 		{"unknown replica key", edit("weight: 1", "wieght: 1"), 12, "groups[0].replicas[0].wieght",
@@ -327,7 +327,7 @@ func TestParseBad(t *testing.T) {
 		{"group as a string", "groups:\n  - prime\n", 2, "groups[0]",
 			`fulcrum.yaml:2: groups[0]: invalid value "prime", must be a mapping with keys: ` + groupKeys, false},
 		{"health as a number", edit("health: {path: /healthz, interval: 1s, timeout: 500ms}", "health: 5"), 9, "groups[0].health",
-			`fulcrum.yaml:9: groups[0].health: invalid value 5, must be a mapping with keys: path, interval, timeout, rise, fall, passive`, false},
+			`fulcrum.yaml:9: groups[0].health: invalid value 5, must be a mapping with keys: path, interval, timeout, rise, fall, send, expect, passive`, false},
 		{"replicas as a mapping", edit("      - address: http://127.0.0.1:9001\n        weight: 1\n", "      address: http://127.0.0.1:9001\n"), 11, "groups[0].replicas",
 			`fulcrum.yaml:11: groups[0].replicas: invalid value (a mapping), must be a list`, false},
 		{"params as a number", edit("binding: on-demand", "params: 5"), 6, "groups[0].params",

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/conntable"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -115,6 +116,13 @@ type Snapshot struct {
 	Replicated protocol.Replicated
 	// Observer, when not nil, learns from finished proxied calls.
 	Observer strategy.Observer
+	// TCP are the tcp front door's settings (tcp groups).
+	TCP protocol.TCP
+	// Conns is the group's connection table (tcp groups; shared by all
+	// the group's snapshots).
+	Conns *conntable.Table
+	// Affinity is the group's session table (nil: no affinity rules).
+	Affinity Affinity
 }
 
 // ErrNoReplica is returned when nothing in the group can serve.

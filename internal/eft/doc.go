@@ -1,0 +1,41 @@
+// Package eft is the EFT work-flow scheduler of Chen et al. (§IV.B,
+// Algorithm 2): a work-flow is a DAG of tasks with computation costs w_i,
+// edges with communication costs c(i,j) and, optionally, timeout edges;
+// some tasks are stateful (they belong to a state group and must run
+// where their group's session lives). The scheduler ranks the tasks
+// (upward rank, eq. 2), places the stateful groups first by group load
+// (phase 1, eq. 3–4; a timeout edge starts a new stateful group), then
+// places each task, in decreasing rank, on the server with the minimum
+// earliest finish time (eq. 5), where a server runs at most k tasks at
+// once and a task sharing a server with n running tasks progresses at 1/n
+// of its speed (Exec(w, avail, k)). At run time, when the successor of a
+// timeout edge is about to start before the edge's timeout has passed
+// since its predecessor finished, the session has not expired: the rest
+// of that group is sent to the predecessor's server and phase 1 is run
+// again for the remaining stateful tasks.
+//
+// The package is pure: no I/O, no clock (callers pass the time), no
+// goroutines. The admin API's work-flow executor (internal/workflow)
+// drives a Core with real calls; fulcrum bench eft drives it with the
+// simulated servers of Simulate.
+//
+// The exported surface (the executor depends on it):
+//
+//	const MaxTasks = 10000
+//	type Edge struct { From string; Cost float64; Timeout time.Duration }
+//	type Task struct { ID string; Cost float64; StateGroup string; After []Edge }
+//	type GraphError struct { Task, Reason string }           // Error(): "task \"x\": reason"
+//	func NewGraph(tasks []Task) (*Graph, error)              // *GraphError: duplicate or unknown ids, cycles, too many tasks, bad costs
+//	func (g *Graph) Len() int
+//	func (g *Graph) Ranks() []float64                        // eq. 2, by task index (input order)
+//	type Dispatch struct { Task, Server int }
+//	func NewCore(g *Graph, servers, k int, start time.Time) *Core
+//	func (c *Core) Dispatch(now time.Time) []Dispatch        // tasks to start now, on which server
+//	func (c *Core) Done(task int, now time.Time)             // a task finished (AFT = now)
+//	func (c *Core) Failed(task int, now time.Time)           // a task failed: its successors are skipped
+//	func (c *Core) Placement(task int) (server int, ok bool) // planned or actual server
+//	func (c *Core) Finished() bool                           // every task done, failed or skipped
+//
+// Costs are in milliseconds (the API's cost_ms); Simulate returns
+// makespans in the same unit.
+package eft
