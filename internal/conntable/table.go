@@ -34,7 +34,20 @@ type Table struct {
 	open   map[uint64]*Entry
 	// totals are the per-replica totals, closed connections included.
 	totals map[string]*ReplicaTotals
+	// refused counts connections refused or closed before they were
+	// proxied, by reason (Refuse*).
+	refused map[string]uint64
 }
+
+// Reasons a connection is refused (Table.Refuse).
+const (
+	RefuseMaxConnections = "max_connections" // tcp.max_connections reached
+	RefuseReplicaLimit   = "replica_limit"   // every candidate at max_inflight
+	RefuseNoReplica      = "no_replica"      // nothing can serve, or every dial failed
+	RefuseProxyHeader    = "proxy_header"    // malformed or missing PROXY header from a trusted peer
+	RefuseAffinity       = "affinity"        // the session's replica is gone or unavailable here
+	RefuseDraining       = "draining"        // the front door is shutting down
+)
 
 // ReplicaTotals are one replica's counters: connections open now, every
 // connection accepted, and the bytes each way of connections that have
@@ -63,7 +76,25 @@ type Entry struct {
 
 // New returns an empty table.
 func New() *Table {
-	return &Table{open: map[uint64]*Entry{}, totals: map[string]*ReplicaTotals{}}
+	return &Table{open: map[uint64]*Entry{}, totals: map[string]*ReplicaTotals{}, refused: map[string]uint64{}}
+}
+
+// Refuse counts a connection refused for reason (Refuse*).
+func (t *Table) Refuse(reason string) {
+	t.mu.Lock()
+	t.refused[reason]++
+	t.mu.Unlock()
+}
+
+// Refusals returns the refused connections by reason.
+func (t *Table) Refusals() map[string]uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]uint64, len(t.refused))
+	for r, n := range t.refused {
+		out[r] = n
+	}
+	return out
 }
 
 // Add records a connection from client (host:port) proxied to replica at
