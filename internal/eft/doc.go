@@ -25,16 +25,36 @@
 //	type Edge struct { From string; Cost float64; Timeout time.Duration }
 //	type Task struct { ID string; Cost float64; StateGroup string; After []Edge }
 //	type GraphError struct { Task, Reason string }           // Error(): "task \"x\": reason"
-//	func NewGraph(tasks []Task) (*Graph, error)              // *GraphError: duplicate or unknown ids, cycles, too many tasks, bad costs
+//	func NewGraph(tasks []Task) (*Graph, error)              // *GraphError: empty, duplicate or unknown ids, repeated edges, cycles, too many tasks, bad costs or timeouts
 //	func (g *Graph) Len() int
+//	func (g *Graph) ID(i int) string; Index(id string) (int, bool)
 //	func (g *Graph) Ranks() []float64                        // eq. 2, by task index (input order)
+//	func (g *Graph) Order() []int                            // scheduling order: decreasing rank
+//	func (g *Graph) Groups() [][]int; Group(i int) int       // phase-1 groups (state groups split at timeout edges)
 //	type Dispatch struct { Task, Server int }
+//	type Status int                                          // Pending, Running, Done, Failed, Skipped
 //	func NewCore(g *Graph, servers, k int, start time.Time) *Core
 //	func (c *Core) Dispatch(now time.Time) []Dispatch        // tasks to start now, on which server
 //	func (c *Core) Done(task int, now time.Time)             // a task finished (AFT = now)
 //	func (c *Core) Failed(task int, now time.Time)           // a task failed: its successors are skipped
 //	func (c *Core) Placement(task int) (server int, ok bool) // planned or actual server
+//	func (c *Core) Status(task int) Status
 //	func (c *Core) Finished() bool                           // every task done, failed or skipped
+//
+//	type Policy string                                       // PolicyEFT, PolicyETT, PolicyRoundRobin
+//	func Simulate(g *Graph, servers, k int, p Policy) (float64, error) // makespan (ms) on simulated servers
+//
+// Usage (an executor; Simulate does the same with simulated servers):
+//
+//	g, err := eft.NewGraph(tasks) // err is a *GraphError naming the task
+//	c := eft.NewCore(g, replicas, k, start)
+//	for !c.Finished() {
+//		for _, d := range c.Dispatch(now) {
+//			// start task d.Task on replica d.Server; when it ends:
+//			// c.Done(d.Task, end) or c.Failed(d.Task, end)
+//		}
+//		// wait for a task to end
+//	}
 //
 // Costs are in milliseconds (the API's cost_ms); Simulate returns
 // makespans in the same unit.
