@@ -18,6 +18,7 @@ import (
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/albl"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/cluster"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/eft"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/replication"
