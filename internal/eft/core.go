@@ -2,6 +2,7 @@ package eft
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
@@ -58,7 +59,14 @@ type Dispatch struct {
 // task of which has started yet, against the remaining load of the groups
 // that have (R_k: a pending task's cost, a running task's cost less the
 // time it has run). Otherwise the group keeps its server from phase 1 (a
-// new session). Stateless tasks keep their phase-2 placement.
+// new session).
+//
+// Stateless tasks: NewCore's plan (phase 2 with the predecessors' planned
+// finish times) is their placement until they are ready; when one is
+// dispatched, eq. 5 is evaluated again with the actual finish times (AFT)
+// of its predecessors and the tasks then running on each server, and it
+// goes to the server with the minimum EFT (the planned one on a tie). It
+// waits, in rank order, while that server runs k tasks.
 //
 // Not safe for concurrent use.
 type Core struct {
@@ -76,6 +84,7 @@ type Core struct {
 	lastNow float64 // ms of the last Dispatch
 	left    int     // tasks not done, failed or skipped
 
+	onServer    [][]int // running tasks per server
 	groupServer []int
 	groupPinned []bool // a task of the group has been dispatched: its session lives on groupServer
 	estFinish   []float64
@@ -92,7 +101,7 @@ func NewCore(g *Graph, servers, k int, start time.Time) *Core {
 	c := &Core{
 		g: g, k: k, start: start, left: n,
 		server: make([]int, n), status: make([]Status, n), started: make([]float64, n), aft: make([]float64, n),
-		waiting: make([]int, n), pos: make([]int, n), running: make([]int, servers),
+		waiting: make([]int, n), pos: make([]int, n), running: make([]int, servers), onServer: make([][]int, servers),
 		groupServer: make([]int, len(g.segTasks)), groupPinned: make([]bool, len(g.segTasks)),
 	}
 	for p, i := range g.order {
@@ -189,7 +198,8 @@ func (c *Core) ms(now time.Time) float64 {
 
 // Dispatch returns the tasks to start now, each on its server: pending
 // tasks whose predecessors are all done, in decreasing rank, as long as
-// their server runs fewer than k tasks. The tasks returned are Running
+// their server (for a stateless task, the one with the minimum EFT now)
+// runs fewer than k tasks. The tasks returned are Running
 // until Done or Failed. It applies the run-time rule of timeout edges (see
 // Core).
 func (c *Core) Dispatch(now time.Time) []Dispatch {
@@ -201,7 +211,10 @@ func (c *Core) Dispatch(now time.Time) []Dispatch {
 		i := c.g.order[p]
 		s, alive := c.server[i], false
 		grp := c.g.seg[i]
-		if grp >= 0 && !c.groupPinned[grp] {
+		switch {
+		case grp < 0:
+			s = c.minEFT(i, t)
+		case !c.groupPinned[grp]:
 			s, alive = c.sessionServer(i, t)
 		}
 		if c.running[s] >= c.k {
@@ -215,10 +228,52 @@ func (c *Core) Dispatch(now time.Time) []Dispatch {
 		c.status[i] = Running
 		c.started[i] = t
 		c.running[s]++
+		c.onServer[s] = append(c.onServer[s], i)
 		out = append(out, Dispatch{Task: i, Server: s})
 	}
 	c.ready = keep
 	return out
+}
+
+// minEFT is phase 2 for a ready stateless task at t: the server with the
+// minimum EFT (eq. 5), now with the predecessors' actual finish times
+// (AFT) and avail[s] the tasks running on s (each with what is left of its
+// cost, stretched by the tasks it shares s with, as its interval); ties go
+// to the planned server, then to the lowest index.
+func (c *Core) minEFT(i int, t float64) int {
+	best, bestFinish := c.server[i], math.Inf(1)
+	for s := range c.running {
+		ready := t
+		for _, e := range c.g.preds[i] {
+			at := c.aft[e.task]
+			if c.server[e.task] != s {
+				at += e.cost
+			}
+			ready = max(ready, at)
+		}
+		prof := make(profile, 0, len(c.onServer[s]))
+		n := float64(len(c.onServer[s]))
+		for _, j := range c.onServer[s] {
+			left := max(0, c.g.cost[j]-(t-c.started[j])/n)
+			prof = append(prof, interval{t, t + left*n})
+		}
+		_, f := prof.exec(c.g.cost[i], ready, c.k)
+		if f < bestFinish || (f == bestFinish && s == c.server[i]) {
+			best, bestFinish = s, f
+		}
+	}
+	return best
+}
+
+// stop takes running task i off its server.
+func (c *Core) stop(i int) {
+	s := c.server[i]
+	c.running[s]--
+	on := c.onServer[s]
+	if at := slices.Index(on, i); at >= 0 {
+		on[at] = on[len(on)-1]
+		c.onServer[s] = on[:len(on)-1]
+	}
 }
 
 // sessionServer is where the first task i of an unpinned phase-1 group
@@ -268,7 +323,7 @@ func (c *Core) Done(i int, now time.Time) {
 	}
 	c.status[i] = Done
 	c.aft[i] = c.ms(now)
-	c.running[c.server[i]]--
+	c.stop(i)
 	c.left--
 	for _, e := range c.g.succs[i] {
 		if c.waiting[e.task]--; c.waiting[e.task] == 0 && c.status[e.task] == Pending {
@@ -288,7 +343,7 @@ func (c *Core) Failed(i int, now time.Time) {
 	}
 	c.status[i] = Failed
 	c.aft[i] = c.ms(now)
-	c.running[c.server[i]]--
+	c.stop(i)
 	c.left--
 	stack := []int{i}
 	for len(stack) > 0 {

@@ -96,7 +96,7 @@ func why(r Row) string {
 		if r.HeadroomETT < r.TargetVsETT {
 			out = append(out, fmt.Sprintf("ETT is only %s above the lower bound, so no schedule can be %s better", pct2(r.HeadroomETT), pct2(r.TargetVsETT)))
 		} else {
-			out = append(out, fmt.Sprintf("EFT takes %s of ETT's %s headroom and beats it on %s of the graphs", pct2(r.EFTVsETT), pct2(r.HeadroomETT), pct(math.Round(r.EFTBeatsETT*1000)/1000)))
+			out = append(out, fmt.Sprintf("EFT takes %s of ETT's %s headroom and beats it on %s of the graphs", pct2(r.EFTVsETT), pct2(r.HeadroomETT), fmt.Sprintf("%.1f%%", 100*r.EFTBeatsETT)))
 		}
 	}
 	s := ""
