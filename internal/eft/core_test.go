@@ -292,3 +292,46 @@ func TestTimeoutEdgeRunTimeRule(t *testing.T) {
 		})
 	}
 }
+
+// A stateless task's placement is eq. 5 again at dispatch, with actual
+// finish times. x (100, state group G), a (10), b (10), c (10) after a over
+// c(a,c) = 1; two servers, k = 1. Ranks x 100, a 21, b 10, c 10.
+//
+// Plan: x on s0 [0,100] (phase 1); a: s0 waits → 110, s1 → 10: s1; b: s0
+// 110, s1 after a → 20: s1; c: s0 ready 11, waits for x → 110, s1 after b
+// → 30: s1.
+//
+// Run: at 0 x@0, a@1 (b waits for s1). a done at 10: b@1 (c's EFT is still
+// s1's: s0 holds x until about 100). x is done early, at 12: c's EFT on s0
+// is now 12 + 10 = 22 against s1's 30 (b has 8 left): c goes to s0.
+func TestCoreStatelessFollowsActualTimes(t *testing.T) {
+	t.Parallel()
+	g := mustGraph(t, []Task{
+		{ID: "x", Cost: 100, StateGroup: "G"},
+		{ID: "a", Cost: 10},
+		{ID: "b", Cost: 10},
+		{ID: "c", Cost: 10, After: []Edge{{From: "a", Cost: 1}}},
+	})
+	c := NewCore(g, 2, 1, t0)
+	if got, want := placements(g, c), "x@0 a@1 b@1 c@1"; got != want {
+		t.Fatalf("plan %s, want %s", got, want)
+	}
+	idx := func(id string) int { i, _ := g.Index(id); return i }
+	steps := []struct {
+		now  float64
+		done string
+		want string
+	}{
+		{0, "", "x@0 a@1"},
+		{10, "a", "b@1"},
+		{12, "x", "c@0"},
+	}
+	for _, s := range steps {
+		if s.done != "" {
+			c.Done(idx(s.done), at(s.now))
+		}
+		if got := dispatched(g, c.Dispatch(at(s.now))); got != s.want {
+			t.Fatalf("at %vms: Dispatch %q, want %q", s.now, got, s.want)
+		}
+	}
+}
