@@ -141,8 +141,9 @@ func (s setting) params() GraphParams {
 
 // graphRun is one graph's makespans by policy (ms) and its lower bound.
 type graphRun struct {
-	makespan [3]float64 // eft, ett, round-robin
-	bound    float64
+	makespan  [3]float64 // eft, ett, round-robin
+	bound     float64
+	pathBound bool // the bound is the longest path, not the work over the servers
 }
 
 // Run implements bench.Experiment.
@@ -268,15 +269,15 @@ func (e *EFT) runGraph(s setting, si, gi int) (graphRun, error) {
 		}
 		run.makespan[pi] = m
 	}
-	run.bound = lowerBound(g, e.Servers)
+	run.bound, run.pathBound = lowerBound(g, e.Servers)
 	return run, nil
 }
 
 // lowerBound is a makespan no policy can beat: the longest path of
 // computation costs (communication can be avoided by running a path on
 // one server) or the total computation spread over every server,
-// whichever is larger.
-func lowerBound(g *sched.Graph, servers int) float64 {
+// whichever is larger; path says it is the path.
+func lowerBound(g *sched.Graph, servers int) (bound float64, path bool) {
 	longest := make([]float64, g.Len())
 	cp, work := 0.0, 0.0
 	for _, i := range g.Order() {
@@ -286,5 +287,5 @@ func lowerBound(g *sched.Graph, servers int) float64 {
 		cp = max(cp, longest[i])
 		work += g.Cost(i)
 	}
-	return max(cp, work/float64(servers))
+	return max(cp, work/float64(servers)), cp >= work/float64(servers)
 }
