@@ -66,7 +66,7 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%s: no target", r.Name)
 		}
 	}
-	for _, fig := range []string{"fig17.png", "fig18.png"} {
+	for _, fig := range []string{"fig17-2groups.png", "fig17-8groups.png", "fig18-4groups.png"} {
 		f, err := os.Open(filepath.Join(out, fig))
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Targets", "Chen et al.", "fig17.png", "fig18.png", "stateful 50%, 8 groups, v=400"} {
+	for _, want := range []string{"## Targets", "Chen et al.", "fig17-2groups.png", "fig18-8groups.png", "stateful 50%, 8 groups, v=400"} {
 		if !strings.Contains(string(report), want) {
 			t.Errorf("report.md lacks %q", want)
 		}

@@ -170,25 +170,26 @@ func (e *EFT) report(env *bench.Env, rows []Row, elapsed time.Duration) (*bench.
 			})
 		}
 		rep.Table([]string{"groups", "v", "EFT/RR", "ETT/RR", "EFT vs RR", "EFT vs ETT", "RR headroom", "ETT headroom", "path-bound graphs", "EFT < ETT on", "target"}, cells)
-		var lines []bench.Line
 		for _, grp := range e.Groups {
-			for pi, name := range []string{"EFT", "ETT"} {
-				l := bench.Line{Name: fmt.Sprintf("%s, %d groups", name, grp)}
-				for _, r := range sub {
-					if r.StateGroups == grp {
-						l.X = append(l.X, float64(r.Tasks))
-						l.Y = append(l.Y, []float64{r.EFTNorm, r.ETTNorm}[pi])
-					}
+			var cats []string
+			series := []bench.Series{{Name: "EFT"}, {Name: "ETT"}, {Name: "round-robin"}}
+			for _, r := range sub {
+				if r.StateGroups != grp {
+					continue
 				}
-				lines = append(lines, l)
+				cats = append(cats, "v="+strconv.Itoa(r.Tasks))
+				series[0].Values = append(series[0].Values, r.EFTNorm)
+				series[1].Values = append(series[1].Values, r.ETTNorm)
+				series[2].Values = append(series[2].Values, 1)
 			}
+			name := fmt.Sprintf("%s-%dgroups.png", fig, grp)
+			if err := env.BarChart(name, bench.Axes{
+				Title: fmt.Sprintf("Makespan over round-robin's: %s stateful tasks, %d state groups", pct(ratio), grp), X: "tasks per work-flow", Y: "makespan / round-robin's",
+			}, cats, series); err != nil {
+				return nil, err
+			}
+			rep.Image(fmt.Sprintf("makespans over round-robin's, %s stateful, %d groups", pct(ratio), grp), name)
 		}
-		if err := env.LineChart(fig+".png", bench.Axes{
-			Title: fmt.Sprintf("Makespan over round-robin's, %s stateful tasks", pct(ratio)), X: "tasks per work-flow (v)", Y: "makespan / round-robin's", LogX: true,
-		}, lines); err != nil {
-			return nil, err
-		}
-		rep.Image(fmt.Sprintf("makespans over round-robin's, %s stateful", pct(ratio)), fig+".png")
 	}
 	return rep, nil
 }
