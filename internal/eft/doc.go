@@ -8,7 +8,8 @@
 // places each task, in decreasing rank, on the server with the minimum
 // earliest finish time (eq. 5), where a server runs at most k tasks at
 // once and a task sharing a server with n running tasks progresses at 1/n
-// of its speed (Exec(w, avail, k)). At run time, when the successor of a
+// of its speed (Exec(w, avail, k)); at dispatch, a stateless task's EFT is
+// evaluated again with its predecessors' actual finish times. At run time, when the successor of a
 // timeout edge is about to start before the edge's timeout has passed
 // since its predecessor finished, the session has not expired: the rest
 // of that group is sent to the predecessor's server and phase 1 is run
@@ -28,6 +29,8 @@
 //	func NewGraph(tasks []Task) (*Graph, error)              // *GraphError: empty, duplicate or unknown ids, repeated edges, cycles, too many tasks, bad costs or timeouts
 //	func (g *Graph) Len() int
 //	func (g *Graph) ID(i int) string; Index(id string) (int, bool)
+//	func (g *Graph) Cost(i int) float64; StateGroup(i int) string
+//	func (g *Graph) Preds(i int, f func(p int, cost float64, timeout time.Duration)); Succs(i int, f func(s int, cost float64))
 //	func (g *Graph) Ranks() []float64                        // eq. 2, by task index (input order)
 //	func (g *Graph) Order() []int                            // scheduling order: decreasing rank
 //	func (g *Graph) Groups() [][]int; Group(i int) int       // phase-1 groups (state groups split at timeout edges)
@@ -39,9 +42,10 @@
 //	func (c *Core) Failed(task int, now time.Time)           // a task failed: its successors are skipped
 //	func (c *Core) Placement(task int) (server int, ok bool) // planned or actual server
 //	func (c *Core) Status(task int) Status
+//	func (c *Core) Planned(task int) float64                 // phase 2's estimated finish (ms after start)
 //	func (c *Core) Finished() bool                           // every task done, failed or skipped
 //
-//	type Policy string                                       // PolicyEFT, PolicyETT, PolicyRoundRobin
+//	type Policy string                                       // PolicyEFT, PolicyETT, PolicyRoundRobin; var Policies
 //	func Simulate(g *Graph, servers, k int, p Policy) (float64, error) // makespan (ms) on simulated servers
 //
 // Usage (an executor; Simulate does the same with simulated servers):
