@@ -4,16 +4,17 @@
 // some tasks are stateful (they belong to a state group and must run
 // where their group's session lives). The scheduler ranks the tasks
 // (upward rank, eq. 2), places the stateful groups first by group load
-// (phase 1, eq. 3–4; a timeout edge starts a new stateful group), then
-// places each task, in decreasing rank, on the server with the minimum
-// earliest finish time (eq. 5), where a server runs at most k tasks at
-// once and a task sharing a server with n running tasks progresses at 1/n
-// of its speed (Exec(w, avail, k)); at dispatch, a stateless task's EFT is
-// evaluated again with its predecessors' actual finish times. At run time, when the successor of a
-// timeout edge is about to start before the edge's timeout has passed
-// since its predecessor finished, the session has not expired: the rest
-// of that group is sent to the predecessor's server and phase 1 is run
-// again for the remaining stateful tasks.
+// (phase 1, eq. 3–4; a timeout edge starts a new stateful group, defined
+// precisely on Graph), then places each task, in decreasing rank, on the
+// server with the minimum earliest finish time (eq. 5), where a server
+// runs at most k tasks at once and a task sharing a server with n running
+// tasks progresses at 1/n of its speed (Exec(w, avail, k)); at dispatch, a
+// stateless task's EFT is evaluated again with its predecessors' actual
+// finish times. At run time, when the successor of a timeout edge is about
+// to start before the edge's timeout has passed since its predecessor
+// finished, the session has not expired: the rest of that group is sent to
+// the predecessor's server and phase 1 is run again for the stateful
+// groups not yet started (see Core).
 //
 // The package is pure: no I/O, no clock (callers pass the time), no
 // goroutines. The admin API's work-flow executor (internal/workflow)
