@@ -47,6 +47,7 @@ type EFT struct {
 	// Tasks (v), Groups and Ratios span the settings; default Table I's.
 	Tasks, Groups []int
 	Ratios        []float64
+	statefulPct   []int // --stateful, in percent: sets Ratios
 	// Servers and K are the simulated servers and the tasks each runs at
 	// once; default 3 and 2, as in the paper's example.
 	Servers, K int
@@ -66,7 +67,7 @@ func (e *EFT) AddFlags(fs *pflag.FlagSet) {
 	fs.Uint64Var(&e.Seed, "seed", defaultSeed, "seed of the work-flow generator")
 	fs.IntSliceVar(&e.Tasks, "tasks", nil, "tasks per work-flow, v (default 25,50,100,200,400)")
 	fs.IntSliceVar(&e.Groups, "state-groups", nil, "state groups per work-flow (default 2,4,8)")
-	fs.Float64SliceVar(&e.Ratios, "stateful", nil, "shares of stateful tasks (default 0.25,0.5)")
+	fs.IntSliceVar(&e.statefulPct, "stateful", nil, "percentages of stateful tasks (default 25,50)")
 	fs.IntVar(&e.Servers, "servers", 0, "simulated servers (default 3)")
 	fs.IntVar(&e.K, "k", 0, "tasks a simulated server runs at once (default 2)")
 }
@@ -90,8 +91,19 @@ func (e *EFT) defaults(size bench.Size) error {
 	if len(e.Groups) == 0 {
 		e.Groups = defaultGroups
 	}
+	for _, p := range e.statefulPct {
+		if p < 1 || p > 100 {
+			return fmt.Errorf("eft: --stateful %d, must be a percentage in [1, 100]", p)
+		}
+	}
 	if len(e.Ratios) == 0 {
 		e.Ratios = defaultRatios
+		if len(e.statefulPct) > 0 {
+			e.Ratios = nil
+			for _, p := range e.statefulPct {
+				e.Ratios = append(e.Ratios, float64(p)/100)
+			}
+		}
 	}
 	if e.Servers == 0 {
 		e.Servers = defaultServers
@@ -114,7 +126,7 @@ func (e *EFT) defaults(size bench.Size) error {
 	}
 	for _, r := range e.Ratios {
 		if !(r > 0 && r <= 1) {
-			return fmt.Errorf("eft: --stateful %v, must be in (0, 1]", r)
+			return fmt.Errorf("eft: stateful ratio %v, must be in (0, 1]", r)
 		}
 	}
 	for _, g := range e.Groups {

@@ -125,7 +125,8 @@ func TestCheckRefuses(t *testing.T) {
 		{"servers", EFT{Servers: -2}, "--servers -2"},
 		{"k", EFT{K: -1}, "--k -1"},
 		{"tasks", EFT{Tasks: []int{10001}}, "--tasks 10001"},
-		{"stateful", EFT{Ratios: []float64{1.5}}, "--stateful 1.5"},
+		{"stateful", EFT{statefulPct: []int{150}}, "--stateful 150"},
+		{"ratio", EFT{Ratios: []float64{1.5}}, "ratio 1.5"},
 		{"groups", EFT{Groups: []int{0}}, "--state-groups 0"},
 	}
 	for _, tt := range tests {
