@@ -335,3 +335,49 @@ func TestCoreStatelessFollowsActualTimes(t *testing.T) {
 		}
 	}
 }
+
+// The first steps of the paper's worked example (§IV.B, Fig. 9–11), as far
+// as its text gives the costs: n1 (w 8) → n2 (w 15, c 18), n1 → n3 (w 7,
+// c 12), and n4 stateful, scheduled between n2 and n3 on the server phase
+// 1 gave its group (here: n1 → n4, w 10, c 0, so that the ranks order
+// n1, n2, n4, n3 as in the paper). Three servers, k = 2.
+//
+//	n1: EFT 8 on every server (the paper: 8) → s1 (our s0).
+//	n2: s1: 15 + (8 + 0) = 23; s2, s3: 15 + (8 + 18) = 41 (the paper's
+//	    figures) → s1.
+//	n4: on s1 (phase 1), beside n2 at half speed until 23 (7.5 done),
+//	    then alone: [8, 25.5].
+//	n3: s2: 7 + (8 + 12) = 27 (the paper: 27); s1 runs k = 2 tasks until
+//	    23, then n3 shares with n4 until 25.5 (1.25 done) and finishes the
+//	    5.75 left alone at 31.25 (the paper: 14 + 18 = 32) → s2 (our s1),
+//	    as in the paper.
+func TestPaperWorkedExampleFirstSteps(t *testing.T) {
+	t.Parallel()
+	g := mustGraph(t, []Task{
+		{ID: "n1", Cost: 8},
+		{ID: "n2", Cost: 15, After: []Edge{{From: "n1", Cost: 18}}},
+		{ID: "n3", Cost: 7, After: []Edge{{From: "n1", Cost: 12}}},
+		{ID: "n4", Cost: 10, StateGroup: "g1", After: []Edge{{From: "n1"}}},
+	})
+	var order []string
+	for _, i := range g.Order() {
+		order = append(order, g.ID(i))
+	}
+	if got := strings.Join(order, ","); got != "n1,n2,n4,n3" {
+		t.Fatalf("order %s, want n1,n2,n4,n3", got)
+	}
+	c := NewCore(g, 3, 2, t0)
+	if got, want := placements(g, c), "n1@0 n2@0 n3@1 n4@0"; got != want {
+		t.Errorf("placements %s, want %s", got, want)
+	}
+	for id, want := range map[string]float64{"n1": 8, "n2": 23, "n3": 27, "n4": 25.5} {
+		i, _ := g.Index(id)
+		if got := c.Planned(i); got != want {
+			t.Errorf("planned finish of %s %v, want %v", id, got, want)
+		}
+	}
+	// n3 on s1 (our s0) would finish at 31.25: the profile of n1, n2, n4 there.
+	if _, f := (profile{{0, 8}, {8, 23}, {8, 25.5}}).exec(7, 8, 2); f != 31.25 {
+		t.Errorf("EFT(n3, s1) = %v, want 31.25", f)
+	}
+}
