@@ -206,8 +206,16 @@ func (c *Core) Dispatch(now time.Time) []Dispatch {
 	t := c.ms(now)
 	c.lastNow = t
 	var out []Dispatch
+	free := 0
+	for _, r := range c.running {
+		free += max(0, c.k-r)
+	}
 	keep := c.ready[:0]
-	for _, p := range c.ready {
+	for n, p := range c.ready {
+		if free == 0 { // every server runs k tasks: the rest waits
+			keep = append(keep, c.ready[n:]...)
+			break
+		}
 		i := c.g.order[p]
 		s, alive := c.server[i], false
 		grp := c.g.seg[i]
@@ -228,6 +236,7 @@ func (c *Core) Dispatch(now time.Time) []Dispatch {
 		c.status[i] = Running
 		c.started[i] = t
 		c.running[s]++
+		free--
 		c.onServer[s] = append(c.onServer[s], i)
 		out = append(out, Dispatch{Task: i, Server: s})
 	}
