@@ -17,6 +17,8 @@
 //   - albl: the ALBL paper §5, Fig. 3–10, on the testbed (root)
 //   - remoting: the .NET Remoting paper §V, Fig. 13/14, on the testbed (root), with its
 //     queueing model in remoting/queuemodel
+//   - eft: the .NET Remoting paper §V, Fig. 17/18: EFT work-flow scheduling
+//     simulated (CPU only)
 //
 // Run looks an experiment up, gives it an Env and writes what it returns:
 //

@@ -18,6 +18,7 @@ import (
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/albl"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/cluster"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/eft"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/replication"
@@ -62,7 +63,7 @@ The papers:
   Kontogiannis, Valsamidis, Efraimidis, Karakos, "An adaptive load balancing
     algorithm for cluster-based web systems" (ALBL): albl
   Chen, Chang, Chen, Chen, Yang, Lee, "Efficient Switching Supports of
-    Distributed .NET Remoting with Network Processors": remoting
+    Distributed .NET Remoting with Network Processors": remoting, eft
   Paulos, Narasimhan, "End-to-End Consistency of Multi-Tier Operations Across
     Mixed Replicated and Unreplicated Components" (MEAD, 2006): replication
 
