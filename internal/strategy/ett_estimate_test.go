@@ -13,7 +13,7 @@ func TestETTEstimateMS(t *testing.T) {
 		"cpu_capacity": 2.0, // cores
 		"bw_capacity":  1e6, // bytes/s
 		"paths": map[string]any{
-			"/primes": map[string]any{"cpu": 0.5},                 // 0.5 s of a core on 2 cores: 250 ms
+			"/primes": map[string]any{"cpu": 0.5},               // 0.5 s of a core on 2 cores: 250 ms
 			"/upload": map[string]any{"cpu": 0.01, "data": 2e5}, // 5 ms + 200 ms
 		},
 	}, strategy.Env{})
