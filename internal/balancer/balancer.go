@@ -466,7 +466,7 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	wg.Wait()
 	b.cancel()
 	b.workflows.Close() // workflows.go
-	b.asyncMu.Lock() // no goAsync starts after this: ctx is done
+	b.asyncMu.Lock()    // no goAsync starts after this: ctx is done
 	b.asyncMu.Unlock()
 	b.async.Wait() // ended by the cancel
 	b.mu.RLock()
