@@ -8,8 +8,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
@@ -68,6 +70,14 @@ type realRunner struct {
 }
 
 func runReal(ctx context.Context, env *bench.Env, e *EFT, res *bench.Results) error {
+	if strings.HasSuffix(filepath.Base(env.Binary), ".test") {
+		// A Go test binary runs the experiment without a fulcrum binary
+		// (bench.Options.Binary): it cannot start replicas or balancers.
+		res.Report.Heading("Real work-flows")
+		res.Report.Para("Not run: the experiment ran inside a Go test binary (%s), which cannot start fulcrum processes; pass a fulcrum binary (bench.Options.Binary) to run them.", filepath.Base(env.Binary))
+		env.Logf("eft: real work-flows skipped: %s is a Go test binary", env.Binary)
+		return nil
+	}
 	graphs := bench.Pick(env.Size, 10, 4, 1)
 	sizes := bench.Pick(env.Size, []int{25, 50}, []int{25}, []int{12})
 	r := &realRunner{e: e, env: env, hc: &http.Client{Timeout: 2 * time.Minute}}
