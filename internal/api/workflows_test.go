@@ -23,8 +23,19 @@ type countingReplica struct {
 
 func newCountingReplica(t *testing.T) *countingReplica {
 	t.Helper()
+	return newHoldingReplica(t, "", nil, nil)
+}
+
+// newHoldingReplica is a countingReplica that, on a call to hold, says so
+// on arrived and answers once release is closed.
+func newHoldingReplica(t *testing.T, hold string, arrived chan<- struct{}, release <-chan struct{}) *countingReplica {
+	t.Helper()
 	c := &countingReplica{}
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hold != "" && r.URL.Path == hold {
+			arrived <- struct{}{}
+			<-release
+		}
 		c.mu.Lock()
 		c.paths = append(c.paths, r.URL.Path)
 		c.mu.Unlock()
@@ -83,11 +94,13 @@ func TestWorkflowOnRealReplicas(t *testing.T) {
 	cart := tasks["open"].Replica
 	for id, c := range reps {
 		carts := 0
+		c.mu.Lock()
 		for _, p := range c.paths {
 			if strings.HasPrefix(p, "/cart/") {
 				carts++
 			}
 		}
+		c.mu.Unlock()
 		if want := map[bool]int{true: 3, false: 0}[id == cart]; carts != want {
 			t.Errorf("replica %s served %d cart calls, want %d", id, carts, want)
 		}
@@ -207,5 +220,66 @@ func TestWorkflowParallelSetting(t *testing.T) {
 	e.call("GET", a.header.Get("Location")+"?wait=10s", "", nil).decode(t, &st)
 	if st.State != protocol.WorkflowDone {
 		t.Errorf("work-flow %s, want done", st.State)
+	}
+}
+
+// TestWorkflowReplicaDrainedMidway: a replica drained while the
+// work-flow's first task runs is gone for the tasks planned on it: the
+// stateless ones run on the other replica, the stateful one fails (its
+// session would have lived there). Worked out by hand: "first" (held)
+// runs on r0, the first registered; phase 1 places state group "two"
+// (rank 20: two, then two-b) on r0 and "one" (rank 10) on r1.
+func TestWorkflowReplicaDrainedMidway(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{}, balancer.Options{})
+	e.mustGroup("shop", nil)
+	arrived := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var ids []string
+	paths := map[int]*countingReplica{}
+	for i := range 2 {
+		hold := ""
+		if i == 0 {
+			hold = "/first"
+		}
+		c := newHoldingReplica(t, hold, arrived, release)
+		paths[i] = c
+		ids = append(ids, e.mustRegister("shop", c.srv.URL).ID)
+	}
+	after := []map[string]any{{"id": "first"}}
+	a := e.call("POST", "/v1/groups/shop/workflows", "", map[string]any{"tasks": []map[string]any{
+		{"id": "first", "path": "/first", "cost_ms": 10},
+		{"id": "x", "path": "/x", "cost_ms": 10, "after": after},
+		{"id": "y", "path": "/y", "cost_ms": 10, "after": after},
+		{"id": "z", "path": "/z", "cost_ms": 10, "after": after},
+		{"id": "one", "path": "/one", "cost_ms": 10, "state_group": "one", "after": after},
+		{"id": "two", "path": "/two", "cost_ms": 10, "state_group": "two", "after": after},
+		{"id": "two-b", "path": "/two-b", "cost_ms": 10, "state_group": "two", "after": []map[string]any{{"id": "two"}}},
+	}})
+	want(t, a, http.StatusAccepted)
+	<-arrived
+	want(t, e.call("POST", "/v1/groups/shop/replicas/"+ids[1]+"/drain", "", nil), http.StatusOK)
+	close(release)
+	var st protocol.WorkflowStatus
+	e.call("GET", a.header.Get("Location")+"?wait=10s", "", nil).decode(t, &st)
+	tasks := map[string]protocol.WorkflowTaskStatus{}
+	for _, ts := range st.Tasks {
+		tasks[ts.ID] = ts
+	}
+	for _, id := range []string{"first", "x", "y", "z", "two", "two-b"} {
+		if ts := tasks[id]; ts.State != protocol.TaskDone || ts.Replica != ids[0] {
+			t.Errorf("%s = %+v, want done on %s", id, ts, ids[0])
+		}
+	}
+	if one := tasks["one"]; one.State != protocol.TaskFailed || one.Replica != ids[1] || !strings.Contains(one.Error, "is gone") {
+		t.Errorf("one = %+v, want failed on the drained %s: its session's replica is gone", one, ids[1])
+	}
+	if st.State != protocol.WorkflowFailed {
+		t.Errorf("work-flow %s, want failed", st.State)
+	}
+	paths[1].mu.Lock()
+	defer paths[1].mu.Unlock()
+	if n := len(paths[1].paths); n != 0 {
+		t.Errorf("the drained replica took %d calls: %v", n, paths[1].paths)
 	}
 }
