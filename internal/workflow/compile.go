@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -139,7 +140,7 @@ func checkTask(i int, t protocol.WorkflowTask, estimate func(string) float64) (c
 	if method == "" {
 		method = "GET"
 	}
-	if !contains(methods, method) {
+	if !slices.Contains(methods, method) {
 		return call{}, 0, &protocol.FieldError{Field: field("method"), Value: t.Method, Allowed: "must be one of: " + strings.Join(methods, ", ") + " (default GET)"}
 	}
 	if err := checkPath(t.Path); err != "" {
@@ -207,13 +208,4 @@ func checkPath(p string) string {
 		return allowed + " (" + err.Error() + ")"
 	}
 	return ""
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
