@@ -16,7 +16,7 @@ import (
 // report says so.
 func TestBenchEFTRealWorkflows(t *testing.T) {
 	t.Parallel()
-	raw, out := benchSmoke(t, "fulcrum bench eft", "eft", nil, "--tasks", "25", "--state-groups", "2", "--stateful", "0.5")
+	raw, out := benchSmoke(t, "fulcrum bench eft", "eft", nil, "--tasks", "25", "--state-groups", "2", "--stateful", "50")
 	var res struct {
 		Real struct {
 			Rows []struct {
@@ -33,7 +33,7 @@ func TestBenchEFTRealWorkflows(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(res.Real.Rows) != 1 || res.Real.Replicas != 3 {
-		t.Fatalf("real = %+v, want one setting (stateful 0.5) on 3 replicas", res.Real)
+		t.Fatalf("real = %+v, want one setting (stateful 50%%) on 3 replicas", res.Real)
 	}
 	for _, r := range res.Real.Rows {
 		// A work-flow of 12 tasks of at least 1 ms each, some in a chain,
