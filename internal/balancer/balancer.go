@@ -37,6 +37,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/replog"
 	"github.com/fulcrum-lb/fulcrum/internal/store"
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
+	"github.com/fulcrum-lb/fulcrum/internal/workflow"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -213,6 +214,8 @@ type Balancer struct {
 	replMetrics *replicatedMetrics
 	// outcallClient forwards replicated groups' outcalls (outcalls.go).
 	outcallClient *http.Client
+	// workflows runs the groups' work-flows (workflows.go).
+	workflows *workflow.Executor
 }
 
 // New loads the persisted groups and replicas. Front doors are not started
@@ -269,6 +272,7 @@ func New(opts Options) (*Balancer, error) {
 		replMetrics: newReplicatedMetrics(),
 	}
 	b.outcallClient = newOutcallClient(opts.Dial)
+	b.workflows = workflow.New(workflow.Options{Clock: opts.Clock, Logger: opts.Logger})
 	b.joinToken.Store(&opts.JoinToken)
 	b.accessLog.Store(&accessLog{w: opts.AccessLog, json: opts.AccessLogJSON})
 	b.adminURL.Store(&opts.AdminURL)
@@ -461,7 +465,8 @@ func (b *Balancer) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	b.cancel()
-	b.asyncMu.Lock() // no goAsync starts after this: ctx is done
+	b.workflows.Close() // workflows.go
+	b.asyncMu.Lock()    // no goAsync starts after this: ctx is done
 	b.asyncMu.Unlock()
 	b.async.Wait() // ended by the cancel
 	b.mu.RLock()
