@@ -61,6 +61,10 @@ func TestAffinityReplica(t *testing.T) {
 		c.Close()
 		recv(t, g.obs, "the connection's end")
 	}
+	eventually(t, "every connection is closed in the table", func() bool {
+		_, _, closed := aff.counts()
+		return closed == 3
+	})
 	if routed, opened, closed := aff.counts(); routed != 3 || opened != 3 || closed != 3 {
 		t.Errorf("RouteConn/Opened/Closed = %d/%d/%d, want 3 each", routed, opened, closed)
 	}

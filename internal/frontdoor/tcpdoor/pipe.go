@@ -14,19 +14,22 @@ import (
 )
 
 // This file copies a proxied connection's bytes both ways. Each direction
-// copies chunks of at most chunkSize with io.Copy from an
+// waits until its source has bytes (readyFunc, without reading them), then
+// copies exactly those (at most chunkSize) with io.Copy from an
 // *io.LimitedReader over the raw source connection into the raw
 // destination (*net.TCPConn to *net.TCPConn): TCPConn.ReadFrom unwraps the
 // LimitedReader and splices on Linux, so the bytes never enter user space
-// (io.CopyN does the same but allocates its LimitedReader per call).
-// Between chunks, and whenever the source's read deadline passes, the
-// direction counts what it copied in the connection table's entry and sets
-// its next deadline.
+// (io.CopyN does the same but allocates its LimitedReader per call), and
+// since the splice asks for no more than is there it returns at once,
+// handing its pipe back: an idle connection holds no pipe. After each
+// copy, and whenever the source's read deadline passes, the direction
+// counts what it copied in the connection table's entry and sets its next
+// deadline.
 //
 // The idle timeout and max_connection_age need "no bytes either way", but
-// a direction cannot see the bytes the other is splicing until its chunk
-// or deadline ends. So a direction that wakes with nothing copied and finds
-// the entry due to close does not close on its own view: it marks itself
+// a direction cannot see the bytes the other is moving until its copy
+// returns. So a direction that wakes with nothing copied and finds the
+// entry due to close does not close on its own view: it marks itself
 // suspect and pokes the other (a read deadline in the past), which wakes,
 // counts what it had copied, and closes the connection only if the entry
 // is still due and the first is still suspect. Bytes counted by either
@@ -34,12 +37,9 @@ import (
 // nothing more to copy, and the other decides alone.
 
 // chunkSize is the most one io.Copy of a direction moves before it
-// returns to count the bytes.
+// returns to count the bytes (when the source has more queued, or off
+// Linux, where it copies as bytes come).
 const chunkSize = 1 << 20
-
-// statsTick is how often a direction that is moving bytes wakes to count
-// them, so the connection table's counters are at most this old.
-const statsTick = time.Second
 
 // minWait is the shortest read deadline a direction sets, so that a due
 // connection that the other direction keeps alive does not spin.
@@ -75,11 +75,12 @@ type half struct {
 	src, dst net.Conn
 	lr       io.LimitedReader
 	buf      []byte // nil when dst reads from src itself (splice)
-	in       bool   // client to replica
-	errEnd   end    // how an error of this direction ends the pipe
-	done     atomic.Bool
-	suspect  atomic.Bool
-	moving   bool // the last wait copied bytes (owned by the half's goroutine)
+	// ready, when not nil, waits until src has bytes (readyFunc).
+	ready   func() (int, error)
+	in      bool // client to replica
+	errEnd  end  // how an error of this direction ends the pipe
+	done    atomic.Bool
+	suspect atomic.Bool
 }
 
 func newPipe(c *conn, up net.Conn, e *conntable.Entry, idle, maxAge time.Duration) *pipe {
@@ -88,6 +89,7 @@ func newPipe(c *conn, up net.Conn, e *conntable.Entry, idle, maxAge time.Duratio
 	p.fromReplica = half{p: p, other: &p.fromClient, src: up, dst: c.nc, errEnd: endReplicaError}
 	for _, h := range []*half{&p.fromClient, &p.fromReplica} {
 		h.lr.R = h.src
+		h.ready = readyFunc(h.src)
 		if _, ok := h.dst.(io.ReaderFrom); !ok {
 			h.buf = make([]byte, 32<<10)
 		}
@@ -131,8 +133,7 @@ func (p *pipe) due(now time.Time) bool {
 }
 
 // deadline is when h's wait ends at the latest: when the connection would
-// be due if no byte came, and for a direction moving bytes statsTick from
-// now; never sooner than minWait from now.
+// be due if no byte came; never sooner than minWait from now.
 func (p *pipe) deadline(h *half, now time.Time) time.Time {
 	last := p.e.LastActive()
 	dl := last.Add(p.idle)
@@ -145,11 +146,6 @@ func (p *pipe) deadline(h *half, now time.Time) time.Time {
 		}
 		if at.Before(dl) {
 			dl = at
-		}
-	}
-	if h.moving {
-		if t := now.Add(statsTick); t.Before(dl) {
-			dl = t
 		}
 	}
 	if floor := now.Add(minWait); dl.Before(floor) {
@@ -170,10 +166,8 @@ func (h *half) run() {
 			p.finish(h.errEnd)
 			return
 		}
-		h.lr.N = chunkSize
-		n, err := io.CopyBuffer(h.dst, &h.lr, h.buf)
+		n, err := h.copyChunk()
 		now = p.c.s.now()
-		h.moving = n > 0
 		if n > 0 {
 			if h.in {
 				p.e.AddIn(n, now)
@@ -211,6 +205,23 @@ func (h *half) run() {
 			return
 		}
 	}
+}
+
+// copyChunk copies what src has now (at most chunkSize; or, without a
+// ready function, up to chunkSize as it comes) to dst. err nil with
+// h.lr.N above 0 means src ended.
+func (h *half) copyChunk() (int64, error) {
+	h.lr.N = chunkSize
+	if h.ready != nil {
+		avail, err := h.ready()
+		if err != nil {
+			return 0, err
+		}
+		if avail > 0 {
+			h.lr.N = int64(min(avail, chunkSize))
+		}
+	}
+	return io.CopyBuffer(h.dst, &h.lr, h.buf)
 }
 
 // closeWrite half-closes h's destination after its source ended, and

@@ -159,13 +159,13 @@ func TestIdleTimeout(t *testing.T) {
 func TestIdleTimeoutOneWayTraffic(t *testing.T) {
 	t.Parallel()
 	r := newServer(t, hang)
-	g := newGroup(t, []string{r.addr()}, groupOptions{timeouts: protocol.Timeouts{Idle: protocol.Duration(150 * time.Millisecond)}})
+	g := newGroup(t, []string{r.addr()}, groupOptions{timeouts: protocol.Timeouts{Idle: protocol.Duration(300 * time.Millisecond)}})
 	d := startDoor(t, g, tcpdoor.Options{})
 	c := dial(t, d.addr)
-	tick := time.NewTicker(30 * time.Millisecond)
+	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	start := time.Now()
-	for time.Since(start) < 600*time.Millisecond {
+	for time.Since(start) < 900*time.Millisecond {
 		<-tick.C
 		if _, err := c.Write([]byte("x")); err != nil {
 			t.Fatalf("write after %v: %v (closed while the client was sending)", time.Since(start), err)
