@@ -60,6 +60,19 @@ type groupOptions struct {
 // newGroup builds a group over replicas at addrs (ids r0, r1, ...).
 func newGroup(t *testing.T, addrs []string, o groupOptions) *testGroup {
 	t.Helper()
+	g := &testGroup{obs: make(chan observation, 64)}
+	g.snap.Store(newSnapshot(t, addrs, o))
+	return g
+}
+
+// benchSnapshot is a round-robin group's snapshot over one replica.
+func benchSnapshot(b *testing.B, addr string) *frontdoor.Snapshot {
+	return newSnapshot(b, []string{addr}, groupOptions{})
+}
+
+// newSnapshot builds the snapshot of a group over replicas at addrs.
+func newSnapshot(t testing.TB, addrs []string, o groupOptions) *frontdoor.Snapshot {
+	t.Helper()
 	if o.strategy == "" {
 		o.strategy = "round-robin"
 	}
@@ -83,9 +96,7 @@ func newGroup(t *testing.T, addrs []string, o groupOptions) *testGroup {
 	if k, ok := s.(strategy.Keyed); ok {
 		snap.Key = k.KeySpec()
 	}
-	g := &testGroup{obs: make(chan observation, 64)}
-	g.snap.Store(snap)
-	return g
+	return snap
 }
 
 // door serves g on a loopback listener until the test ends.
