@@ -42,7 +42,7 @@ func fullBacklog(t *testing.T) string {
 		if i > 64 {
 			t.Fatal("the backlog never filled")
 		}
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		c, err := net.DialTimeout("tcp", addr, 250*time.Millisecond)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
