@@ -117,8 +117,12 @@ func (c *conn) serve() {
 		}
 	}
 	now := c.s.now()
-	e := snap.Conns.Add(client.String(), m.ID(), m.Address, now, c.abort)
-	defer snap.Conns.Remove(e)
+	table := snap.Conns
+	if table == nil { // a snapshot without a table: the entry is kept, unlisted
+		table = conntable.New()
+	}
+	e := table.Add(client.String(), m.ID(), m.Address, now, c.abort)
+	defer table.Remove(e)
 	e.AddIn(int64(len(early)), now)
 	if snap.Affinity != nil {
 		snap.Affinity.Opened(dec, m.ID())
