@@ -1,8 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 func TestAgentTCPRejectsBadFlags(t *testing.T) {
@@ -43,5 +51,88 @@ func TestAgentTCPHelp(t *testing.T) {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("help (exit %d) lacks %q:\n%s", code, want, out)
 		}
+	}
+}
+
+// TestAgentTCPRegistersReportsAndDeregisters runs "fulcrum agent tcp"
+// beside a real TCP replica of this process against a real balancer: the
+// agent registers the replica's HOST:PORT in a tcp group, its pushed
+// reports carry the replica's CPU and, as inflight (the load), the client
+// connections proxied to it, and it deregisters when it stops.
+func TestAgentTCPRegistersReportsAndDeregisters(t *testing.T) {
+	t.Parallel()
+	admin, b := ctlServer(t, "")
+	replica, _ := tcpReplica(t)
+	door := tcpGroup(t, b, "echo")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := NewRoot()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"agent", "tcp", "--target", replica, "--register", admin, "--group", "echo",
+		"--pid", strconv.Itoa(os.Getpid()), "--load", "connections", "--sample", "20ms"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+
+	events, unsubscribe, err := b.Subscribe("echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unsubscribe()
+	wait := boundedCtx(t, 15*time.Second)
+	// until returns the group's only replica once cond holds, looking
+	// again at each of the group's events (it steps every report
+	// interval).
+	until := func(what string, cond func(protocol.ReplicaStatus) bool) protocol.ReplicaStatus {
+		t.Helper()
+		for {
+			st, err := b.Group("echo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Replicas) == 1 && cond(st.Replicas[0]) {
+				return st.Replicas[0]
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("agent exited early: %v\n%s", err, errOut.String())
+			case _, ok := <-events:
+				if !ok {
+					t.Fatal("group echo went away")
+				}
+			case <-wait.Done():
+				t.Fatalf("no replica %s within 15s: %+v\n%s", what, st.Replicas, errOut.String())
+			}
+		}
+	}
+	r := until("registered", func(r protocol.ReplicaStatus) bool { return r.State == protocol.StateActive })
+	if r.Address != replica {
+		t.Fatalf("registered address %s, want %s", r.Address, replica)
+	}
+	for _, line := range []string{"a\n", "b\n", "c\n"} {
+		echoThrough(t, door, line)
+	}
+	r = until("reporting 3 connections and its CPU", func(r protocol.ReplicaStatus) bool {
+		_, cpu := r.Metrics[protocol.MetricCPU]
+		return cpu && r.Metrics[protocol.MetricInflight] == 3 && r.Load != nil && *r.Load == 3
+	})
+	if r.Monitor != protocol.MonitorPush {
+		t.Errorf("monitor %q, want push", r.Monitor)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("agent: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("agent did not stop within 10s of its context ending")
+	}
+	st, _ := b.Group("echo")
+	if len(st.Replicas) == 1 && st.Replicas[0].State != protocol.StateDraining {
+		t.Errorf("replica %s after the agent stopped, want draining or gone", st.Replicas[0].State)
 	}
 }
