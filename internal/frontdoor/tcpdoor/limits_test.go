@@ -218,4 +218,3 @@ func TestProxyHeaderTimeout(t *testing.T) {
 		t.Errorf("refused for proxy_header = %d, want 1", n)
 	}
 }
-

@@ -286,4 +286,3 @@ func TestDerivedMaxConnections(t *testing.T) {
 		}
 	}
 }
-
