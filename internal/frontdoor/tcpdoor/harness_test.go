@@ -267,3 +267,19 @@ func contextWithCancel() (context.Context, context.CancelFunc) {
 }
 
 func timeNow() time.Time { return time.Now() }
+
+// waitObservation reads g's observations until want comes.
+func waitObservation(t *testing.T, g *testGroup, want observation) {
+	t.Helper()
+	timeout := time.After(waitBound)
+	for {
+		select {
+		case o := <-g.obs:
+			if o == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no observation %+v", want)
+		}
+	}
+}
