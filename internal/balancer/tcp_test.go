@@ -287,3 +287,39 @@ func TestTCPFloodRefusedAdminResponsive(t *testing.T) {
 		t.Errorf("Connections = %d open, %v; want the 4 admitted", list.Total, err)
 	}
 }
+
+// tcp groups are probed actively: by health.send and health.expect when
+// set (a replica answering otherwise goes down), else by a TCP connect (a
+// replica refusing it goes down).
+func TestTCPActiveHealth(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	good, wrong := tcpEcho(t, "good"), tcpEcho(t, "wrong")
+	e := newEnv(t, envOptions{})
+	check := func(name string, gs protocol.Group, downAddr string) {
+		t.Helper()
+		gs.Health.Interval, gs.Health.Timeout, gs.Health.Rise, gs.Health.Fall = ms(20), ms(20), 1, 1
+		e.mustPutGroup(gs)
+		eventually(t, 10*time.Second, func() error {
+			for _, r := range e.mustGroup(name).Replicas {
+				want := protocol.StateActive
+				if r.Address == downAddr {
+					want = protocol.StateDown
+				}
+				if r.State != want {
+					return fmt.Errorf("replica %s is %s, want %s", r.Address, r.State, want)
+				}
+			}
+			return nil
+		})
+	}
+	exchange := tcpGroup("exchange", good, wrong)
+	exchange.Health.Send, exchange.Health.Expect = "PING\n", "good PING"
+	check("exchange", exchange, wrong)
+	check("connect", tcpGroup("connect", good, dead), dead)
+}
