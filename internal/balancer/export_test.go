@@ -64,6 +64,8 @@ func (b *Balancer) IdentityOf(name string) Identity {
 type PickLoad struct {
 	Reported bool
 	Load     float64
+	// Clients is the member's client count the strategy sees.
+	Clients int
 }
 
 // PickLoads returns the loads group name's current snapshot picks from,
@@ -75,7 +77,7 @@ func (b *Balancer) PickLoads(name string) map[string]PickLoad {
 	}
 	out := map[string]PickLoad{}
 	for id, m := range g.Snapshot().Members {
-		out[id] = PickLoad{Reported: m.Replica.Reported, Load: m.Replica.Load}
+		out[id] = PickLoad{Reported: m.Replica.Reported, Load: m.Replica.Load, Clients: m.Replica.Clients}
 	}
 	return out
 }

@@ -126,7 +126,7 @@ type group struct {
 	// group's life across front-door swaps.
 	conns *conntable.Table
 	// tcpDrain is when each draining replica of a tcp group was first
-	// seen draining (tcpdrain.go). Guarded by mu.
+	// seen draining (tcpgroup.go). Guarded by mu.
 	tcpDrain map[string]time.Time
 }
 
@@ -273,6 +273,7 @@ func (g *group) publishLocked() {
 			rep.Load = v.Load
 			rep.Metrics = metricsOf(v.Metrics)
 			rep.Clients = len(v.Clients)
+			g.tcpClientsLocked(rep) // tcpgroup.go
 		}
 		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: g.stateLocked(m), Counters: m.counters, Queue: snap.Queue, Pace: m.pace}
 		snap.Members[m.rec.ID] = fm
@@ -705,7 +706,7 @@ func (g *group) stepLocked() {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
-	g.drainConnsLocked(now)     // tcpdrain.go
+	g.drainConnsLocked(now)     // tcpgroup.go
 	g.commitMovesLocked(r, now) // leadermoves.go: before the advisories are answered
 	g.publishLocked()
 	g.push = g.loadViewLocked(r)

@@ -323,3 +323,62 @@ func TestTCPActiveHealth(t *testing.T) {
 	check("exchange", exchange, wrong)
 	check("connect", tcpGroup("connect", good, dead), dead)
 }
+
+// A group changed to protocol tcp gets a tcp front door; a changed tcp
+// block applies to the next connections on the same front door.
+func TestTCPReload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	httpReplica := newReplica(t, named("h"))
+	e.mustPutGroup(protocol.Group{Name: "switch", FrontDoor: "127.0.0.1:0", Binding: protocol.PerRequest, Strategy: "round-robin",
+		Replicas: []protocol.StaticReplica{{Address: httpReplica.URL}}})
+	gs := tcpGroup("switch", tcpEcho(t, "t"))
+	st := e.mustPutGroup(gs)
+	c := tcpDial(t, st.Listening)
+	if got := tcpAsk(t, c, "one"); got != "t one\n" {
+		t.Fatalf("after the switch to tcp the front door answered %q", got)
+	}
+	gs.TCP.MaxConnections = 1
+	st2 := e.mustPutGroup(gs)
+	if st2.Listening != st.Listening {
+		t.Errorf("the front door moved from %s to %s on a tcp block change", st.Listening, st2.Listening)
+	}
+	if got := tcpAsk(t, c, "two"); got != "t two\n" {
+		t.Fatalf("the open connection answered %q after the change", got)
+	}
+	second := tcpDial(t, st.Listening)
+	if got := tcpAsk(t, second, "three"); got != "" {
+		t.Errorf("a second connection beyond max_connections 1 answered %q", got)
+	}
+}
+
+// In a tcp group the strategy's client count of a reported replica is its
+// open connections in the connection table, not the clients its report
+// lists (an agent behind the balancer sees only the balancer's
+// connections).
+func TestTCPClientsAreOpenConnections(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	gs := tcpGroup("loads")
+	gs.Strategy, gs.Replicas = "least-loaded", nil
+	st := e.mustPutGroup(gs)
+	reg := e.mustRegister("loads", tcpEcho(t, "a"))
+	report := protocol.Report{Load: 0.4}
+	for i := range 5 {
+		report.Clients = append(report.Clients, protocol.ClientRate{ID: fmt.Sprintf("10.0.0.1:%d", 40000+i), Rate: 1})
+	}
+	for range 2 {
+		c := tcpDial(t, st.Listening)
+		if got := tcpAsk(t, c, "x"); got != "a x\n" {
+			t.Fatalf("answered %q", got)
+		}
+	}
+	eventually(t, 10*time.Second, func() error {
+		e.mustReport(reg.Token, report)
+		pl := e.b.PickLoads("loads")[reg.ID]
+		if !pl.Reported || pl.Clients != 2 {
+			return fmt.Errorf("the strategy sees %+v, want reported with 2 clients (the open connections)", pl)
+		}
+		return nil
+	})
+}

@@ -222,3 +222,22 @@ func TestProxyHeaderTimeout(t *testing.T) {
 		t.Errorf("refused for proxy_header = %d, want 1", n)
 	}
 }
+
+// Without tcp.max_connections the cap is derived from the descriptor
+// limit: 8 descriptors allow 2 connections.
+func TestDerivedCapApplies(t *testing.T) {
+	t.Parallel()
+	r := newServer(t, echo("r0"))
+	g := newGroup(t, []string{r.addr()}, groupOptions{})
+	d := startDoor(t, g, tcpdoor.Options{DescriptorLimit: 8})
+	a, b := dial(t, d.addr), dial(t, d.addr)
+	roundTrip(t, a, "a")
+	roundTrip(t, b, "b")
+	c := dial(t, d.addr)
+	if got := readEOF(t, c); got != "" {
+		t.Fatalf("a third connection got %q", got)
+	}
+	if n := g.Snapshot().Conns.Refusals()[conntable.RefuseMaxConnections]; n != 1 {
+		t.Errorf("refused for max_connections = %d, want 1", n)
+	}
+}

@@ -3,8 +3,27 @@ package balancer
 import (
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
+
+// This file is what the balancer does for tcp groups beyond building their
+// front door (frontdoor.go): the drain timeout of open connections, and
+// the client counts the strategies see.
+
+// tcpClientsLocked sets, in a tcp group, the reported replica rep's
+// Clients to its open connections in the group's connection table: the
+// replicas' agents see only the balancer's connections, not the clients
+// behind it, and an adaptive strategy's automatic per-balance load (the
+// load one more connection adds) is the reported load over these. The
+// analyzer needs no per-client lists: it plans no moves in per-request
+// groups (package groupcore), each connection being placed anew. Caller
+// holds g.mu.
+func (g *group) tcpClientsLocked(rep *strategy.Replica) {
+	if g.spec.Protocol == protocol.ProtocolTCP && rep.Reported {
+		rep.Clients = g.conns.OpenTo(rep.ID)
+	}
+}
 
 // drainConnsLocked closes, in a tcp group, the open connections of
 // replicas that have been draining (or being removed) for longer than
