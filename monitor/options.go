@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,8 +71,12 @@ type Options struct {
 	Group string
 	// Address is the replica's public base URL, the one clients are
 	// redirected to, e.g. "http://10.0.0.5:9001"; for a GIOP replica, its
-	// object reference ("IOR:..." or "corbaloc:iiop:...").
+	// object reference ("IOR:..." or "corbaloc:iiop:..."); for a TCP
+	// replica (TCP set), its HOST:PORT.
 	Address string
+	// TCP says the replica is a tcp group's: Address is HOST:PORT, and
+	// pull mode needs PullURL.
+	TCP bool
 	// Token is the replica's token when it was registered out of band (by
 	// an operator, with fulcrum ctl). With a Token the monitor does not
 	// register at Start and does not deregister at Close; it re-registers
@@ -188,7 +194,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Admin == "" && len(admins) > 0 {
 		o.Admin = admins[0]
 	}
-	if o.Address != "" {
+	if o.Address != "" && o.TCP {
+		if err := checkHostPort(o.Address); err != nil {
+			return o, invalid("Address", "%q: %v", o.Address, err)
+		}
+	} else if o.Address != "" {
 		if err := checkAddress(o.Address); err != nil {
 			return o, invalid("Address", "%q: %v", o.Address, err)
 		}
@@ -216,8 +226,8 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Mode == protocol.MonitorPull {
 		if o.PullURL == "" && o.Address != "" {
-			if isObjectReference(o.Address) {
-				return o, invalid("PullURL", "is required in pull mode when Address is an object reference")
+			if isObjectReference(o.Address) || o.TCP {
+				return o, invalid("PullURL", "is required in pull mode when Address is an object reference or a HOST:PORT")
 			}
 			o.PullURL = strings.TrimRight(o.Address, "/") + DefaultPullPath
 		}
@@ -276,6 +286,19 @@ func checkAddress(s string) error {
 		return err
 	}
 	return checkBaseURL(s)
+}
+
+// checkHostPort accepts a TCP replica's address, HOST:PORT with a host
+// and a port in [1, 65535].
+func checkHostPort(s string) error {
+	h, p, err := net.SplitHostPort(s)
+	if err != nil || h == "" {
+		return errors.New("must be HOST:PORT, the address the replica accepts connections on")
+	}
+	if port, err := strconv.ParseUint(p, 10, 16); err != nil || port == 0 {
+		return errors.New("must be HOST:PORT with a port in [1, 65535]")
+	}
+	return nil
 }
 
 // isObjectReference reports whether s is written as a CORBA object

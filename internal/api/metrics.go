@@ -55,6 +55,9 @@ type collector struct {
 	repInfo, repState, repWeight, repReported, repLoad, repEffective, repAge *prometheus.Desc
 	repAdvisory, repEpoch, repShed, repInflight                              *prometheus.Desc
 	repBindings, repRebinds, repProxied, repRedirected, repFailures          *prometheus.Desc
+
+	// conns are tcp groups' connection table figures (connmetrics.go).
+	conns *connMetrics
 }
 
 func newCollector(b *balancer.Balancer, version string) *collector {
@@ -62,7 +65,7 @@ func newCollector(b *balancer.Balancer, version string) *collector {
 	r := []string{"group", "replica"}
 	d := prometheus.NewDesc
 	return &collector{
-		b: b, version: version,
+		b: b, version: version, conns: newConnMetrics(),
 		buildInfo: d("fulcrum_build_info", "fulcrum's version; always 1.", []string{"version"}, nil),
 		ready:     d("fulcrum_ready", "1 when every group's front door is serving and the store answers (as /readyz).", nil, nil),
 
@@ -120,6 +123,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	} {
 		ch <- d
 	}
+	c.conns.describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -217,6 +221,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(c.groupQueueEarly, q.Early, name)
 			ch <- queueWaitHistogram(c.groupQueueWait, *q, name)
 		}
+		c.conns.collect(ch, c.b, gs)
 	}
 }
 

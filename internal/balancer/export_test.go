@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/conntable"
 	"github.com/fulcrum-lb/fulcrum/internal/replhub"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -153,4 +154,14 @@ func (b *Balancer) SnapshotReplicated(name string) protocol.Replicated {
 		return protocol.Replicated{}
 	}
 	return g.Snapshot().Replicated
+}
+
+// ConnTable is group name's connection table (nil for an unknown group),
+// for tests that fill it without a tcp front door.
+func (b *Balancer) ConnTable(name string) *conntable.Table {
+	g, err := b.group(name)
+	if err != nil {
+		return nil
+	}
+	return g.conns
 }
