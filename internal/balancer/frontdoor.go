@@ -13,6 +13,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopbridge"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/giopdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/httpdoor"
+	"github.com/fulcrum-lb/fulcrum/internal/frontdoor/tcpdoor"
 	"github.com/fulcrum-lb/fulcrum/internal/giop/ior"
 	"github.com/fulcrum-lb/fulcrum/internal/health"
 	"github.com/fulcrum-lb/fulcrum/internal/registry"
@@ -43,6 +44,9 @@ func (g *group) newFrontDoorLocked() frontDoorServer {
 	}
 	if g.spec.Protocol == protocol.ProtocolGIOP {
 		return giopdoor.New(g, giopdoor.Options{Logger: log, Dial: g.b.opts.Dial})
+	}
+	if g.spec.Protocol == protocol.ProtocolTCP {
+		return tcpdoor.New(g, tcpdoor.Options{Logger: log, Now: g.b.now, Dial: g.b.opts.Dial})
 	}
 	return httpdoor.New(g, httpdoor.Options{Logger: log, AccessLog: acc.w, AccessLogJSON: acc.json, Engine: g.b.opts.HTTPEngine, Dial: g.b.opts.Dial, ReplicaTLS: g.replicaTLS, TLS: g.tlsConfigLocked()})
 }
@@ -79,7 +83,8 @@ func (noHub) AppliedBy(string) uint64 { return 0 }
 
 // serverClosed tells the error Serve returns after Shutdown or Close.
 func serverClosed(err error) bool {
-	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopdoor.ErrServerClosed) || errors.Is(err, giopbridge.ErrServerClosed)
+	return errors.Is(err, http.ErrServerClosed) || errors.Is(err, giopdoor.ErrServerClosed) || errors.Is(err, giopbridge.ErrServerClosed) ||
+		errors.Is(err, tcpdoor.ErrServerClosed)
 }
 
 // referenceLocked is the group's object reference (GIOP groups; nil for
@@ -177,5 +182,17 @@ func giopProbe(dial func(ctx context.Context, network, addr string) (net.Conn, e
 			return false
 		}
 		return giopdoor.Locate(ctx, dial, ref) == nil
+	}
+}
+
+// tcpProbe is a tcp replica's active health probe (tcpdoor.Probe): a TCP
+// connect to its host:port, or with health.send and health.expect an
+// exchange on it. check gives the current send and expect (they change on
+// reload without a new prober). It connects with dial (the balancer's
+// Options.Dial).
+func tcpProbe(dial func(ctx context.Context, network, addr string) (net.Conn, error), check func() (send, expect string)) func(context.Context, health.Target) bool {
+	return func(ctx context.Context, t health.Target) bool {
+		send, expect := check()
+		return tcpdoor.Probe(ctx, dial, t.URL, send, expect) == nil
 	}
 }

@@ -43,6 +43,9 @@ type groupHealth struct {
 	// probedDown are the replicas the prober last said down (guarded by
 	// g.mu; leaderhealth.go).
 	probedDown map[string]bool
+	// tcpCheck are a tcp group's health.send and health.expect, read by
+	// its probes (tcpProbe).
+	tcpCheck atomic.Pointer[[2]string]
 }
 
 func newGroupHealth(g *group) *groupHealth {
@@ -55,14 +58,18 @@ func newGroupHealth(g *group) *groupHealth {
 const (
 	probeLocate = "locate" // a GIOP LocateRequest to the replica's IOR
 	probeHTTP   = "http"   // an HTTP GET of the health path
+	probeTCP    = "tcp"    // a TCP connect, or health.send and health.expect
 )
 
 // probeKind is how gs's replicas are probed: a GIOP group's servants with
 // a LocateRequest; everything else, a replicated group's agents included
 // (whatever the protocol: they are addressed by URL), with HTTP GETs.
 func probeKind(gs protocol.Group) string {
-	if registry.AddressProtocol(gs) == protocol.ProtocolGIOP {
+	switch registry.AddressProtocol(gs) {
+	case protocol.ProtocolGIOP:
 		return probeLocate
+	case protocol.ProtocolTCP:
+		return probeTCP
 	}
 	return probeHTTP
 }
@@ -84,9 +91,13 @@ func (h *groupHealth) newProberLocked() {
 	g := h.g
 	opts := health.ProberOptions{OnResult: h.onProbeResult, Clock: g.b.clock, Dial: g.b.opts.Dial}
 	kind := probeKind(g.spec)
-	if kind == probeLocate {
+	switch kind {
+	case probeLocate:
 		opts.Probe = giopProbe(g.b.opts.Dial)
-	} else {
+	case probeTCP:
+		h.setTCPCheckLocked()
+		opts.Probe = tcpProbe(g.b.opts.Dial, h.tcpCheckNow)
+	default:
 		opts.DialTLS = g.dialReplicaTLS("http/1.1")
 	}
 	h.prober = health.NewProber(healthConfig(g.spec), h.onProbe, opts)
@@ -94,11 +105,26 @@ func (h *groupHealth) newProberLocked() {
 	h.probedDown = map[string]bool{}
 }
 
-// probing tells whether the group's replicas are probed actively: GIOP
-// groups and replicated groups always are, others when they set a health
+// probing tells whether the group's replicas are probed actively: GIOP,
+// tcp and replicated groups always are, others when they set a health
 // path.
 func (h *groupHealth) probingLocked() bool {
-	return healthConfig(h.g.spec).Path != "" || probeKind(h.g.spec) == probeLocate
+	kind := probeKind(h.g.spec)
+	return healthConfig(h.g.spec).Path != "" || kind == probeLocate || kind == probeTCP
+}
+
+// setTCPCheckLocked publishes the group's health.send and health.expect to
+// its tcp probes. Caller holds g.mu.
+func (h *groupHealth) setTCPCheckLocked() {
+	h.tcpCheck.Store(&[2]string{h.g.spec.Health.Send, h.g.spec.Health.Expect})
+}
+
+// tcpCheckNow is the tcp probes' current send and expect.
+func (h *groupHealth) tcpCheckNow() (send, expect string) {
+	if c := h.tcpCheck.Load(); c != nil {
+		return c[0], c[1]
+	}
+	return "", ""
 }
 
 // startLocked starts active probing if the group has a health path.
@@ -165,6 +191,7 @@ func (h *groupHealth) configureLocked() {
 		h.newProberLocked()
 		h.syncLocked()
 	}
+	h.setTCPCheckLocked()
 	h.prober.SetConfig(healthConfig(h.g.spec))
 	if !h.probingLocked() && (h.stopProb != nil || !h.g.leading) {
 		// Probing stopped: on an instance that does not lead the group

@@ -52,7 +52,9 @@ func TestGIOPGroupRejects(t *testing.T) {
 		field  string
 		want   string
 	}{
-		{"tcp not built", func(g *protocol.Group) { g.Protocol = protocol.ProtocolTCP; g.Replicas = nil }, "protocol", "only http and giop"},
+		{"giop block in a tcp group", func(g *protocol.Group) {
+			g.Protocol, g.Binding, g.Replicas, g.GIOP.Locate = protocol.ProtocolTCP, "", nil, protocol.LocateHere
+		}, "giop", "only allowed with protocol giop"},
 		{"http replica", func(g *protocol.Group) { g.Replicas[0].Address = "http://127.0.0.1:9001" }, "replicas[0].address", "IOR:"},
 		{"health path", func(g *protocol.Group) { g.Health.Path = "/healthz" }, "health.path", "LocateRequest"},
 		{"locate mode", func(g *protocol.Group) { g.GIOP.Locate = "somewhere" }, "giop.locate", "forward or here"},

@@ -36,6 +36,7 @@ func WithDefaults(g protocol.Group) protocol.Group {
 	if g.Protocol == "" {
 		g.Protocol = DefaultProtocol
 	}
+	tcpWithDefaults(&g) // tcp.go: binding per-request, drain_timeout
 	if g.Binding == "" {
 		g.Binding = DefaultBinding
 	}
@@ -158,11 +159,8 @@ func ValidateAll(g protocol.Group) []error {
 		fe("protocol", g.Protocol, "must be one of: http, giop, tcp")
 		return errs
 	}
-	if g.Protocol == protocol.ProtocolTCP {
-		if IsReplicated(g) {
-			fe("binding", g.Binding, "replicated is only allowed with protocol http or giop (the group's protocol is tcp)")
-		}
-		fe("protocol", g.Protocol, "only http and giop front doors are available in this build")
+	if g.Protocol == protocol.ProtocolTCP && IsReplicated(g) {
+		fe("binding", g.Binding, "replicated is only allowed with protocol http or giop (the group's protocol is tcp)")
 		return errs
 	}
 	if err := validHostPort(g.FrontDoor); err != nil {
@@ -174,6 +172,7 @@ func ValidateAll(g protocol.Group) []error {
 		fe("binding", g.Binding, "must be one of: per-session, on-demand, per-request, replicated")
 	}
 	errs = append(errs, validateReplicated(g)...)
+	errs = append(errs, validateTCP(g)...) // tcp.go
 	if _, ok := strategy.Lookup(g.Strategy); !ok {
 		fe("strategy", g.Strategy, "must be one of: "+strings.Join(strategy.Names(), ", "))
 	} else if _, err := strategy.New(g.Strategy, g.Params, strategy.Env{}); err != nil {
@@ -201,7 +200,7 @@ func ValidateAll(g protocol.Group) []error {
 		fe("health.path", h.Path, "must be empty for replicated giop groups (their agents are probed at "+protocol.ReplicationHealthzPath+")")
 	} else if h.Path != "" && g.Protocol == protocol.ProtocolGIOP {
 		fe("health.path", h.Path, "must be empty for giop groups (they probe with a GIOP LocateRequest)")
-	} else if h.Path != "" && !strings.HasPrefix(h.Path, "/") {
+	} else if h.Path != "" && g.Protocol != protocol.ProtocolTCP && !strings.HasPrefix(h.Path, "/") {
 		fe("health.path", h.Path, "must start with '/'")
 	}
 	if err := durationIn(h.Interval, 10*time.Millisecond, time.Hour); err != "" {
