@@ -117,9 +117,11 @@ type descriptorLimit struct {
 	Note string
 }
 
-// descriptorsFor is the limit a process needs for n idle connections:
-// two per connection (a balancer's) and room for the rest.
-func descriptorsFor(n int) uint64 { return uint64(2*n + 4096) }
+// descriptorsFor is the limit a process needs for n idle connections: a
+// balancer holds two sockets per connection, and one that splices (Go's
+// splice keeps a pipe per direction while it waits for bytes) four pipe
+// descriptors more; and room for the rest.
+func descriptorsFor(n int) uint64 { return uint64(6*n + 4096) }
 
 // raiseDescriptorLimit raises this process's RLIMIT_NOFILE (inherited by
 // the balancers, replicas and competitors it starts) to what n idle
@@ -153,7 +155,7 @@ func raiseDescriptorLimit(n int) descriptorLimit {
 	if lim.Cur >= need {
 		return descriptorLimit{Idle: n, Limit: lim.Cur, Note: note}
 	}
-	fit := max(int(lim.Cur)-4096, 0) / 2
+	fit := max(int(lim.Cur)-4096, 0) / 6
 	return descriptorLimit{Idle: fit, Limit: lim.Cur,
 		Note: fmt.Sprintf("%s; %d idle connections need %d descriptors, so %d were opened", note, n, need, fit)}
 }
