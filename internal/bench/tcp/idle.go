@@ -3,6 +3,7 @@ package tcp
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -138,19 +139,24 @@ func raiseDescriptorLimit(n int) descriptorLimit {
 	if lim.Cur >= need {
 		return descriptorLimit{Idle: n, Limit: lim.Cur, Note: note + ", enough"}
 	}
-	want := lim
-	want.Cur = min(need, lim.Max)
-	if os.Geteuid() == 0 && lim.Max < need {
-		want.Cur, want.Max = need, need
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
-		note += fmt.Sprintf("; raising it to %d failed: %v", want.Cur, err)
-	} else {
+	set := func(want syscall.Rlimit) bool {
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+			note += fmt.Sprintf("; raising it to %d failed: %v", want.Cur, err)
+			if errors.Is(err, syscall.EPERM) {
+				note += " (raising the hard limit needs root with CAP_SYS_RESOURCE, which this process lacks)"
+			}
+			return false
+		}
 		lim = want
 		note += fmt.Sprintf("; raised to %d", lim.Cur)
-		if os.Geteuid() != 0 && lim.Cur < need {
-			note += " (the hard limit: not root, so it cannot go higher)"
-		}
+		return true
+	}
+	if lim.Max < need {
+		// The hard limit too: root only.
+		set(syscall.Rlimit{Cur: need, Max: need})
+	}
+	if lim.Cur < need && lim.Cur < lim.Max {
+		set(syscall.Rlimit{Cur: min(need, lim.Max), Max: lim.Max})
 	}
 	if lim.Cur >= need {
 		return descriptorLimit{Idle: n, Limit: lim.Cur, Note: note}

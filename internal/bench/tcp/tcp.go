@@ -77,7 +77,7 @@ func (t *TCP) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 		}
 		replicas[i] = addr
 	}
-	maxConn := sz.idle + 1024
+	maxConn := lim.Idle + 1024 // the balancers' connection caps
 	arms := []*arm{{name: ArmDirect, addrs: replicas}}
 	for _, start := range []struct {
 		name    string
