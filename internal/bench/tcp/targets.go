@@ -44,8 +44,12 @@ func judge(rows []Row) []bench.Target {
 		if f.Errors > 0 {
 			errNote = fmt.Sprintf("; fulcrum had %d failed operations (first: %s)", f.Errors, f.FirstError)
 		}
+		prec := 0
+		if unit == "MiB/s" {
+			prec = 1
+		}
 		out = append(out, bench.Target{Name: names[0], Status: status(fT >= hT && f.Errors == 0),
-			Detail: fmt.Sprintf("fulcrum %.4g %s, HAProxy %.4g %s (%.2f×)%s", fT, unit, hT, unit, ratio(fT, hT), errNote)})
+			Detail: fmt.Sprintf("fulcrum %.*f %s, HAProxy %.*f %s (%.2f×)%s", prec, fT, unit, prec, hT, unit, ratio(fT, hT), errNote)})
 		if withP99 {
 			out = append(out, bench.Target{Name: names[1], Status: status(f.P99 <= h.P99 && f.Errors == 0),
 				Detail: fmt.Sprintf("fulcrum %.0f µs, HAProxy %.0f µs (%.2f×)%s", f.P99, h.P99, ratio(f.P99, h.P99), errNote)})
