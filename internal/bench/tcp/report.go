@@ -148,7 +148,7 @@ func plots(env *bench.Env, rows []Row) error {
 	for _, name := range armNames {
 		bc = append(bc, bench.Series{Name: name, Values: []float64{
 			value(PartBulk, name, func(r Row) float64 { return r.ThroughputMiBs }),
-			value(PartConnect, name, func(r Row) float64 { return r.throughput() / 100 }),
+			value(PartConnect, name, func(r Row) float64 { return r.throughput() / 10 }),
 		}})
 		if name != ArmDirect {
 			mem = append(mem, bench.Series{Name: name, Values: []float64{
@@ -161,8 +161,8 @@ func plots(env *bench.Env, rows []Row) error {
 			}})
 		}
 	}
-	if err := env.BarChart("bulk_connect.png", bench.Axes{Title: "1 MiB transfers and new connections", Y: "MiB/s; connections/s ÷ 100"},
-		[]string{"1 MiB transfers (MiB/s)", "new connections (/s ÷ 100)"}, bc); err != nil {
+	if err := env.BarChart("bulk_connect.png", bench.Axes{Title: "1 MiB transfers and new connections", Y: "MiB/s; connections/s ÷ 10"},
+		[]string{"1 MiB transfers (MiB/s)", "new connections (/s ÷ 10)"}, bc); err != nil {
 		return err
 	}
 	return env.BarChart("idle_memory.png", bench.Axes{Title: "memory per idle connection", Y: "KiB per connection"}, []string{"RSS per idle connection"}, mem)
