@@ -125,6 +125,9 @@ type group struct {
 	// conns is the group's connection table (tcp groups), kept for the
 	// group's life across front-door swaps.
 	conns *conntable.Table
+	// tcpDrain is when each draining replica of a tcp group was first
+	// seen draining (tcpdrain.go). Guarded by mu.
+	tcpDrain map[string]time.Time
 }
 
 // member is one replica at run time.
@@ -702,6 +705,7 @@ func (g *group) stepLocked() {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())
 	}
+	g.drainConnsLocked(now)     // tcpdrain.go
 	g.commitMovesLocked(r, now) // leadermoves.go: before the advisories are answered
 	g.publishLocked()
 	g.push = g.loadViewLocked(r)

@@ -51,8 +51,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if l.s.admit() {
 			return nc, nil
 		}
-		_ = nc.Close()
 		refuse(l.s.g.Snapshot(), conntable.RefuseMaxConnections)
+		_ = nc.Close()
 	}
 }
 

@@ -3,7 +3,6 @@ package tcpdoor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -53,11 +52,11 @@ func Probe(ctx context.Context, dial func(ctx context.Context, network, addr str
 			return nil
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("tcpdoor: probe: %q not seen before the timeout (%w)", expect, ctx.Err())
+			if ctx.Err() != nil || isTimeout(err) {
+				return fmt.Errorf("tcpdoor: probe: %q not seen before the timeout (%w)", expect, err)
 			}
 			return fmt.Errorf("tcpdoor: probe: %q not seen (%w)", expect, err)
 		}
 	}
-	return errors.New("tcpdoor: probe: " + fmt.Sprintf("%q not seen in the first %d bytes", expect, maxProbeRead))
+	return fmt.Errorf("tcpdoor: probe: %q not seen in the first %d bytes", expect, maxProbeRead)
 }
