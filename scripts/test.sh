@@ -14,6 +14,8 @@ command -v curl >/dev/null 2>&1 || need_pkgs+=(curl)
 [ -x /usr/sbin/nginx ] || need_pkgs+=(nginx)
 # NGINX's Lua module: bench remoting --replica nginx counts primes in it.
 [ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need_pkgs+=(libnginx-mod-http-lua)
+# NGINX's stream module (TCP proxying): bench tcp's NGINX arm loads it.
+[ -f /usr/lib/nginx/modules/ngx_stream_module.so ] || need_pkgs+=(libnginx-mod-stream)
 # ip and tc make the testbed's namespaces, veths and qdiscs.
 { [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } && { [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } || need_pkgs+=(iproute2)
 # omniORB 4.2.5 (C++): headers and libraries, the IDL compiler with its C++

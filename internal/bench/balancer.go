@@ -23,7 +23,8 @@ type GroupSpec struct {
 	Binding string
 	// Strategy defaults to the balancer's default (least-loaded).
 	Strategy string
-	// Protocol is the group's protocol (default http).
+	// Protocol is the group's protocol (default http; giop, or tcp with
+	// replicas given as host:port).
 	Protocol string
 	// ReportInterval defaults to 500ms.
 	ReportInterval time.Duration
@@ -151,13 +152,22 @@ func balancerConfig(admin, dataDir string, groups []GroupSpec) string {
 			fmt.Fprintf(&sb, "    strategy: %s\n", g.Strategy)
 		}
 		fmt.Fprintf(&sb, "    report_interval: %s\n", interval)
-		if g.Protocol == ProtocolGIOP {
+		switch g.Protocol {
+		case ProtocolGIOP:
 			// GIOP replicas are probed with a LocateRequest.
 			sb.WriteString("    protocol: giop\n    health: {interval: 1s, timeout: 500ms}\n")
-		} else {
+		case protocol.ProtocolTCP:
+			// TCP replicas are probed with a connect; a connection has no
+			// request to time.
+			sb.WriteString("    protocol: tcp\n    health: {interval: 1s, timeout: 500ms}\n")
+		default:
 			sb.WriteString("    health: {path: /healthz, interval: 1s, timeout: 500ms}\n")
 		}
-		sb.WriteString("    timeouts: {connect: 2s, request: 60s, idle: 90s}\n")
+		if g.Protocol == protocol.ProtocolTCP {
+			sb.WriteString("    timeouts: {connect: 2s, idle: 90s}\n")
+		} else {
+			sb.WriteString("    timeouts: {connect: 2s, request: 60s, idle: 90s}\n")
+		}
 		if g.TLS != nil {
 			fmt.Fprintf(&sb, "    tls: {cert: %s, key: %s, min_version: \"1.3\"}\n", yamlQuote(g.TLS.CertFile), yamlQuote(g.TLS.KeyFile))
 		}

@@ -22,9 +22,9 @@ func init() { subcommands = append(subcommands, newBackendCmd) }
 func newBackendCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "backend",
-		Short: "Run a test service as a replica: prime (the benchmarks'), counter and relay (replication's)",
+		Short: "Run a test service as a replica: prime (the benchmarks'), counter and relay (replication's), echo (bench tcp's)",
 	}
-	cmd.AddCommand(newBackendPrimeCmd(), newBackendCounterCmd(), newBackendRelayCmd())
+	cmd.AddCommand(newBackendPrimeCmd(), newBackendCounterCmd(), newBackendRelayCmd(), newBackendEchoCmd())
 	return cmd
 }
 

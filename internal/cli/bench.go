@@ -23,6 +23,7 @@ import (
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/replication"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/scalability"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/tcp"
 )
 
 func init() { subcommands = append(subcommands, newBenchCmd, newBenchClientCmd) }
