@@ -25,7 +25,7 @@ type capture struct {
 	req  *http.Request
 }
 
-func (c *capture) Header() http.Header        { return http.Header{} }
+func (c *capture) Header() http.Header         { return http.Header{} }
 func (c *capture) Write(b []byte) (int, error) { return len(b), nil }
 func (c *capture) WriteHeader(int)             {}
 
