@@ -197,7 +197,8 @@ func (r *Router) RouteHTTP(req *http.Request) frontdoor.AffinityDecision {
 // routed by d: a 201 whose Location path matches a client-activated rule
 // (without cookie) creates the object's entry on replica; a Set-Cookie of
 // a client-activated rule's cookie creates the entry keyed by its value
-// (a cookie being deleted drops it).
+// (the replica deleting the cookie drops the entry of the cookie the call
+// carried).
 func (r *Router) Answered(req *http.Request, d frontdoor.AffinityDecision, replica string, status int, header http.Header) {
 	if status == http.StatusCreated {
 		if loc := header.Get("Location"); loc != "" {
@@ -216,8 +217,10 @@ func (r *Router) Answered(req *http.Request, d frontdoor.AffinityDecision, repli
 			if rule.Cookie != c.Name {
 				continue
 			}
-			if c.MaxAge < 0 || c.Value == "" {
-				r.table.Drop(rule.Index, c.Value, false)
+			if c.MaxAge < 0 || c.Value == "" { // deleted: the object the call named ends
+				if had, err := req.Cookie(rule.Cookie); err == nil {
+					r.table.Drop(rule.Index, had.Value, false)
+				}
 				continue
 			}
 			r.created(req.Context(), rule, c.Value, replica, false)
