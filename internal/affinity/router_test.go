@@ -121,7 +121,7 @@ func TestRouterLiveness(t *testing.T) {
 	all := []string{"r1", "r2", "r3"}
 	key := ""
 	for i := range 100 { // a key that r1 ranks first
-		k := string(rune('a' + i%26)) + string(rune('a'+i/26))
+		k := string(rune('a'+i%26)) + string(rune('a'+i/26))
 		if Pick("g", 0, k, all) == "r1" {
 			key = k
 			break
