@@ -148,10 +148,10 @@ func (r *Router) created(ctx context.Context, rule Rule, key, replica string, op
 // RouteConn implements frontdoor.Affinity: a tcp group's rule keyed by the
 // client's IP (a singleton keys the whole group: key "").
 func (r *Router) RouteConn(clientIP string) frontdoor.AffinityDecision {
-	if r.rules.proto != protocol.ProtocolTCP || r.rules.Len() == 0 {
+	if r.rules.Proto() != protocol.ProtocolTCP || r.rules.Len() == 0 {
 		return frontdoor.AffinityDecision{Rule: -1, Kind: protocol.AffinitySingleCall}
 	}
-	rule := r.rules.list[0]
+	rule := r.rules.Rule(0)
 	key := clientIP
 	if rule.Kind == protocol.AffinitySingleton {
 		key = ""
@@ -165,7 +165,7 @@ func (r *Router) Opened(d frontdoor.AffinityDecision, replica string) {
 	if d.Kind != protocol.AffinityClientActivated || d.Rule < 0 || d.Rule >= r.rules.Len() {
 		return
 	}
-	r.created(context.Background(), r.rules.list[d.Rule], d.Key, replica, true)
+	r.created(context.Background(), r.rules.Rule(d.Rule), d.Key, replica, true)
 }
 
 // Closed implements frontdoor.Affinity.
@@ -205,7 +205,7 @@ func (r *Router) Answered(req *http.Request, d frontdoor.AffinityDecision, repli
 			r.learnLocation(req, loc, replica)
 		}
 	}
-	if !r.rules.cookies {
+	if !r.rules.Cookies() {
 		return
 	}
 	for _, line := range header.Values("Set-Cookie") {
@@ -213,7 +213,8 @@ func (r *Router) Answered(req *http.Request, d frontdoor.AffinityDecision, repli
 		if err != nil {
 			continue
 		}
-		for _, rule := range r.rules.list {
+		for i := range r.rules.Len() {
+			rule := r.rules.Rule(i)
 			if rule.Cookie != c.Name {
 				continue
 			}

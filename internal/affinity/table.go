@@ -57,7 +57,7 @@ type Stats struct {
 func NewTable(rules *Rules) *Table {
 	t := &Table{rules: rules, lrus: make([]*simplelru.LRU[string, *entry], rules.Len())}
 	for i := range t.lrus {
-		r := rules.list[i]
+		r := rules.Rule(i)
 		if r.Kind != protocol.AffinityClientActivated {
 			continue
 		}
@@ -97,7 +97,7 @@ func (t *Table) lru(rule int) *simplelru.LRU[string, *entry] {
 
 // expiredLocked: e has been idle for the rule's timeout at now.
 func (t *Table) expiredLocked(rule int, e *entry, now time.Time) bool {
-	return e.open == 0 && !now.Before(e.lastUsed.Add(t.rules.list[rule].Timeout))
+	return e.open == 0 && !now.Before(e.lastUsed.Add(t.rules.Rule(rule).Timeout))
 }
 
 // Touch looks up (rule, key) and, when there is a live entry, counts a
@@ -122,7 +122,7 @@ func (t *Table) Touch(rule int, key string, now time.Time) (replica string, rene
 		return "", false, false
 	}
 	e.lastUsed = now
-	if now.Sub(e.renewed) >= t.rules.list[rule].Timeout/3 {
+	if now.Sub(e.renewed) >= t.rules.Rule(rule).Timeout/3 {
 		e.renewed = now
 		renew = true
 	}
@@ -273,7 +273,7 @@ func (t *Table) Stats() Stats {
 	s := t.stats
 	s.Entries = map[string]int{}
 	for i, l := range t.lrus {
-		kind := t.rules.list[i].Kind
+		kind := t.rules.Rule(i).Kind
 		s.Entries[kind] += 0
 		if l != nil {
 			s.Entries[kind] += l.Len()
@@ -301,7 +301,7 @@ func (t *Table) List(after string, limit int, now time.Time) protocol.SessionLis
 		if l == nil || i < afterRule {
 			continue
 		}
-		timeout := t.rules.list[i].Timeout
+		timeout := t.rules.Rule(i).Timeout
 		keys := l.Keys()
 		slices.Sort(keys)
 		for _, k := range keys {

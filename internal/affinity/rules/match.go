@@ -1,4 +1,4 @@
-package affinity
+package rules
 
 import (
 	"net/http"

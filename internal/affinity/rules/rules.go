@@ -1,4 +1,8 @@
-package affinity
+// Package rules compiles a group's affinity rules (protocol.AffinityRule)
+// and matches HTTP calls to them with http.ServeMux's precedence. It is
+// package affinity's (which re-exports Compile) and registry's shared
+// part: it imports no front door, so that validation can use it.
+package rules
 
 import (
 	"errors"
@@ -40,6 +44,17 @@ type Rule struct {
 	// MaxEntries bounds the rule's entries (default applied).
 	MaxEntries int
 }
+
+// Proto is the protocol the rules were compiled for.
+func (r *Rules) Proto() string {
+	if r == nil {
+		return ""
+	}
+	return r.proto
+}
+
+// Cookies reports whether some rule names a cookie.
+func (r *Rules) Cookies() bool { return r != nil && r.cookies }
 
 // Rules are a group's compiled affinity rules. Immutable; safe for
 // concurrent use.
