@@ -139,6 +139,23 @@ func TestAffinitySingleton(t *testing.T) {
 				t.Fatalf("unmatched calls all went to %v", seen)
 			}
 
+			// A draining replica leaves the ranking: its keys move to their
+			// next replica; activated again, they come back.
+			if err := e.b.Drain("single", ids[0]); err != nil {
+				t.Fatal(err)
+			}
+			e.waitState("single", ids[0], protocol.StateDraining)
+			for key, before := range where {
+				a := do(t, c, http.MethodGet, gs.Advertise+"/objects/"+key+"/x")
+				if want := affinity.Pick("single", 0, key, ids[1:]); idOf[a.body] != want {
+					t.Errorf("key %s (on %s) went to %s while %s drained, want %s", key, before, idOf[a.body], ids[0], want)
+				}
+			}
+			if err := e.b.Activate("single", ids[0]); err != nil {
+				t.Fatal(err)
+			}
+			e.waitState("single", ids[0], protocol.StateActive)
+
 			dead := ids[1]
 			srvOf[dead].Close()
 			e.waitState("single", dead, protocol.StateDown)
@@ -199,6 +216,18 @@ func TestAffinityClientActivated(t *testing.T) {
 					t.Fatalf("GET %s answered by %s (%d), created on %s", loc, a.body, a.status, owner)
 				}
 			}
+			// Its replica drains: the object stays on it.
+			if err := e.b.Drain("objs", idOf[owner]); err != nil {
+				t.Fatal(err)
+			}
+			e.waitState("objs", idOf[owner], protocol.StateDraining)
+			if a := do(t, c, http.MethodGet, gs.Advertise+loc); a.body != owner {
+				t.Fatalf("GET %s answered by %s (%d) while %s drained, want it", loc, a.body, a.status, owner)
+			}
+			if err := e.b.Activate("objs", idOf[owner]); err != nil {
+				t.Fatal(err)
+			}
+			e.waitState("objs", idOf[owner], protocol.StateActive)
 			// Created by cookie.
 			login := do(t, c, http.MethodPost, gs.Advertise+"/login")
 			var sess *http.Cookie
