@@ -34,12 +34,18 @@ func (c *capture) WriteHeader(int)             {}
 // rule's wildcard value, "" for a pattern without wildcards). ok is false
 // when no rule matches, or when ServeMux would answer req itself (a
 // redirect to the cleaned path, 405): the call is then single-call.
+// req is not modified.
 func (r *Rules) Match(req *http.Request) (rule Rule, key string, ok bool) {
 	if r == nil || r.mux == nil {
 		return Rule{}, "", false
 	}
 	c := capture{rule: -1}
-	r.mux.ServeHTTP(&c, req)
+	// ServeMux records its match (Pattern, path values) in the request it
+	// serves: match a shallow copy, so that req, which the front door
+	// goes on to forward, is left as it was.
+	cp := new(http.Request)
+	*cp = *req
+	r.mux.ServeHTTP(&c, cp)
 	if c.rule < 0 {
 		return Rule{}, "", false
 	}

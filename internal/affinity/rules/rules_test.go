@@ -84,6 +84,9 @@ func TestCompileDefaultsAndMatch(t *testing.T) {
 	for _, tt := range tests {
 		req, _ := http.NewRequest(tt.method, "http://h"+tt.path, nil)
 		r, key, ok := rules.Match(req)
+		if req.Pattern != "" || req.PathValue("name") != "" {
+			t.Errorf("%s %s: Match changed the request (pattern %q)", tt.method, tt.path, req.Pattern)
+		}
 		got := -1
 		if ok {
 			got = r.Index
