@@ -105,7 +105,7 @@ func (r *Router) entry(ctx context.Context, rule Rule, key string) (replica stri
 		defer cancel()
 		if rep, found, err := store.Get(ctx, rule.Index, key); err == nil && found {
 			replica, ok = rep, true
-			r.table.Create(rule.Index, key, rep, now)
+			r.table.Adopt(rule.Index, key, rep, now)
 		}
 	}
 	if !ok {

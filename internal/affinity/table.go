@@ -137,10 +137,18 @@ func (t *Table) Touch(rule int, key string, now time.Time) (replica string, rene
 func (t *Table) Create(rule int, key, replica string, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.createLocked(rule, key, replica, now, 0)
+	return t.createLocked(rule, key, replica, now, 0, true)
 }
 
-func (t *Table) createLocked(rule int, key, replica string, now time.Time, open int) bool {
+// Adopt holds (rule, key) → replica at now, as another instance created
+// it (found in the Store): like Create, but not counted as created here.
+func (t *Table) Adopt(rule int, key, replica string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.createLocked(rule, key, replica, now, 0, false)
+}
+
+func (t *Table) createLocked(rule int, key, replica string, now time.Time, open int, count bool) bool {
 	l := t.lru(rule)
 	if l == nil {
 		return false
@@ -153,7 +161,9 @@ func (t *Table) createLocked(rule int, key, replica string, now time.Time, open 
 	if l.Add(key, &entry{replica: replica, created: now, lastUsed: now, renewed: now, open: open}) {
 		t.stats.Evicted++
 	}
-	t.stats.Created++
+	if count {
+		t.stats.Created++
+	}
 	return true
 }
 
@@ -178,7 +188,7 @@ func (t *Table) Drop(rule int, key string, gone bool) bool {
 func (t *Table) Open(rule int, key, replica string, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.createLocked(rule, key, replica, now, 1)
+	return t.createLocked(rule, key, replica, now, 1, true)
 }
 
 // Close counts the end at now of a connection Open counted: the object's
