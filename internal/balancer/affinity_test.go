@@ -270,3 +270,43 @@ func TestAffinityClientActivated(t *testing.T) {
 		})
 	}
 }
+
+// TestAffinityTableKeptAcrossReloads: replacing a group with the same
+// rules (another strategy) keeps its session table; new rules start an
+// empty one.
+func TestAffinityTableKeptAcrossReloads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	rule := protocol.AffinityRule{Kind: protocol.AffinityClientActivated, Match: "/objects/{id}"}
+	gs := e.mustPutGroup(affinityGroup("reload", rule))
+	for _, name := range []string{"a", "b"} {
+		id := e.mustRegister("reload", objectReplica(t, name).URL).ID
+		e.waitState("reload", id, protocol.StateActive)
+	}
+	c := httpClient(t)
+	created := do(t, c, http.MethodPost, gs.Advertise+"/objects/")
+	loc, owner := created.header.Get("Location"), created.body
+	pinned := func() bool {
+		for range 4 { // round-robin over two would alternate
+			if a := do(t, c, http.MethodGet, gs.Advertise+loc); a.status != http.StatusOK || a.body != owner {
+				return false
+			}
+		}
+		return true
+	}
+	if !pinned() {
+		t.Fatalf("object %s not pinned to %s", loc, owner)
+	}
+	same := affinityGroup("reload", rule)
+	same.Strategy = strategy.RandomName
+	gs = e.mustPutGroup(same)
+	if !pinned() {
+		t.Fatal("the same rules with another strategy lost the session table")
+	}
+	other := affinityGroup("reload", rule)
+	other.Affinity[0].Timeout = protocol.Duration(time.Hour)
+	gs = e.mustPutGroup(other)
+	if pinned() {
+		t.Fatal("new rules kept the old session table's entry")
+	}
+}
