@@ -60,7 +60,17 @@ func TestClusterAffinityPassiveEjection(t *testing.T) {
 	}
 	for _, n := range nodes {
 		until(t, 10*time.Second, "both replicas active on "+n.name, func() bool {
-			return nodeReplicaState(t, n, regX.ID) == protocol.StateActive && nodeReplicaState(t, n, regY.ID) == protocol.StateActive
+			gs, err := n.b.Group(clusterGroup) // the other instance learns of the group from etcd
+			if err != nil {
+				return false
+			}
+			active := 0
+			for _, r := range gs.Replicas {
+				if (r.ID == regX.ID || r.ID == regY.ID) && r.State == protocol.StateActive {
+					active++
+				}
+			}
+			return active == 2
 		})
 	}
 	front := func(n *clusterNode) string {
