@@ -123,13 +123,13 @@ type group struct {
 	// hub is a replicated group's hub while its front door runs
 	// (replicated.go). Guarded by mu.
 	hub *hubRun
-	// conns is the group's connection table (tcp groups), kept for the
-	// group's life across front-door swaps.
-	conns *conntable.Table
 	// aff is the group's session table (nil: no affinity rules), kept
 	// across snapshots while the rules stay the same (affinity.go).
 	// Guarded by mu.
 	aff *affinity.Table
+	// conns is the group's connection table (tcp groups), kept for the
+	// group's life across front-door swaps.
+	conns *conntable.Table
 }
 
 // member is one replica at run time.
