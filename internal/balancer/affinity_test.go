@@ -245,8 +245,18 @@ func TestAffinityClientActivated(t *testing.T) {
 				}
 			}
 
-			// Idle for the timeout: balanced again (round-robin over 3).
+			// Idle for the timeout: the group's loop expires both entries
+			// (on the balancer's clock), and the cart is balanced again.
+			if n := e.b.AffinityEntries("objs"); n != 2 {
+				t.Fatalf("%d entries, want the object and the cart", n)
+			}
 			clk.Advance(time.Minute)
+			eventually(t, 5*time.Second, func() error {
+				if n := e.b.AffinityEntries("objs"); n != 0 {
+					return fmt.Errorf("%d entries a minute idle", n)
+				}
+				return nil
+			})
 			seen := map[string]bool{}
 			for range 6 {
 				seen[do(t, c, http.MethodGet, gs.Advertise+"/cart/items", sess).body] = true
