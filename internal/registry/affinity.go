@@ -14,9 +14,13 @@ func validateAffinity(g protocol.Group) error {
 	if len(g.Affinity) == 0 {
 		return nil
 	}
-	if g.Protocol == protocol.ProtocolHTTP && g.Binding != protocol.PerRequest {
+	switch {
+	case g.Protocol == protocol.ProtocolHTTP && g.Binding != protocol.PerRequest:
 		return &protocol.FieldError{Field: "affinity", Value: len(g.Affinity),
 			Allowed: "applies to tcp groups and per-request http groups only (binding is " + g.Binding + ": the binding already keeps a client on its replica)"}
+	case g.Protocol != protocol.ProtocolHTTP && g.Protocol != protocol.ProtocolTCP:
+		return &protocol.FieldError{Field: "affinity", Value: len(g.Affinity),
+			Allowed: "applies to tcp groups and per-request http groups only (protocol is " + g.Protocol + ")"}
 	}
 	_, err := rules.Compile(g.Protocol, g.Affinity)
 	return err
