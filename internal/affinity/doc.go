@@ -49,6 +49,10 @@
 //	table.Expire(now)                                      // from the group's loop
 //	snap.Affinity = affinity.NewRouter(table, g.Name, members, cluster, now) // per snapshot
 //
+// Compile and the matching of calls to rules live in package rules
+// (re-exported here), which imports no front door, so that the registry
+// validates with it.
+//
 // Draining: a draining replica leaves the singleton ranking (its keys
 // move to their next replica), while client-activated entries on it stay
 // until they expire or the replica is removed.
