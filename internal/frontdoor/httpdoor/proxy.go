@@ -262,6 +262,8 @@ func (c *call) observe(m *frontdoor.Member, latency time.Duration, failed bool) 
 // response of unknown length or an event stream at once.)
 func (c *call) responded(res *http.Response) {
 	if c.aff != nil {
+		// Before the client sees the answer: once it holds a Location or
+		// a cookie, the object's entry exists (in cluster mode, in etcd).
 		c.aff.Answered(c.inReq, c.dec, c.m.ID(), res.StatusCode, res.Header)
 	}
 	if res.StatusCode == http.StatusSwitchingProtocols {

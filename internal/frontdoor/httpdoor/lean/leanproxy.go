@@ -209,6 +209,8 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	closing := h.close || s.inShutdown.Load() || x.early
 	ub, _ := uc.br.Peek(res.n)
 	if hasAff {
+		// Before the client sees the answer: once it holds a Location or
+		// a cookie, the object's entry exists (in cluster mode, in etcd).
 		aff.Answered(areq, dec, x.m.ID(), res.status, answerHeader(ub, res))
 	}
 	c.writeResponseHead(ub, noBody, closing)
