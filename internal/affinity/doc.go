@@ -36,5 +36,24 @@
 //		Delete(ctx context.Context, rule int, key string) error
 //	}
 //	func (t *Table) SetStore(s Store) // cluster mode; nil: this instance only
+//	func (t *Table) Expire(now time.Time) int // run from the group's loop
 //	type Router struct{ ... }  // implements frontdoor.Affinity, and routes HTTP calls
+//	func NewRouter(t *Table, group string, members []Member, cluster bool, now func() time.Time) *Router
+//	func (r *Router) RouteHTTP(req *http.Request) frontdoor.AffinityDecision
+//	func (r *Router) Answered(req *http.Request, d frontdoor.AffinityDecision, replica string, status int, h http.Header)
+//
+// Usage (the balancer, per group):
+//
+//	rules, err := affinity.Compile(g.Protocol, g.Affinity) // at validation
+//	table := affinity.NewTable(rules)                      // kept while the rules stay Equal
+//	table.Expire(now)                                      // from the group's loop
+//	snap.Affinity = affinity.NewRouter(table, g.Name, members, cluster, now) // per snapshot
+//
+// Compile and the matching of calls to rules live in package rules
+// (re-exported here), which imports no front door, so that the registry
+// validates with it.
+//
+// Draining: a draining replica leaves the singleton ranking (its keys
+// move to their next replica), while client-activated entries on it stay
+// until they expire or the replica is removed.
 package affinity

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/affinity"
 	"github.com/fulcrum-lb/fulcrum/internal/analyzer"
 	"github.com/fulcrum-lb/fulcrum/internal/certs"
 	"github.com/fulcrum-lb/fulcrum/internal/conntable"
@@ -122,6 +123,10 @@ type group struct {
 	// hub is a replicated group's hub while its front door runs
 	// (replicated.go). Guarded by mu.
 	hub *hubRun
+	// aff is the group's session table (nil: no affinity rules), kept
+	// across snapshots while the rules stay the same (affinity.go).
+	// Guarded by mu.
+	aff *affinity.Table
 	// conns is the group's connection table (tcp groups), kept for the
 	// group's life across front-door swaps.
 	conns *conntable.Table
@@ -176,6 +181,7 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 		subs:    map[chan Event]struct{}{},
 		tls:     set,
 		conns:   conntable.New(),
+		aff:     affinityTable(nil, gs),
 	}
 	b.certMetrics.Add(set)
 	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
@@ -284,6 +290,7 @@ func (g *group) publishLocked() {
 		}
 	}
 	snap.Picker = g.strat.Picker(eligible)
+	snap.Affinity = g.affinityRouterLocked(snap.Members)
 	if k, ok := g.strat.(strategy.Keyed); ok {
 		snap.Key = k.KeySpec()
 	}
@@ -587,6 +594,7 @@ func (g *group) update(gs protocol.Group) error {
 		g.closeIdleReplicaConnsLocked()
 	}
 	g.spec = gs
+	g.aff = affinityTable(g.aff, gs)
 	if tlsChanged {
 		g.setTLSLocked(set) // for the front door's next connections
 	}
@@ -680,6 +688,7 @@ func (g *group) stepLocked() {
 	if g.saving > 0 {
 		lead.Remove = false // an operator's change may yet be undone
 	}
+	g.expireAffinityLocked()
 	g.lastStep = g.core.StepAs(now, func(id string) int64 {
 		if m := g.members[id]; m != nil {
 			return m.live.Inflight.Load()

@@ -196,6 +196,7 @@ func ValidateAll(g protocol.Group) []error {
 	add(validateReplicaTLS(g))
 	add(validateFrontDoorTLS(g))
 	add(validateWorkflow(g))
+	add(validateAffinity(g))
 	h := g.Health
 	if h.Path != "" && g.Protocol == protocol.ProtocolGIOP && IsReplicated(g) {
 		fe("health.path", h.Path, "must be empty for replicated giop groups (their agents are probed at "+protocol.ReplicationHealthzPath+")")

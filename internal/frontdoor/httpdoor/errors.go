@@ -24,6 +24,11 @@ const (
 	CodeBadGateway     = "bad_gateway"
 	CodeGatewayTimeout = "gateway_timeout"
 	CodeLoopDetected   = "loop_detected"
+	// CodeGone: the object an affinity rule pinned was lost with its
+	// replica (410); CodeAffinity: its replica cannot take the call on
+	// this instance (503; docs/affinity.md).
+	CodeGone     = "gone"
+	CodeAffinity = "affinity_unavailable"
 )
 
 var (
@@ -95,7 +100,14 @@ func DetailAnswer(snap *frontdoor.Snapshot, status int, d ErrorDetail) lean.Answ
 func describe(snap *frontdoor.Snapshot, err error) (int, ErrorDetail) {
 	var df *frontdoor.UnreachableError
 	var bad *lean.BadRequestError
+	var ae *frontdoor.AffinityError
 	switch {
+	case errors.As(err, &ae) && ae.Decision.Gone:
+		return http.StatusGone, ErrorDetail{Code: CodeGone,
+			Message: "the object was lost with its replica", Reason: ae.Error()}
+	case errors.As(err, &ae):
+		return http.StatusServiceUnavailable, ErrorDetail{Code: CodeAffinity,
+			Message: "the replica this call is pinned to cannot take it now", Reason: ae.Error()}
 	case errors.Is(err, errNotReady):
 		return http.StatusServiceUnavailable, ErrorDetail{Code: CodeNoReplica,
 			Message: "no replica can serve this request", Reason: "the group is starting"}

@@ -43,6 +43,13 @@ type call struct {
 	answered bool
 	// tried are the members whose dial failed.
 	tried []*frontdoor.Member
+	// aff is the group's session table (nil: no affinity rules), dec its
+	// decision for the call (in), and pinned says the call goes to
+	// dec's replica only (docs/affinity.md).
+	aff    lean.Affinity
+	dec    frontdoor.AffinityDecision
+	inReq  *http.Request
+	pinned bool
 	// h2c sends the call upstream over HTTP/2 (h2c for http:// members).
 	h2c bool
 	// body guards the request body to tell whether it was read (set by
@@ -75,7 +82,16 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, snap *frontd
 	c.req.Client = r.Header.Get(protocol.HeaderClient)
 	c.req.Key = requestKey(snap.Key, r)
 	requestFacts(r, &c.req)
-	m, err := s.acquire(snap, &c.req, nil, frontdoor.Client{Done: r.Context().Done()})
+	var m *frontdoor.Member
+	var err error
+	if aff, ok := lean.AffinityOf(snap); ok {
+		c.aff, c.inReq = aff, r
+		c.dec = aff.RouteHTTP(r)
+		m, c.pinned, err = lean.AcquireAffinity(snap, c.dec)
+	}
+	if !c.pinned {
+		m, err = s.acquire(snap, &c.req, nil, frontdoor.Client{Done: r.Context().Done()})
+	}
 	if err != nil {
 		if r.Context().Err() != nil {
 			// The client went away while the call waited in the queue.
@@ -245,6 +261,11 @@ func (c *call) observe(m *frontdoor.Member, latency time.Duration, failed bool) 
 // timeout. (ReverseProxy itself flushes the headers and each write of a
 // response of unknown length or an event stream at once.)
 func (c *call) responded(res *http.Response) {
+	if c.aff != nil {
+		// Before the client sees the answer: once it holds a Location or
+		// a cookie, the object's entry exists (in cluster mode, in etcd).
+		c.aff.Answered(c.inReq, c.dec, c.m.ID(), res.StatusCode, res.Header)
+	}
 	if res.StatusCode == http.StatusSwitchingProtocols {
 		c.upgraded = true
 		c.stopTimer()

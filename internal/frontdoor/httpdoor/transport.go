@@ -124,6 +124,12 @@ func (u *upstream) RoundTrip(out *http.Request) (*http.Response, error) {
 		// Another member.
 		c.tried = append(c.tried, m)
 		c.release()
+		if c.pinned { // never elsewhere
+			if o == frontdoor.NotSent {
+				return nil, lean.PinnedUnreachable(c.dec, err)
+			}
+			return nil, err
+		}
 		next, perr := u.s.acquire(c.snap, &c.req, c.tried, frontdoor.Client{Done: ctx.Done()})
 		if perr != nil {
 			if o == frontdoor.NotSent {

@@ -76,7 +76,18 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	if c.looped(b) {
 		return x.answer(frontdoor.ErrLoop)
 	}
-	m, err := s.acquire(snap, req, nil, c.waiting())
+	// A group with affinity rules: the session table may pin the call.
+	aff, hasAff := AffinityOf(snap)
+	var dec frontdoor.AffinityDecision
+	var areq *http.Request
+	if hasAff {
+		areq = c.affinityRequest(b, method)
+		dec = aff.RouteHTTP(areq)
+	}
+	m, pinned, err := AcquireAffinity(snap, dec)
+	if !pinned {
+		m, err = s.acquire(snap, req, nil, c.waiting())
+	}
 	if err != nil {
 		return x.answer(err)
 	}
@@ -145,6 +156,12 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 		failed := x.m
 		c.tried = append(c.tried, failed)
 		x.release()
+		if pinned { // never elsewhere
+			if o == frontdoor.NotSent {
+				return x.answer(PinnedUnreachable(dec, err))
+			}
+			return x.answer(err)
+		}
 		next, perr := s.acquire(snap, req, c.tried, c.waiting())
 		if perr != nil {
 			if o == frontdoor.NotSent {
@@ -191,6 +208,11 @@ func (c *conn) proxy(snap *frontdoor.Snapshot) callResult {
 	// the connection cannot carry another request.
 	closing := h.close || s.inShutdown.Load() || x.early
 	ub, _ := uc.br.Peek(res.n)
+	if hasAff {
+		// Before the client sees the answer: once it holds a Location or
+		// a cookie, the object's entry exists (in cluster mode, in etcd).
+		aff.Answered(areq, dec, x.m.ID(), res.status, answerHeader(ub, res))
+	}
 	c.writeResponseHead(ub, noBody, closing)
 	_, _ = uc.br.Discard(res.n)
 	e.Status = res.status
