@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fulcrum-lb/fulcrum/internal/affinity"
 	"github.com/fulcrum-lb/fulcrum/internal/clock"
 	"github.com/fulcrum-lb/fulcrum/internal/groupstore"
 )
@@ -275,3 +276,5 @@ func (s *Store) forget(id entryID, lease clientv3.LeaseID) {
 	}
 	s.mu.Unlock()
 }
+
+var _ affinity.Store = (*Store)(nil)
