@@ -8,17 +8,12 @@ import (
 // MaxSessionsPage bounds a page of a group's session table.
 const MaxSessionsPage = 10_000
 
-// sessionTable is group g's session table as its current snapshot's
-// router holds it; nil when the group has no affinity rules.
+// sessionTable is group g's session table (affinity.go); nil when the
+// group has no affinity rules.
 func (g *group) sessionTable() *affinity.Table {
-	snap := g.Snapshot()
-	if snap == nil {
-		return nil
-	}
-	if r, ok := snap.Affinity.(*affinity.Router); ok && r != nil {
-		return r.Table()
-	}
-	return nil
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.aff
 }
 
 // Sessions returns a page of group name's session table (its
