@@ -33,20 +33,6 @@ func (b *Balancer) Sessions(name, after string, limit int) (protocol.SessionList
 	return t.List(after, min(max(limit, 1), MaxSessionsPage), b.now()), nil
 }
 
-// SessionStats returns group name's session table counters; ok is false
-// when the group has no affinity rules. Errors: ErrUnknownGroup.
-func (b *Balancer) SessionStats(name string) (st affinity.Stats, ok bool, err error) {
-	g, err := b.group(name)
-	if err != nil {
-		return affinity.Stats{}, false, err
-	}
-	t := g.sessionTable()
-	if t == nil {
-		return affinity.Stats{}, false, nil
-	}
-	return t.Stats(), true, nil
-}
-
 // AllSessionStats returns the session table counters of every group with
 // affinity rules, by group name (for metrics).
 func (b *Balancer) AllSessionStats() map[string]affinity.Stats {
