@@ -151,3 +151,59 @@ func checkRemotingRepeats(t *testing.T, what string, row map[string]any, repeats
 		}
 	}
 }
+
+// TestBenchRemotingStatefulSmoke runs "fulcrum bench remoting --case
+// stateful --smoke": two Go replicas on the testbed behind a per-request
+// group with a client-activated and a singleton rule, each client's
+// calls half on stateful objects; every call is answered, every stateful
+// call reached its object's replica (the replicas' own counts agree),
+// and each kind has its response times.
+func TestBenchRemotingStatefulSmoke(t *testing.T) {
+	needTestbed(t)
+	t.Parallel()
+	raw, _ := benchSmoke(t, "fulcrum bench remoting --case stateful", "remoting", []string{"--case", "stateful"})
+	checkRemotingReplica(t, raw, "go")
+	var res struct {
+		Rows []struct {
+			Replicas        int
+			Strategy        string
+			Calls, Errors   int64
+			Misrouted       int64
+			CountMismatches int     `json:"count_mismatches"`
+			FirstMismatch   string  `json:"first_mismatch"`
+			LatencyMeanMS   float64 `json:"latency_mean_ms"`
+			Kinds           map[string]struct {
+				Calls         int64
+				LatencyMeanMS float64 `json:"latency_mean_ms"`
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	var strategies []string
+	for _, r := range res.Rows {
+		strategies = append(strategies, r.Strategy)
+		// Two clients per replica, 15 calls each.
+		if r.Replicas != 2 || r.Calls != 60 || r.Errors != 0 || !(r.LatencyMeanMS > 0) {
+			t.Errorf("row %s: replicas %d, calls %d, errors %d, mean %v; want 2, 60, 0, a positive mean", r.Strategy, r.Replicas, r.Calls, r.Errors, r.LatencyMeanMS)
+		}
+		if r.Misrouted != 0 || r.CountMismatches != 0 {
+			t.Errorf("row %s: %d calls misrouted, %d count mismatches (%s); want every stateful call on its object's replica", r.Strategy, r.Misrouted, r.CountMismatches, r.FirstMismatch)
+		}
+		var sum int64
+		for _, k := range []string{"single-call", "singleton", "client-activated"} {
+			kf := r.Kinds[k]
+			sum += kf.Calls
+			if kf.Calls == 0 || !(kf.LatencyMeanMS > 0) {
+				t.Errorf("row %s: %s calls %d, mean %v; want some, with a positive mean", r.Strategy, k, kf.Calls, kf.LatencyMeanMS)
+			}
+		}
+		if sum != r.Calls {
+			t.Errorf("row %s: the kinds add up to %d calls, not %d", r.Strategy, sum, r.Calls)
+		}
+	}
+	if !slices.Equal(strategies, []string{"least-loaded", "random"}) {
+		t.Errorf("strategies %v, want least-loaded and random (--smoke)", strategies)
+	}
+}

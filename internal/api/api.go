@@ -124,6 +124,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/groups/{name}/blocks", admin, (*server).block},
 	{http.MethodDelete, "/v1/groups/{name}/blocks", admin, (*server).unblock},
 	{http.MethodGet, "/v1/groups/{name}/connections", admin, (*server).connections},
+	{http.MethodGet, "/v1/groups/{name}/sessions", admin, (*server).sessions},
 	{http.MethodGet, "/v1/groups/{name}/log", groupReplica, (*server).logStream},
 	{http.MethodPost, "/v1/groups/{name}/log/applied", groupReplica, (*server).logApplied},
 	{http.MethodPost, "/v1/groups/{name}/log/replies", groupReplica, (*server).logReplies},

@@ -26,6 +26,7 @@ func newMetricsHandler(b *balancer.Balancer, version string, extra ...prometheus
 		b.CertificateMetrics(),
 		b.PeerMetrics(),
 		b.ReplicatedMetrics(),
+		newSessionMetrics(b), // sessionmetrics.go
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

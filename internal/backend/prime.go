@@ -76,6 +76,7 @@ func NewPrime(servedBy func() string) *Prime {
 	p.mux.HandleFunc("GET /prime/{n}", p.prime)
 	p.mux.HandleFunc("GET /count/{x}", p.count)
 	p.mux.HandleFunc("POST /echo", p.echo)
+	(&objects{p: p}).register(p.mux) // objects.go
 	p.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "served_by": p.ServedBy()})
 	})

@@ -181,7 +181,7 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 		subs:    map[chan Event]struct{}{},
 		tls:     set,
 		conns:   conntable.New(),
-		aff:     affinityTable(nil, gs),
+		aff:     b.withAffinityStore(affinityTable(nil, gs), gs.Name), // affinitystore.go
 	}
 	b.certMetrics.Add(set)
 	g.fromConfig.Store(gs.Source == protocol.SourceConfig)
@@ -594,7 +594,7 @@ func (g *group) update(gs protocol.Group) error {
 		g.closeIdleReplicaConnsLocked()
 	}
 	g.spec = gs
-	g.aff = affinityTable(g.aff, gs)
+	g.aff = g.b.withAffinityStore(affinityTable(g.aff, gs), g.name)
 	if tlsChanged {
 		g.setTLSLocked(set) // for the front door's next connections
 	}

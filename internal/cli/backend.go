@@ -45,7 +45,11 @@ func newBackendPrimeCmd() *cobra.Command {
 		Long: `Serve the benchmarks' test service: GET /prime/{n} answers whether n is prime
 by trial division (the CPU-bound call of Othman et al., 2001), GET /count/{x}
 the number of primes below x (getPrimeCount, from Chen et al.'s .NET Remoting
-paper), POST /echo returns the body, GET /healthz.
+paper), POST /echo returns the body, GET /healthz. Its stateful objects, for
+the stateful cases of "fulcrum bench remoting": POST /objects creates a
+client-activated object (201, Location /objects/{id}), GET /objects/{id}?x=N
+calls it (404 on a replica that does not hold it), GET /singletons/{name}?x=N
+calls a singleton, GET /objects lists the calls each object held here served.
 
 With --register the replica joins a group through the Go monitor library: it
 registers (with replace, so a restarted replica keeps its id), reports its

@@ -11,6 +11,10 @@
 //	                          register; <hash> is of its Match form
 //	health/<group>/<id>       a Health: a replica's up/down state as a
 //	                          cluster's analyzer leader decided it
+//	affinity/<group>/<rule>/<key>
+//	                          a client-activated entry of the group's
+//	                          session table (cluster mode only; on an etcd
+//	                          lease; package affinity/etcdstore)
 //
 // Group names match [a-z0-9-]+ and replica ids are "r-" and hex digits,
 // so neither holds a "/": the replicas of one group are exactly the keys

@@ -191,7 +191,7 @@ func (r *Records) deleteGroup(name string, expected *int64) error {
 	}
 	// The prefix deletes take the remaining replicas (and any registered
 	// meanwhile) with the record, in one transaction.
-	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name)), store.DeletePrefix(BlocksOf(name)), store.DeletePrefix(HealthOf(name))}
+	ops := []store.Op{store.Delete(GroupKey(name)), store.DeletePrefix(ReplicasOf(name)), store.DeletePrefix(BlocksOf(name)), store.DeletePrefix(HealthOf(name)), store.DeletePrefix(AffinityOf(name))}
 	ok, _, cur, err := r.st.Txn(ctx, conds, ops)
 	if err != nil {
 		return fmt.Errorf("groupstore: delete group %s: %w", name, err)

@@ -176,6 +176,15 @@ type Remoting struct {
 	// runtime's idle cost as much as the dispatch (docs/bench.md,
 	// "Replicas").
 	Replica string
+	// Case is RemotingCaseScheduling (default: single-call calls only) or
+	// RemotingCaseStateful (singleton and client-activated objects mixed
+	// with them; remoting_stateful.go).
+	Case string
+	// StatefulShare is, in the stateful case, the share of the calls made
+	// on stateful objects (default 0.5), and Singletons the singletons
+	// the clients share (default 4).
+	StatefulShare float64
+	Singletons    int
 }
 
 func newRemoting() *Remoting {
@@ -184,6 +193,7 @@ func newRemoting() *Remoting {
 		CPU: defaultRemotingCPU, ReportInterval: defaultRemotingReportInterval,
 		QueueSlots: defaultRemotingQueueSlots, Replica: RemotingReplicaNGINX,
 		LoadFrom: RemotingLoadCapacity, Repeats: 1,
+		Case: RemotingCaseScheduling, StatefulShare: defaultStatefulShare, Singletons: defaultSingletons,
 	}
 }
 
@@ -213,6 +223,9 @@ func (x *Remoting) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&x.XMean, "x-mean", x.XMean, "mean X of /count/{X} (the paper's 30000 takes ~0.07 ms on today's CPUs)")
 	fs.Float64Var(&x.CPU, "cpu", x.CPU, "the group's CPU capacity in cores, split equally among the replicas")
 	fs.DurationVar(&x.ReportInterval, "report-interval", x.ReportInterval, "the replicas' load report period")
+	fs.StringVar(&x.Case, "case", x.Case, "scheduling (single-call getPrimeCount only) or stateful (singleton and client-activated objects mixed with single-call calls, on go replicas; every stateful call is checked to reach its object's replica)")
+	fs.Float64Var(&x.StatefulShare, "stateful-share", x.StatefulShare, "with --case stateful: the share of each client's calls made on stateful objects, half singleton, half its client-activated object")
+	fs.IntVar(&x.Singletons, "singletons", x.Singletons, "with --case stateful: the singletons the clients share")
 	fs.StringVar(&x.Replica, "replica", x.Replica, "the replicas' program: go (fulcrum backend prime, with the monitor library) or nginx (NGINX counting primes in its Lua module, with fulcrum agent http beside it; needs the Debian package libnginx-mod-http-lua)")
 }
 
@@ -350,6 +363,12 @@ func (x *Remoting) Check(size bench.Size) error {
 	}
 	if x.ReportInterval < 10*time.Millisecond || x.ReportInterval > 10*time.Second {
 		return &protocol.FieldError{Field: "--report-interval", Value: x.ReportInterval.String(), Allowed: "must be in [10ms, 10s]"}
+	}
+	if x.Case != RemotingCaseScheduling && x.Case != RemotingCaseStateful {
+		return &protocol.FieldError{Field: "--case", Value: x.Case, Allowed: RemotingCaseScheduling + " or " + RemotingCaseStateful}
+	}
+	if err := x.checkStateful(); err != nil {
+		return err
 	}
 	if x.Replica != RemotingReplicaGo && x.Replica != RemotingReplicaNGINX {
 		return &protocol.FieldError{Field: "--replica", Value: x.Replica, Allowed: RemotingReplicaGo + " or " + RemotingReplicaNGINX}
@@ -552,6 +571,9 @@ type RemotingGroupSettings struct {
 func (x *Remoting) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	if err := x.Check(env.Size); err != nil {
 		return nil, err
+	}
+	if x.Case == RemotingCaseStateful {
+		return x.runStatefulCase(ctx, env) // remoting_stateful.go
 	}
 	s := x.sizes(env.Size)
 	env.Logf("remoting: replicas %v (%s), utilisations %v, strategies %v, %d calls per client per sample, X mean %g, group CPU %g cores",

@@ -66,6 +66,7 @@ func (x *Remoting) fillCluster(ctx context.Context, env *bench.Env, cl *remoting
 	var err error
 	cl.bal, err = env.StartBalancerAt(ctx, reps[0].Gateway().String(), bench.GroupSpec{
 		Name: remotingGroup, Binding: "per-request", Strategy: remotingStrategyOf(x.Strategies[0]), ReportInterval: x.ReportInterval,
+		Extra: x.groupExtra(),
 	})
 	if err != nil {
 		return err

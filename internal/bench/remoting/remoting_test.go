@@ -134,6 +134,10 @@ func TestRemotingCheck(t *testing.T) {
 		{"unknown replica", func(x *Remoting) { x.Replica = "apache" }, "--replica"},
 		{"load against the CPU quota", func(x *Remoting) { x.LoadFrom = "cpu" }, ""},
 		{"unknown load basis", func(x *Remoting) { x.LoadFrom = "quota" }, "--load-from"},
+		{"stateful case", func(x *Remoting) { x.Case = RemotingCaseStateful }, ""},
+		{"unknown case", func(x *Remoting) { x.Case = "stateless" }, "--case"},
+		{"stateful share above 1", func(x *Remoting) { x.StatefulShare = 1.5 }, "--stateful-share"},
+		{"no singleton", func(x *Remoting) { x.Singletons = 0 }, "--singletons"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
