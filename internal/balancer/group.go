@@ -109,6 +109,8 @@ type group struct {
 	fdStopped error
 	// fdExited is closed when fd's Serve returns. Guarded by mu.
 	fdExited chan struct{}
+	// fdView is the view of door that fd serves. Guarded by mu.
+	fdView net.Listener
 	// bindErr is why the front door could not listen at the last start
 	// (nil when it did). Guarded by mu.
 	bindErr error
@@ -434,7 +436,7 @@ func (g *group) serveLocked() {
 	g.fd = g.newFrontDoorLocked()
 	g.fdStopped = nil
 	fd, exited, ln := g.fd, make(chan struct{}), g.door.view()
-	g.fdExited = exited
+	g.fdExited, g.fdView = exited, ln
 	go func() {
 		defer close(exited)
 		if err := fd.Serve(ln); err != nil && !serverClosed(err) {
@@ -457,8 +459,13 @@ func (g *group) serveLocked() {
 // caller to shut down (retire) after releasing g.mu. Caller holds g.mu
 // and g.running is true.
 func (g *group) swapFrontDoorLocked() frontDoorServer {
-	old := g.fd
+	old, oldView := g.fd, g.fdView
 	g.serveLocked()
+	// The old front door takes no connection from now on: one accepted
+	// after the change (a PUT that returned) reaches the new one, even
+	// before the old one's shutdown in the background gets to its
+	// listener.
+	_ = oldView.Close()
 	g.b.log.Info("front door replaced on the same listener", "group", g.name, "protocol", g.spec.Protocol, "addr", g.ln.Addr().String())
 	return old
 }
