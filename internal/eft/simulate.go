@@ -14,11 +14,14 @@ const (
 	// PolicyEFT is Algorithm 2, driven through a Core.
 	PolicyEFT Policy = "eft"
 	// PolicyETT places each task as it becomes ready on the server
-	// minimising its estimated task time (eq. 1) given the servers'
-	// current load: with identical servers, ETT(n_i, s) = w_i × (1 + n_s)
-	// + Σ c(p,i) over its predecessors p on other servers, n_s being the
-	// tasks placed on s and not yet finished (w/(1 − load) with load
-	// n/(n+1): a task sharing a CPU with n others gets 1/(n+1) of it).
+	// minimising its estimated task time, eq. 1: cc(n_i)/(P_j(1 − CPU
+	// load)) + d(n_i)/(W_j(1 − bandwidth load)). With identical servers
+	// and a server's CPU and bandwidth load both n_s/(n_s+1) (n_s the
+	// tasks placed on s and not yet finished: each receives its data,
+	// then computes), ETT(n_i, s) = (w_i + d_i) × (1 + n_s), d_i being
+	// the task's data Σ c(p,i) over all its predecessors. Eq. 1 does not
+	// know where the predecessors ran: ETT is blind to locality, which is
+	// what the work-flow graph gives EFT.
 	PolicyETT Policy = "ett"
 	// PolicyRoundRobin places each task as it becomes ready on the next
 	// server in turn.
@@ -285,14 +288,13 @@ func (o *onlinePolicy) choose(i int) int {
 		o.next++
 		return s
 	}
+	d := 0.0
+	for _, e := range o.g.preds[i] {
+		d += e.cost
+	}
 	best, bestETT := 0, math.Inf(1)
 	for s := range o.servers {
-		ett := o.g.cost[i] * float64(1+o.load[s])
-		for _, e := range o.g.preds[i] {
-			if o.placedOn[e.task] != s {
-				ett += e.cost
-			}
-		}
+		ett := (o.g.cost[i] + d) * float64(1+o.load[s])
 		if ett < bestETT {
 			best, bestETT = s, ett
 		}

@@ -31,8 +31,10 @@ func TestSimulateByHand(t *testing.T) {
 		// EFT places as in TestPlanByHand: a s0 [0,10]; b s0 [10,30]; c s1, data
 		// at 10+5 = 15, done 25; d s0, data max(30, 25+2) → 35.
 		{"fork-join eft", forkJoin, 2, 2, PolicyEFT, 35},
-		// ETT: a s0. At 10, b: s0 20×1 = 20, s1 20 + 5 = 25 → s0; c: s0 10×2 = 20,
-		// s1 10 + 5 = 15 → s1. At 30 d: s0 5 + 2 = 7, s1 5 + 2 = 7 → s0, done 35.
+		// ETT (eq. 1, (w + d)(1 + n_s)): a s0. At 10, b: s0 (20+5)×1 = 25, s1 25
+		// → s0 (first of equals), no data to move, done 30; c: s0 15×2 = 30, s1
+		// 15 → s1, data at 15, done 25. At 30 d: s0 9, s1 9 → s0, data from c
+		// by 27, done 35.
 		{"fork-join ett", forkJoin, 2, 2, PolicyETT, 35},
 		// Round-robin: a s0; b s1 (data 15, done 35); c s0 (done 20); d s1 (next in
 		// turn) at 35, data max(35, 20+2) → 40.
