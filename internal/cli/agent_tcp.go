@@ -61,7 +61,8 @@ cpu (and utilization) is the share of --cpus cores used (default: the
 cgroup's quota, else every core). With both, the cgroup's CPU time beyond
 the process's is reported as cpu_other. inflight is the replica's client
 connections: the ESTABLISHED TCP connections whose local port is the
---target's, from /proc/net/tcp and /proc/net/tcp6 of its namespace.
+--target's (and local address its host, when that is an IP address), from
+/proc/net/tcp and /proc/net/tcp6 of its namespace.
 
 --load picks what is reported as the load: cpu (share 0–1, the default) or
 connections (inflight).

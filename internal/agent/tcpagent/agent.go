@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -62,7 +63,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &Agent{conns: Connections{Dir: cfg.Net, Port: port}, log: cfg.Logger.With("component", "agent")}
+	a := &Agent{conns: Connections{Dir: cfg.Net, IP: targetIP(cfg.Target), Port: port}, log: cfg.Logger.With("component", "agent")}
 	if cfg.Pool != nil && cfg.CPU == nil {
 		return nil, errors.New("tcpagent: a pool of CPU (the replica's cgroup) needs the replica's own CPU source (its process) to tell other work from it")
 	}
@@ -73,6 +74,20 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	return a, nil
+}
+
+// targetIP is the address of a HOST:PORT target whose host is a literal,
+// non-wildcard IP; the zero Addr (any address) otherwise.
+func targetIP(target string) netip.Addr {
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		return netip.Addr{}
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || ip.IsUnspecified() {
+		return netip.Addr{}
+	}
+	return ip.WithZone("")
 }
 
 // targetPort is the port of a HOST:PORT target.

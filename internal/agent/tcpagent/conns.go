@@ -3,10 +3,12 @@ package tcpagent
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,11 +20,14 @@ import (
 const tcpEstablished = "01"
 
 // CountEstablished counts the ESTABLISHED sockets of a /proc/net/tcp or
-// /proc/net/tcp6 table whose local port is port: the replica's side of
-// its clients' connections. Connections the replica makes itself have an
-// ephemeral local port and are not counted. A line that does not parse
-// is an error naming its number.
-func CountEstablished(table io.Reader, port uint16) (int, error) {
+// /proc/net/tcp6 table whose local port is port and, when ip is valid,
+// whose local address is ip (an IPv4 address also matches its
+// IPv4-mapped form in tcp6): the replica's side of its clients'
+// connections. Connections the replica makes itself have an ephemeral
+// local port and are not counted; with ip, neither are sockets of the
+// same namespace bound to the port on another address. A line that does
+// not parse is an error naming its number.
+func CountEstablished(table io.Reader, ip netip.Addr, port uint16) (int, error) {
 	sc := bufio.NewScanner(table)
 	sc.Buffer(make([]byte, 0, 512), 64<<10)
 	n, line := 0, 0
@@ -47,14 +52,43 @@ func CountEstablished(table io.Reader, port uint16) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("tcpagent: line %d: local port %q is not 4 hex digits", line, local[i+1:])
 		}
-		if uint16(p) == port && string(f[3]) == tcpEstablished {
-			n++
+		if uint16(p) != port || string(f[3]) != tcpEstablished {
+			continue
 		}
+		if ip.IsValid() {
+			addr, ok := procAddr(local[:i])
+			if !ok {
+				return 0, fmt.Errorf("tcpagent: line %d: local address %q is not 8 or 32 hex digits", line, local[:i])
+			}
+			if addr.Unmap() != ip.Unmap() {
+				continue
+			}
+		}
+		n++
 	}
 	if err := sc.Err(); err != nil {
 		return 0, fmt.Errorf("tcpagent: %w", err)
 	}
 	return n, nil
+}
+
+// procAddr parses a /proc/net/tcp address: 8 (IPv4) or 32 (IPv6) hex
+// digits, each 32-bit word printed as the host reads it from the
+// network-order bytes.
+func procAddr(h []byte) (netip.Addr, bool) {
+	if len(h) != 8 && len(h) != 32 {
+		return netip.Addr{}, false
+	}
+	b := make([]byte, len(h)/2)
+	for w := 0; w < len(h)/8; w++ {
+		v, err := strconv.ParseUint(string(h[w*8:w*8+8]), 16, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		binary.NativeEndian.PutUint32(b[w*4:], uint32(v))
+	}
+	addr, _ := netip.AddrFromSlice(b)
+	return addr, true
 }
 
 // NetDir finds the proc net directory (holding tcp and tcp6) of the
@@ -98,10 +132,13 @@ func CgroupNet(proc, dir string) NetDir {
 }
 
 // Connections counts a replica's client connections: the ESTABLISHED
-// sockets with local port Port in the tcp and tcp6 tables of the net
-// directory Dir gives (tcp6 may be absent: IPv6 off).
+// sockets with local port Port (and local address IP, when valid: a
+// target on a wildcard address or given by name matches any) in the tcp
+// and tcp6 tables of the net directory Dir gives (tcp6 may be absent:
+// IPv6 off).
 type Connections struct {
 	Dir  NetDir
+	IP   netip.Addr
 	Port uint16
 }
 
@@ -120,7 +157,7 @@ func (c Connections) Count() (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("tcpagent: %w", err)
 		}
-		n, err := CountEstablished(f, c.Port)
+		n, err := CountEstablished(f, c.IP, c.Port)
 		f.Close()
 		if err != nil {
 			return 0, fmt.Errorf("%w (in %s)", err, f.Name())

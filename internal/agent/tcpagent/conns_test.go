@@ -3,6 +3,7 @@ package tcpagent_test
 import (
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,11 +21,12 @@ func TestCountEstablished(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		lines []string
+		ip    string
 		port  uint16
 		want  int
 		err   string
 	}{
-		{"empty table", nil, 7000, 0, ""},
+		{"empty table", nil, "", 7000, 0, ""},
 		{"ipv4: established on the port, listen and time-wait not, other ports not", []string{
 			"   0: 0100007F:1B58 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0",
 			"   1: 0100007F:1B58 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1",
@@ -32,19 +34,34 @@ func TestCountEstablished(t *testing.T) {
 			"   3: 0100007F:1B58 0100007F:D433 06 00000000:00000000 03:00001770 00000000     0        0 0 3 0000000000000000",
 			"   4: 0100007F:D431 0100007F:1B58 01 00000000:00000000 00:00000000 00000000     0        0 4 1 0000000000000000 20 4 30 10 -1",
 			"   5: 0100007F:1B59 0100007F:D434 01 00000000:00000000 00:00000000 00000000     0        0 5 1 0000000000000000 20 4 30 10 -1",
-		}, 7000, 2, ""},
+		}, "", 7000, 2, ""},
 		{"ipv6", []string{
 			"   0: 00000000000000000000000001000000:1B58 00000000000000000000000001000000:E2A4 01 00000000:00000000 00:00000000 00000000     0        0 9 1 0000000000000000 20 4 30 10 -1",
-		}, 7000, 1, ""},
-		{"blank line", []string{""}, 7000, 0, ""},
-		{"too few fields", []string{"   0: 0100007F:1B58 00000000:0000"}, 7000, 0, "line 2: 3 fields"},
-		{"no port", []string{"   0: 0100007F 00000000:0000 01 x"}, 7000, 0, "line 2: local address"},
-		{"port not hex", []string{"   0: 0100007F:XYZW 00000000:0000 01 x"}, 7000, 0, "line 2: local port \"XYZW\""},
+		}, "", 7000, 1, ""},
+		{"ipv4 address: another address's socket on the port not counted", []string{
+			"   1: 0100007F:1B58 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1",
+			"   2: 0200007F:1B58 0100007F:D432 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 20 4 30 10 -1",
+		}, "127.0.0.1", 7000, 1, ""},
+		{"ipv4 address in its mapped ipv6 form", []string{
+			"   0: 0000000000000000FFFF00000100007F:1B58 0000000000000000FFFF00000100007F:E2A4 01 00000000:00000000 00:00000000 00000000     0        0 9 1 0000000000000000 20 4 30 10 -1",
+		}, "127.0.0.1", 7000, 1, ""},
+		{"ipv6 address", []string{
+			"   0: 00000000000000000000000001000000:1B58 00000000000000000000000001000000:E2A4 01 00000000:00000000 00:00000000 00000000     0        0 9 1 0000000000000000 20 4 30 10 -1",
+		}, "::1", 7000, 1, ""},
+		{"address not hex", []string{"   0: 0100007G:1B58 0100007F:D431 01 x"}, "127.0.0.1", 7000, 0, "line 2: local address \"0100007G\""},
+		{"blank line", []string{""}, "", 7000, 0, ""},
+		{"too few fields", []string{"   0: 0100007F:1B58 00000000:0000"}, "", 7000, 0, "line 2: 3 fields"},
+		{"no port", []string{"   0: 0100007F 00000000:0000 01 x"}, "", 7000, 0, "line 2: local address"},
+		{"port not hex", []string{"   0: 0100007F:XYZW 00000000:0000 01 x"}, "", 7000, 0, "line 2: local port \"XYZW\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			table := tableHeader + strings.Join(tc.lines, "\n")
-			n, err := tcpagent.CountEstablished(strings.NewReader(table), tc.port)
+			var ip netip.Addr
+			if tc.ip != "" {
+				ip = netip.MustParseAddr(tc.ip)
+			}
+			n, err := tcpagent.CountEstablished(strings.NewReader(table), ip, tc.port)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err %v, want one with %q", err, tc.err)
