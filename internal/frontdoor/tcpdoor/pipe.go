@@ -19,7 +19,7 @@ import (
 //
 // On Linux each direction starts on the read path: it waits for its
 // source and reads what is there with one read(2) into a readBufSize
-// buffer from a pool (readFunc), then writes it to the destination with
+// buffer from a pool (rawSource.read), then writes it to the destination with
 // one write(2) and puts the buffer back. The buffer is taken only once
 // bytes are there and is back in the pool while the direction waits, so
 // an idle connection holds none. A request or response of a few bytes
@@ -27,7 +27,7 @@ import (
 //
 // A read that fills the whole buffer means bulk: the direction switches
 // to the splice path, where it waits until its source has bytes without
-// reading them (readyFunc), then copies exactly those (at most chunkSize)
+// reading them (rawSource.waitReady), then copies exactly those (at most chunkSize)
 // with io.Copy from an *io.LimitedReader over the raw source connection
 // into the raw destination (*net.TCPConn to *net.TCPConn):
 // TCPConn.ReadFrom unwraps the LimitedReader and splices, so the bytes
@@ -36,7 +36,7 @@ import (
 // there it returns at once, handing its pipe back: an idle connection
 // holds no pipe. A splice chunk smaller than readBufSize means the bulk is
 // over, and the direction goes back to the read path. Off Linux (no
-// readFunc), each direction copies with io.Copy as bytes come.
+// rawSource), each direction copies with io.Copy as bytes come.
 //
 // After each copy, and whenever the source's read deadline passes, the
 // direction counts what it copied in the connection table's entry. The
@@ -104,10 +104,9 @@ type half struct {
 	src, dst net.Conn
 	lr       io.LimitedReader
 	buf      []byte // nil when dst reads from src itself (splice)
-	// read, when not nil, reads what src has (readFunc): the read path.
-	read func() (*[]byte, int, error)
-	// ready, when not nil, waits until src has bytes (readyFunc).
-	ready func() (int, error)
+	// raw reads and waits on src's descriptor, when hasRaw (Linux).
+	raw    rawSource
+	hasRaw bool
 	// splicing is true while the direction copies on the splice path.
 	splicing bool
 	// armed is src's read deadline as last set (zero: none yet).
@@ -124,11 +123,8 @@ func newPipe(c *conn, up net.Conn, e *conntable.Entry, idle, maxAge time.Duratio
 	p.fromReplica = half{p: p, other: &p.fromClient, src: up, dst: c.nc, errEnd: endReplicaError}
 	for _, h := range []*half{&p.fromClient, &p.fromReplica} {
 		h.lr.R = h.src
-		h.ready = readyFunc(h.src)
-		if h.ready != nil {
-			h.read = readFunc(h.src)
-		}
-		h.splicing = h.read == nil
+		h.hasRaw = h.raw.init(h.src)
+		h.splicing = !h.hasRaw
 		if _, ok := h.dst.(io.ReaderFrom); !ok {
 			h.buf = make([]byte, 32<<10)
 		}
@@ -251,12 +247,12 @@ func (h *half) run() {
 }
 
 // copyChunk copies what src has now to dst, on the read path or the
-// splice path (at most chunkSize; or, without a ready function, up to
+// splice path (at most chunkSize; or, without a raw source, up to
 // chunkSize as it comes), and picks the path of the next chunk. ended
 // means src ended.
 func (h *half) copyChunk() (n int64, ended bool, err error) {
 	if !h.splicing {
-		bp, r, err := h.read()
+		bp, r, err := h.raw.read()
 		if err != nil || r == 0 {
 			return 0, err == nil, err
 		}
@@ -266,8 +262,8 @@ func (h *half) copyChunk() (n int64, ended bool, err error) {
 		return int64(w), false, err
 	}
 	h.lr.N = chunkSize
-	if h.ready != nil {
-		avail, err := h.ready()
+	if h.hasRaw {
+		avail, err := h.raw.waitReady()
 		if err != nil {
 			return 0, false, err
 		}
@@ -276,7 +272,7 @@ func (h *half) copyChunk() (n int64, ended bool, err error) {
 		}
 	}
 	n, err = io.CopyBuffer(h.dst, &h.lr, h.buf)
-	if h.read != nil && n < readBufSize {
+	if h.hasRaw && n < readBufSize {
 		h.splicing = false // the bulk is over
 	}
 	return n, err == nil && h.lr.N > 0, err
