@@ -166,3 +166,48 @@ func TestCopyReadsSmallSplicesBulk(t *testing.T) {
 
 	exchanges("after the bulk")
 }
+
+// heapInUse is the process's heap in use after collecting twice (which
+// also empties sync.Pools).
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
+
+// An idle proxied connection holds no read buffer: after an exchange
+// each, 200 idle connections grow the heap by less than one buffer each
+// (the client's, the front door's and the replica's connection state, a
+// few KiB), where directions holding their buffers while they wait would
+// add two each. Not parallel: the heap is the process's.
+func TestIdleConnectionsHoldNoBuffers(t *testing.T) {
+	r := newServer(t, func(c net.Conn) {
+		defer c.Close()
+		_, _ = io.Copy(c, c) // TCPConn to itself: splices, no buffer
+	})
+	g := newGroup(t, []string{r.addr()}, groupOptions{})
+	d := startDoor(t, g, tcpdoor.Options{})
+	exchange := func() {
+		c := dial(t, d.addr)
+		var b [2]byte
+		if _, err := c.Write([]byte("x\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exchange()
+	before := heapInUse()
+	const n = 200
+	for range n {
+		exchange()
+	}
+	grown := heapInUse() - before
+	if grown >= n*tcpdoor.ReadBufSize {
+		t.Errorf("%d idle connections grew the heap by %d bytes (%d each), want less than %d each: idle directions hold read buffers", n, grown, grown/n, tcpdoor.ReadBufSize)
+	}
+	t.Logf("heap: %d bytes per idle connection", grown/n)
+}
