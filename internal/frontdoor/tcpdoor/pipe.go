@@ -212,8 +212,14 @@ func (h *half) run() {
 			} else {
 				p.e.AddOut(n, now)
 			}
-			h.suspect.Store(false)
-			h.other.suspect.Store(false)
+			// Load first: a store on every burst would bounce the
+			// marks' cache line between the two directions' cores.
+			if h.suspect.Load() {
+				h.suspect.Store(false)
+			}
+			if h.other.suspect.Load() {
+				h.other.suspect.Store(false)
+			}
 		}
 		switch {
 		case err == nil && !ended:
