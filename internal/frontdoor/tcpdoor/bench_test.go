@@ -123,3 +123,31 @@ func benchDoor(b *testing.B) string {
 	})
 	return door.Addr().String()
 }
+
+// BenchmarkBulk1MiB is 1 MiB echoed through the front door, b.N times on
+// one connection (the bulk transfers of fulcrum bench tcp).
+func BenchmarkBulk1MiB(b *testing.B) {
+	c, err := net.Dial("tcp", benchDoor(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const size = 1 << 20
+	msg := make([]byte, size)
+	buf := make([]byte, size)
+	b.SetBytes(size)
+	b.ResetTimer()
+	for range b.N {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Write(msg)
+			errc <- err
+		}()
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
