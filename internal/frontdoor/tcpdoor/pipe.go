@@ -19,17 +19,17 @@ import (
 //
 // On Linux each direction starts on the read path: it waits for its
 // source and reads what is there with one read(2) into a readBufSize
-// buffer from a pool (rawSource.read), then writes it to the destination with
-// one write(2) and puts the buffer back. The buffer is taken only once
+// buffer from a pool (rawSource.read), then writes it to the destination
+// with one write(2) and puts the buffer back. The buffer is taken only once
 // bytes are there and is back in the pool while the direction waits, so
 // an idle connection holds none. A request or response of a few bytes
 // costs a read and a write, as with HAProxy.
 //
 // A read that fills the whole buffer means bulk: the direction switches
 // to the splice path, where it waits until its source has bytes without
-// reading them (rawSource.waitReady), then copies exactly those (at most chunkSize)
-// with io.Copy from an *io.LimitedReader over the raw source connection
-// into the raw destination (*net.TCPConn to *net.TCPConn):
+// reading them (rawSource.waitReady), then copies exactly those (at most
+// chunkSize) with io.Copy from an *io.LimitedReader over the raw source
+// connection into the raw destination (*net.TCPConn to *net.TCPConn):
 // TCPConn.ReadFrom unwraps the LimitedReader and splices, so the bytes
 // never enter user space (io.CopyN does the same but allocates its
 // LimitedReader per call), and since the splice asks for no more than is
