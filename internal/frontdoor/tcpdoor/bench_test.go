@@ -57,11 +57,45 @@ func BenchmarkExchange64Direct(b *testing.B) {
 
 // BenchmarkExchange64 is 64-byte exchanges through the front door.
 func BenchmarkExchange64(b *testing.B) {
+	exchange64(b, benchDoor(b))
+}
+
+// BenchmarkConnectExchangeClose is new connections through the front
+// door: each connects, exchanges 64 bytes and closes (the bench's "new
+// connections per second"). Its allocations are the front door's, the
+// echo replica's and the client's per connection.
+func BenchmarkConnectExchangeClose(b *testing.B) {
+	addr := benchDoor(b)
+	msg := make([]byte, 64)
+	buf := make([]byte, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Write(msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchDoor starts an echo replica and a front door before it, both
+// closed when b ends, and returns the front door's address.
+func benchDoor(b *testing.B) string {
+	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ln.Close()
+	b.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -83,9 +117,37 @@ func BenchmarkExchange64(b *testing.B) {
 		defer close(done)
 		_ = s.Serve(door)
 	}()
-	defer func() {
+	b.Cleanup(func() {
 		_ = s.Close()
 		<-done
-	}()
-	exchange64(b, door.Addr().String())
+	})
+	return door.Addr().String()
+}
+
+// BenchmarkBulk1MiB is 1 MiB echoed through the front door, b.N times on
+// one connection (the bulk transfers of fulcrum bench tcp).
+func BenchmarkBulk1MiB(b *testing.B) {
+	c, err := net.Dial("tcp", benchDoor(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const size = 1 << 20
+	msg := make([]byte, size)
+	buf := make([]byte, size)
+	b.SetBytes(size)
+	b.ResetTimer()
+	for range b.N {
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Write(msg)
+			errc <- err
+		}()
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+	}
 }

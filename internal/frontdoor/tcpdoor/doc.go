@@ -17,8 +17,10 @@
 //     connect fails (nothing was sent; frontdoor.Decide);
 //   - sends a PROXY header to the replica when tcp.proxy_protocol.send
 //     says so, records the connection in the group's connection table, and
-//     copies both ways (pipe.go: splice on Linux, waiting for bytes
-//     before each splice so that an idle connection holds no pipe;
+//     copies both ways (pipe.go: on Linux small chunks with one read and
+//     one write through a pooled buffer, bulk with splice, waiting for
+//     bytes before either so that an idle connection holds no buffer and
+//     no pipe;
 //     half-close with CloseWrite; timeouts.idle; tcp.max_connection_age at
 //     an idle moment);
 //   - reports the connection to passive health when it ends: a replica

@@ -13,18 +13,36 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
-// This file copies a proxied connection's bytes both ways. Each direction
-// waits until its source has bytes (readyFunc, without reading them), then
-// copies exactly those (at most chunkSize) with io.Copy from an
-// *io.LimitedReader over the raw source connection into the raw
-// destination (*net.TCPConn to *net.TCPConn): TCPConn.ReadFrom unwraps the
-// LimitedReader and splices on Linux, so the bytes never enter user space
-// (io.CopyN does the same but allocates its LimitedReader per call), and
-// since the splice asks for no more than is there it returns at once,
-// handing its pipe back: an idle connection holds no pipe. After each
-// copy, and whenever the source's read deadline passes, the direction
-// counts what it copied in the connection table's entry and sets its next
-// deadline.
+// This file copies a proxied connection's bytes both ways, adaptively as
+// HAProxy's splice-auto does: small exchanges go through a buffer, bulk
+// transfers are spliced.
+//
+// On Linux each direction starts on the read path: it waits for its
+// source and reads what is there with one read(2) into a readBufSize
+// buffer from a pool (rawSource.read), then writes it to the destination
+// with one write(2) and puts the buffer back. The buffer is taken only once
+// bytes are there and is back in the pool while the direction waits, so
+// an idle connection holds none. A request or response of a few bytes
+// costs a read and a write, as with HAProxy.
+//
+// A read that fills the whole buffer means bulk: the direction switches
+// to the splice path, where it waits until its source has bytes without
+// reading them (rawSource.waitReady), then copies exactly those (at most
+// chunkSize) with io.Copy from an *io.LimitedReader over the raw source
+// connection into the raw destination (*net.TCPConn to *net.TCPConn):
+// TCPConn.ReadFrom unwraps the LimitedReader and splices, so the bytes
+// never enter user space (io.CopyN does the same but allocates its
+// LimitedReader per call), and since the splice asks for no more than is
+// there it returns at once, handing its pipe back: an idle connection
+// holds no pipe. A splice chunk smaller than readBufSize means the bulk is
+// over, and the direction goes back to the read path. Off Linux (no
+// rawSource), each direction copies with io.Copy as bytes come.
+//
+// After each copy, and whenever the source's read deadline passes, the
+// direction counts what it copied in the connection table's entry. The
+// deadline it waits with is re-set only when it has passed: bytes only
+// ever move the right deadline later, so one set earlier fires early at
+// worst, and the direction then sets the next.
 //
 // The idle timeout and max_connection_age need "no bytes either way", but
 // a direction cannot see the bytes the other is moving until its copy
@@ -35,6 +53,17 @@ import (
 // is still due and the first is still suspect. Bytes counted by either
 // clear both marks. A direction whose source has ended (half-closed) has
 // nothing more to copy, and the other decides alone.
+
+// readBufSize is the size of the read path's buffers; a read that fills
+// one switches its direction to the splice path (HAProxy's buffers are
+// 16 KiB too).
+const readBufSize = 16 << 10
+
+// readBufs holds the read path's buffers (*[]byte of readBufSize).
+var readBufs = sync.Pool{New: func() any {
+	b := make([]byte, readBufSize)
+	return &b
+}}
 
 // chunkSize is the most one io.Copy of a direction moves before it
 // returns to count the bytes (when the source has more queued, or off
@@ -75,8 +104,13 @@ type half struct {
 	src, dst net.Conn
 	lr       io.LimitedReader
 	buf      []byte // nil when dst reads from src itself (splice)
-	// ready, when not nil, waits until src has bytes (readyFunc).
-	ready   func() (int, error)
+	// raw reads and waits on src's descriptor, when hasRaw (Linux).
+	raw    rawSource
+	hasRaw bool
+	// splicing is true while the direction copies on the splice path.
+	splicing bool
+	// armed is src's read deadline as last set (zero: none yet).
+	armed   time.Time
 	in      bool // client to replica
 	errEnd  end  // how an error of this direction ends the pipe
 	done    atomic.Bool
@@ -89,7 +123,8 @@ func newPipe(c *conn, up net.Conn, e *conntable.Entry, idle, maxAge time.Duratio
 	p.fromReplica = half{p: p, other: &p.fromClient, src: up, dst: c.nc, errEnd: endReplicaError}
 	for _, h := range []*half{&p.fromClient, &p.fromReplica} {
 		h.lr.R = h.src
-		h.ready = readyFunc(h.src)
+		h.hasRaw = h.raw.init(h.src)
+		h.splicing = !h.hasRaw
 		if _, ok := h.dst.(io.ReaderFrom); !ok {
 			h.buf = make([]byte, 32<<10)
 		}
@@ -162,11 +197,14 @@ func (h *half) run() {
 	p := h.p
 	now := p.c.s.now()
 	for {
-		if err := h.src.SetReadDeadline(p.deadline(h, now)); err != nil {
-			p.finish(h.errEnd)
-			return
+		if !now.Before(h.armed) {
+			h.armed = p.deadline(h, now)
+			if err := h.src.SetReadDeadline(h.armed); err != nil {
+				p.finish(h.errEnd)
+				return
+			}
 		}
-		n, err := h.copyChunk()
+		n, ended, err := h.copyChunk()
 		now = p.c.s.now()
 		if n > 0 {
 			if h.in {
@@ -174,16 +212,23 @@ func (h *half) run() {
 			} else {
 				p.e.AddOut(n, now)
 			}
-			h.suspect.Store(false)
-			h.other.suspect.Store(false)
+			// Load first: a store on every burst would bounce the
+			// marks' cache line between the two directions' cores.
+			if h.suspect.Load() {
+				h.suspect.Store(false)
+			}
+			if h.other.suspect.Load() {
+				h.other.suspect.Store(false)
+			}
 		}
 		switch {
-		case err == nil && h.lr.N == 0:
-			continue // a whole chunk: more may follow
+		case err == nil && !ended:
+			continue // more may follow
 		case err == nil:
 			h.closeWrite() // the source ended: half-close the destination
 			return
 		case isTimeout(err):
+			h.armed = time.Time{} // passed, or poked: set the next
 			if end(p.end.Load()) != endNone {
 				return
 			}
@@ -207,21 +252,36 @@ func (h *half) run() {
 	}
 }
 
-// copyChunk copies what src has now (at most chunkSize; or, without a
-// ready function, up to chunkSize as it comes) to dst. err nil with
-// h.lr.N above 0 means src ended.
-func (h *half) copyChunk() (int64, error) {
+// copyChunk copies what src has now to dst, on the read path or the
+// splice path (at most chunkSize; or, without a raw source, up to
+// chunkSize as it comes), and picks the path of the next chunk. ended
+// means src ended.
+func (h *half) copyChunk() (n int64, ended bool, err error) {
+	if !h.splicing {
+		bp, r, err := h.raw.read()
+		if err != nil || r == 0 {
+			return 0, err == nil, err
+		}
+		w, err := h.dst.Write((*bp)[:r])
+		h.splicing = r == len(*bp) // a full buffer: bulk
+		readBufs.Put(bp)
+		return int64(w), false, err
+	}
 	h.lr.N = chunkSize
-	if h.ready != nil {
-		avail, err := h.ready()
+	if h.hasRaw {
+		avail, err := h.raw.waitReady()
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if avail > 0 {
 			h.lr.N = int64(min(avail, chunkSize))
 		}
 	}
-	return io.CopyBuffer(h.dst, &h.lr, h.buf)
+	n, err = io.CopyBuffer(h.dst, &h.lr, h.buf)
+	if h.hasRaw && n < readBufSize {
+		h.splicing = false // the bulk is over
+	}
+	return n, err == nil && h.lr.N > 0, err
 }
 
 // closeWrite half-closes h's destination after its source ended, and
