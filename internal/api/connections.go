@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
@@ -38,14 +39,8 @@ func (s *server) connections(w http.ResponseWriter, r *http.Request) {
 // request, or returns the 400 of the first one that is wrong.
 func connectionsQuery(r *http.Request) (limit int, after uint64, e *apiError) {
 	q := r.URL.Query()
-	limit = DefaultConnectionsLimit
-	if v, ok := q["limit"]; ok {
-		allowed := fmt.Sprintf("an integer in [1, %d], given once (default %d)", balancer.MaxConnectionsPage, DefaultConnectionsLimit)
-		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > balancer.MaxConnectionsPage || len(v) > 1 {
-			return 0, 0, queryError("limit", v[0], allowed)
-		}
-		limit = n
+	if limit, e = queryLimit(q, DefaultConnectionsLimit, balancer.MaxConnectionsPage); e != nil {
+		return 0, 0, e
 	}
 	if v, ok := q["after"]; ok {
 		n, err := strconv.ParseUint(v[0], 10, 64)
@@ -55,6 +50,20 @@ func connectionsQuery(r *http.Request) (limit int, after uint64, e *apiError) {
 		after = n
 	}
 	return limit, after, nil
+}
+
+// queryLimit reads a page's ?limit=: def when absent, else an integer in
+// [1, most] given once, or the 400 naming it.
+func queryLimit(q url.Values, def, most int) (int, *apiError) {
+	v, ok := q["limit"]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil || n < 1 || n > most || len(v) > 1 {
+		return 0, queryError("limit", v[0], fmt.Sprintf("an integer in [1, %d], given once (default %d)", most, def))
+	}
+	return n, nil
 }
 
 // queryError is the 400 of query parameter field with value v.

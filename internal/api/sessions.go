@@ -1,13 +1,11 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
-	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
 // DefaultSessionsLimit is the page size of GET
@@ -41,23 +39,14 @@ func (s *server) sessions(w http.ResponseWriter, r *http.Request) {
 // returns the 400 of the first one that is wrong.
 func sessionsQuery(r *http.Request) (limit int, after string, e *apiError) {
 	q := r.URL.Query()
-	bad := func(field, v, allowed string) (int, string, *apiError) {
-		err := fieldError(codeInvalidValue, &protocol.FieldError{Field: field, Value: v, Allowed: "must be " + allowed})
-		return 0, "", &err
-	}
-	limit = DefaultSessionsLimit
-	if v, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > balancer.MaxSessionsPage || len(v) > 1 {
-			return bad("limit", v[0], fmt.Sprintf("an integer in [1, %d], given once (default %d)", balancer.MaxSessionsPage, DefaultSessionsLimit))
-		}
-		limit = n
+	if limit, e = queryLimit(q, DefaultSessionsLimit, balancer.MaxSessionsPage); e != nil {
+		return 0, "", e
 	}
 	if v, ok := q["after"]; ok {
 		rule, _, found := strings.Cut(v[0], "/")
 		n, err := strconv.Atoi(rule)
 		if !found || err != nil || n < 0 || len(v) > 1 {
-			return bad("after", v[0], "a page's next token, <rule>/<key> with rule a non-negative integer (URL-encoded), given once (default: the first page)")
+			return 0, "", queryError("after", v[0], "a page's next token, <rule>/<key> with rule a non-negative integer (URL-encoded), given once (default: the first page)")
 		}
 		after = v[0]
 	}
