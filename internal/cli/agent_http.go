@@ -155,31 +155,37 @@ func (f *agentHTTPFlags) check() error {
 	default:
 		return fmt.Errorf("--load %q: must be rate, connections or cpu", f.load)
 	}
-	if f.cpus < 0 || f.cpus != f.cpus {
-		return fmt.Errorf("--cpus %v: must be a number of cores > 0", f.cpus)
+	return checkMeasureFlags(f.cpus, f.mode, f.listen, f.advertise, f.sample, f.wait)
+}
+
+// checkMeasureFlags checks the flags the CPU-measuring agents (http, tcp)
+// share: --cpus, --mode with --listen, --advertise, --sample and --wait.
+func checkMeasureFlags(cpus float64, mode, listen, advertise string, sample, wait time.Duration) error {
+	if cpus < 0 || cpus != cpus {
+		return fmt.Errorf("--cpus %v: must be a number of cores > 0", cpus)
 	}
-	switch f.mode {
+	switch mode {
 	case protocol.MonitorPush:
 	case protocol.MonitorPull:
-		if f.listen == "" {
+		if listen == "" {
 			return errors.New("--mode pull needs --listen: the balancer pulls reports from the agent")
 		}
 	default:
-		return fmt.Errorf("--mode %q: must be push or pull", f.mode)
+		return fmt.Errorf("--mode %q: must be push or pull", mode)
 	}
-	if f.advertise != "" {
-		if f.listen == "" {
+	if advertise != "" {
+		if listen == "" {
 			return errors.New("--advertise needs --listen")
 		}
-		if err := absoluteHTTP(f.advertise); err != nil {
-			return fmt.Errorf("--advertise %q: %v", f.advertise, err)
+		if err := absoluteHTTP(advertise); err != nil {
+			return fmt.Errorf("--advertise %q: %v", advertise, err)
 		}
 	}
-	if f.sample < time.Millisecond || f.sample > time.Minute {
-		return fmt.Errorf("--sample %s: must be in [1ms, 1m]", f.sample)
+	if sample < time.Millisecond || sample > time.Minute {
+		return fmt.Errorf("--sample %s: must be in [1ms, 1m]", sample)
 	}
-	if f.wait <= 0 {
-		return fmt.Errorf("--wait %s: must be > 0", f.wait)
+	if wait <= 0 {
+		return fmt.Errorf("--wait %s: must be > 0", wait)
 	}
 	return nil
 }

@@ -135,33 +135,7 @@ func (f *agentTCPFlags) check() error {
 	if _, ok := agentTCPLoads[f.load]; !ok {
 		return fmt.Errorf("--load %q: must be cpu or connections", f.load)
 	}
-	if f.cpus < 0 || f.cpus != f.cpus {
-		return fmt.Errorf("--cpus %v: must be a number of cores > 0", f.cpus)
-	}
-	switch f.mode {
-	case protocol.MonitorPush:
-	case protocol.MonitorPull:
-		if f.listen == "" {
-			return errors.New("--mode pull needs --listen: the balancer pulls reports from the agent")
-		}
-	default:
-		return fmt.Errorf("--mode %q: must be push or pull", f.mode)
-	}
-	if f.advertise != "" {
-		if f.listen == "" {
-			return errors.New("--advertise needs --listen")
-		}
-		if err := absoluteHTTP(f.advertise); err != nil {
-			return fmt.Errorf("--advertise %q: %v", f.advertise, err)
-		}
-	}
-	if f.sample < time.Millisecond || f.sample > time.Minute {
-		return fmt.Errorf("--sample %s: must be in [1ms, 1m]", f.sample)
-	}
-	if f.wait <= 0 {
-		return fmt.Errorf("--wait %s: must be > 0", f.wait)
-	}
-	return nil
+	return checkMeasureFlags(f.cpus, f.mode, f.listen, f.advertise, f.sample, f.wait)
 }
 
 // hostPort accepts HOST:PORT with a host and a port in [1, 65535].
