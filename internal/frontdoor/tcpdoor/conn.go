@@ -70,7 +70,8 @@ func (c *conn) serve() {
 	to := frontdoor.TimeoutsOf(snap.Timeouts)
 	client, local := c.nc.RemoteAddr(), c.nc.LocalAddr()
 	var early []byte
-	if c.s.trustedPeer(snap.TCP.ProxyProtocol.Trusted, client) {
+	trusted := c.s.trustedPeer(snap.TCP.ProxyProtocol.Trusted, client)
+	if trusted {
 		h, rest, err := readProxyHeader(c.nc, to.Connect, c.s.now())
 		if err != nil {
 			refuse(snap, conntable.RefuseProxyHeader)
@@ -129,8 +130,13 @@ func (c *conn) serve() {
 		defer snap.Affinity.Closed(dec, m.ID())
 	}
 	m.Counters.Proxied.Add(1)
-	p := newPipe(c, up, e, to.Idle, snap.TCP.MaxConnectionAge.D())
+	guard := !trusted && len(snap.TCP.ProxyProtocol.Trusted) > 0
+	p := newPipe(c, up, e, to.Idle, snap.TCP.MaxConnectionAge.D(), guard)
 	end := p.run()
+	if end == endProxyHeader {
+		refuse(snap, conntable.RefuseProxyHeader)
+		c.s.log.Debug("tcp front door: closed an untrusted peer's connection that began with a PROXY header", "remote", client.String())
+	}
 	// A replica that took bytes and answered nothing before the idle
 	// timeout, or reset the connection, failed the call (passive health).
 	failed := e.BytesIn() > 0 && e.BytesOut() == 0 && (end == endIdle || end == endReplicaError)

@@ -84,6 +84,7 @@ const (
 	endClientError      // reading from or writing to the client failed
 	endReplicaError     // reading from or writing to the replica failed
 	endAborted          // closed from outside (drain, shutdown)
+	endProxyHeader      // an untrusted peer's connection began with a PROXY header
 )
 
 // pipe is one proxied connection being copied.
@@ -110,16 +111,21 @@ type half struct {
 	// splicing is true while the direction copies on the splice path.
 	splicing bool
 	// armed is src's read deadline as last set (zero: none yet).
-	armed   time.Time
-	in      bool // client to replica
-	errEnd  end  // how an error of this direction ends the pipe
-	done    atomic.Bool
-	suspect atomic.Bool
+	armed  time.Time
+	in     bool // client to replica
+	errEnd end  // how an error of this direction ends the pipe
+	// guardFirst: the first bytes read must not begin with a PROXY
+	// header (an untrusted peer's, while some peers are trusted).
+	guardFirst bool
+	done       atomic.Bool
+	suspect    atomic.Bool
 }
 
-func newPipe(c *conn, up net.Conn, e *conntable.Entry, idle, maxAge time.Duration) *pipe {
+// newPipe copies between c and up. guard refuses a client whose first
+// bytes are a PROXY header (see untrustedHeader).
+func newPipe(c *conn, up net.Conn, e *conntable.Entry, idle, maxAge time.Duration, guard bool) *pipe {
 	p := &pipe{c: c, e: e, idle: idle, maxAge: maxAge}
-	p.fromClient = half{p: p, other: &p.fromReplica, src: c.nc, dst: up, in: true, errEnd: endClientError}
+	p.fromClient = half{p: p, other: &p.fromReplica, src: c.nc, dst: up, in: true, errEnd: endClientError, guardFirst: guard}
 	p.fromReplica = half{p: p, other: &p.fromClient, src: up, dst: c.nc, errEnd: endReplicaError}
 	for _, h := range []*half{&p.fromClient, &p.fromReplica} {
 		h.lr.R = h.src
@@ -241,6 +247,9 @@ func (h *half) run() {
 				_ = h.other.src.SetReadDeadline(pokeTime)
 			}
 			continue
+		case errors.Is(err, errUntrustedHeader):
+			p.finish(endProxyHeader)
+			return
 		default:
 			if p.e.Close() {
 				p.end.CompareAndSwap(int32(endNone), int32(h.errEnd))
@@ -261,6 +270,13 @@ func (h *half) copyChunk() (n int64, ended bool, err error) {
 		bp, r, err := h.raw.read()
 		if err != nil || r == 0 {
 			return 0, err == nil, err
+		}
+		if h.guardFirst {
+			h.guardFirst = false
+			if untrustedHeader((*bp)[:r]) {
+				readBufs.Put(bp)
+				return 0, false, errUntrustedHeader
+			}
 		}
 		w, err := h.dst.Write((*bp)[:r])
 		h.splicing = r == len(*bp) // a full buffer: bulk

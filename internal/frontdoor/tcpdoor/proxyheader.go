@@ -2,6 +2,7 @@ package tcpdoor
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -127,4 +128,24 @@ func writeProxyHeader(up io.Writer, v byte, src, dst net.Addr) error {
 	h := proxyproto.HeaderProxyFromAddrs(v, src, dst)
 	_, err := h.WriteTo(up)
 	return err
+}
+
+// errUntrustedHeader ends a connection from an untrusted peer that began
+// with a PROXY header while proxy_protocol.trusted names other peers: a
+// client spoofing its address, or a load balancer missing from the list.
+var errUntrustedHeader = errors.New("tcpdoor: an untrusted peer's connection began with a PROXY header")
+
+// proxySigV1 and proxySigV2 begin a PROXY header of version 1 and 2.
+var (
+	proxySigV1 = []byte("PROXY ")
+	proxySigV2 = []byte("\r\n\r\n\x00\r\nQUIT\n")
+)
+
+// untrustedHeader reports whether the first bytes b read from a client
+// begin with a whole PROXY v1 or v2 signature. A signature split over
+// the first two reads passes as data: fulcrum never reads an untrusted
+// peer's header, and a replica reads only the first header of a
+// connection, which is fulcrum's own when proxy_protocol.send is set.
+func untrustedHeader(b []byte) bool {
+	return bytes.HasPrefix(b, proxySigV1) || bytes.HasPrefix(b, proxySigV2)
 }

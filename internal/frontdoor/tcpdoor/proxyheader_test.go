@@ -84,24 +84,62 @@ func TestProxyProtocolInAndOut(t *testing.T) {
 	}
 }
 
-// A PROXY header from a peer that is not trusted is not read: it reaches
-// the replica as the client's data, and the table shows the real peer.
-func TestUntrustedProxyHeaderPassesThrough(t *testing.T) {
+// While some peers are trusted, an untrusted peer's connection that
+// begins with a PROXY header (v1 or v2) is closed and counted: it never
+// reaches the replica as data. Without a trusted list, PROXY headers are
+// not fulcrum's business: one passes to the replica as data, and the
+// connection table shows the real peer.
+func TestUntrustedProxyHeader(t *testing.T) {
 	t.Parallel()
-	r := newServer(t, echo("r0"))
-	g := newGroup(t, []string{r.addr()}, groupOptions{tcp: protocol.TCP{ProxyProtocol: protocol.ProxyProtocol{Trusted: []string{"10.0.0.0/8"}}}})
-	d := startDoor(t, g, tcpdoor.Options{})
-	c := dial(t, d.addr)
-	if _, err := c.Write(header(t, 1, "203.0.113.7:5555", "192.0.2.1:80")); err != nil {
-		t.Fatal(err)
+	for _, v := range []byte{1, 2} {
+		t.Run(fmt.Sprintf("v%d refused", v), func(t *testing.T) {
+			t.Parallel()
+			r := newServer(t, echo("r0"))
+			g := newGroup(t, []string{r.addr()}, groupOptions{tcp: protocol.TCP{ProxyProtocol: protocol.ProxyProtocol{Trusted: []string{"10.0.0.0/8"}}}})
+			d := startDoor(t, g, tcpdoor.Options{})
+			c := dial(t, d.addr)
+			if _, err := c.Write(append(header(t, v, "203.0.113.7:5555", "192.0.2.1:80"), "hello\n"...)); err != nil {
+				t.Fatal(err)
+			}
+			if got := readEOF(t, c); got != "" {
+				t.Fatalf("the replica answered %q", got)
+			}
+			eventually(t, "one proxy_header refusal", func() bool {
+				return g.Snapshot().Conns.Refusals()[conntable.RefuseProxyHeader] == 1
+			})
+		})
 	}
-	got, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil || got != "r0 PROXY TCP4 203.0.113.7 192.0.2.1 5555 80\r\n" {
-		t.Fatalf("answered %q, %v; want the header echoed as data", got, err)
-	}
-	if list := g.Snapshot().Conns.List(0, 10, timeNow()); list.Total != 1 || list.Connections[0].Client != c.LocalAddr().String() {
-		t.Errorf("connection table = %+v, want the real peer %s", list.Connections, c.LocalAddr())
-	}
+	t.Run("data mentioning PROXY later passes", func(t *testing.T) {
+		t.Parallel()
+		r := newServer(t, echo("r0"))
+		g := newGroup(t, []string{r.addr()}, groupOptions{tcp: protocol.TCP{ProxyProtocol: protocol.ProxyProtocol{Trusted: []string{"10.0.0.0/8"}}}})
+		d := startDoor(t, g, tcpdoor.Options{})
+		c := dial(t, d.addr)
+		if _, err := io.WriteString(c, "say PROXY TCP4 1.2.3.4 5.6.7.8 1 2\n"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || got != "r0 say PROXY TCP4 1.2.3.4 5.6.7.8 1 2\n" {
+			t.Fatalf("answered %q, %v", got, err)
+		}
+	})
+	t.Run("no trusted list: passes as data", func(t *testing.T) {
+		t.Parallel()
+		r := newServer(t, echo("r0"))
+		g := newGroup(t, []string{r.addr()}, groupOptions{})
+		d := startDoor(t, g, tcpdoor.Options{})
+		c := dial(t, d.addr)
+		if _, err := c.Write(header(t, 1, "203.0.113.7:5555", "192.0.2.1:80")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || got != "r0 PROXY TCP4 203.0.113.7 192.0.2.1 5555 80\r\n" {
+			t.Fatalf("answered %q, %v; want the header echoed as data", got, err)
+		}
+		if list := g.Snapshot().Conns.List(0, 10, timeNow()); list.Total != 1 || list.Connections[0].Client != c.LocalAddr().String() {
+			t.Errorf("connection table = %+v, want the real peer %s", list.Connections, c.LocalAddr())
+		}
+	})
 }
 
 // A trusted peer's connection with a malformed header, or none, is closed
