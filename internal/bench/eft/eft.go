@@ -51,6 +51,12 @@ type EFT struct {
 	// Servers and K are the simulated servers and the tasks each runs at
 	// once; default 3 and 2, as in the paper's example.
 	Servers, K int
+	// Testbed runs the real work-flows' replicas each in a testbed slot
+	// of its own (a network namespace and a cgroup of slotCPU cores;
+	// real_testbed.go, docs/testbed.md; needs root) instead of on
+	// loopback, where they share the machine's CPUs. The simulation is
+	// the same either way.
+	Testbed bool
 }
 
 // Name implements bench.Experiment.
@@ -70,6 +76,7 @@ func (e *EFT) AddFlags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&e.statefulPct, "stateful", nil, "percentages of stateful tasks (default 25,50)")
 	fs.IntVar(&e.Servers, "servers", 0, "simulated servers (default 3)")
 	fs.IntVar(&e.K, "k", 0, "tasks a simulated server runs at once (default 2)")
+	fs.BoolVar(&e.Testbed, "testbed", false, fmt.Sprintf("run the real work-flows' replicas each in a testbed slot of %.2f cores (needs root, docs/testbed.md) instead of on loopback", slotCPU))
 }
 
 // Check implements bench.Checker.
@@ -133,6 +140,9 @@ func (e *EFT) defaults(size bench.Size) error {
 		if g < 1 {
 			return fmt.Errorf("eft: --state-groups %d, must be 1 or more", g)
 		}
+	}
+	if e.Testbed {
+		return checkSlots(e.Servers, float64(runtime.NumCPU()))
 	}
 	return nil
 }
