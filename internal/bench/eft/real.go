@@ -147,9 +147,12 @@ func (r *realRunner) start(ctx context.Context) error {
 	return r.calibrate(ctx, urls[0])
 }
 
-// stop stops the balancer and removes the testbed, if any (which stops
-// the replicas in it; on loopback the bench stops them).
+// stop closes the runner's idle connections (a slot's, whose veth goes
+// with the testbed, might never see its FIN), stops the balancer and
+// removes the testbed, if any (which stops the replicas in it; on
+// loopback the bench stops them).
 func (r *realRunner) stop() {
+	r.hc.CloseIdleConnections()
 	if r.bal != nil {
 		r.bal.Proc.Stop(3 * time.Second)
 	}
