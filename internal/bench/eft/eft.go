@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	sched "github.com/fulcrum-lb/fulcrum/internal/eft"
+	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
 // Name is the experiment's name.
@@ -172,6 +173,13 @@ type graphRun struct {
 func (e *EFT) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	if err := e.defaults(env.Size); err != nil {
 		return nil, err
+	}
+	if e.Testbed {
+		// Before the simulation, so that a run that cannot make its
+		// real part's slots fails at once.
+		if err := testbed.Available(); err != nil {
+			return nil, fmt.Errorf("eft: --testbed needs the testbed (root, network namespaces, cgroups; docs/testbed.md): %w", err)
+		}
 	}
 	var settings []setting
 	for _, r := range e.Ratios {
