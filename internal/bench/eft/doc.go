@@ -16,5 +16,6 @@
 // generator), report.go (rows, targets, figures). Real work-flows against
 // the testbed's replicas belong in real*.go files of this package: they
 // set realRun from an init function, and Run calls it after the
-// simulation with the results and report to add to.
+// simulation with the results and report to add to: real.go on
+// loopback, real_testbed.go in testbed slots (--testbed).
 package eft

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	sched "github.com/fulcrum-lb/fulcrum/internal/eft"
+	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 )
 
 // Name is the experiment's name.
@@ -51,6 +52,12 @@ type EFT struct {
 	// Servers and K are the simulated servers and the tasks each runs at
 	// once; default 3 and 2, as in the paper's example.
 	Servers, K int
+	// Testbed runs the real work-flows' replicas each in a testbed slot
+	// of its own (a network namespace and a cgroup of slotCPU cores;
+	// real_testbed.go, docs/testbed.md; needs root) instead of on
+	// loopback, where they share the machine's CPUs. The simulation is
+	// the same either way.
+	Testbed bool
 }
 
 // Name implements bench.Experiment.
@@ -70,6 +77,7 @@ func (e *EFT) AddFlags(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&e.statefulPct, "stateful", nil, "percentages of stateful tasks (default 25,50)")
 	fs.IntVar(&e.Servers, "servers", 0, "simulated servers (default 3)")
 	fs.IntVar(&e.K, "k", 0, "tasks a simulated server runs at once (default 2)")
+	fs.BoolVar(&e.Testbed, "testbed", false, fmt.Sprintf("run the real work-flows' replicas each in a testbed slot of %.2f cores (needs root, docs/testbed.md) instead of on loopback", slotCPU))
 }
 
 // Check implements bench.Checker.
@@ -134,6 +142,9 @@ func (e *EFT) defaults(size bench.Size) error {
 			return fmt.Errorf("eft: --state-groups %d, must be 1 or more", g)
 		}
 	}
+	if e.Testbed {
+		return checkSlots(e.Servers, float64(runtime.NumCPU()))
+	}
 	return nil
 }
 
@@ -162,6 +173,13 @@ type graphRun struct {
 func (e *EFT) Run(ctx context.Context, env *bench.Env) (*bench.Results, error) {
 	if err := e.defaults(env.Size); err != nil {
 		return nil, err
+	}
+	if e.Testbed {
+		// Before the simulation, so that a run that cannot make its
+		// real part's slots fails at once.
+		if err := testbed.Available(); err != nil {
+			return nil, fmt.Errorf("eft: --testbed needs the testbed (root, network namespaces, cgroups; docs/testbed.md): %w", err)
+		}
 	}
 	var settings []setting
 	for _, r := range e.Ratios {

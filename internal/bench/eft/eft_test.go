@@ -131,6 +131,7 @@ func TestCheckRefuses(t *testing.T) {
 		{"stateful", EFT{statefulPct: []int{150}}, "--stateful 150"},
 		{"ratio", EFT{Ratios: []float64{1.5}}, "ratio 1.5"},
 		{"groups", EFT{Groups: []int{0}}, "--state-groups 0"},
+		{"testbed servers", EFT{Testbed: true, Servers: 1000}, "--servers 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

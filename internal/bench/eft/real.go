@@ -17,6 +17,7 @@ import (
 	"github.com/fulcrum-lb/fulcrum/internal/backend"
 	"github.com/fulcrum-lb/fulcrum/internal/bench"
 	sched "github.com/fulcrum-lb/fulcrum/internal/eft"
+	"github.com/fulcrum-lb/fulcrum/internal/testbed"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -29,7 +30,8 @@ import (
 // calls GET /count/{x}, the sieve up to x, with x calibrated on one
 // replica so that the sieve takes w ms when it runs alone; the edges'
 // communication costs and timeouts are given to the scheduler as they
-// are, but no data is sent along them.
+// are, but no data is sent along them. With --testbed the replicas run
+// in testbed slots instead (real_testbed.go).
 
 func init() { realRun = runReal }
 
@@ -66,7 +68,8 @@ type realRunner struct {
 	env   *bench.Env
 	bal   *bench.Balancer
 	hc    *http.Client
-	msPer float64 // ms of /count/{x} per unit of x, alone on a replica
+	msPer float64          // ms of /count/{x} per unit of x, alone on a replica
+	tb    *testbed.Testbed // --testbed: the replicas' slots; nil on loopback
 }
 
 func runReal(ctx context.Context, env *bench.Env, e *EFT, res *bench.Results) error {
@@ -82,10 +85,10 @@ func runReal(ctx context.Context, env *bench.Env, e *EFT, res *bench.Results) er
 	sizes := bench.Pick(env.Size, []int{25, 50}, []int{25}, []int{12})
 	r := &realRunner{e: e, env: env, hc: &http.Client{Timeout: 2 * time.Minute}}
 	began := time.Now()
+	defer r.stop()
 	if err := r.start(ctx); err != nil {
 		return fmt.Errorf("eft: real work-flows: %w", err)
 	}
-	defer r.bal.Proc.Stop(3 * time.Second)
 	var rows []RealRow
 	si := 0
 	for _, ratio := range e.Ratios {
@@ -99,23 +102,36 @@ func runReal(ctx context.Context, env *bench.Env, e *EFT, res *bench.Results) er
 			si++
 		}
 	}
-	res.Extra["real"] = map[string]any{
+	extra := map[string]any{
 		"rows": rows, "replicas": e.Servers, "k": e.K, "graphs_per_setting": graphs,
 		"count_ms_per_million": r.msPer * 1e6, "elapsed_s": time.Since(began).Seconds(),
+		"testbed": e.Testbed,
 	}
+	if e.Testbed {
+		extra["slot_cpu"], extra["slot_cpu_period_ms"] = slotCPU, float64(slotPeriod)/float64(time.Millisecond)
+	}
+	res.Extra["real"] = extra
 	r.report(res.Report, rows, graphs, time.Since(began))
 	return nil
 }
 
-// start runs the replicas and the balancer and calibrates /count.
+// start runs the replicas (on loopback, or in testbed slots with
+// --testbed) and the balancer and calibrates /count on the first replica.
 func (r *realRunner) start(ctx context.Context) error {
 	var urls []string
-	for i := range r.e.Servers {
-		rep, err := r.env.StartReplica(ctx, fmt.Sprintf("eft-replica-%d", i+1), nil)
-		if err != nil {
+	if r.e.Testbed {
+		var err error
+		if urls, err = r.startSlotReplicas(ctx); err != nil {
 			return err
 		}
-		urls = append(urls, rep.URL)
+	} else {
+		for i := range r.e.Servers {
+			rep, err := r.env.StartReplica(ctx, fmt.Sprintf("eft-replica-%d", i+1), nil)
+			if err != nil {
+				return err
+			}
+			urls = append(urls, rep.URL)
+		}
 	}
 	var err error
 	r.bal, err = r.env.StartBalancer(ctx, bench.GroupSpec{
@@ -129,6 +145,22 @@ func (r *realRunner) start(ctx context.Context) error {
 		return err
 	}
 	return r.calibrate(ctx, urls[0])
+}
+
+// stop closes the runner's idle connections (a slot's, whose veth goes
+// with the testbed, might never see its FIN), stops the balancer and
+// removes the testbed, if any (which stops the replicas in it; on
+// loopback the bench stops them).
+func (r *realRunner) stop() {
+	r.hc.CloseIdleConnections()
+	if r.bal != nil {
+		r.bal.Proc.Stop(3 * time.Second)
+	}
+	if r.tb != nil {
+		if err := r.tb.Close(); err != nil {
+			r.env.Logf("eft: removing the testbed: %v", err)
+		}
+	}
 }
 
 // calibrate measures /count/{x} alone on a replica: the median of a few
@@ -157,7 +189,7 @@ func (r *realRunner) calibrate(ctx context.Context, base string) error {
 	}
 	slices.Sort(d)
 	r.msPer = float64(d[len(d)/2]) / float64(time.Millisecond) / x
-	r.env.Logf("eft: real: /count/%d takes %s alone on a replica", x, d[len(d)/2].Round(time.Microsecond))
+	r.env.Logf("eft: real: /count/%d takes %s alone on a replica%s", x, d[len(d)/2].Round(time.Microsecond), r.where())
 	return nil
 }
 
@@ -277,16 +309,30 @@ func (r *realRunner) call(ctx context.Context, method, path string, body any, wa
 	return json.Unmarshal(data, out)
 }
 
+// where is " in its slot" with --testbed, "" on loopback.
+func (r *realRunner) where() string {
+	if r.e.Testbed {
+		return " in its slot"
+	}
+	return ""
+}
+
 // report adds the real runs' section.
 func (r *realRunner) report(rep *bench.Report, rows []RealRow, graphs int, elapsed time.Duration) {
 	rep.Heading("Real work-flows")
+	where := "on loopback"
+	servers := fmt.Sprintf("The replicas share this machine's %d CPUs, so they are not independent servers as the simulation's are: a replica's calls slow the others' when more run than there are CPUs.", r.env.Machine.CPUs)
+	if r.e.Testbed {
+		where = fmt.Sprintf("each in a testbed slot of %.2f cores (--testbed: a network namespace and a cgroup, CFS period %s)", slotCPU, slotPeriod)
+		servers = fmt.Sprintf("The slots take %.2f of this machine's %d CPUs, so the replicas are separate servers as the simulation's are: a replica's k tasks share its slot, never another's; the balancer and the bench run outside the slots.",
+			float64(r.e.Servers)*slotCPU, r.env.Machine.CPUs)
+	}
 	rep.Para("%d generated work-flows per setting (the generator above, %d state groups) run through the admin API (POST /v1/groups/{name}/workflows) on %d real replicas "+
-		"(\"fulcrum backend prime\" on loopback, static members of a \"fulcrum serve\" group with workflow.parallel = k = %d), once placed by EFT and once by round-robin "+
-		"(placement: round-robin), in alternating order. A task of cost w ms calls GET /count/{x} with x calibrated so that the sieve takes w ms alone on a replica "+
+		"(\"fulcrum backend prime\" %s, static members of a \"fulcrum serve\" group with workflow.parallel = k = %d), once placed by EFT and once by round-robin "+
+		"(placement: round-robin), in alternating order. A task of cost w ms calls GET /count/{x} with x calibrated so that the sieve takes w ms alone on a replica%s "+
 		"(%.2f ms per million); edges' costs and timeouts go to the scheduler, no data is sent along them. Makespans are the balancer's (finished − submitted). "+
-		"The replicas share this machine's %d CPUs, so they are not independent servers as the simulation's are: a replica's calls slow the others' when more run than there are CPUs. "+
-		"The last column is the simulation's figure for the same graphs. Took %s.",
-		graphs, realStateGroups, r.e.Servers, r.e.K, r.msPer*1e6, r.env.Machine.CPUs, elapsed.Round(time.Millisecond))
+		"%s The last column is the simulation's figure for the same graphs. Took %s.",
+		graphs, realStateGroups, r.e.Servers, where, r.e.K, r.where(), r.msPer*1e6, servers, elapsed.Round(time.Millisecond))
 	var cells [][]string
 	for _, row := range rows {
 		cells = append(cells, []string{
