@@ -135,6 +135,9 @@ type group struct {
 	// tcpDrain is when each draining replica of a tcp group was first
 	// seen draining (tcpgroup.go). Guarded by mu.
 	tcpDrain map[string]time.Time
+	// tcpMarks are each tcp replica's bytes at its last report
+	// (tcpgroup.go). Guarded by mu.
+	tcpMarks map[string]*tcpMark
 }
 
 // member is one replica at run time.
@@ -157,7 +160,11 @@ func (g *group) stateLocked(m *member) string { return g.core.State(m.rec.ID) }
 
 // coreSettings are the settings of gs the group's core decides with.
 func coreSettings(gs protocol.Group) groupcore.Settings {
-	return groupcore.Settings{Binding: gs.Binding, Interval: gs.ReportInterval.D(), UnidentifiedClients: gs.Protocol == protocol.ProtocolGIOP}
+	tcp := gs.Protocol == protocol.ProtocolTCP // tcpgroup.go: its clients are the connection table's
+	return groupcore.Settings{
+		Binding: gs.Binding, Interval: gs.ReportInterval.D(), UnidentifiedClients: gs.Protocol == protocol.ProtocolGIOP,
+		MoveClients: tcp, ClientRatesInLoad: tcp,
+	}
 }
 
 func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
