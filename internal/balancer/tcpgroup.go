@@ -78,6 +78,16 @@ func (g *group) drainConnsLocked(now time.Time) {
 	}
 }
 
+// tcpMovesClients tells whether group gs's clients are its connection
+// table's client addresses, which the analyzer plans moves of
+// (tcpReportClientsLocked; groupcore's MoveClients and ClientRatesInLoad):
+// tcp groups, on a single node. In a cluster an instance's table holds
+// only its own connections while a replica's load is the one from every
+// instance, so tcp groups there plan no moves, as before.
+func (b *Balancer) tcpMovesClients(gs protocol.Group) bool {
+	return gs.Protocol == protocol.ProtocolTCP && b.opts.Leadership == nil
+}
+
 // tcpMark is a tcp replica's traffic at its last report: its bytes both
 // ways, closed connections included, and each open connection's, by
 // connection table entry.
@@ -102,15 +112,10 @@ type tcpMark struct {
 // are no open client's. Clients that sent and received nothing since are
 // not listed.
 //
-// In a cluster the table holds only this instance's connections while the
-// load is the replica's from every instance: no clients are listed, so no
-// moves are planned. Caller holds g.mu.
+// Only where the balancer moves tcp clients (tcpMovesClients). Caller
+// holds g.mu.
 func (g *group) tcpReportClientsLocked(id string, rep *protocol.Report) {
-	if g.spec.Protocol != protocol.ProtocolTCP {
-		return
-	}
-	rep.Clients = nil
-	if g.b.opts.Leadership != nil {
+	if !g.b.tcpMovesClients(g.spec) {
 		return
 	}
 	if g.tcpMarks == nil {
@@ -129,15 +134,15 @@ func (g *group) tcpReportClientsLocked(id string, rep *protocol.Report) {
 		}
 		n := e.BytesIn() + e.BytesOut()
 		next.conns[e.ID] = n
-		byClient[clientHost(e.Client)] += since(n, prev.conns[e.ID])
+		byClient[clientHost(e.Client)] += growth(n, prev.conns[e.ID])
 	}
 	g.tcpMarks[id] = next
-	rep.Clients = connectionRates(rep.Load, since(next.total, prev.total), byClient)
+	rep.Clients = connectionRates(rep.Load, growth(next.total, prev.total), byClient)
 }
 
-// since is the growth of a counter from prev to n (n itself when the
+// growth is the growth of a counter from prev to n (n itself when the
 // counter started again).
-func since(n, prev uint64) uint64 {
+func growth(n, prev uint64) uint64 {
 	if n < prev {
 		return n
 	}
