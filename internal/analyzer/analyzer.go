@@ -124,6 +124,9 @@ type Analyzer struct {
 	// unidentified: the front door cannot tell returning clients apart
 	// (SetUnidentifiedClients).
 	unidentified bool
+	// ratesInLoad: the reports' client rates are in the load's unit
+	// already (SetClientRatesInLoad).
+	ratesInLoad bool
 	// now is the latest time Report or Step was given.
 	now time.Time
 }
@@ -225,6 +228,16 @@ func (a *Analyzer) SetStrategy(s strategy.Strategy) {
 // busier, into the one that is now the least loaded).
 func (a *Analyzer) SetUnidentifiedClients(unidentified bool) {
 	a.unidentified = unidentified
+}
+
+// SetClientRatesInLoad says whether the reports' client rates are in the
+// load's unit already, so that Report takes them as they are instead of
+// converting them from calls/s (see Report). A tcp group's balancer lists
+// each replica's clients itself, from its connection table, each with its
+// share of the replica's traffic times the report's load: its agent sees
+// only the balancer's connections, and a TCP stream has no calls to count.
+func (a *Analyzer) SetClientRatesInLoad(inLoad bool) {
+	a.ratesInLoad = inLoad
 }
 
 // SetInterval changes the report interval; d <= 0 is ignored.

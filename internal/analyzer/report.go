@@ -18,8 +18,9 @@ import (
 // replica (Bound), the load Bound projected stands until the first report
 // that covers an interval entirely after the move, which sets L to its
 // sample. The report's client
-// rates are kept in load units for planning (see loadRates), dampened
-// like the load (see smoothRates).
+// rates are kept in load units for planning (see loadRates; taken as they
+// are with SetClientRatesInLoad), dampened like the load (see
+// smoothRates).
 //
 // The replica's per-balance load and binding count (strategy.Live) are not
 // the analyzer's: package groupcore decides when they are reset (its doc,
@@ -54,7 +55,11 @@ func (a *Analyzer) Report(id string, rep protocol.Report, now time.Time) (protoc
 	r.reported, r.last, r.sample = true, now, sample
 	r.metrics = maps.Clone(rep.Metrics)
 	r.clients = slices.Clone(rep.Clients)
-	r.rates = smoothRates(r.rates, loadRates(rep, sample), d)
+	rates := rep.Clients
+	if !a.ratesInLoad {
+		rates = loadRates(rep, sample)
+	}
+	r.rates = smoothRates(r.rates, rates, d)
 	if now.After(a.now) {
 		a.now = now
 	}

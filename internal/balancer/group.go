@@ -135,6 +135,9 @@ type group struct {
 	// tcpDrain is when each draining replica of a tcp group was first
 	// seen draining (tcpgroup.go). Guarded by mu.
 	tcpDrain map[string]time.Time
+	// tcpMarks are each tcp replica's bytes at its last report
+	// (tcpgroup.go). Guarded by mu.
+	tcpMarks map[string]*tcpMark
 }
 
 // member is one replica at run time.
@@ -156,8 +159,12 @@ type member struct {
 func (g *group) stateLocked(m *member) string { return g.core.State(m.rec.ID) }
 
 // coreSettings are the settings of gs the group's core decides with.
-func coreSettings(gs protocol.Group) groupcore.Settings {
-	return groupcore.Settings{Binding: gs.Binding, Interval: gs.ReportInterval.D(), UnidentifiedClients: gs.Protocol == protocol.ProtocolGIOP}
+func (b *Balancer) coreSettings(gs protocol.Group) groupcore.Settings {
+	moves := b.tcpMovesClients(gs) // tcpgroup.go: its clients are the connection table's
+	return groupcore.Settings{
+		Binding: gs.Binding, Interval: gs.ReportInterval.D(), UnidentifiedClients: gs.Protocol == protocol.ProtocolGIOP,
+		MoveClients: moves, ClientRatesInLoad: moves,
+	}
 }
 
 func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
@@ -178,7 +185,7 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 		name:    gs.Name,
 		spec:    gs,
 		strat:   s,
-		core:    groupcore.New(s, coreSettings(gs)),
+		core:    groupcore.New(s, b.coreSettings(gs)),
 		members: map[string]*member{},
 		subs:    map[chan Event]struct{}{},
 		tls:     set,
@@ -617,7 +624,7 @@ func (g *group) update(gs protocol.Group) error {
 	g.stopProbesLocked() // probe.go: the new strategy probes afresh
 	g.startProbesLocked()
 	g.core.SetStrategy(s)
-	g.core.Configure(coreSettings(gs))
+	g.core.Configure(g.b.coreSettings(gs))
 	g.joinLocked() // the report interval may have changed
 	g.health.configureLocked()
 	g.queue.Configure(gs.Queue)

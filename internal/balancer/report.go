@@ -48,6 +48,7 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if !role.lead {
 		return protocol.Advisory{}, g.notLeaderLocked(role.status) // leaderreport.go
 	}
+	g.tcpReportClientsLocked(m.rec.ID, &r) // tcpgroup.go
 	adv, err := g.core.Report(m.rec.ID, r, g.b.now())
 	if err != nil {
 		return protocol.Advisory{}, err

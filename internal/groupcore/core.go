@@ -38,6 +38,17 @@ type Settings struct {
 	// UnidentifiedClients: the front door cannot tell returning clients
 	// apart (GIOP; analyzer.SetUnidentifiedClients).
 	UnidentifiedClients bool
+	// MoveClients: the front door carries out planned moves itself, at a
+	// client's next connection, whatever the binding (tcp groups: a
+	// client address's next connection goes to the replica its move
+	// names). Step then plans moves (Step.Planned) in a per-request group
+	// too; advisories stay as the binding allows them, since a replica's
+	// monitor cannot send a connection back.
+	MoveClients bool
+	// ClientRatesInLoad: the reports' client rates are in the load's unit
+	// already (analyzer.SetClientRatesInLoad; tcp groups, whose balancer
+	// lists each replica's clients from its connection table).
+	ClientRatesInLoad bool
 }
 
 // Core is one group's decisions. Not safe for concurrent use.
@@ -73,6 +84,7 @@ func (c *Core) Configure(set Settings) {
 	c.settings = set
 	c.an.SetInterval(set.Interval)
 	c.an.SetUnidentifiedClients(set.UnidentifiedClients)
+	c.an.SetClientRatesInLoad(set.ClientRatesInLoad)
 }
 
 // SetStrategy switches the strategy (analyzer.SetStrategy).
@@ -201,10 +213,10 @@ func (c *Core) Report(id string, rep protocol.Report, now time.Time) (protocol.A
 }
 
 // Advisory returns replica id's current advisory as the binding mode
-// allows it: only on-demand clients are ever moved, so per-session and
-// per-request groups turn `high` into nominal (drain still sends
-// per-session clients away from a replica that is leaving). ReportInterval
-// is set.
+// allows it: only on-demand clients are ever sent back by their replicas,
+// so per-session and per-request groups turn `high` into nominal (drain
+// still sends per-session clients away from a replica that is leaving),
+// MoveClients groups included. ReportInterval is set.
 func (c *Core) Advisory(id string) protocol.Advisory {
 	return c.forBinding(c.an.Advisory(id))
 }

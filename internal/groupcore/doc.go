@@ -39,7 +39,11 @@
 // Binding modes: only on-demand clients are ever moved, so in per-session
 // and per-request groups a `high` advisory reaches monitors as nominal and
 // Step plans no moves for the front door (drain still sends per-session
-// clients away from a replica that is leaving).
+// clients away from a replica that is leaving). The one exception is a
+// front door that moves clients itself (Settings.MoveClients: tcp groups,
+// per-request): Step plans moves for it, and it sends a client address's
+// next connection to the replica its move names, while the advisories
+// stay nominal (a replica's agent cannot send a connection back).
 //
 // Removal: Remove drains a replica; the first Step at which it is idle (no
 // calls per second nor in flight in its fresh report, none in flight from

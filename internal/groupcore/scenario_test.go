@@ -17,13 +17,15 @@ import (
 // TestScenarios runs the scripts in testdata/*.txt (package scripttest's
 // format). Commands:
 //
-//	group binding=B [strategy=S] [interval=D]   a fresh core
+//	group binding=B [strategy=S] [interval=D] [move-clients=true] [rates-in-load=true]
+//	                                            a fresh core (Settings.MoveClients, ClientRatesInLoad)
 //	add ID [weight=W]                           a registered replica
 //	event ID EVENT                              a lifecycle event (lifecycle.go's names)
 //	report ID load=L [rps=R] [inflight=N] [clients=c:rate,...]
 //	advisory ID
 //	tick D                                      move the clock
 //	step [inflight=ID:N,...]                    a step with the caller's calls in flight
+//	bound CLIENT ID                             the front door bound CLIENT to ID (Core.Bound)
 //
 // go test -run TestScenarios -rewrite rewrites the expected output.
 func TestScenarios(t *testing.T) {
@@ -83,6 +85,9 @@ func (w *world) run(c scripttest.Cmd) string {
 		return "now +" + w.now.Sub(t0).String()
 	case "step":
 		return w.step(c)
+	case "bound":
+		w.c.Bound(c.Arg(0), c.Arg(1))
+		return "ok"
 	}
 	w.t.Fatalf("line %d: unknown command %q", c.Line, c.Name)
 	return ""
@@ -105,7 +110,10 @@ func (w *world) group(c scripttest.Cmd) string {
 	if err != nil {
 		w.t.Fatalf("line %d: %v", c.Line, err)
 	}
-	w.c = groupcore.New(s, groupcore.Settings{Binding: c.Args["binding"], Interval: interval})
+	w.c = groupcore.New(s, groupcore.Settings{
+		Binding: c.Args["binding"], Interval: interval,
+		MoveClients: c.Args["move-clients"] == "true", ClientRatesInLoad: c.Args["rates-in-load"] == "true",
+	})
 	return fmt.Sprintf("ok drain-timeout=%s", w.c.DrainTimeout())
 }
 

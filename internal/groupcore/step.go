@@ -15,7 +15,8 @@ type Step struct {
 	// step are still in it.
 	analyzer.Step
 	// Planned are the moves the front door carries out when the client
-	// comes back: Moves in on-demand groups, none in others.
+	// comes back: Moves in on-demand groups and with Settings.MoveClients
+	// (a client address's next connection), none in others.
 	Planned []strategy.Move
 	// Reset are the replicas whose per-balance load and binding count
 	// (strategy.Live's Extra and Bindings) the caller clears before it
@@ -57,7 +58,7 @@ func (c *Core) StepAs(now time.Time, inflight func(id string) int64, lead Lead) 
 	for i := range st.Replicas {
 		st.Replicas[i].Advisory = c.forBinding(st.Replicas[i].Advisory)
 	}
-	if c.settings.Binding == OnDemand {
+	if c.settings.Binding == OnDemand || c.settings.MoveClients {
 		st.Planned = st.Moves
 	}
 	for _, m := range c.order {

@@ -111,6 +111,11 @@ func (c *conn) serve() {
 	if !c.setUp(up) {
 		return
 	}
+	if _, planned := snap.Planned[clientIP]; planned && fixed == nil {
+		// The connection carried out the client's planned move (Pick
+		// honours it): the analyzer completes the move.
+		c.s.g.Bound(m, clientIP, true)
+	}
 	if v := proxyVersion(snap.TCP.ProxyProtocol.Send); v != 0 || len(early) > 0 {
 		if !c.sendFirst(up, v, client, local, early, to.Connect) {
 			c.s.g.Observe(m, connect, true)

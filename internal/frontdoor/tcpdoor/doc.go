@@ -12,7 +12,10 @@
 //     must go, else acquires a replica with the group's strategy
 //     (Request.Client and, for consistent-hash, Request.Key are the
 //     client's IP, so planned moves and hashing apply per client address);
-//     max_inflight caps the connections open to one replica;
+//     max_inflight caps the connections open to one replica. A connection
+//     from a client address with a planned move (Snapshot.Planned) goes
+//     to the replica the move names, and Group.Bound is told once it has
+//     connected, so that the analyzer completes the move;
 //   - connects within timeouts.connect, trying the next replica when the
 //     connect fails (nothing was sent; frontdoor.Decide);
 //   - sends a PROXY header to the replica when tcp.proxy_protocol.send

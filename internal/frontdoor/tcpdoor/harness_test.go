@@ -31,15 +31,27 @@ type observation struct {
 	failed  bool
 }
 
-// testGroup is a frontdoor.Group over a fixed snapshot; it records what
-// the front door observes.
-type testGroup struct {
-	snap atomic.Pointer[frontdoor.Snapshot]
-	obs  chan observation
+// binding is one Group.Bound call.
+type binding struct {
+	replica, client string
+	moved           bool
 }
 
-func (g *testGroup) Snapshot() *frontdoor.Snapshot         { return g.snap.Load() }
-func (g *testGroup) Bound(*frontdoor.Member, string, bool) {}
+// testGroup is a frontdoor.Group over a fixed snapshot; it records what
+// the front door observes and binds.
+type testGroup struct {
+	snap  atomic.Pointer[frontdoor.Snapshot]
+	obs   chan observation
+	bound chan binding
+}
+
+func (g *testGroup) Snapshot() *frontdoor.Snapshot { return g.snap.Load() }
+func (g *testGroup) Bound(m *frontdoor.Member, client string, moved bool) {
+	select {
+	case g.bound <- binding{m.ID(), client, moved}:
+	default:
+	}
+}
 func (g *testGroup) Observe(m *frontdoor.Member, _ time.Duration, failed bool) {
 	select {
 	case g.obs <- observation{m.ID(), failed}:
@@ -60,7 +72,7 @@ type groupOptions struct {
 // newGroup builds a group over replicas at addrs (ids r0, r1, ...).
 func newGroup(t *testing.T, addrs []string, o groupOptions) *testGroup {
 	t.Helper()
-	g := &testGroup{obs: make(chan observation, 64)}
+	g := &testGroup{obs: make(chan observation, 64), bound: make(chan binding, 64)}
 	g.snap.Store(newSnapshot(t, addrs, o))
 	return g
 }
