@@ -3,6 +3,7 @@ package balancer_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,40 @@ func TestOnDemandStatusShowsReportedRates(t *testing.T) {
 			return fmt.Errorf("bound clients %v, want 4", r.BoundClients)
 		case r.Ejections != nil:
 			return fmt.Errorf("ejections %d, want null with passive ejection off", *r.Ejections)
+		}
+		return nil
+	})
+}
+
+// TestTCPStatusShowsConnectionRates opens connections through a tcp
+// group: each replica's status shows connections/s from the front door and
+// no latency (the tcp front door does not see calls).
+func TestTCPStatusShowsConnectionRates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	e.mustPutGroup(tcpGroup("tcprates", tcpEcho(t, "a"), tcpEcho(t, "b")))
+	st := e.mustGroup("tcprates")
+	for i := range 4 {
+		c := tcpDial(t, st.Listening)
+		if got := tcpAsk(t, c, "hi"); !strings.HasSuffix(got, " hi\n") {
+			t.Fatalf("connection %d answered %q", i, got)
+		}
+		c.Close()
+	}
+	eventually(t, 5*time.Second, func() error {
+		gs := e.mustGroup("tcprates")
+		if len(gs.Replicas) != 2 {
+			return fmt.Errorf("%d replicas, want 2", len(gs.Replicas))
+		}
+		for _, r := range gs.Replicas {
+			switch {
+			case r.Source != protocol.SourceFrontDoor:
+				return fmt.Errorf("%s: source %q, want frontdoor", r.ID, r.Source)
+			case r.RPS == nil || *r.RPS <= 0:
+				return fmt.Errorf("%s: connections/s %v, want > 0", r.ID, r.RPS)
+			case r.LatencyP50MS != nil || r.LatencyP99MS != nil || r.BoundClients != nil:
+				return fmt.Errorf("%s: p50 %v p99 %v bound %v, want all null in a tcp group", r.ID, r.LatencyP50MS, r.LatencyP99MS, r.BoundClients)
+			}
 		}
 		return nil
 	})
