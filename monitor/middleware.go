@@ -61,6 +61,7 @@ func (m *Monitor) finish(start time.Time, rif int64) {
 		m.latencyNS.Add(uint64(d))
 	}
 	m.latencies.add(d, rif)
+	m.hist.add(d)
 	m.done.Add(1)
 	m.inflight.Add(-1)
 }

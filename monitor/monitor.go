@@ -54,11 +54,12 @@ type Monitor struct {
 
 	// Hot path state, updated atomically.
 	inflight  atomic.Int64
-	calls     atomic.Uint64 // calls started
-	done      atomic.Uint64 // calls finished
-	latencyNS atomic.Uint64 // summed latency of finished calls
-	latencies latencyRing   // the latest calls, for load probes
-	rebinds   atomic.Uint64 // calls answered with a rebind redirect
+	calls     atomic.Uint64    // calls started
+	done      atomic.Uint64    // calls finished
+	latencyNS atomic.Uint64    // summed latency of finished calls
+	latencies latencyRing      // the latest calls, for load probes
+	hist      latencyHistogram // finished calls by latency, for p50/p99
+	rebinds   atomic.Uint64    // calls answered with a rebind redirect
 	clients   *clientTable
 	advice    atomic.Pointer[advice]
 	reg       atomic.Pointer[registration]
@@ -107,6 +108,7 @@ type window struct {
 	calls     uint64
 	done      uint64
 	latencyNS uint64
+	hist      [histBuckets]uint64
 }
 
 // latencyWeight is the weight of the newest window's mean latency in the

@@ -187,7 +187,10 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 	secs := elapsed.Seconds()
 	calls, done, lat := m.calls.Load(), m.done.Load(), m.latencyNS.Load()
 	dCalls, dDone, dLat := calls-m.win.calls, done-m.win.done, lat-m.win.latencyNS
-	m.win = window{start: now, calls: calls, done: done, latencyNS: lat}
+	var hist [histBuckets]uint64
+	m.hist.load(&hist)
+	p50, p99, haveQuantiles := windowQuantiles(&hist, &m.win.hist)
+	m.win = window{start: now, calls: calls, done: done, latencyNS: lat, hist: hist}
 
 	rps := float64(dCalls) / secs
 	if dDone > 0 {
@@ -209,6 +212,13 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 		protocol.MetricRPS:       rps,
 		protocol.MetricLatencyMS: m.latency,
 	}
+	if haveQuantiles {
+		metrics[protocol.MetricLatencyP50MS] = p50
+		metrics[protocol.MetricLatencyP99MS] = p99
+	}
+	// Bound clients: those that called in the window (a client bound but
+	// idle for the whole window is not counted).
+	metrics[protocol.MetricBoundClients] = float64(len(m.rates))
 	if cs.ok {
 		metrics[protocol.MetricCPU] = cpu
 	}

@@ -45,6 +45,11 @@ func (r *Report) checkBounds() error {
 			return &FieldError{Field: "metrics." + k, Value: v, Allowed: fmt.Sprintf("must be a share in [0, 1] (up to %g is taken as 1)", MaxShare)}
 		}
 	}
+	for _, k := range []string{MetricLatencyP50MS, MetricLatencyP99MS, MetricBoundClients} {
+		if err := checkStatusMetric(k, r.Metrics); err != nil {
+			return err
+		}
+	}
 	for i, c := range r.Clients {
 		if c.Rate > MaxRate {
 			return &FieldError{Field: fmt.Sprintf("clients[%d].rate", i), Value: c.Rate, Allowed: fmt.Sprintf("must be a finite number of calls/s in [0, %g]", float64(MaxRate))}
@@ -61,4 +66,31 @@ func (r *Report) clampShares() {
 			r.Metrics[k] = math.Min(v, 1)
 		}
 	}
+}
+
+// MaxBoundClients bounds a report's bound_clients metric.
+const MaxBoundClients = 1e9
+
+// MaxLatencyMS bounds a report's latency quantiles (ms): about a day.
+const MaxLatencyMS = 1e8
+
+// checkStatusMetric checks one of the optional metrics a replica's status
+// shows (latency_p50_ms, latency_p99_ms, bound_clients) when the report
+// has it: latencies in [0, MaxLatencyMS], bound_clients a whole number in
+// [0, MaxBoundClients]. The number is finite already.
+func checkStatusMetric(k string, metrics map[string]float64) error {
+	v, ok := metrics[k]
+	if !ok {
+		return nil
+	}
+	if k == MetricBoundClients {
+		if !(v >= 0 && v <= MaxBoundClients) || v != math.Trunc(v) {
+			return &FieldError{Field: "metrics." + k, Value: v, Allowed: fmt.Sprintf("must be a whole number of clients in [0, %g]", float64(MaxBoundClients))}
+		}
+		return nil
+	}
+	if !(v >= 0 && v <= MaxLatencyMS) {
+		return &FieldError{Field: "metrics." + k, Value: v, Allowed: fmt.Sprintf("must be a latency in milliseconds in [0, %g]", float64(MaxLatencyMS))}
+	}
+	return nil
 }

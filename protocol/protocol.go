@@ -98,6 +98,15 @@ const (
 	// work other than the replica's server process took: the rest of its
 	// cgroup, or of the host where no quota binds it.
 	MetricCPUOther = "cpu_other"
+	// MetricLatencyP50MS and MetricLatencyP99MS are the median and 99th
+	// percentile latency (ms) of the calls that finished in the report
+	// window; optional, each a finite number >= 0.
+	MetricLatencyP50MS = "latency_p50_ms"
+	MetricLatencyP99MS = "latency_p99_ms"
+	// MetricBoundClients is the number of distinct bound clients the
+	// replica serves now (the Go monitor: those that called in the report
+	// window); optional, a whole number >= 0.
+	MetricBoundClients = "bound_clients"
 )
 
 // ClientRate is one bound client and its call rate (calls/s) over the last

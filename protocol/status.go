@@ -54,7 +54,36 @@ type ReplicaStatus struct {
 	// agent last reported to this instance as applied (absent before its
 	// first report, about a second after it starts, and in other groups).
 	Applied uint64 `json:"applied,omitempty"`
+	// Source says where RPS, the latency quantiles and BoundClients come
+	// from: SourceFrontDoor (per-request, replicated and tcp groups: the
+	// calls the front door proxied over its last StatsWindow) or
+	// SourceReport (on-demand and per-session groups: the replica's last
+	// fresh report, since bound calls never pass the front door).
+	Source string `json:"source"`
+	// RPS is calls/s (tcp groups: connections/s); null when unknown (no
+	// fresh report, or a report without rps).
+	RPS *float64 `json:"rps"`
+	// LatencyP50MS and LatencyP99MS are the median and 99th percentile
+	// latency in ms; null when unknown (no answered call in the front
+	// door's window, no such metric in the report, and always in tcp
+	// groups: the tcp front door does not see calls).
+	LatencyP50MS *float64 `json:"latency_p50_ms"`
+	LatencyP99MS *float64 `json:"latency_p99_ms"`
+	// BoundClients is the number of clients bound to the replica now, as
+	// its report's bound_clients says; null in front-door groups and when
+	// the report has none.
+	BoundClients *int64 `json:"bound_clients"`
+	// Ejections counts the passive ejections of the replica by this
+	// instance since it joined; null when passive ejection is off
+	// (health.passive.consecutive_failures < 0).
+	Ejections *uint64 `json:"ejections"`
 }
+
+// Where a ReplicaStatus's rates and latencies come from (its Source).
+const (
+	SourceFrontDoor = "frontdoor"
+	SourceReport    = "report"
+)
 
 // CountersStatus are a replica's cumulative counters.
 type CountersStatus struct {

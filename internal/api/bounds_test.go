@@ -31,6 +31,9 @@ func TestReportBounds(t *testing.T) {
 		{`{"load":1,"metrics":{"cpu":5}}`, "metrics.cpu", "5"},
 		{`{"load":1,"metrics":{"utilization":-0.5}}`, "metrics.utilization", "-0.5"},
 		{`{"load":1,"metrics":{"bw":1.6}}`, "metrics.bw", "1.6"},
+		{`{"load":1,"metrics":{"latency_p50_ms":-2}}`, "metrics.latency_p50_ms", "-2"},
+		{`{"load":1,"metrics":{"latency_p99_ms":2e8}}`, "metrics.latency_p99_ms", "2e+08"},
+		{`{"load":1,"metrics":{"bound_clients":1.5}}`, "metrics.bound_clients", "1.5"},
 		{`{"load":1,"clients":[{"id":"c","rate":1e300}]}`, "clients[0].rate", "1e+300"},
 	} {
 		got := wantError(t, e.call("POST", "/v1/report", r1.Token, tc.body), http.StatusBadRequest, "invalid_value", tc.field)

@@ -147,7 +147,12 @@ type member struct {
 	live     *strategy.Live
 	counters *frontdoor.Counters
 	pace     *frontdoor.Pace
-	url      *url.URL
+	// window counts the calls the front door sent to the replica
+	// (replicastats.go).
+	window *frontdoor.CallWindow
+	// ejections counts the replica's passive ejections (health.go).
+	ejections atomic.Uint64
+	url       *url.URL
 	// ref is the address parsed as an object reference (GIOP groups).
 	ref *ior.IOR
 
@@ -210,7 +215,7 @@ func (b *Balancer) newGroup(gs protocol.Group) (*group, error) {
 // addMemberLocked adds a member from its record, in lifecycle life.
 // Caller holds g.mu (or g is not yet shared).
 func (g *group) addMemberLocked(rec protocol.Replica, life groupcore.Lifecycle) *member {
-	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters), pace: new(frontdoor.Pace)}
+	m := &member{g: g, rec: rec, live: new(strategy.Live), counters: new(frontdoor.Counters), pace: new(frontdoor.Pace), window: new(frontdoor.CallWindow)}
 	g.parseAddressLocked(m)
 	g.members[rec.ID] = m
 	g.order = append(g.order, m)
@@ -290,7 +295,7 @@ func (g *group) publishLocked() {
 			rep.Clients = len(v.Clients)
 			g.tcpClientsLocked(rep) // tcpgroup.go
 		}
-		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: g.stateLocked(m), Counters: m.counters, Queue: snap.Queue, Pace: m.pace}
+		fm := &frontdoor.Member{Replica: rep, Address: m.rec.Address, URL: m.url, IOR: g.forwardIORLocked(m, typeID), State: g.stateLocked(m), Counters: m.counters, Queue: snap.Queue, Pace: m.pace, Window: m.window}
 		snap.Members[m.rec.ID] = fm
 		if fm.State == protocol.StateActive {
 			rep.Index = len(eligible)
@@ -381,10 +386,14 @@ func (g *group) Bound(m *frontdoor.Member, client string, moved bool) {
 	g.mu.Unlock()
 }
 
-// Observe implements frontdoor.Group: passive health.
+// Observe implements frontdoor.Group: passive health, and the member's
+// call window (its rate and latencies in the status).
 func (g *group) Observe(m *frontdoor.Member, latency time.Duration, failed bool) {
 	if failed {
 		m.Counters.Failures.Add(1)
+	}
+	if m.Window != nil {
+		m.Window.Record(g.b.now(), latency, !failed)
 	}
 	g.health.observe(m.ID(), failed)
 }

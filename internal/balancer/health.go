@@ -320,6 +320,7 @@ func (h *groupHealth) observe(id string, failed bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if m := g.members[ch.ID]; m != nil && g.applyLocked(m, groupcore.Ejected) {
+		m.ejections.Add(1)
 		g.b.log.Warn("replica ejected after failed calls", "group", g.name, "replica", ch.ID)
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())

@@ -194,6 +194,11 @@ func testPassiveEjection(t *testing.T) {
 	eject()
 	stepAt(399*time.Millisecond, protocol.StateEjected)
 	stepAt(time.Millisecond, protocol.StateActive)
+	// The status counts each replica's ejections.
+	st := e.mustGroup("pe")
+	if bad, good := replicaOf(t, st, g.bad).Ejections, replicaOf(t, st, g.good).Ejections; bad == nil || *bad != 2 || good == nil || *good != 0 {
+		t.Errorf("ejections: failing replica %v, good one %v; want 2 and 0", bad, good)
+	}
 }
 
 // TestPassiveEjectionRealClock is the same on the real clock: an ejected

@@ -72,6 +72,7 @@ func (g *group) status() protocol.GroupStatus {
 			}
 			rs.ReportAgeMS = &age
 		}
+		g.replicaStatsLocked(&rs, m, v, ok, now)
 		if hub != nil {
 			rs.Applied = hub.AppliedBy(m.rec.ID)
 		}

@@ -61,6 +61,9 @@ type Member struct {
 	// Pace frees the member's slots ahead of its calls' ends when the
 	// queue has a lead (nil: never); shared by all snapshots.
 	Pace *Pace
+	// Window counts the calls sent to the member and their latencies over
+	// the last StatsWindow (nil: not counted); shared by all snapshots.
+	Window *CallWindow
 }
 
 // ID returns the member's replica id.
