@@ -91,17 +91,20 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 type sseWriter struct {
 	w  *bufio.Writer
 	rc *http.ResponseController
-	id uint64
 }
 
-// event writes one event; its data is the Event as one line of JSON.
+// event writes one event; its data is the Event as one line of JSON, its
+// SSE id the event's place in the balancer-wide sequence (none for an
+// event outside it, such as "closed", so that the client's last id stays).
 func (s *sseWriter) event(ev balancer.Event) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		data, _ = json.Marshal(map[string]string{"type": ev.Type, "error": err.Error()})
 	}
-	s.id++
-	fmt.Fprintf(s.w, "id: %d\nevent: %s\ndata: %s\n\n", s.id, ev.Type, data)
+	if ev.ID != 0 {
+		fmt.Fprintf(s.w, "id: %d\n", ev.ID)
+	}
+	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", ev.Type, data)
 }
 
 // closed writes the final "closed" event and flushes.
