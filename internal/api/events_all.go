@@ -25,6 +25,12 @@ import (
 // Idle streams get a comment line every heartbeat; the stream ends with a
 // "closed" event when the balancer shuts down.
 func (s *server) allEvents(w http.ResponseWriter, r *http.Request) {
+	s.stream(w, r, "")
+}
+
+// stream writes the events of group (all groups if "") from the
+// balancer's event log, as allEvents describes.
+func (s *server) stream(w http.ResponseWriter, r *http.Request, group string) {
 	after, resume := lastEventID(r)
 	rc := http.NewResponseController(w)
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -44,11 +50,25 @@ func (s *server) allEvents(w http.ResponseWriter, r *http.Request) {
 		if !ok || !resume {
 			// The status is read after the sequence: it reflects at
 			// least every event up to last.
-			out.event(balancer.Event{ID: last, Type: "status", Time: time.Now(), Data: map[string]any{"groups": s.b.Groups()}})
+			st, err := s.status(group)
+			if err != nil {
+				out.closed(group, "the group was deleted")
+				return
+			}
+			out.event(balancer.Event{ID: last, Type: "status", Group: group, Time: time.Now(), Data: st})
 			resume, evs = true, nil
 		}
 		for _, ev := range evs {
-			out.event(ev)
+			switch {
+			case group == "":
+				out.event(ev)
+			case ev.Group != group, ev.Type == "group-created":
+			case ev.Type == "group-deleted":
+				out.closed(group, "the group was deleted")
+				return
+			default:
+				out.event(ev)
+			}
 		}
 		after = last
 		if out.flush() != nil {
@@ -65,6 +85,15 @@ func (s *server) allEvents(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(out.w, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))
 		}
 	}
+}
+
+// status is the data of a "status" event: the group's status, or
+// {"groups": [every group's status]} for all groups.
+func (s *server) status(group string) (any, error) {
+	if group == "" {
+		return map[string]any{"groups": s.b.Groups()}, nil
+	}
+	return s.b.Group(group)
 }
 
 // lastEventID reads the id a reconnecting client last saw; ok is false

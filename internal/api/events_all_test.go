@@ -200,3 +200,58 @@ func TestAllEventsOverflow(t *testing.T) {
 	// it fell behind (next checks), up to the PATCH's config event.
 	stalled.until(ctx, func(_ sseEvent, be balancer.Event) bool { return be.Type == "config" })
 }
+
+// TestGroupEventsResume: a group's stream takes its ids from the same
+// sequence, carries only its group's events, and resumes after
+// Last-Event-ID as /v1/events does.
+func TestGroupEventsResume(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{})
+	e.mustGroup("a", map[string]any{"report_interval": "1h"})
+	e.mustGroup("b", map[string]any{"report_interval": "1h"})
+	ra := e.mustRegister("a", "http://127.0.0.1:9001")
+	rb := e.mustRegister("b", "http://127.0.0.1:9002")
+	ctx := boundedContext(t)
+	auth := http.Header{"Authorization": {"Bearer " + adminToken}}
+
+	_, resp := e.openStream(ctx, "/v1/events", nil)
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /v1/events without a token: %d, want 401", resp.StatusCode)
+	}
+	resp.Body.Close()
+
+	sctx, cancel := context.WithCancel(ctx)
+	events, _ := e.openStream(sctx, "/v1/groups/a/events", auth)
+	status := awaitEvent(ctx, t, events, "status")
+	if status.id == "" {
+		t.Fatal("status without an id")
+	}
+	want(t, e.call("POST", "/v1/groups/a/replicas/"+ra.ID+"/drain", adminToken, nil), http.StatusOK)
+	last := awaitEvent(ctx, t, events, "membership").id
+	cancel()
+	for range events {
+	}
+
+	want(t, e.call("POST", "/v1/groups/b/replicas/"+rb.ID+"/drain", adminToken, nil), http.StatusOK)
+	want(t, e.call("POST", "/v1/groups/a/replicas/"+ra.ID+"/activate", adminToken, nil), http.StatusOK)
+	auth.Set("Last-Event-ID", last)
+	events, _ = e.openStream(ctx, "/v1/groups/a/events", auth)
+	var first sseEvent
+	for first = range events {
+		if first.event != "" {
+			break
+		}
+	}
+	var be balancer.Event
+	if err := json.Unmarshal(first.data, &be); err != nil || first.event != "membership" || be.Group != "a" {
+		t.Fatalf("resumed after %s with %s %s: %v", last, first.event, first.data, err)
+	}
+	prev, _ := strconv.ParseUint(last, 10, 64)
+	if id, _ := strconv.ParseUint(first.id, 10, 64); id <= prev+1 {
+		t.Fatalf("resumed with id %d after %d: b's event between must be skipped, not a's replayed", id, prev)
+	}
+	want(t, e.call("DELETE", "/v1/groups/a", adminToken, nil), http.StatusNoContent)
+	awaitEvent(ctx, t, events, "closed")
+	for range events {
+	}
+}
