@@ -1,7 +1,8 @@
 package balancer
 
 // Subscribe returns a channel of the group's events and a cancel func. Slow
-// subscribers lose events rather than stall the group.
+// subscribers lose events rather than stall the group; EventsSince reads
+// the same events without loss, or says when they are no longer kept.
 func (b *Balancer) Subscribe(name string) (<-chan Event, func(), error) {
 	g, err := b.group(name)
 	if err != nil {
