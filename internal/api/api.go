@@ -116,6 +116,7 @@ var routes = []route{
 	{http.MethodPut, "/v1/groups/{name}", admin, (*server).putGroup},
 	{http.MethodPatch, "/v1/groups/{name}", admin, (*server).patchGroup},
 	{http.MethodDelete, "/v1/groups/{name}", admin, (*server).deleteGroup},
+	{http.MethodGet, "/v1/events", stream, (*server).allEvents},
 	{http.MethodGet, "/v1/groups/{name}/events", stream, (*server).events},
 	{http.MethodPost, "/v1/groups/{name}/replicas", joiner, (*server).register},
 	{http.MethodDelete, "/v1/groups/{name}/replicas/{id}", self, (*server).removeReplica},

@@ -153,6 +153,8 @@ type Balancer struct {
 
 	mu     sync.RWMutex
 	groups map[string]*group
+	// events numbers and keeps every group's events (eventlog.go).
+	events *eventLog
 	tokens map[string]*member // token hash → member
 	closed bool
 
@@ -260,6 +262,7 @@ func New(opts Options) (*Balancer, error) {
 		clock:    opts.Clock,
 		now:      opts.Clock.Now,
 		groups:   map[string]*group{},
+		events:   newEventLog(EventReplay),
 		tokens:   map[string]*member{},
 		declared: map[string]protocol.Group{},
 		ctx:      ctx,
@@ -721,6 +724,7 @@ func (b *Balancer) applyGroup(gs protocol.Group, start bool, rev int64) (*group,
 	b.mu.Lock()
 	b.groups[gs.Name] = g
 	b.mu.Unlock()
+	b.groupEvent("group-created", gs.Name)
 	b.log.Info("group created", "group", gs.Name, "front_door", gs.FrontDoor, "binding", gs.Binding, "strategy", gs.Strategy)
 	return g, true, nil
 }
@@ -879,6 +883,7 @@ func (b *Balancer) detachGroup(name string) *group {
 		return nil
 	}
 	delete(b.groups, name)
+	b.groupEvent("group-deleted", name)
 	for h, m := range b.tokens {
 		if m.g == g {
 			delete(b.tokens, h)

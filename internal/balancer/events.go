@@ -1,7 +1,8 @@
 package balancer
 
 // Subscribe returns a channel of the group's events and a cancel func. Slow
-// subscribers lose events rather than stall the group.
+// subscribers lose events rather than stall the group; EventsSince reads
+// the same events without loss, or says when they are no longer kept.
 func (b *Balancer) Subscribe(name string) (<-chan Event, func(), error) {
 	g, err := b.group(name)
 	if err != nil {
@@ -22,6 +23,25 @@ func (b *Balancer) Subscribe(name string) (<-chan Event, func(), error) {
 	return ch, cancel, nil
 }
 
+// groupEvent logs a group's creation or deletion (typ "group-created" or
+// "group-deleted") on the balancer-wide stream.
+func (b *Balancer) groupEvent(typ, name string) {
+	b.events.append(Event{Type: typ, Group: name, Time: b.now(), Data: map[string]string{"group": name}})
+}
+
+// EventsSince returns the events of all groups after id after, oldest
+// first, with the id of the last (after if none), and a channel closed
+// when another event comes. ok is false when the events right after after
+// are not kept (older than the last EventReplay events, or ahead of the
+// sequence): last is then the latest id, and a reader must resynchronise
+// from the groups' status. Never blocks the balancer.
+func (b *Balancer) EventsSince(after uint64) (evs []Event, last uint64, ok bool, next <-chan struct{}) {
+	return b.events.Since(after)
+}
+
+// Done is closed when the balancer shuts down.
+func (b *Balancer) Done() <-chan struct{} { return b.ctx.Done() }
+
 func (g *group) closeSubsLocked() {
 	for ch := range g.subs {
 		close(ch)
@@ -29,11 +49,10 @@ func (g *group) closeSubsLocked() {
 	}
 }
 
+// emitLocked numbers the event in the balancer's event log (never
+// blocking) and offers it to the group's subscribers. Caller holds g.mu.
 func (g *group) emitLocked(typ string, data any) {
-	if len(g.subs) == 0 {
-		return
-	}
-	ev := Event{Type: typ, Group: g.name, Time: g.b.now(), Data: data}
+	ev := g.b.events.append(Event{Type: typ, Group: g.name, Time: g.b.now(), Data: data})
 	for ch := range g.subs {
 		select {
 		case ch <- ev:

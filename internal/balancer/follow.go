@@ -294,6 +294,7 @@ func (b *Balancer) followGroup(gs protocol.Group, rev int64) {
 	}
 	b.groups[gs.Name] = g
 	b.mu.Unlock()
+	b.groupEvent("group-created", gs.Name)
 	if err := g.start(); err != nil {
 		b.log.Error("group created in the store: its front door cannot listen here", "group", gs.Name, "front_door", gs.FrontDoor, "err", err)
 	}

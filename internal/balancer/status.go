@@ -9,10 +9,14 @@ import (
 
 // Event is one entry of a group's event stream.
 type Event struct {
+	// ID is the event's place in the balancer-wide sequence (eventlog.go):
+	// increasing across all groups, 0 for events outside it.
+	ID uint64 `json:"id,omitempty"`
 	// Type is "step" (an analyzer step: loads, advisories, moves),
 	// "binding" (a planned move completed), "membership" (a replica
-	// joined, left or changed state), "config" (settings changed) or
-	// "alert" (the strategy raised an alert; probe.go).
+	// joined, left or changed state), "config" (settings changed),
+	// "alert" (the strategy raised an alert; probe.go), "divergence",
+	// or "group-created" / "group-deleted" (on GET /v1/events only).
 	Type  string    `json:"type"`
 	Group string    `json:"group"`
 	Time  time.Time `json:"time"`
