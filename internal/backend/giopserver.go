@@ -42,9 +42,13 @@ type giopConn struct {
 	// busy counts the requests running; Shutdown closes idle
 	// connections at once, busy ones when their last request is answered.
 	busy atomic.Int64
-	// closing is set by Shutdown once CloseConnection is sent: requests
-	// read after it are not run (the client sends them again).
+	// closing is set by Shutdown before it sends CloseConnection:
+	// requests read after it are not run (the client sends them again).
 	closing atomic.Bool
+	// sent is set by Shutdown once CloseConnection is written: from then
+	// on the last request to end closes the connection (not before, or
+	// the client could see the connection end without CloseConnection).
+	sent atomic.Bool
 	// version is the GIOP version of the client's last message, the one
 	// CloseConnection is sent in.
 	version atomic.Value // giop.Version
@@ -78,6 +82,7 @@ func (s *giopServer) shutdown(ctx context.Context) error {
 			v = giop.V10
 		}
 		_ = c.w.Write(&giop.CloseConnection{Envelope: giop.Envelope{Version: v}})
+		c.sent.Store(true)
 		if c.busy.Load() == 0 {
 			_ = c.nc.Close()
 		}
@@ -134,7 +139,7 @@ func (s *giopServer) serveConn(c *giopConn) {
 			running.Add(1)
 			go func() {
 				defer func() {
-					if c.busy.Add(-1) == 0 && c.closing.Load() {
+					if c.busy.Add(-1) == 0 && c.sent.Load() {
 						_ = c.nc.Close()
 					}
 					<-slots
