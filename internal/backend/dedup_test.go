@@ -32,8 +32,11 @@ func TestDedupAppliesEachKeyOnce(t *testing.T) {
 	replies := make(map[string]map[string]int)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, key := range []string{"g/1/0", "g/2/0", "g/3/0"} {
-		replies[key] = map[string]int{}
+	keys := []string{"g/1/0", "g/2/0", "g/3/0"}
+	for _, key := range keys {
+		replies[key] = map[string]int{} // all made before any goroutine reads the map
+	}
+	for _, key := range keys {
 		for range 8 {
 			wg.Go(func() {
 				status, body := inc(key)
