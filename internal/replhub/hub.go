@@ -218,9 +218,14 @@ func (h *Hub) Order(ctx context.Context, c Call) (Reply, error) {
 		}
 		return Reply{}, err
 	}
+	// Concurrent calls of one session reach here in any order: the
+	// compare and the store are one step, or an earlier position could
+	// overwrite a later one.
+	h.mu.Lock()
 	if last, ok := h.lastWrite.Get(c.Session); !ok || last < pos {
 		h.lastWrite.Add(c.Session, pos)
 	}
+	h.mu.Unlock()
 	appended := h.clk.Now()
 	p := h.await(pos, existed)
 	defer h.release(p)
