@@ -28,6 +28,9 @@ type Registration struct {
 	// Replace takes over an existing registration of the same address (a
 	// monitor whose process restarted): same id, fresh token.
 	Replace bool `json:"replace,omitempty"`
+	// Worker, when set, makes this the registration of one worker of a
+	// multi-process replica (see Worker).
+	Worker *Worker `json:"worker,omitempty"`
 }
 
 // Registered is the answer to a registration.

@@ -29,6 +29,8 @@ command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
 # etcd 3.4 (Debian's etcd-server): the etcd store's tests start it on
 # loopback (internal/etcdtest); the package's service is not used.
 [ -x /usr/bin/etcd ] || need_pkgs+=(etcd-server)
+# Chromium: the dashboard's tests drive it headless (chromedp).
+[ -x /usr/bin/chromium ] || need_pkgs+=(chromium)
 # systemd-analyze and systemd-sysusers check packaging/ (nothing is started).
 { command -v systemd-analyze && command -v systemd-sysusers; } >/dev/null 2>&1 || need_pkgs+=(systemd)
 if ((${#need_pkgs[@]})); then
@@ -52,6 +54,15 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go test -race -count=1 -timeout 20m ./...
+
+# The Python SDK (python/): its package with the test extras in a virtual
+# environment (.venv), then pytest against the fulcrum binary built here.
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e './python[test]'
+bin_dir=$(mktemp -d)
+trap 'rm -rf "$bin_dir"' EXIT
+go build -o "$bin_dir/fulcrum" ./cmd/fulcrum
+FULCRUM_BIN="$bin_dir/fulcrum" .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 
 # Short fuzz runs of every parser (FUZZTIME to lengthen them).
 fuzztime=${FUZZTIME:-10s}
