@@ -123,6 +123,10 @@ type Report struct {
 	Load    float64            `json:"load"`
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	Clients []ClientRate       `json:"clients,omitempty"`
+	// Worker is set by each worker of a multi-process replica (the same
+	// Worker it registered with); the balancer combines the latest report
+	// of each worker (see Worker).
+	Worker *Worker `json:"worker,omitempty"`
 }
 
 // Advisory is the balancer's answer to a report.
@@ -202,6 +206,11 @@ func (r *Report) Validate() error {
 			return &FieldError{Field: fmt.Sprintf("clients[%d].rate", i), Value: c.Rate, Allowed: "must be a finite number >= 0"}
 		}
 	}
+	if r.Worker != nil {
+		if err := r.Worker.Validate(); err != nil {
+			return err
+		}
+	}
 	return r.checkBounds()
 }
 
@@ -209,7 +218,7 @@ func finiteNonNeg(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) &
 
 // DecodeReport decodes and validates a JSON report (share metrics in
 // (1, MaxShare] come back as 1): a single JSON object
-// with a required "load" and optional "metrics" and "clients". Keys match
+// with a required "load" and optional "metrics", "clients" and "worker". Keys match
 // exactly (no case folding), unknown keys are rejected, so that a typo in
 // a monitor is caught, not ignored, and so is a key twice in one object
 // (UniqueKeys). Errors are *FieldError naming the
@@ -228,7 +237,7 @@ func DecodeReport(data []byte) (Report, error) {
 	if err := UniqueKeys(data, false); err != nil {
 		return Report{}, err
 	}
-	if err := knownKeys("", top, "load", "metrics", "clients"); err != nil {
+	if err := knownKeys("", top, "load", "metrics", "clients", "worker"); err != nil {
 		return Report{}, err
 	}
 	var r Report
@@ -271,6 +280,13 @@ func DecodeReport(data []byte) (Report, error) {
 				return Report{}, err
 			}
 		}
+	}
+	if raw, ok := top["worker"]; ok {
+		w, err := DecodeWorker(raw)
+		if err != nil {
+			return Report{}, err
+		}
+		r.Worker = &w
 	}
 	if err := r.Validate(); err != nil {
 		return Report{}, err

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 )
@@ -53,4 +54,31 @@ func WorkerOf(clientID string, count int) int {
 		return 0
 	}
 	return int(ClientHash(clientID) % uint64(count))
+}
+
+// DecodeWorker decodes and validates a JSON worker object {"index": i,
+// "count": n}: both keys required, whole numbers, no other keys. Errors
+// are *FieldError naming "worker", "worker.index" or "worker.count".
+func DecodeWorker(raw json.RawMessage) (Worker, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return Worker{}, &FieldError{Field: "worker", Value: jsonText(raw), Allowed: `must be an object {"index": i, "count": n}`}
+	}
+	if err := knownKeys("worker.", obj, "index", "count"); err != nil {
+		return Worker{}, err
+	}
+	var w Worker
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"index", &w.Index}, {"count", &w.Count}} {
+		v, ok := obj[f.key]
+		if !ok {
+			return Worker{}, &FieldError{Field: "worker." + f.key, Value: nil, Allowed: "is required: a whole number"}
+		}
+		if err := json.Unmarshal(v, f.dst); err != nil {
+			return Worker{}, &FieldError{Field: "worker." + f.key, Value: jsonText(v), Allowed: "must be a whole number"}
+		}
+	}
+	return w, w.Validate()
 }

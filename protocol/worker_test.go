@@ -44,3 +44,23 @@ func TestWorkerValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeReportWorker(t *testing.T) {
+	r, err := DecodeReport([]byte(`{"load": 1, "worker": {"index": 1, "count": 2}}`))
+	if err != nil || r.Worker == nil || *r.Worker != (Worker{Index: 1, Count: 2}) {
+		t.Fatalf("DecodeReport = %+v, %v; want worker {1 2}", r, err)
+	}
+	for body, field := range map[string]string{
+		`{"load": 1, "worker": 3}`:                                "worker",
+		`{"load": 1, "worker": {"index": 2, "count": 2}}`:         "worker.index",
+		`{"load": 1, "worker": {"index": 0}}`:                     "worker.count",
+		`{"load": 1, "worker": {"index": 0.5, "count": 2}}`:       "worker.index",
+		`{"load": 1, "worker": {"index": 0, "count": 2, "x": 1}}`: "worker.x",
+	} {
+		_, err := DecodeReport([]byte(body))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("DecodeReport(%s) = %v, want a *FieldError naming %s", body, err, field)
+		}
+	}
+}
