@@ -3,12 +3,14 @@ package balancer_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
 	"github.com/fulcrum-lb/fulcrum/internal/memnet"
+	"github.com/fulcrum-lb/fulcrum/internal/strategy"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -121,4 +123,49 @@ func TestWorkerCountSurvivesRestart(t *testing.T) {
 		t.Fatalf("the next sibling got %+v (err %v), want token %s", again, err, sib.Token)
 	}
 	e2.mustReport(sib.Token, protocol.Report{Load: 1, Worker: &protocol.Worker{Index: 2, Count: 4}})
+}
+
+// TestWorkersShareTheShed: a high advisory that names no clients (the
+// reports list none) reaches every worker of the replica with the same
+// epoch, each with its part of the replica's shed in proportion to its
+// load, so that together they shed it once. In a synctest bubble.
+func TestWorkersShareTheShed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, testWorkersShareTheShed)
+}
+
+func testWorkersShareTheShed(t *testing.T) {
+	n := memnet.New()
+	clock := newFakeClock()
+	e := newEnv(t, envOptions{net: n, clock: clock})
+	e.mustPutGroup(protocol.Group{Name: "sh", Binding: protocol.OnDemand, Strategy: strategy.LeastLoadedName, ReportInterval: ms(20)})
+	const addr = "http://127.0.0.1:9001"
+	a := e.mustRegisterWith("sh", protocol.Registration{Address: addr, Worker: &protocol.Worker{Index: 0, Count: 2}})
+	b := e.mustRegister("sh", "http://127.0.0.1:9002")
+	events := e.subscribe("sh")
+	worker := func(index int, load float64) protocol.Report {
+		return protocol.Report{Load: load, Worker: &protocol.Worker{Index: index, Count: 2}}
+	}
+
+	var high0, high1 protocol.Advisory
+	for range 15 {
+		e.mustReport(a.Token, worker(1, 25))
+		if adv := e.mustReport(a.Token, worker(0, 75)); adv.Advisory == protocol.High {
+			high0 = adv
+			high1 = e.mustReport(a.Token, worker(1, 25))
+			break
+		}
+		e.mustReport(b.Token, protocol.Report{Load: 10})
+		waitEvent(t, events, 5*time.Second, stepAfter(clock.Now(), func(map[string]stepReplica) error { return nil }))
+	}
+	if high0.Advisory != protocol.High || len(high0.Clients) != 0 {
+		t.Fatalf("the busy replica's pacing worker got %+v, want high naming no clients", high0)
+	}
+	if high1.Advisory != protocol.High || high1.Epoch != high0.Epoch || high1.Term != high0.Term {
+		t.Fatalf("worker 1 got %+v, worker 0 %+v: want the same advisory", high1, high0)
+	}
+	shed := replicaOf(t, e.mustGroup("sh"), a.ID).Shed
+	if shed <= 0 || math.Abs(high0.Shed-0.75*shed) > 1e-9 || math.Abs(high1.Shed-0.25*shed) > 1e-9 {
+		t.Fatalf("worker sheds %v and %v of the replica's %v, want 75%% and 25%%", high0.Shed, high1.Shed, shed)
+	}
 }
