@@ -12,7 +12,9 @@ import (
 // Register adds a replica to a group and returns its id and a fresh token.
 // An address already in the group is a *DuplicateAddressError unless
 // reg.Replace is set: then the existing replica keeps its id, gets a fresh
-// token and the old one is revoked (created is false).
+// token and the old one is revoked (created is false). A registration
+// with reg.Worker joins the multi-process replica of its address or is a
+// *WorkerConflictError (workerreg.go).
 func (b *Balancer) Register(groupName string, reg protocol.Registration) (protocol.Registered, bool, error) {
 	return b.RegisterWithJoinToken(groupName, reg, "")
 }
@@ -103,6 +105,7 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	case existing != nil:
 		m = existing
 		m.rec.Weight, m.rec.Monitor, m.rec.Workers = reg.Weight, reg.Monitor, workerCount(reg)
+		m.workers = nil // the workers of another count, or none (workerreport.go)
 		g.applyLocked(m, groupcore.Activate)
 		g.core.SetWeight(m.rec.ID, reg.Weight)
 		g.parseAddressLocked(m)
