@@ -57,17 +57,23 @@ func (a *advice) sameAs(adv protocol.Advisory) bool {
 
 // newAdvice builds the advice for adv. rates are the bound clients' rates
 // over the last window, busiest first; target converts adv.Shed into calls/s
-// (see Monitor.shedTarget).
-func newAdvice(adv protocol.Advisory, rates []protocol.ClientRate, target func(shed float64) float64) *advice {
+// (see Monitor.shedTarget); of the clients adv names, only those owns
+// accepts are sent back (a worker's own, see Options.Worker).
+func newAdvice(adv protocol.Advisory, rates []protocol.ClientRate, target func(shed float64) float64, owns func(client string) bool) *advice {
 	a := &advice{adv: adv}
 	a.adv.Clients = slices.Clone(adv.Clients)
 	switch adv.Advisory {
 	case protocol.Drain:
 		a.drain = true
 	case protocol.High:
-		names := adv.Clients
-		if len(names) == 0 {
+		var names []string
+		if len(adv.Clients) == 0 {
 			names = chooseShed(rates, target(adv.Shed))
+		}
+		for _, id := range adv.Clients {
+			if owns(id) {
+				names = append(names, id)
+			}
 		}
 		if len(names) > 0 {
 			a.targets = make(map[string]struct{}, len(names))

@@ -184,8 +184,8 @@ func (m *Monitor) Start() error {
 }
 
 // Close stops reporting, stops sending clients back and, if Start
-// registered the replica (and the monitor did not give up), deregisters
-// it. ctx bounds the deregistration. Calls after the first return nil.
+// registered the replica (and the monitor did not give up) and it is no
+// worker's (Options.Worker), deregisters it. ctx bounds the deregistration. Calls after the first return nil.
 func (m *Monitor) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -207,6 +207,9 @@ func (m *Monitor) Close(ctx context.Context) error {
 	reg := m.reg.Load()
 	if m.opts.Token != "" || reg == nil || reg.ID == "" || m.Err() != nil {
 		return nil // nothing registered, or refused: nothing to take back
+	}
+	if m.opts.Worker != nil {
+		return nil // the replica is the sibling workers' too
 	}
 	return m.deregister(ctx, reg)
 }

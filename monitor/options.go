@@ -141,6 +141,18 @@ type Options struct {
 	// negative: keep trying forever. Other failures (the balancer not
 	// reachable yet, a 5xx) are retried forever whatever it says.
 	RegisterAttempts int
+	// Worker makes the monitor one worker's of a multi-process replica
+	// (gunicorn-style workers, or a Go server forked per core): every
+	// worker of the replica runs its own monitor with the same Address
+	// and Count and its own Index. It is sent in the registration and in
+	// every report; the workers share the replica's id and token and the
+	// balancer combines their reports (docs/api.md "Multi-process
+	// replicas"). Under a high advisory that names clients, the monitor
+	// sends back only the clients it owns (protocol.WorkerOf(client,
+	// Count) == Index), so that each is sent back once. A worker does not
+	// deregister the replica at Close: it is its siblings' too. Push mode
+	// only; nil for a single-process replica.
+	Worker *protocol.Worker
 }
 
 // DefaultRegisterAttempts is how many refused registrations a monitor
@@ -273,6 +285,16 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RegisterAttempts == 0 {
 		o.RegisterAttempts = DefaultRegisterAttempts
+	}
+	if o.Worker != nil {
+		if err := o.Worker.Validate(); err != nil {
+			return o, invalid("Worker", "%v", err)
+		}
+		if o.Mode != protocol.MonitorPush {
+			return o, invalid("Worker", "is only allowed in push mode (each worker pushes its own reports)")
+		}
+		w := *o.Worker // the caller's may change
+		o.Worker = &w
 	}
 	return o, nil
 }

@@ -20,6 +20,13 @@ import (
 // returns the API's base URL and the balancer.
 func realBalancer(t *testing.T, wrap func(http.Handler) http.Handler) (string, *balancer.Balancer) {
 	t.Helper()
+	return realBalancerEvery(t, wrap, time.Hour)
+}
+
+// realBalancerEvery is realBalancer with testGroup's report interval
+// (the balancer's step period) set to interval.
+func realBalancerEvery(t *testing.T, wrap func(http.Handler) http.Handler, interval time.Duration) (string, *balancer.Balancer) {
+	t.Helper()
 	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +46,7 @@ func realBalancer(t *testing.T, wrap func(http.Handler) http.Handler) (string, *
 		_ = b.Shutdown(ctx)
 	})
 	if _, _, err := b.PutGroup(protocol.Group{Name: testGroup, FrontDoor: "127.0.0.1:0", JoinToken: "join",
-		ReportInterval: protocol.Duration(time.Hour)}); err != nil {
+		ReportInterval: protocol.Duration(interval)}); err != nil {
 		t.Fatal(err)
 	}
 	var h http.Handler = api.New(b, api.Options{AdminToken: "admin", Logger: discardLogger()})

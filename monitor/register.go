@@ -87,7 +87,8 @@ func (m *Monitor) register(ctx context.Context) (protocol.Registered, error) {
 		Address: m.opts.Address,
 		Weight:  m.opts.Weight,
 		Monitor: protocol.MonitorSpec{Mode: m.opts.Mode},
-		Replace: true,
+		Replace: true, // a sibling worker joins whatever it says (Options.Worker)
+		Worker:  m.opts.Worker,
 	}
 	if m.opts.Mode == protocol.MonitorPull {
 		body.Monitor.URL = m.opts.PullURL

@@ -37,6 +37,7 @@ func (m *Monitor) pushLocked(ctx context.Context) (protocol.Advisory, error) {
 		return protocol.Advisory{}, ErrNotRegistered
 	}
 	rep := m.closeWindowLocked(m.clock.Now())
+	rep.Worker = m.opts.Worker
 	body, err := json.Marshal(rep)
 	if err != nil {
 		return protocol.Advisory{}, fmt.Errorf("monitor: encode report: %w", err)
@@ -281,7 +282,7 @@ func (m *Monitor) applyLocked(adv protocol.Advisory) {
 		}
 		return
 	}
-	a := newAdvice(adv, m.rates, m.shedTargetLocked)
+	a := newAdvice(adv, m.rates, m.shedTargetLocked, m.ownsClient)
 	m.advice.Store(a)
 	switch {
 	case a.drain:
@@ -289,6 +290,14 @@ func (m *Monitor) applyLocked(adv protocol.Advisory) {
 	default:
 		m.log.Info("advisory high: sending clients back once each", "term", adv.Term, "epoch", adv.Epoch, "shed", adv.Shed, "clients", a.chosen())
 	}
+}
+
+// ownsClient reports whether this monitor sends client back when an
+// advisory names it: always for a single-process replica, only the
+// clients protocol.WorkerOf gives this worker otherwise.
+func (m *Monitor) ownsClient(client string) bool {
+	w := m.opts.Worker
+	return w == nil || protocol.WorkerOf(client, w.Count) == w.Index
 }
 
 // shedTargetLocked converts an amount of load to shed into calls/s of bound

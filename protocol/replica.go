@@ -35,4 +35,7 @@ type Replica struct {
 	// registration.
 	JoinTokenHash string    `json:"join_token_hash,omitempty"`
 	Created       time.Time `json:"created"`
+	// Workers is the worker count of a multi-process replica (registered
+	// with a Worker, see Worker); 0 for a single-process one.
+	Workers int `json:"workers,omitempty"`
 }

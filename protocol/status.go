@@ -77,6 +77,19 @@ type ReplicaStatus struct {
 	// instance since it joined; null when passive ejection is off
 	// (health.passive.consecutive_failures < 0).
 	Ejections *uint64 `json:"ejections"`
+	// Workers is set for a multi-process replica (registered with a
+	// Worker): its worker count and how many of its workers reported
+	// recently.
+	Workers *WorkersStatus `json:"workers,omitempty"`
+}
+
+// WorkersStatus are the workers of a multi-process replica.
+type WorkersStatus struct {
+	// Count is the worker count the replica registered with.
+	Count int `json:"count"`
+	// Reporting is how many workers' last report is recent enough to be
+	// combined into the replica's (younger than 3 report intervals).
+	Reporting int `json:"reporting"`
 }
 
 // Where a ReplicaStatus's rates and latencies come from (its Source).

@@ -23,6 +23,7 @@ const (
 	codeNotFound         = "not_found"              // 404: no such endpoint
 	codeMethodNotAllowed = "method_not_allowed"     // 405
 	codeDuplicateAddress = "duplicate_address"      // 409
+	codeWorkerConflict   = "worker_conflict"        // 409: a registration's worker does not match the replica's
 	codeFrontDoor        = "front_door_unavailable" // 409
 	codeNoConfigFile     = "no_config_file"         // 409: POST /v1/reload without --config
 	codeInvalidConfig    = "invalid_config"         // 400: POST /v1/reload of a file that cannot be used
@@ -101,6 +102,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		fe  *protocol.FieldError
 		pe  *strategy.ParamError
 		dup *balancer.DuplicateAddressError
+		wc  *balancer.WorkerConflictError
 		le  *balancer.LoopError
 		be  *balancer.BlockedError
 	)
@@ -115,6 +117,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, apiError{Code: codeInvalidValue, Message: message(err), Field: "strategy", Allowed: "one of: " + strings.Join(strategy.Names(), ", ")})
 	case errors.As(err, &dup):
 		writeError(w, http.StatusConflict, apiError{Code: codeDuplicateAddress, Message: message(err), Field: "address", ExistingID: dup.ExistingID})
+	case errors.As(err, &wc):
+		writeError(w, http.StatusConflict, apiError{Code: codeWorkerConflict, Message: message(err), Field: wc.Field, ExistingID: wc.ExistingID})
 	case errors.Is(err, balancer.ErrUnknownGroup):
 		writeError(w, http.StatusNotFound, apiError{Code: codeUnknownGroup, Message: message(err)})
 	case errors.As(err, &be):

@@ -339,6 +339,9 @@ func (b *Balancer) followReplica(rec protocol.Replica) {
 		oldHash = m.rec.TokenHash
 		addrChanged := m.rec.Address != rec.Address
 		m.rec.Weight, m.rec.Monitor, m.rec.TokenHash, m.rec.JoinTokenHash, m.rec.Address, m.rec.Static = rec.Weight, rec.Monitor, rec.TokenHash, rec.JoinTokenHash, rec.Address, rec.Static
+		if m.rec.Workers != rec.Workers {
+			m.rec.Workers, m.workers = rec.Workers, nil // workerreport.go
+		}
 		g.core.SetWeight(rec.ID, rec.Weight)
 		if addrChanged {
 			g.parseAddressLocked(m)

@@ -157,6 +157,14 @@ type member struct {
 	ref *ior.IOR
 
 	pullStop chan struct{}
+
+	// token is the token last issued to a multi-process replica, kept
+	// for its sibling workers' registrations (workerreg.go); "" for a
+	// single-process one. Guarded by g.mu.
+	token string
+	// workers holds the latest report of each worker of a multi-process
+	// replica (workerreport.go). Guarded by g.mu.
+	workers map[int]workerReport
 }
 
 // stateLocked is m's state, as the group's core derives it. Caller holds

@@ -12,7 +12,9 @@ import (
 // Register adds a replica to a group and returns its id and a fresh token.
 // An address already in the group is a *DuplicateAddressError unless
 // reg.Replace is set: then the existing replica keeps its id, gets a fresh
-// token and the old one is revoked (created is false).
+// token and the old one is revoked (created is false). A registration
+// with reg.Worker joins the multi-process replica of its address or is a
+// *WorkerConflictError (workerreg.go).
 func (b *Balancer) Register(groupName string, reg protocol.Registration) (protocol.Registered, bool, error) {
 	return b.RegisterWithJoinToken(groupName, reg, "")
 }
@@ -50,6 +52,9 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	if err := registry.ValidateMonitor(reg.Monitor); err != nil {
 		return protocol.Registered{}, false, err
 	}
+	if err := validateWorkerRegistration(reg); err != nil {
+		return protocol.Registered{}, false, err // workerreg.go
+	}
 	if err := b.StoreUnreachable(); err != nil {
 		return protocol.Registered{}, false, err // degraded.go
 	}
@@ -67,9 +72,13 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 			break
 		}
 	}
-	if existing != nil && !reg.Replace {
-		g.mu.Unlock()
-		return protocol.Registered{}, false, &DuplicateAddressError{Group: groupName, Address: reg.Address, ExistingID: existing.rec.ID}
+	join := false
+	if existing != nil {
+		var err error
+		if join, err = joinsWorkers(groupName, existing.rec, reg); err != nil { // workerreg.go
+			g.mu.Unlock()
+			return protocol.Registered{}, false, err
+		}
 	}
 	joinHash := ""
 	if joinToken != "" {
@@ -81,19 +90,36 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	}
 	created := existing == nil
 	var m *member
-	if existing != nil {
+	switch {
+	case join:
+		// A sibling worker joins: same id and token, nothing else changes.
 		m = existing
-		m.rec.Weight, m.rec.Monitor = reg.Weight, reg.Monitor
+		var fresh bool
+		if token, hash, fresh = m.joinTokenLocked(); !fresh {
+			out := g.registeredLocked(m.rec.ID, token)
+			g.mu.Unlock()
+			b.log.Info("replica worker joined", "group", groupName, "replica", m.rec.ID, "address", m.rec.Address, "worker", reg.Worker.Index, "workers", reg.Worker.Count)
+			return out, false, nil
+		}
+		joinHash = m.rec.JoinTokenHash
+	case existing != nil:
+		m = existing
+		m.rec.Weight, m.rec.Monitor, m.rec.Workers = reg.Weight, reg.Monitor, workerCount(reg)
+		m.workers = nil // the workers of another count, or none (workerreport.go)
 		g.applyLocked(m, groupcore.Activate)
 		g.core.SetWeight(m.rec.ID, reg.Weight)
 		g.parseAddressLocked(m)
-	} else {
-		rec := protocol.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Created: b.now().UTC()}
+	default:
+		rec := protocol.Replica{ID: g.freshIDLocked(), Group: groupName, Address: reg.Address, Weight: reg.Weight, Monitor: reg.Monitor, Workers: workerCount(reg), Created: b.now().UTC()}
 		m = g.addMemberLocked(rec, groupcore.Lifecycle{})
 	}
-	oldHash, oldJoin := m.rec.TokenHash, m.rec.JoinTokenHash
+	oldHash, oldJoin, oldToken := m.rec.TokenHash, m.rec.JoinTokenHash, m.token
 	m.rec.JoinTokenHash = joinHash // an admin's replace takes the replica over
 	m.rec.TokenHash = hash
+	m.token = ""
+	if m.rec.Workers > 0 {
+		m.token = token // for the siblings that join (workerreg.go)
+	}
 	rec := m.rec
 	write := g.putReplicaLocked(rec)
 	if m.pullStop != nil && m.rec.Monitor.Mode != protocol.MonitorPull {
@@ -105,17 +131,11 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	}
 	g.membershipChangedLocked()
 	g.emitLocked("membership", g.membersEventLocked())
-	out := protocol.Registered{
-		ID:             rec.ID,
-		Token:          token,
-		FrontDoor:      g.frontDoorURLLocked(),
-		ReportURL:      strings.TrimRight(*b.adminURL.Load(), "/") + "/v1/report",
-		ReportInterval: g.spec.ReportInterval,
-	}
+	out := g.registeredLocked(rec.ID, token)
 	g.mu.Unlock()
 	g.flushWrites()
 	if err := writeErr(write); err != nil {
-		g.undoRegister(m, created, oldHash, oldJoin)
+		g.undoRegister(m, created, oldHash, oldJoin, oldToken)
 		return protocol.Registered{}, false, err
 	}
 
@@ -129,16 +149,28 @@ func (b *Balancer) RegisterWithJoinToken(groupName string, reg protocol.Registra
 	return out, created, nil
 }
 
+// registeredLocked is the answer to a registration of replica id with
+// token. Caller holds g.mu.
+func (g *group) registeredLocked(id, token string) protocol.Registered {
+	return protocol.Registered{
+		ID:             id,
+		Token:          token,
+		FrontDoor:      g.frontDoorURLLocked(),
+		ReportURL:      strings.TrimRight(*g.b.adminURL.Load(), "/") + "/v1/report",
+		ReportInterval: g.spec.ReportInterval,
+	}
+}
+
 // undoRegister undoes a registration whose record could not be written: a
 // new member is dropped, a replaced one keeps its old tokens.
-func (g *group) undoRegister(m *member, created bool, oldHash, oldJoin string) {
+func (g *group) undoRegister(m *member, created bool, oldHash, oldJoin, oldToken string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.members[m.rec.ID] != m {
 		return
 	}
 	if !created {
-		m.rec.TokenHash, m.rec.JoinTokenHash = oldHash, oldJoin
+		m.rec.TokenHash, m.rec.JoinTokenHash, m.token = oldHash, oldJoin, oldToken
 		return
 	}
 	g.removeMemberLocked(m)

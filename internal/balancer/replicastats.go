@@ -23,8 +23,8 @@ func statsSource(gs protocol.Group) string {
 	return protocol.SourceFrontDoor
 }
 
-// replicaStatsLocked fills rs's source, rps, latency quantiles, bound
-// clients and ejections: from m's call window in front-door groups, from
+// replicaStatsLocked fills rs's workers, source, rps, latency quantiles,
+// bound clients and ejections: from m's call window in front-door groups, from
 // the view v of its last report (reported: v exists) in the others. A
 // figure nothing measured stays nil. Caller holds g.mu.
 func (g *group) replicaStatsLocked(rs *protocol.ReplicaStatus, m *member, v analyzer.ReplicaView, reported bool, now time.Time) {
@@ -32,6 +32,7 @@ func (g *group) replicaStatsLocked(rs *protocol.ReplicaStatus, m *member, v anal
 		n := m.ejections.Load()
 		rs.Ejections = &n
 	}
+	rs.Workers = g.workersStatusLocked(m) // workerreport.go
 	rs.Source = statsSource(g.spec)
 	if rs.Source == protocol.SourceReport {
 		if !reported || !v.Reported {

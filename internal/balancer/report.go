@@ -41,6 +41,9 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if g.members[m.rec.ID] != m {
 		return protocol.Advisory{}, ErrUnknownToken
 	}
+	if err := checkReportWorker(m.rec, r); err != nil {
+		return protocol.Advisory{}, err // workerreport.go
+	}
 	role := g.roleLocked()
 	if role.lead != g.leading {
 		g.syncLeadershipLocked()
@@ -48,6 +51,20 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if !role.lead {
 		return protocol.Advisory{}, g.notLeaderLocked(role.status) // leaderreport.go
 	}
+	if r.Worker != nil {
+		adv, err := g.workerReportLocked(m, r) // workerreport.go
+		adv.Term = uint64(role.term)
+		return adv, err
+	}
+	adv, err := g.feedReportLocked(m, r)
+	adv.Term = uint64(role.term)
+	return adv, err
+}
+
+// feedReportLocked feeds the replica's report (a multi-process replica's
+// combined one) to the analyzer and returns its advisory, without the
+// term. Caller holds g.mu and leads the group.
+func (g *group) feedReportLocked(m *member, r protocol.Report) (protocol.Advisory, error) {
 	g.tcpReportClientsLocked(m.rec.ID, &r) // tcpgroup.go
 	adv, err := g.core.Report(m.rec.ID, r, g.b.now())
 	if err != nil {
@@ -56,7 +73,6 @@ func (g *group) report(m *member, r protocol.Report) (protocol.Advisory, error) 
 	if l := g.b.opts.Leadership; l != nil {
 		l.Report(g.name) // the new leader's warm-up counts reports
 	}
-	adv.Term = uint64(role.term)
 	inflight, ok := r.Metrics[protocol.MetricInflight]
 	if !ok {
 		inflight = math.NaN()
