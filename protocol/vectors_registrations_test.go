@@ -12,16 +12,17 @@ import (
 // registrationCase is one case of testdata/registrations.json. Request
 // cases (Request) are run against a real balancer by internal/api's tests.
 type registrationCase struct {
-	Name       string          `json:"name"`
-	Doc        string          `json:"doc"`
-	Group      json.RawMessage `json:"group"`
-	Before     []string        `json:"before"`
-	Request    *string         `json:"request"`
-	Status     int             `json:"status"`
-	Code       string          `json:"code"`
-	SameIDAs   *int            `json:"same_id_as"`
-	Answer     *string         `json:"answer"`
-	Registered *struct {
+	Name        string          `json:"name"`
+	Doc         string          `json:"doc"`
+	Group       json.RawMessage `json:"group"`
+	Before      []string        `json:"before"`
+	Request     *string         `json:"request"`
+	Status      int             `json:"status"`
+	Code        string          `json:"code"`
+	SameIDAs    *int            `json:"same_id_as"`
+	SameTokenAs *int            `json:"same_token_as"`
+	Answer      *string         `json:"answer"`
+	Registered  *struct {
 		ID               string  `json:"id"`
 		Token            string  `json:"token"`
 		FrontDoor        string  `json:"front_door"`

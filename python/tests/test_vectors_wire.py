@@ -24,7 +24,7 @@ REPORTS = load("reports", {"body", "expand", "pad_to", "error", "report"})
 ADVISORIES = load("advisories", {"body", "error", "advisory", "worker", "steps"})
 ADVISORY_DECODES = [c for c in ADVISORIES if "body" in c]
 REGISTRATIONS = load(
-    "registrations", {"group", "before", "request", "status", "code", "same_id_as", "answer", "registered", "error"}
+    "registrations", {"group", "before", "request", "status", "code", "same_id_as", "same_token_as", "answer", "registered", "error"}
 )
 REG_REQUESTS = [c for c in REGISTRATIONS if "request" in c]
 REG_ANSWERS = [c for c in REGISTRATIONS if "answer" in c]
@@ -115,11 +115,11 @@ def test_registration_request_vectors(balancer: Any) -> None:
         balancer.create_group(name, **case["group"])
         path = f"/v1/groups/{name}/replicas"
         headers = {"Content-Type": "application/json"}
-        before_ids = []
+        before: list[Any] = []
         for body in case.get("before", []):
             r = balancer.api.post(path, content=body.encode(), headers=headers)
             assert r.status_code in (200, 201), f"{case['name']}: before: {r.status_code} {r.text}"
-            before_ids.append(r.json()["id"])
+            before.append(decode_registration_answer(r.content))
         r = balancer.api.post(path, content=case["request"].encode(), headers=headers)
         assert r.status_code == case["status"], f"{case['name']}: {r.status_code} {r.text}"
         if r.status_code >= 400:
@@ -131,7 +131,9 @@ def test_registration_request_vectors(balancer: Any) -> None:
         else:
             reg = decode_registration_answer(r.content)
             if "same_id_as" in case:
-                assert reg.id == before_ids[case["same_id_as"]], case["name"]
+                assert reg.id == before[case["same_id_as"]].id, case["name"]
+            if "same_token_as" in case:
+                assert reg.token == before[case["same_token_as"]].token, case["name"]
 
 
 @pytest.mark.parametrize("case", SPLITS, ids=ids(SPLITS))
