@@ -202,7 +202,8 @@ def _first_duplicate(v: Any, path: str) -> str | None:
 def _known_keys(prefix: str, obj: dict[str, Any], *known: str) -> None:
     unknown = sorted(k for k in obj if k not in known)
     if unknown:
-        raise FieldError(prefix + unknown[0], "unknown field", "must be one of: " + ", ".join(known))
+        name = unknown[0] if unknown[0] != "" else '""'
+        raise FieldError(prefix + name, "unknown field", "must be one of: " + ", ".join(known))
 
 
 def _is_number(v: Any) -> bool:
