@@ -133,7 +133,9 @@ func (tc *clientCase) run(t *testing.T) {
 	if clientID == "" {
 		clientID = "vectors-client"
 	}
-	// Start every party first: scripts name each other's URLs.
+	// Every party's URL is known before any serves: scripts name each
+	// other's URLs.
+	listeners := map[string]net.Listener{}
 	for _, name := range slices.Sorted(maps.Keys(tc.Parties)) {
 		p := tc.Parties[name]
 		if p.Refused && (len(p.Responses) > 0 || len(p.Requests) > 0) {
@@ -148,11 +150,14 @@ func (tc *clientCase) run(t *testing.T) {
 			ln.Close() // a closed port: connections are refused
 			continue
 		}
-		srv := &http.Server{Handler: p.handler(t, name, tc.subst(clientID))}
+		listeners[name] = ln
+	}
+	subst := tc.subst(clientID)
+	for name, ln := range listeners {
+		srv := &http.Server{Handler: tc.Parties[name].handler(t, name, subst)}
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 	}
-	subst := tc.subst(clientID)
 	var doors []string
 	for _, d := range tc.Options.FrontDoors {
 		p := tc.Parties[d]
