@@ -318,7 +318,8 @@ func decodeClient(field string, raw json.RawMessage, c *ClientRate) error {
 	return decodeNumber(field+".rate", rate, &c.Rate)
 }
 
-// knownKeys rejects the first key of obj (in sorted order) not in known.
+// knownKeys rejects the first key of obj (in sorted order) not in known
+// (the empty key named `""`).
 func knownKeys(prefix string, obj map[string]json.RawMessage, known ...string) error {
 	var unknown []string
 	for k := range obj {
@@ -330,7 +331,11 @@ func knownKeys(prefix string, obj map[string]json.RawMessage, known ...string) e
 		return nil
 	}
 	slices.Sort(unknown)
-	return &FieldError{Field: prefix + unknown[0], Value: "unknown field", Allowed: "must be one of: " + strings.Join(known, ", ")}
+	name := unknown[0]
+	if name == "" {
+		name = `""` // named as UniqueKeys names it
+	}
+	return &FieldError{Field: prefix + name, Value: "unknown field", Allowed: "must be one of: " + strings.Join(known, ", ")}
 }
 
 // decodeNumber decodes a JSON number (not null, not a string) into v.

@@ -76,7 +76,7 @@ func DecodeWorker(raw json.RawMessage) (Worker, error) {
 		if !ok {
 			return Worker{}, &FieldError{Field: "worker." + f.key, Value: nil, Allowed: "is required: a whole number"}
 		}
-		if err := json.Unmarshal(v, f.dst); err != nil {
+		if err := json.Unmarshal(v, f.dst); err != nil || string(v) == "null" {
 			return Worker{}, &FieldError{Field: "worker." + f.key, Value: jsonText(v), Allowed: "must be a whole number"}
 		}
 	}
