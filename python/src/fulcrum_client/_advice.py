@@ -1,0 +1,223 @@
+"""Advisories as the monitor obeys them: decoding, the term rule, the shed
+choice and the once-per-advisory send-back set. Pure: no I/O, no clock.
+
+The rules are the Go monitor's (monitor/term.go, advice.go, shed.go):
+
+- an advisory whose term is below the highest seen since the monitor last
+  registered is ignored whole (level, clients and report_interval);
+- an advisory is identified by (level, term, epoch): the same one again
+  changes nothing, a new one lets every client be sent back once more;
+- under ``high`` the named clients, or when none are named the busiest
+  bound clients whose rates fit in the shed amount (plus at most one
+  larger client when that brings the total closer), are each sent back
+  once; under ``drain`` every bound call is; an unknown level is nominal.
+
+A worker of a multi-process replica (index i of n) sends back only the
+clients it owns, worker_of(client, n) == i, so that each client is sent
+back once by the replica as a whole; without names it chooses among the
+clients it owns, for its share (1/n) of the shed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fulcrum_client.protocol import DRAIN, HIGH, NOMINAL, worker_of
+
+_SHED_EPSILON = 1e-9
+_LEVELS = (NOMINAL, HIGH, DRAIN)
+
+_UNITS_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "μs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go duration string ("500ms", "1m30s", "0"), as the
+    balancer writes report_interval. ValueError names the value."""
+    if not isinstance(text, str):
+        raise ValueError(f"duration {text!r}: must be a string such as \"500ms\" or \"2s\"")
+    if text == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    if not text:
+        raise ValueError('duration "": must be a Go duration such as "500ms" or "2s"')
+    while pos < len(text):
+        m = _DURATION_PART.match(text, pos)
+        if m is None or m.group(1) in ("", "."):
+            raise ValueError(f"duration {text!r}: must be a Go duration such as \"500ms\" or \"2s\"")
+        total += float(m.group(1)) * _UNITS_NS[m.group(2)]
+        pos = m.end()
+    return total / 1e9
+
+
+@dataclass(frozen=True)
+class Advisory:
+    """The balancer's answer to a report (docs/api.md "Load reports")."""
+
+    level: str = NOMINAL
+    shed: float = 0.0
+    term: int = 0
+    epoch: int = 0
+    clients: tuple[str, ...] = ()
+    # report_interval in seconds; 0 when the answer gave none.
+    report_interval: float = 0.0
+
+
+NOMINAL_ADVISORY = Advisory()
+
+
+def decode_advisory(obj: object) -> Advisory:
+    """An Advisory from the decoded JSON of an answer. Keys other than the
+    six are ignored, as Go's decoder does; a known key of the wrong type is
+    a ValueError naming it, its value and what is allowed. An unknown level
+    is kept (apply treats it as nominal)."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"advisory: invalid value {obj!r}, must be a JSON object")
+
+    def number(key: str) -> float:
+        v = obj.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"advisory.{key}: invalid value {v!r}, must be a number")
+        return float(v)
+
+    def whole(key: str) -> int:
+        v = obj.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"advisory.{key}: invalid value {v!r}, must be a whole number >= 0")
+        return v
+
+    level = obj.get("advisory", "")
+    if not isinstance(level, str):
+        raise ValueError(f"advisory.advisory: invalid value {level!r}, must be a string")
+    clients = obj.get("clients") or []
+    if not isinstance(clients, list) or not all(isinstance(c, str) for c in clients):
+        raise ValueError(f"advisory.clients: invalid value {clients!r}, must be a list of client ids")
+    interval = obj.get("report_interval")
+    try:
+        seconds = 0.0 if interval is None else parse_duration(interval)
+    except ValueError as e:
+        raise ValueError(f"advisory.report_interval: {e}") from None
+    return Advisory(
+        level=level,
+        shed=number("shed"),
+        term=whole("term"),
+        epoch=whole("epoch"),
+        clients=tuple(clients),
+        report_interval=seconds,
+    )
+
+
+def admit_term(highest: int, term: int) -> tuple[bool, int]:
+    """Whether a monitor that has seen terms up to highest since it last
+    registered applies an advisory of term (not when term < highest), and
+    the highest term seen after it."""
+    if term < highest:
+        return False, highest
+    return True, term
+
+
+def same_advisory(a: Advisory, b: Advisory) -> bool:
+    """Whether b is the advisory a: the same level, term and epoch."""
+    return a.level == b.level and a.term == b.term and a.epoch == b.epoch
+
+
+def choose_shed(rates: Sequence[tuple[str, float]], target: float) -> list[str]:
+    """The bound clients to send back so that their rates add up as closely
+    as possible to target (calls/s). rates are sorted busiest first. Busiest
+    first, each client that still fits is taken; if some of the target is
+    left, the one skipped client whose move brings the total closest is
+    added, if any brings it closer (rate < 2 * left)."""
+    if target <= 0:
+        return []
+    chosen: list[str] = []
+    left = target
+    skipped = -1
+    for i, (cid, rate) in enumerate(rates):
+        if left <= _SHED_EPSILON or rate <= 0:
+            break
+        if rate <= left + _SHED_EPSILON:
+            chosen.append(cid)
+            left -= rate
+            continue
+        skipped = i
+    if left > _SHED_EPSILON and skipped >= 0 and rates[skipped][1] < 2 * left:
+        chosen.append(rates[skipped][0])
+    return chosen
+
+
+def busiest_first(rates: dict[str, float]) -> list[tuple[str, float]]:
+    """rates ordered by descending rate, then by id (deterministic)."""
+    return sorted(rates.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@dataclass
+class Advice:
+    """An advisory as the hot path applies it. Immutable but for the sent
+    set; a new advisory is a new Advice, so every client may be sent back
+    once again. send_back is safe for concurrent use."""
+
+    advisory: Advisory = NOMINAL_ADVISORY
+    drain: bool = False
+    targets: frozenset[str] = frozenset()
+    _sent: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def send_back(self, client: str) -> bool:
+        """Whether a bound call of client is answered with a rebind
+        redirect; if so the client is marked sent for this advisory."""
+        if self.drain:
+            return True
+        if not client or client not in self.targets:
+            return False
+        with self._lock:
+            if client in self._sent:
+                return False
+            self._sent.add(client)
+            return True
+
+    def chosen(self) -> list[str]:
+        """The clients sent back under high, sorted (for logs)."""
+        return sorted(self.targets)
+
+
+def new_advice(
+    adv: Advisory,
+    rates: Sequence[tuple[str, float]],
+    target: Callable[[float], float],
+    worker: tuple[int, int] | None = None,
+) -> Advice:
+    """The Advice for adv. rates are the bound clients' rates over the last
+    window, busiest first; target converts adv.shed into calls/s. worker is
+    (index, count) for a worker of a multi-process replica: it keeps only
+    the clients it owns and, without names, sheds its 1/count share."""
+    if adv.level == DRAIN:
+        return Advice(advisory=adv, drain=True)
+    if adv.level != HIGH:
+        return Advice(advisory=adv)
+    names: Sequence[str] = adv.clients
+    if worker is not None:
+        index, count = worker
+        names = [c for c in names if worker_of(c, count) == index]
+        if not adv.clients:
+            owned = [(c, r) for c, r in rates if worker_of(c, count) == index]
+            names = choose_shed(owned, target(adv.shed) / max(count, 1))
+    elif not names:
+        names = choose_shed(rates, target(adv.shed))
+    return Advice(advisory=adv, targets=frozenset(names))
+
+
+def normalise_level(level: str) -> str:
+    """level, or nominal when it is not a level the monitor knows."""
+    return level if level in _LEVELS else NOMINAL
