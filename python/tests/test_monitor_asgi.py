@@ -104,3 +104,21 @@ def test_replica_removed_by_the_balancer_registers_again(
         return reg is not None and reg.token != first.token and replica(balancer, GROUP, srv.base)
 
     wait_for("the monitor to register again after a 401", again)
+
+
+def test_without_lifespan_the_monitor_starts_on_the_first_request(balancer: Balancer) -> None:
+    balancer.create_group(GROUP, report_interval="100ms")
+    port = free_port()
+    app = ASGIMonitor(Starlette(routes=[Route("/work", work)]), balancer=balancer.admin, group=GROUP,
+                      address=f"http://127.0.0.1:{port}", interval=0.1)
+    srv = Server(app, port, lifespan="off")
+    try:
+        assert app.monitor.registration is None
+        assert httpx.get(srv.base + "/work").status_code == 200
+        reg = app.monitor.wait_registered(10)
+        assert replica(balancer, GROUP, srv.base)["id"] == reg.id  # type: ignore[index]
+    finally:
+        srv.stop()
+        asyncio.run(app.monitor.aclose())
+    gone = (replica(balancer, GROUP, srv.base) or {"state": "gone"})["state"]
+    assert gone in ("draining", "gone")

@@ -118,23 +118,28 @@ def test_gunicorn_workers_register_one_replica(flask_group: Balancer, tmp_path: 
     try:
         r = wait_for("the gunicorn workers to register", lambda: replica(b, GROUP, g.base))
         pids: set[str] = set()
-        with httpx.Client(timeout=5) as http:
-            def both() -> object:
-                for _ in range(10):
-                    # A fresh connection per call: the kernel spreads them
-                    # over both workers.
-                    resp = httpx.get(g.base + "/work", headers={"Fulcrum-Binding": f"{GROUP}/{r['id']}",
-                                                                "Fulcrum-Client": f"c-{len(pids)}"})
-                    assert resp.status_code == 200, resp.text
-                    pids.add(resp.text.split()[1])
-                return len(pids) == 2 and reported(b, GROUP, g.base)
 
-            status = wait_for("both workers to serve and report", both)
-            del http
+        def both() -> object:
+            for _ in range(10):
+                # A fresh connection per call (gunicorn's sync workers close
+                # each one anyway): the kernel spreads them over both workers.
+                resp = httpx.get(g.base + "/work", headers={"Fulcrum-Binding": f"{GROUP}/{r['id']}",
+                                                            "Fulcrum-Client": f"c-{len(pids)}"})
+                assert resp.status_code == 200, resp.text
+                pids.add(resp.text.split()[1])
+            return len(pids) == 2 and reported(b, GROUP, g.base)
+
+        status = wait_for("both workers to serve and report", both)
         replicas = [x for x in b.group(GROUP)["replicas"] if x["address"] == g.base]
         assert len(replicas) == 1, replicas
         assert status["id"] == r["id"]
         assert status["source"] == "report"
+        # Both workers' reports are combined into the replica's.
+        assert wait_for("both workers' reports", lambda: (replica(b, GROUP, g.base) or {}).get("workers")
+                        == {"count": 2, "reporting": 2})
     finally:
         g.stop()
     assert g.proc.returncode == 0, g.output()
+    # The last worker to exit deregistered the replica.
+    gone = (replica(b, GROUP, g.base) or {"state": "gone"})["state"]
+    assert gone in ("draining", "gone"), g.output()

@@ -13,9 +13,11 @@ The rules are the Go monitor's (monitor/term.go, advice.go, shed.go):
   once; under ``drain`` every bound call is; an unknown level is nominal.
 
 A worker of a multi-process replica (index i of n) sends back only the
-clients it owns, worker_of(client, n) == i, so that each client is sent
-back once by the replica as a whole; without names it chooses among the
-clients it owns, for its share (1/n) of the shed.
+named clients it owns, worker_of(client, n) == i, so that each client is
+sent back once by the replica as a whole. Without names it chooses among
+the clients it saw, for the shed its advisory gives: the balancer already
+gives each worker its part of the replica's shed (in proportion to the
+worker's load), so the workers together shed the replica's amount once.
 """
 
 from __future__ import annotations
@@ -200,21 +202,18 @@ def new_advice(
 ) -> Advice:
     """The Advice for adv. rates are the bound clients' rates over the last
     window, busiest first; target converts adv.shed into calls/s. worker is
-    (index, count) for a worker of a multi-process replica: it keeps only
-    the clients it owns and, without names, sheds its 1/count share."""
+    (index, count) for a worker of a multi-process replica: of the named
+    clients it keeps only those it owns."""
     if adv.level == DRAIN:
         return Advice(advisory=adv, drain=True)
     if adv.level != HIGH:
         return Advice(advisory=adv)
     names: Sequence[str] = adv.clients
-    if worker is not None:
+    if not names:
+        names = choose_shed(rates, target(adv.shed))
+    elif worker is not None:
         index, count = worker
         names = [c for c in names if worker_of(c, count) == index]
-        if not adv.clients:
-            owned = [(c, r) for c, r in rates if worker_of(c, count) == index]
-            names = choose_shed(owned, target(adv.shed) / max(count, 1))
-    elif not names:
-        names = choose_shed(rates, target(adv.shed))
     return Advice(advisory=adv, targets=frozenset(names))
 
 

@@ -39,7 +39,7 @@ from fulcrum_client._admin import AdminRoute, APIError, NoAdminError
 from fulcrum_client._advice import Advisory
 from fulcrum_client._cpu import CPUMeter
 from fulcrum_client._monitor_core import LOAD_RATE, LOAD_SOURCES, Call, Core, Registration
-from fulcrum_client._workers import Slot, claim_slot, slot_dir, workers_from_env
+from fulcrum_client._workers import Slot, claim_slot, others_alive, slot_dir, workers_from_env
 from fulcrum_client.protocol import MAX_REPORT_CLIENTS, MAX_WORKERS
 
 __all__ = ["APIError", "Call", "Monitor", "MonitorError", "NotRegisteredError", "Registration", "Stats"]
@@ -329,14 +329,16 @@ class Monitor:
         self._release_slot()
 
     async def aclose(self, timeout: float = 5.0) -> None:
-        """As close, for a monitor started with astart."""
+        """As close, for a monitor started with astart (also once the loop
+        that ran its task has ended, as under a server without lifespan)."""
         if not self._mark_closed():
             return
         if self._astop is not None:
             self._astop.set()
-        if self._task is not None:
+        task = self._task
+        if task is not None and not task.done() and task.get_loop() is asyncio.get_running_loop():
             try:
-                await asyncio.wait_for(self._task, timeout)
+                await asyncio.wait_for(task, timeout)
             except (asyncio.TimeoutError, asyncio.CancelledError):
                 pass
         reg = self._finish_close()
@@ -357,8 +359,18 @@ class Monitor:
             return True
 
     def _finish_close(self) -> Registration | None:
+        """Stops sending clients back and returns the registration to take
+        back, if any: not when it was given (token), never made, refused,
+        or when this is a worker whose siblings still run (only the last
+        worker of a replica deregisters it)."""
         self.core.reset_advice()
         reg = self.core.registration
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.release()
+            if others_alive(self._worker_dir, slot.count, slot.index):
+                log.info("worker %d of %d closing; siblings still serve replica %s", slot.index, slot.count, reg.id if reg else "")
+                return None
         if self._token_given or reg is None or not reg.id or not self._registered_by_start or self.err is not None:
             return None
         return reg
