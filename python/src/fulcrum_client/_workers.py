@@ -6,9 +6,9 @@ slot-<i>.lock in a directory that the workers of one replica share (by
 default under the system's temporary directory, named after the group and
 address). The lock is held for the life of the process and released by the
 kernel when it exits, so a worker that the server restarts takes the slot
-its predecessor left. The same locks tell a closing worker whether a
-sibling still runs (others_alive): only the last worker deregisters the
-replica, so that the server restarting one worker does not drain it.
+its predecessor left. When every slot is held (a server replacing its
+workers starts the new ones before the old ones exit), the monitor tries
+again until one is freed.
 """
 
 from __future__ import annotations
@@ -56,16 +56,13 @@ def claim_slot(directory: Path, count: int) -> Slot:
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_WORKERS:
         raise ValueError(f"monitor: workers {count!r}: must be a whole number in [1, {MAX_WORKERS}]")
     directory.mkdir(parents=True, exist_ok=True)
-    # Two passes: a closing sibling holds another's lock for an instant
-    # while it looks whether any worker still runs (others_alive).
-    for _ in range(2):
-        for i in range(count):
-            slot = _try_lock(directory, i)
-            if slot is not None:
-                return Slot(index=i, count=count, path=slot[0], fd=slot[1])
+    for i in range(count):
+        slot = _try_lock(directory, i)
+        if slot is not None:
+            return Slot(index=i, count=count, path=slot[0], fd=slot[1])
     raise NoFreeSlotError(
-        f"monitor: all {count} worker slots in {directory} are held by live processes; "
-        f"workers (or WEB_CONCURRENCY) must be the server's worker count"
+        f"monitor: all {count} worker slots in {directory} are held by live processes "
+        f"(old workers still exiting, or more workers than workers/WEB_CONCURRENCY says)"
     )
 
 
@@ -96,14 +93,3 @@ def _try_lock(directory: Path, index: int) -> tuple[Path, int] | None:
     os.set_inheritable(fd, False)
     return path, fd
 
-
-def others_alive(directory: Path, count: int, index: int) -> bool:
-    """Whether a worker other than index still holds its slot."""
-    for i in range(count):
-        if i == index:
-            continue
-        held = _try_lock(directory, i)
-        if held is None:
-            return True
-        os.close(held[1])
-    return False

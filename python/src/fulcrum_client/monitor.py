@@ -39,7 +39,7 @@ from fulcrum_client._admin import AdminRoute, APIError, NoAdminError
 from fulcrum_client._advice import Advisory
 from fulcrum_client._cpu import CPUMeter
 from fulcrum_client._monitor_core import LOAD_RATE, LOAD_SOURCES, Call, Core, Registration
-from fulcrum_client._workers import Slot, claim_slot, others_alive, slot_dir, workers_from_env
+from fulcrum_client._workers import NoFreeSlotError, Slot, claim_slot, slot_dir, workers_from_env
 from fulcrum_client.protocol import MAX_REPORT_CLIENTS, MAX_WORKERS
 
 __all__ = ["APIError", "Call", "Monitor", "MonitorError", "NotRegisteredError", "Registration", "Stats"]
@@ -177,6 +177,7 @@ class Monitor:
         self._worker = worker
         self._worker_dir = Path(worker_dir) if worker_dir else slot_dir(group, address)
         self._slot: Slot | None = None
+        self._slot_warned = False
         self._attempts = register_attempts
         self._timeout = timeout
         self._clock = clock
@@ -294,9 +295,6 @@ class Monitor:
             if self._started or self._closed:
                 raise MonitorError("monitor: already started or closed")
             self._started = True
-        if self._worker is None and self._workers > 1:
-            self._slot = claim_slot(self._worker_dir, self._workers)
-            self._worker = (self._slot.index, self._slot.count)
         self.core.worker = self._worker
         self._cpu = CPUMeter(self._clock(), self._cpus)
 
@@ -360,20 +358,35 @@ class Monitor:
 
     def _finish_close(self) -> Registration | None:
         """Stops sending clients back and returns the registration to take
-        back, if any: not when it was given (token), never made, refused,
-        or when this is a worker whose siblings still run (only the last
-        worker of a replica deregisters it)."""
+        back, if any: not when it was given (token), never made or refused,
+        and never a worker's (the replica is its siblings' too), as the Go
+        monitor does."""
         self.core.reset_advice()
         reg = self.core.registration
-        slot, self._slot = self._slot, None
-        if slot is not None:
-            slot.release()
-            if others_alive(self._worker_dir, slot.count, slot.index):
-                log.info("worker %d of %d closing; siblings still serve replica %s", slot.index, slot.count, reg.id if reg else "")
-                return None
-        if self._token_given or reg is None or not reg.id or not self._registered_by_start or self.err is not None:
+        if self._token_given or self._worker is not None or reg is None or not reg.id:
+            return None
+        if not self._registered_by_start or self.err is not None:
             return None
         return reg
+
+    def _claim_worker(self) -> float:
+        """Claims a worker slot when this is one of several worker
+        processes and has none yet: 0 when done (or not needed), else the
+        seconds to wait before trying again (every slot is held: the
+        server is replacing its workers, and the old ones still run)."""
+        if self._worker is not None or self._workers <= 1:
+            return 0.0
+        try:
+            self._slot = claim_slot(self._worker_dir, self._workers)
+        except NoFreeSlotError as e:
+            if not self._slot_warned:
+                self._slot_warned = True
+                log.warning("%s; waiting for one to be freed", e)
+            return 0.1
+        self._worker = (self._slot.index, self._slot.count)
+        self.core.worker = self._worker
+        log.info("worker %d of %d (slot %s)", self._slot.index, self._slot.count, self._slot.path)
+        return 0.0
 
     def _deregister(self, run: Callable[[], None]) -> None:
         reg = self.core.registration
@@ -456,6 +469,9 @@ class Monitor:
         return True
 
     def _run(self) -> None:
+        while (wait := self._claim_worker()) > 0:
+            if self._stop.wait(wait):
+                return
         with httpx.Client(timeout=self._timeout) as client:
             if not self._token_given:
                 backoff = FIRST_BACKOFF
@@ -499,6 +515,9 @@ class Monitor:
             except asyncio.TimeoutError:
                 return stop.is_set()
 
+        while (wait := self._claim_worker()) > 0:
+            if await stopped(wait):
+                return
         async with httpx.AsyncClient(timeout=self._timeout) as client:
             if not self._token_given:
                 backoff = FIRST_BACKOFF
