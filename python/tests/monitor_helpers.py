@@ -100,10 +100,10 @@ def check_one_rebind_per_advisory(
                         assert r.headers["Content-Length"] == "0"
                     else:
                         assert r.status_code == 200, r.text
-                    if before == after and before.level == "high":
+                    if before == after and before.advisory == "high":
                         named[(after.term, after.epoch)] = after.clients
                         results.setdefault((after.term, after.epoch, cid), []).append(r.status_code)
-                    elif r.status_code == 307 and after.level == "high":
+                    elif r.status_code == 307 and after.advisory == "high":
                         # The advisory changed during the call: the 307 may
                         # be the new advisory's one send-back.
                         switched.add((after.term, after.epoch, cid))

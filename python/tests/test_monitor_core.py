@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from fulcrum_client._advice import Advisory, choose_shed, decode_advisory, parse_duration
+from fulcrum_client._advice import choose_shed
 from fulcrum_client._monitor_core import Core, Registration, hist_bucket, hist_mid_ms, window_quantiles
 from fulcrum_client.protocol import worker_of
+from fulcrum_client.wire import Advisory
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -81,27 +82,27 @@ def test_inflight_load_and_quantiles_of_empty_window() -> None:
 
 def test_named_clients_go_back_once_per_advisory() -> None:
     c = core()
-    assert c.apply(Advisory("high", shed=10, term=0, epoch=3, clients=("c1",)))
+    assert c.apply(Advisory(advisory="high", shed=10, term=0, epoch=3, clients=("c1",)))
     assert not run(c, "c1", 0, MS)  # sent back
     assert run(c, "c1", 0, MS)  # once per advisory
     assert run(c, "c2", 0, MS)  # not named
     assert run(c, "", 0, MS)  # no id: never
     assert c.rebinds == 1
     # The same advisory again (same level, term, epoch) changes nothing.
-    c.apply(Advisory("high", shed=10, term=0, epoch=3, clients=("c1",)))
+    c.apply(Advisory(advisory="high", shed=10, term=0, epoch=3, clients=("c1",)))
     assert run(c, "c1", 0, MS)
     # A new epoch sends it back once more.
-    c.apply(Advisory("high", shed=10, term=0, epoch=4, clients=("c1",)))
+    c.apply(Advisory(advisory="high", shed=10, term=0, epoch=4, clients=("c1",)))
     assert not run(c, "c1", 0, MS)
     assert run(c, "c1", 0, MS)
 
 
 def test_unbound_calls_and_missing_front_door_never_rebind() -> None:
     c = Core(0, group="g")
-    c.apply(Advisory("drain", epoch=1))
+    c.apply(Advisory(advisory="drain", epoch=1))
     assert run(c, "c1", 0, MS)  # not registered: no front door to send to
     c.adopt(Registration(id="r", token="t", front_door=FRONT))
-    c.apply(Advisory("drain", epoch=2))
+    c.apply(Advisory(advisory="drain", epoch=2))
     assert run(c, "c1", 0, MS, bound=False)
     assert not run(c, "c1", 0, MS) and not run(c, "c1", 0, MS)  # drain: every bound call
     assert c.owns_binding("g/r-1") and not c.owns_binding("other/r-1")
@@ -109,17 +110,17 @@ def test_unbound_calls_and_missing_front_door_never_rebind() -> None:
 
 def test_term_rules() -> None:
     c = core()
-    assert c.apply(Advisory("high", term=5, epoch=1, clients=("c1",), report_interval=1.0))
-    assert not c.apply(Advisory("nominal", term=4, epoch=9, report_interval=2.0))  # ignored whole
+    assert c.apply(Advisory(advisory="high", term=5, epoch=1, clients=("c1",), report_interval=1.0))
+    assert not c.apply(Advisory(advisory="nominal", term=4, epoch=9, report_interval=2.0))  # ignored whole
     assert c.advisory.term == 5 and c.interval == 1.0
     assert not run(c, "c1", 0, MS)
     # Registering again forgets the highest term.
     c.adopt(Registration(id="r", token="t2", front_door=FRONT))
-    assert c.apply(Advisory("nominal", term=1, epoch=1))
-    assert c.advisory.level == "nominal"
+    assert c.apply(Advisory(advisory="nominal", term=1, epoch=1))
+    assert c.advisory.advisory == "nominal"
     # An unknown level is nominal.
-    c.apply(Advisory("weird", term=1, epoch=2, clients=("c1",)))
-    assert c.advisory.level == "nominal" and run(c, "c1", 0, MS)
+    c.apply(Advisory(advisory="weird", term=1, epoch=2, clients=("c1",)))
+    assert c.advisory.advisory == "nominal" and run(c, "c1", 0, MS)
 
 
 def test_shed_without_names_takes_the_busiest_that_fit() -> None:
@@ -128,7 +129,7 @@ def test_shed_without_names_takes_the_busiest_that_fit() -> None:
         for i in range(n):
             run(c, cid, i, 1)
     c.close_window(S)
-    c.apply(Advisory("high", shed=36, epoch=1))
+    c.apply(Advisory(advisory="high", shed=36, epoch=1))
     # b (30) fits, a (50) does not; then d (5); c (15) overshoots 1 by 14: no.
     assert c.chosen() == ["b", "d"]
     # With another load unit, shed is converted by the share of the rate.
@@ -136,7 +137,7 @@ def test_shed_without_names_takes_the_busiest_that_fit() -> None:
     for i in range(100):
         run(c2, "a" if i < 60 else "b", i, 1)
     c2.close_window(S)
-    c2.apply(Advisory("high", shed=80, epoch=1))  # 80 of 200 load = 40 calls/s
+    c2.apply(Advisory(advisory="high", shed=80, epoch=1))  # 80 of 200 load = 40 calls/s
     assert c2.chosen() == ["b"]
 
 
@@ -162,28 +163,15 @@ def test_worker_sends_back_only_the_clients_it_owns() -> None:
     sent: dict[str, int] = {}
     for index in range(3):
         c = core(worker=(index, 3))
-        c.apply(Advisory("high", epoch=1, clients=names))
+        c.apply(Advisory(advisory="high", epoch=1, clients=names))
         for n in names:
             if not run(c, n, 0, MS):
                 sent[n] = sent.get(n, 0) + 1
         assert c.close_window(S)["worker"] == {"index": index, "count": 3}
     assert sent == dict.fromkeys(names, 1)  # each client once, by its owner
     c = core(worker=(1, 3))
-    c.apply(Advisory("high", epoch=1, clients=names))
+    c.apply(Advisory(advisory="high", epoch=1, clients=names))
     assert c.chosen() == sorted(n for n in names if owners[n] == 1)
-
-
-def test_decode_advisory_and_durations() -> None:
-    adv = decode_advisory({"advisory": "high", "shed": 3, "term": 2, "epoch": 7, "clients": ["c"], "report_interval": "1m30s"})
-    assert adv == Advisory("high", 3.0, 2, 7, ("c",), 90.0)
-    for bad, field in (({"epoch": -1}, "advisory.epoch"), ({"shed": "x"}, "advisory.shed"),
-                       ({"clients": [1]}, "advisory.clients"), ({"report_interval": 5}, "advisory.report_interval")):
-        with pytest.raises(ValueError, match=field):
-            decode_advisory(bad)
-    assert parse_duration("500ms") == 0.5 and parse_duration("1h") == 3600 and parse_duration("1.5us") == 1.5e-6
-    for bad in ("", "5", "ms", "-1s", "1d"):
-        with pytest.raises(ValueError, match="duration"):
-            parse_duration(bad)
 
 
 def test_histogram_buckets_match_go() -> None:

@@ -21,7 +21,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
-from fulcrum_client._advice import Advisory, decode_advisory, parse_duration
+from fulcrum_client.wire import Advisory, decode_advisory, decode_registration_answer
 from fulcrum_client._monitor_core import Registration
 
 REPORT_PATH = "/v1/report"
@@ -144,19 +144,10 @@ def register_flow(
 
 def _decode_registered(resp: httpx.Response) -> Registration:
     try:
-        obj = json.loads(resp.content)
-        rid, token = obj["id"], obj["token"]
-        if not isinstance(rid, str) or not isinstance(token, str) or not rid or not token:
-            raise ValueError("no id or token")
-        interval = obj.get("report_interval")
-        return Registration(
-            id=rid,
-            token=token,
-            front_door=str(obj.get("front_door") or ""),
-            report_interval=parse_duration(interval) if interval else 0.0,
-        )
-    except (ValueError, KeyError, TypeError) as e:
+        reg = decode_registration_answer(resp.content)
+    except ValueError as e:
         raise DecodeError(f"monitor: register: decode answer: {e}") from None
+    return Registration(id=reg.id, token=reg.token, front_door=reg.front_door, report_interval=reg.report_interval)
 
 
 def report_flow(route: AdminRoute, token: str, data: bytes) -> Flow[Advisory]:
@@ -190,7 +181,7 @@ def report_flow(route: AdminRoute, token: str, data: bytes) -> Flow[Advisory]:
                 errors.append(err)
                 break
             try:
-                adv = decode_advisory(json.loads(resp.content))
+                adv = decode_advisory(resp.content)
             except ValueError as e:
                 raise DecodeError(f"monitor: report: decode advisory: {e}") from None
             route.current = base

@@ -1,5 +1,6 @@
-"""Advisories as the monitor obeys them: decoding, the term rule, the shed
-choice and the once-per-advisory send-back set. Pure: no I/O, no clock.
+"""Advisories as the monitor obeys them (decoded by fulcrum_client.wire):
+the term rule, the shed choice and the once-per-advisory send-back set.
+Pure: no I/O, no clock.
 
 The rules are the Go monitor's (monitor/term.go, advice.go, shed.go):
 
@@ -22,103 +23,17 @@ worker's load), so the workers together shed the replica's amount once.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fulcrum_client.protocol import DRAIN, HIGH, NOMINAL, worker_of
+from fulcrum_client.wire import Advisory
 
 _SHED_EPSILON = 1e-9
 _LEVELS = (NOMINAL, HIGH, DRAIN)
 
-_UNITS_NS = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,
-    "μs": 1_000,
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration string ("500ms", "1m30s", "0"), as the
-    balancer writes report_interval. ValueError names the value."""
-    if not isinstance(text, str):
-        raise ValueError(f"duration {text!r}: must be a string such as \"500ms\" or \"2s\"")
-    if text == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    if not text:
-        raise ValueError('duration "": must be a Go duration such as "500ms" or "2s"')
-    while pos < len(text):
-        m = _DURATION_PART.match(text, pos)
-        if m is None or m.group(1) in ("", "."):
-            raise ValueError(f"duration {text!r}: must be a Go duration such as \"500ms\" or \"2s\"")
-        total += float(m.group(1)) * _UNITS_NS[m.group(2)]
-        pos = m.end()
-    return total / 1e9
-
-
-@dataclass(frozen=True)
-class Advisory:
-    """The balancer's answer to a report (docs/api.md "Load reports")."""
-
-    level: str = NOMINAL
-    shed: float = 0.0
-    term: int = 0
-    epoch: int = 0
-    clients: tuple[str, ...] = ()
-    # report_interval in seconds; 0 when the answer gave none.
-    report_interval: float = 0.0
-
-
-NOMINAL_ADVISORY = Advisory()
-
-
-def decode_advisory(obj: object) -> Advisory:
-    """An Advisory from the decoded JSON of an answer. Keys other than the
-    six are ignored, as Go's decoder does; a known key of the wrong type is
-    a ValueError naming it, its value and what is allowed. An unknown level
-    is kept (apply treats it as nominal)."""
-    if not isinstance(obj, dict):
-        raise ValueError(f"advisory: invalid value {obj!r}, must be a JSON object")
-
-    def number(key: str) -> float:
-        v = obj.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ValueError(f"advisory.{key}: invalid value {v!r}, must be a number")
-        return float(v)
-
-    def whole(key: str) -> int:
-        v = obj.get(key, 0)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"advisory.{key}: invalid value {v!r}, must be a whole number >= 0")
-        return v
-
-    level = obj.get("advisory", "")
-    if not isinstance(level, str):
-        raise ValueError(f"advisory.advisory: invalid value {level!r}, must be a string")
-    clients = obj.get("clients") or []
-    if not isinstance(clients, list) or not all(isinstance(c, str) for c in clients):
-        raise ValueError(f"advisory.clients: invalid value {clients!r}, must be a list of client ids")
-    interval = obj.get("report_interval")
-    try:
-        seconds = 0.0 if interval is None else parse_duration(interval)
-    except ValueError as e:
-        raise ValueError(f"advisory.report_interval: {e}") from None
-    return Advisory(
-        level=level,
-        shed=number("shed"),
-        term=whole("term"),
-        epoch=whole("epoch"),
-        clients=tuple(clients),
-        report_interval=seconds,
-    )
+NOMINAL_ADVISORY = Advisory(advisory=NOMINAL)
 
 
 def admit_term(highest: int, term: int) -> tuple[bool, int]:
@@ -132,7 +47,7 @@ def admit_term(highest: int, term: int) -> tuple[bool, int]:
 
 def same_advisory(a: Advisory, b: Advisory) -> bool:
     """Whether b is the advisory a: the same level, term and epoch."""
-    return a.level == b.level and a.term == b.term and a.epoch == b.epoch
+    return a.advisory == b.advisory and a.term == b.term and a.epoch == b.epoch
 
 
 def choose_shed(rates: Sequence[tuple[str, float]], target: float) -> list[str]:
@@ -204,9 +119,9 @@ def new_advice(
     window, busiest first; target converts adv.shed into calls/s. worker is
     (index, count) for a worker of a multi-process replica: of the named
     clients it keeps only those it owns."""
-    if adv.level == DRAIN:
+    if adv.advisory == DRAIN:
         return Advice(advisory=adv, drain=True)
-    if adv.level != HIGH:
+    if adv.advisory != HIGH:
         return Advice(advisory=adv)
     names: Sequence[str] = adv.clients
     if not names:

@@ -15,6 +15,7 @@ busiest of them with their rates.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Callable
@@ -24,7 +25,6 @@ from typing import Any
 from fulcrum_client._advice import (
     NOMINAL_ADVISORY,
     Advice,
-    Advisory,
     admit_term,
     busiest_first,
     new_advice,
@@ -32,6 +32,7 @@ from fulcrum_client._advice import (
     same_advisory,
 )
 from fulcrum_client.protocol import MAX_CLIENT_ID_LENGTH, NOMINAL
+from fulcrum_client.wire import Advisory
 
 HIST_BUCKETS = 4 * 36
 LATENCY_WEIGHT = 0.5
@@ -335,9 +336,9 @@ class Core:
             self._term_seen = highest
             if adv.report_interval > 0:
                 self._interval = max(adv.report_interval, MIN_INTERVAL)
-            level = normalise_level(adv.level)
-            if level != adv.level:
-                adv = Advisory(level, adv.shed, adv.term, adv.epoch, adv.clients, adv.report_interval)
+            level = normalise_level(adv.advisory)
+            if level != adv.advisory:
+                adv = dataclasses.replace(adv, advisory=level)
             if same_advisory(self._advice.advisory, adv):
                 return True
             if level == NOMINAL:

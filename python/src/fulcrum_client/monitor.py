@@ -36,7 +36,7 @@ import httpx
 
 from fulcrum_client import _admin
 from fulcrum_client._admin import AdminRoute, APIError, NoAdminError
-from fulcrum_client._advice import Advisory
+from fulcrum_client.wire import Advisory
 from fulcrum_client._cpu import CPUMeter
 from fulcrum_client._monitor_core import LOAD_RATE, LOAD_SOURCES, Call, Core, Registration
 from fulcrum_client._workers import NoFreeSlotError, Slot, claim_slot, slot_dir, workers_from_env
@@ -189,6 +189,7 @@ class Monitor:
             load=load or LOAD_RATE if load_func is None else LOAD_RATE,
             load_func=load_func,
             top_clients=top_clients,
+            worker=worker,
             front_door=front_door,
             interval=interval,
         )
@@ -436,8 +437,8 @@ class Monitor:
         before = self.core.advisory
         if not self.core.apply(adv):
             log.warning("ignoring an advisory of an older term (term %d, epoch %d)", adv.term, adv.epoch)
-        elif self.core.advisory is not before and adv.level != "nominal":
-            log.info("advisory %s (term %d, epoch %d): sending back %s", adv.level, adv.term, adv.epoch, self.core.chosen() or "every bound client")
+        elif self.core.advisory is not before and adv.advisory != "nominal":
+            log.info("advisory %s (term %d, epoch %d): sending back %s", adv.advisory, adv.term, adv.epoch, self.core.chosen() or "every bound client")
         return adv
 
     def report_now(self) -> Advisory:
