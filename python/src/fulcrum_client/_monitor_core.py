@@ -20,7 +20,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fulcrum_client._advice import (
     NOMINAL_ADVISORY,
@@ -98,8 +98,7 @@ class Registration:
     report_interval: float = 0.0
 
 
-@dataclass
-class Call:
+class Call(NamedTuple):
     """One call begun with Core.begin; end it exactly once."""
 
     start: int
@@ -138,8 +137,10 @@ class Core:
         self._latency_ns = 0
         self._hist = [0] * HIST_BUCKETS
         self._clients: dict[str, list[int]] = {}  # id -> [calls, idle windows]
-        self._ring: list[tuple[int, int]] = []  # (latency µs, rif) of the latest calls
+        # (latency µs, rif) of the latest calls; the first _ring_len are set.
+        self._ring: list[tuple[int, int]] = [(0, 0)] * LATENCY_SAMPLES
         self._ring_next = 0
+        self._ring_len = 0
         # Counters for Monitor.stats: calls sent back; calls run (summed
         # at each window's end).
         self.rebinds = 0
@@ -218,29 +219,35 @@ class Core:
         with self._lock:
             if bound and client and len(client) <= MAX_CLIENT_ID_LENGTH:
                 c = self._clients.get(client)
-                if c is None:
-                    if len(self._clients) < MAX_CLIENTS:
-                        self._clients[client] = [1, 0]
-                else:
+                if c is not None:
                     c[0] += 1
+                elif len(self._clients) < MAX_CLIENTS:
+                    self._clients[client] = [1, 0]
             self._calls += 1
-            self._inflight += 1
-            return Call(start=now, rif=self._inflight)
+            self._inflight = rif = self._inflight + 1
+        return Call(now, rif)
 
     def end(self, call: Call, now: int) -> None:
         """Finishes a call: its latency and the in-flight count."""
-        d = max(now - call.start, 0)
+        d = now - call[0]
+        if d < 0:
+            d = 0
+        us = d // 1000
+        if us < 4:
+            bucket = us
+        else:
+            e = us.bit_length() - 1
+            bucket = min(4 * (e - 1) + ((us >> (e - 2)) & 3), HIST_BUCKETS - 1)
         with self._lock:
             self._latency_ns += d
-            self._hist[hist_bucket(d)] += 1
+            self._hist[bucket] += 1
             self._done += 1
             self._inflight -= 1
-            sample = (d // 1000, call.rif)
-            if len(self._ring) < LATENCY_SAMPLES:
-                self._ring.append(sample)
-            else:
-                self._ring[self._ring_next] = sample
-            self._ring_next = (self._ring_next + 1) % LATENCY_SAMPLES
+            i = self._ring_next
+            self._ring[i] = (us, call[1])
+            self._ring_next = (i + 1) % LATENCY_SAMPLES
+            if self._ring_len < LATENCY_SAMPLES:
+                self._ring_len += 1
 
     def load_probe(self) -> dict[str, float]:
         """The answer to a load probe: calls in flight and the median
@@ -249,7 +256,7 @@ class Core:
         all of them when fewer than four did."""
         with self._lock:
             rif = self._inflight
-            ring = list(self._ring)
+            ring = self._ring[: self._ring_len]
         if not ring:
             return {"rif": rif, "latency_ms": 0.0}
         bucket = (rif + 1).bit_length()
