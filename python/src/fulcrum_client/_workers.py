@@ -13,7 +13,6 @@ again until one is freed.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import tempfile
@@ -83,6 +82,8 @@ def workers_from_env(environ: dict[str, str] | None = None) -> int:
 
 
 def _try_lock(directory: Path, index: int) -> tuple[Path, int] | None:
+    import fcntl  # POSIX only: imported here so that the monitor imports elsewhere
+
     path = directory / f"slot-{index}.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
