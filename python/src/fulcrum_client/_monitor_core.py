@@ -10,7 +10,8 @@ window's mean latency; latency_p50_ms and latency_p99_ms are the window's
 quantiles from a log-scale histogram (four buckets per power of two of
 microseconds, each quantile the middle of its bucket); bound_clients is
 the number of bound clients that called in the window; clients lists the
-busiest of them with their rates.
+busiest of them with their rates. cpu and cpu_other are measured by the
+caller (fulcrum_client._cpu) and passed in.
 """
 
 from __future__ import annotations
@@ -266,11 +267,12 @@ class Core:
 
     # --- reports ------------------------------------------------------
 
-    def close_window(self, now: int, cpu: float | None = None) -> dict[str, Any]:
+    def close_window(self, now: int, cpu: float | None = None, cpu_other: float | None = None) -> dict[str, Any]:
         """Ends the report window at now and returns its report (the JSON
         object POSTed to /v1/report). cpu is the process's CPU share over
-        the window, None where it cannot be read. A window of no length
-        returns the previous report."""
+        the window, cpu_other the share of its cores other work took; None
+        where they cannot be measured. A window of no length returns the
+        previous report."""
         with self._lock:
             elapsed = now - self._win_start
             if elapsed <= 0:
@@ -309,6 +311,8 @@ class Core:
             metrics["bound_clients"] = float(len(self._rates))
             if cpu is not None:
                 metrics["cpu"] = min(max(cpu, 0.0), 1.0)
+            if cpu_other is not None:
+                metrics["cpu_other"] = min(max(cpu_other, 0.0), 1.0)
             concurrency = d_lat / elapsed
             if self._load_func is not None:
                 load = float(self._load_func())

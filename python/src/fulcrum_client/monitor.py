@@ -423,8 +423,9 @@ class Monitor:
         reg = self.core.registration
         if reg is None:
             raise NotRegisteredError("monitor: not registered")
-        cpu = self._cpu.sample(self._clock()) if self._cpu is not None else None
-        report = self.core.close_window(self._clock(), cpu)
+        now = self._clock()
+        cpu = self._cpu.sample(now) if self._cpu is not None else None
+        report = self.core.close_window(now, cpu.share if cpu else None, cpu.other if cpu else None)
         data = json.dumps(report).encode()
         try:
             adv = yield from _admin.report_flow(self._route, reg.token, data)
