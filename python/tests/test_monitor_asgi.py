@@ -122,3 +122,31 @@ def test_without_lifespan_the_monitor_starts_on_the_first_request(balancer: Bala
         asyncio.run(app.monitor.aclose())
     gone = (replica(balancer, GROUP, srv.base) or {"state": "gone"})["state"]
     assert gone in ("draining", "gone")
+
+
+def test_pull_mode_replica_is_pulled_and_obeys_the_advisory_passed(balancer: Balancer) -> None:
+    balancer.create_group(GROUP, report_interval="100ms")
+    port = free_port()
+    app = ASGIMonitor(Starlette(routes=[Route("/work", work)]), balancer=balancer.admin, group=GROUP,
+                      address=f"http://127.0.0.1:{port}", mode="pull", interval=0.1)
+    srv = Server(app, port)
+    try:
+        reg = app.monitor.wait_registered(10)
+        status = replica(balancer, GROUP, srv.base)
+        assert status is not None and status["monitor"] == "pull"
+        with httpx.Client(timeout=5) as http:
+            def traffic() -> object:
+                for _ in range(5):
+                    assert bound_call(http, srv.base, GROUP, reg.id, "c-1").status_code == 200
+                return reported(balancer, GROUP, srv.base)
+
+            wait_for("a pulled report with rps and latency", traffic)
+        # Draining the replica reaches the monitor in the next pull's
+        # Fulcrum-Advisory header: every bound call is then sent back.
+        balancer.api.post(f"/v1/groups/{GROUP}/replicas/{reg.id}/drain").raise_for_status()
+        wait_for("the drain advisory in a pull", lambda: app.monitor.advisory.advisory == "drain")
+        with httpx.Client(timeout=5) as http:
+            r = bound_call(http, srv.base, GROUP, reg.id, "c-1")
+        assert r.status_code == 307 and r.headers["Fulcrum-Rebind"] == "1"
+    finally:
+        srv.stop()

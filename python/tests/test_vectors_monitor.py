@@ -1,8 +1,10 @@
 """The behaviour cases of protocol/testdata/advisories.json (what a monitor
 does with the advisories it gets), run against the monitor's pure core and
-through both middlewares (called directly, with the monitor's own
-registration given as a token and front door, so no balancer is needed).
-The Go runner is monitor/vectors_test.go."""
+through both middlewares, called directly, with the registration given as
+a token and front door so that no balancer is needed. Through the
+middlewares each advisory arrives as the Go runner (monitor/vectors_test.go)
+passes it: in the Fulcrum-Advisory header of a pull, answered with the
+report; a worker's case (push mode only) applies it as a push's answer is."""
 
 from __future__ import annotations
 
@@ -62,7 +64,15 @@ def test_core(case: dict[str, Any]) -> None:
 
 
 def monitor(case: dict[str, Any]) -> Monitor:
-    return Monitor(balancer="http://127.0.0.1:1", group="g", token="t", front_door=FRONT, worker=worker_of_case(case))
+    worker = worker_of_case(case)
+    if worker is not None:
+        return Monitor(balancer="http://127.0.0.1:1", group="g", token="t", front_door=FRONT, worker=worker)
+    return Monitor(mode="pull", pull_url="http://127.0.0.1:1/fulcrum/report", group="g", token="t", front_door=FRONT)
+
+
+def check_report(body: bytes) -> None:
+    report = json.loads(body)
+    assert set(report) <= {"load", "metrics", "clients", "worker"} and report["load"] >= 0
 
 
 
@@ -95,7 +105,25 @@ def test_asgi(case: dict[str, Any]) -> None:
         assert start["status"] == 200 and sent[1]["body"] == b"ran"
         return "run"
 
-    play(case, lambda adv: mw.monitor.core.apply(decoded(adv)), call)
+    def pull(adv: dict[str, Any]) -> None:
+        if worker_of_case(case) is not None:
+            mw.monitor.core.apply(decoded(adv))
+            return
+        scope = {"type": "http", "method": "GET", "path": "/fulcrum/report", "raw_path": b"/fulcrum/report",
+                 "query_string": b"", "headers": [(b"fulcrum-advisory", json.dumps(adv).encode())]}
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(msg: dict[str, Any]) -> None:
+            sent.append(msg)
+
+        asyncio.run(mw(scope, receive, send))
+        assert sent[0]["status"] == 200
+        check_report(sent[1]["body"])
+
+    play(case, pull, call)
 
 
 @pytest.mark.parametrize("case", CASES, ids=ids(CASES))
@@ -126,5 +154,15 @@ def test_wsgi(case: dict[str, Any]) -> None:
         assert status[0] == "200 OK" and out == b"ran"
         return "run"
 
-    play(case, lambda adv: mw.monitor.core.apply(decoded(adv)), call)
+    def pull(adv: dict[str, Any]) -> None:
+        if worker_of_case(case) is not None:
+            mw.monitor.core.apply(decoded(adv))
+            return
+        status: list[str] = []
+        body = mw({"REQUEST_METHOD": "GET", "PATH_INFO": "/fulcrum/report", "HTTP_FULCRUM_ADVISORY": json.dumps(adv)},
+                  lambda s, h: status.append(s))
+        assert status == ["200 OK"]
+        check_report(b"".join(body))
+
+    play(case, pull, call)
     assert mw.monitor.stats().inflight == 0

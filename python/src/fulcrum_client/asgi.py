@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fulcrum_client.monitor import Monitor
-from fulcrum_client.protocol import HEADER_BINDING, HEADER_CLIENT, HEADER_PROBE
+from fulcrum_client.protocol import HEADER_ADVISORY, HEADER_BINDING, HEADER_CLIENT, HEADER_PROBE
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -31,6 +31,7 @@ PROBE_PATH = "/fulcrum/probe"
 _BINDING = HEADER_BINDING.lower().encode()
 _CLIENT = HEADER_CLIENT.lower().encode()
 _PROBE = HEADER_PROBE.lower().encode()
+_ADVISORY = HEADER_ADVISORY.lower().encode()
 
 
 def _headers(scope: Scope) -> tuple[str, str, bool]:
@@ -60,7 +61,8 @@ class ASGIMonitor:
     """Wraps an ASGI app with a Monitor (given as monitor=, or built from
     the keyword options of Monitor). Calls without a Fulcrum-Binding of the
     group always run; the balancer's health probes (Fulcrum-Probe) run but
-    are not counted; GET /fulcrum/probe is answered here."""
+    are not counted; GET /fulcrum/probe is answered here, and in pull mode
+    GET of the pull URL's path (Monitor.pull)."""
 
     def __init__(self, app: ASGIApp, monitor: Monitor | None = None, **options: Any) -> None:
         self.app = app
@@ -82,8 +84,12 @@ class ASGIMonitor:
             return
         if not self._started:
             await self._ensure_started()
-        if scope.get("path") == PROBE_PATH:
+        path = scope.get("path")
+        if path == PROBE_PATH:
             await self._probe(scope, send)
+            return
+        if path == self.monitor.pull_path:
+            await self._pull(scope, send)
             return
         binding, client, probe = _headers(scope)
         if probe:
@@ -147,12 +153,30 @@ class ASGIMonitor:
 
     async def _probe(self, scope: Scope, send: Send) -> None:
         if scope.get("method") not in ("GET", "HEAD"):
-            body = json.dumps({"error": {"code": "method_not_allowed", "message": "load probes are GET requests"}}).encode()
-            await send({"type": "http.response.start", "status": 405, "headers": [
-                (b"allow", b"GET, HEAD"), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            await _not_get(send, "load probes are GET requests")
             return
-        body = json.dumps(self.monitor.load_probe()).encode()
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"application/json"), (b"cache-control", b"no-store"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else body})
+        await _json(scope, send, json.dumps(self.monitor.load_probe()).encode())
+
+    async def _pull(self, scope: Scope, send: Send) -> None:
+        if scope.get("method") not in ("GET", "HEAD"):
+            await _not_get(send, "pulls are GET requests")
+            return
+        header = ""
+        for k, v in scope.get("headers", ()):
+            if k == _ADVISORY:
+                header = v.decode("latin-1")
+                break
+        await _json(scope, send, self.monitor.pull(header))
+
+
+async def _not_get(send: Send, message: str) -> None:
+    body = json.dumps({"error": {"code": "method_not_allowed", "message": message}}).encode()
+    await send({"type": "http.response.start", "status": 405, "headers": [
+        (b"allow", b"GET, HEAD"), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _json(scope: Scope, send: Send, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/json"), (b"cache-control", b"no-store"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else body})

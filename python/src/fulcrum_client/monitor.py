@@ -36,15 +36,16 @@ import httpx
 
 from fulcrum_client import _admin
 from fulcrum_client._admin import AdminRoute, APIError, NoAdminError
-from fulcrum_client.wire import Advisory
+from fulcrum_client.wire import Advisory, decode_advisory
 from fulcrum_client._cpu import CPUMeter
 from fulcrum_client._monitor_core import LOAD_RATE, LOAD_SOURCES, Call, Core, Registration
 from fulcrum_client._workers import NoFreeSlotError, Slot, claim_slot, slot_dir, workers_from_env
-from fulcrum_client.protocol import MAX_REPORT_CLIENTS, MAX_WORKERS
+from fulcrum_client.protocol import HEADER_ADVISORY, MAX_REPORT_CLIENTS, MAX_WORKERS
 
 __all__ = ["APIError", "Call", "Monitor", "MonitorError", "NotRegisteredError", "Registration", "Stats"]
 
 DEFAULT_INTERVAL = 0.5
+PULL_PATH = "/fulcrum/report"
 DEFAULT_TOP_CLIENTS = 64
 DEFAULT_REGISTER_ATTEMPTS = 5
 FIRST_BACKOFF = 0.1
@@ -97,7 +98,11 @@ class Monitor:
       cpus: the cores the cpu share is measured against (default: the
         process's affinity, or its cgroup quota where lower);
       interval: the report interval (s) until the balancer's first answer;
-        then the balancer's report_interval is authoritative;
+        then the balancer's report_interval is authoritative (default 0.5;
+        in pull mode a given interval is sent as the pull interval);
+      mode: "push" (default: the monitor POSTs reports) or "pull" (the
+        balancer GETs pull_url, default address + /fulcrum/report, which
+        the middlewares answer; see pull);
       top_clients: how many of the busiest bound clients a report lists;
       workers: the worker count of a multi-process replica (default
         WEB_CONCURRENCY, else 1: a single process); with more than one,
@@ -123,7 +128,9 @@ class Monitor:
         load: str = "",
         load_func: Callable[[], float] | None = None,
         cpus: float = 0.0,
-        interval: float = DEFAULT_INTERVAL,
+        interval: float | None = None,
+        mode: str = "push",
+        pull_url: str = "",
         top_clients: int = DEFAULT_TOP_CLIENTS,
         workers: int | None = None,
         worker: tuple[int, int] | None = None,
@@ -132,6 +139,8 @@ class Monitor:
         timeout: float = 10.0,
         clock: Callable[[], int] = time.monotonic_ns,
     ) -> None:
+        if mode not in ("push", "pull"):
+            raise MonitorError(f"monitor: mode {mode!r}: must be \"push\" or \"pull\"")
         urls: list[str] = []
         if balancer:
             urls.append(_check_base_url("balancer", balancer))
@@ -139,7 +148,7 @@ class Monitor:
             v = _check_base_url(f"admins[{i}]", a)
             if v not in urls:
                 urls.append(v)
-        if not urls:
+        if not urls and (mode == "push" or not token):
             raise MonitorError("monitor: balancer (or admins) is required: the admin API base URL, e.g. http://127.0.0.1:7070")
         if not token and (not group or not address):
             raise MonitorError("monitor: group and address are required to register (or give token)")
@@ -155,15 +164,23 @@ class Monitor:
             raise MonitorError(f"monitor: weight {weight!r}: must be in [0, 1000000] (0: the balancer's default)")
         if not 0 <= cpus <= 1e6:
             raise MonitorError(f"monitor: cpus {cpus!r}: must be in (0, 1000000], or 0 for the process's cores")
-        if not interval > 0:
+        if interval is not None and not interval > 0:
             raise MonitorError(f"monitor: interval {interval!r}: must be a positive number of seconds")
+        if mode == "pull":
+            if worker is not None or (workers or 1) > 1:
+                raise MonitorError("monitor: worker: multi-process replicas report in push mode only (each worker pushes its own reports)")
+            pull_url = pull_url or (address + PULL_PATH if address else "")
+            if pull_url:
+                pull_url = _check_base_url("pull_url", pull_url)
+        elif pull_url:
+            raise MonitorError(f"monitor: pull_url {pull_url!r}: only in pull mode (mode=\"pull\")")
         if not 0 < top_clients <= MAX_REPORT_CLIENTS:
             raise MonitorError(f"monitor: top_clients {top_clients!r}: must be in [1, {MAX_REPORT_CLIENTS}]")
         if worker is not None:
             idx, cnt = worker
             if not 1 <= cnt <= MAX_WORKERS or not 0 <= idx < cnt:
                 raise MonitorError(f"monitor: worker {worker!r}: must be (index, count) with count in [1, {MAX_WORKERS}] and 0 <= index < count")
-        if workers is None and worker is None:
+        if workers is None and worker is None and mode == "push":
             try:
                 workers = workers_from_env()
             except ValueError as e:
@@ -171,6 +188,8 @@ class Monitor:
         if workers is not None and not 1 <= workers <= MAX_WORKERS:
             raise MonitorError(f"monitor: workers {workers!r}: must be a whole number in [1, {MAX_WORKERS}]")
         self._group, self._address, self._join_token = group, address, join_token
+        self._mode, self._pull_url, self._pull_interval = mode, pull_url, interval
+        self.pull_path = urlsplit(pull_url).path or "/" if pull_url else ""
         self._token_given = token
         self._weight = weight
         self._workers = workers or 1
@@ -191,7 +210,7 @@ class Monitor:
             top_clients=top_clients,
             worker=worker,
             front_door=front_door,
-            interval=interval,
+            interval=interval or DEFAULT_INTERVAL,
         )
         self._cpu: CPUMeter | None = None
         self._lock = threading.Lock()
@@ -405,7 +424,12 @@ class Monitor:
     # --- flows --------------------------------------------------------
 
     def _registration_body(self) -> dict[str, object]:
-        body: dict[str, object] = {"address": self._address, "monitor": {"mode": "push"}, "replace": True}
+        spec: dict[str, str] = {"mode": self._mode}
+        if self._mode == "pull":
+            spec["url"] = self._pull_url
+            if self._pull_interval:
+                spec["interval"] = f"{max(round(self._pull_interval * 1000), 1)}ms"
+        body: dict[str, object] = {"address": self._address, "monitor": spec, "replace": True}
         if self._weight:
             body["weight"] = self._weight
         if self._worker is not None:
@@ -445,9 +469,34 @@ class Monitor:
     def report_now(self) -> Advisory:
         """Closes the report window, pushes the report and applies the
         advisory answered, which it returns (for tests and applications that
-        report on their own schedule)."""
+        report on their own schedule). Push mode only."""
+        if self._mode != "push":
+            raise MonitorError("monitor: reports are pulled in pull mode")
         with self._report_lock, httpx.Client(timeout=self._timeout) as client:
             return _admin.drive(client, self._push_flow())
+
+    def pull(self, advisory: str | None) -> bytes:
+        """Serves one of the balancer's pulls: applies the advisory passed in
+        its Fulcrum-Advisory header (a malformed one is ignored, with a
+        warning), closes the report window and returns the report's JSON.
+        The middlewares call it for GETs of pull_url's path; whoever reaches
+        that path sets the advisory, so keep it where only the balancer
+        can."""
+        with self._report_lock:
+            if advisory:
+                try:
+                    adv = decode_advisory(advisory)
+                except ValueError as e:
+                    log.warning("ignoring a malformed advisory in a pull (header %s): %s", HEADER_ADVISORY, e)
+                else:
+                    if not self.core.apply(adv):
+                        log.warning("ignoring an advisory of an older term (term %d, epoch %d)", adv.term, adv.epoch)
+            if self._cpu is None:
+                self._cpu = CPUMeter(self._clock(), self._cpus)
+            now = self._clock()
+            cpu = self._cpu.sample(now)
+            report = self.core.close_window(now, cpu.share, cpu.other)
+        return json.dumps(report).encode()
 
     # --- background loops ---------------------------------------------
 
@@ -490,6 +539,8 @@ class Monitor:
                         if self._stop.wait(wait):
                             return
                         backoff = min(2 * backoff, MAX_BACKOFF)
+            if self._mode != "push":
+                return  # the balancer pulls
             failing = False
             while not self._stop.wait(self.core.interval):
                 try:
@@ -536,6 +587,8 @@ class Monitor:
                         if await stopped(wait):
                             return
                         backoff = min(2 * backoff, MAX_BACKOFF)
+            if self._mode != "push":
+                return  # the balancer pulls
             failing = False
             while not await stopped(self.core.interval):
                 try:

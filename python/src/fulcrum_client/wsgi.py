@@ -65,7 +65,8 @@ class WSGIMonitor:
     """Wraps a WSGI app with a Monitor (given as monitor=, or built from the
     keyword options of Monitor). Calls without a Fulcrum-Binding of the
     group always run; the balancer's health probes (Fulcrum-Probe) run but
-    are not counted; GET /fulcrum/probe is answered here."""
+    are not counted; GET /fulcrum/probe is answered here, and in pull mode
+    GET of the pull URL's path (Monitor.pull)."""
 
     def __init__(self, app: WSGIApp, monitor: Monitor | None = None, start: bool = True, **options: Any) -> None:
         self.app = app
@@ -86,8 +87,11 @@ class WSGIMonitor:
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if not self._started:
             self._start()
-        if environ.get("PATH_INFO") == PROBE_PATH:
+        path = environ.get("PATH_INFO")
+        if path == PROBE_PATH:
             return self._probe(environ, start_response)
+        if path == self.monitor.pull_path:
+            return self._pull(environ, start_response)
         if environ.get("HTTP_FULCRUM_PROBE"):
             return self.app(environ, start_response)
         mon = self.monitor
@@ -122,11 +126,23 @@ class WSGIMonitor:
 
     def _probe(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
-            body = json.dumps({"error": {"code": "method_not_allowed", "message": "load probes are GET requests"}}).encode()
-            start_response("405 Method Not Allowed", [
-                ("Allow", "GET, HEAD"), ("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
-            return [body]
-        body = json.dumps(self.monitor.load_probe()).encode()
-        start_response("200 OK", [
-            ("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("Content-Length", str(len(body)))])
-        return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
+            return _not_get(start_response, "load probes are GET requests")
+        return _json(environ, start_response, json.dumps(self.monitor.load_probe()).encode())
+
+    def _pull(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("REQUEST_METHOD") not in ("GET", "HEAD"):
+            return _not_get(start_response, "pulls are GET requests")
+        return _json(environ, start_response, self.monitor.pull(environ.get("HTTP_FULCRUM_ADVISORY", "")))
+
+
+def _not_get(start_response: StartResponse, message: str) -> Iterable[bytes]:
+    body = json.dumps({"error": {"code": "method_not_allowed", "message": message}}).encode()
+    start_response("405 Method Not Allowed", [
+        ("Allow", "GET, HEAD"), ("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _json(environ: Environ, start_response: StartResponse, body: bytes) -> Iterable[bytes]:
+    start_response("200 OK", [
+        ("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("Content-Length", str(len(body)))])
+    return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
