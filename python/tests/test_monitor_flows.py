@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from fulcrum_client._admin import AdminRoute, APIError, NoAdminError, redirect_base, register_flow, report_flow
+from fulcrum_client._admin import AdminRoute, APIError, NoAdminError, Wait, redirect_base, register_flow, report_flow
+from fulcrum_client.monitor import Monitor
 
 
 def answer(status: int, body: Any = None, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -90,3 +91,39 @@ def test_register_sends_the_join_token_and_tries_the_next_admin() -> None:
     assert (reg.id, reg.token, reg.front_door, reg.report_interval) == ("r-1", "frt_x", "http://fd:8000/", 0.1)
     sent, err = play(register_flow(route, "g", body, ""), [answer(401, {"error": {"code": "unauthorized"}})])
     assert isinstance(err, APIError) and err.refusal
+
+
+def test_lifecycle_retries_registration_then_reports_every_interval() -> None:
+    mon = Monitor(balancer="http://a:7070", group="g", address="http://r:1", workers=1, interval=0.2)
+    flow = mon._lifecycle()
+    step = next(flow)
+    assert isinstance(step, httpx.Request) and step.url.path == "/v1/groups/g/replicas"
+    step = flow.throw(httpx.ConnectError("refused"))  # not up yet: back off
+    assert isinstance(step, Wait) and 0.05 <= step.seconds <= 0.1
+    step = flow.send(False)
+    assert isinstance(step, httpx.Request)
+    step = flow.send(answer(503, {"error": {"code": "unavailable"}}))  # 5xx: back off, doubled
+    assert isinstance(step, Wait) and 0.1 <= step.seconds <= 0.2
+    step = flow.send(False)
+    step = flow.send(answer(201, REG))  # registered: the group's interval from now on
+    assert mon.registration is not None and mon.registration.token == "frt_x"
+    assert step == Wait(0.1)
+    step = flow.send(False)
+    assert isinstance(step, httpx.Request) and step.url.path == "/v1/report"
+    assert step.headers["Authorization"] == "Bearer frt_x"
+    step = flow.send(answer(200, {**ADV, "advisory": "drain", "epoch": 2}))
+    assert step == Wait(0.25) and mon.advisory.advisory == "drain"  # the advisory's interval, adopted
+    with pytest.raises(StopIteration):
+        flow.send(True)  # stopping
+
+
+def test_lifecycle_gives_up_after_refusals() -> None:
+    mon = Monitor(balancer="http://a:7070", group="g", address="http://r:1", workers=1, register_attempts=2)
+    flow = mon._lifecycle()
+    next(flow)
+    step = flow.send(answer(403, {"error": {"code": "blocked", "message": "address blocked"}}))
+    assert isinstance(step, Wait) and not mon.failed.is_set()
+    flow.send(False)
+    with pytest.raises(StopIteration):
+        flow.send(answer(403, {"error": {"code": "blocked"}}))
+    assert mon.failed.is_set() and "gave up registering after 2 refused attempts" in str(mon.err)

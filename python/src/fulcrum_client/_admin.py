@@ -1,8 +1,9 @@
 """The monitor's conversations with the balancer's admin API, written once
 as generators that yield httpx.Request objects and are sent the
-httpx.Response (or thrown the httpx.HTTPError) for each; a driver runs them
-with a blocking httpx.Client (threads) or an httpx.AsyncClient (asyncio).
-The flows decide; the drivers do the I/O.
+httpx.Response (or thrown the httpx.HTTPError) for each, and yield Wait to
+pause; a driver runs them with a blocking httpx.Client and a
+threading.Event (threads) or an httpx.AsyncClient and an asyncio.Event
+(asyncio). The flows decide; the drivers do the I/O and the waiting.
 
 Rules (the Go monitor's, monitor/register.go, report.go, route.go): the
 admin URLs are tried from the one reported to now, in order; a request that
@@ -15,7 +16,8 @@ times, and the instance that takes the report becomes the one reported to.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote, urljoin, urlsplit
 
@@ -28,7 +30,19 @@ REPORT_PATH = "/v1/report"
 MAX_REPORT_REDIRECTS = 3
 
 T = TypeVar("T")
-Flow = Generator[httpx.Request, httpx.Response, T]
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A flow's step asking its driver to wait seconds, unless the monitor
+    is stopping; the flow is sent True when it is (and then returns)."""
+
+    seconds: float
+
+
+# A flow yields requests (sent the response, or thrown the httpx.HTTPError)
+# and waits (sent whether the monitor is stopping).
+Flow = Generator["httpx.Request | Wait", Any, T]
 
 
 class APIError(Exception):
@@ -213,11 +227,16 @@ def deregister_flow(route: AdminRoute, group: str, reg: Registration) -> Flow[No
     raise NoAdminError("deregister", errors)
 
 
-def drive(client: httpx.Client, flow: Flow[T]) -> T:
-    """Runs a flow with a blocking client."""
+def drive(client: httpx.Client, flow: Flow[T], wait: Callable[[float], bool] | None = None) -> T:
+    """Runs a flow with a blocking client; wait(seconds) waits and says
+    whether the monitor is stopping."""
     try:
         req = next(flow)
         while True:
+            if isinstance(req, Wait):
+                assert wait is not None, "a flow that waits needs a wait"
+                req = flow.send(wait(req.seconds))
+                continue
             try:
                 resp = client.send(req)
                 resp.read()
@@ -230,11 +249,18 @@ def drive(client: httpx.Client, flow: Flow[T]) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-async def adrive(client: httpx.AsyncClient, flow: Flow[T]) -> T:
-    """Runs a flow with an asyncio client."""
+async def adrive(
+    client: httpx.AsyncClient, flow: Flow[T], wait: Callable[[float], Awaitable[bool]] | None = None
+) -> T:
+    """Runs a flow with an asyncio client; await wait(seconds) waits and
+    says whether the monitor is stopping."""
     try:
         req = next(flow)
         while True:
+            if isinstance(req, Wait):
+                assert wait is not None, "a flow that waits needs a wait"
+                req = flow.send(await wait(req.seconds))
+                continue
             try:
                 resp = await client.send(req)
                 await resp.aread()
@@ -246,5 +272,3 @@ async def adrive(client: httpx.AsyncClient, flow: Flow[T]) -> T:
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
 
-
-Step = Callable[[], Flow[Any]]

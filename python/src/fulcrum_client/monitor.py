@@ -205,7 +205,7 @@ class Monitor:
         self.core = Core(
             clock(),
             group=group,
-            load=load or LOAD_RATE if load_func is None else LOAD_RATE,
+            load=load or LOAD_RATE,
             load_func=load_func,
             top_clients=top_clients,
             worker=worker,
@@ -519,87 +519,62 @@ class Monitor:
         self._failed.set()
         return True
 
-    def _run(self) -> None:
+    def _lifecycle(self) -> _admin.Flow[None]:
+        """The monitor's life in the background: claim a worker slot (if
+        one of several workers), register (unless given a token), retrying
+        with jittered backoff (100 ms doubling to 10 s) and giving up after
+        register_attempts refusals; then, in push mode, push a report every
+        interval. Returns when the driver says the monitor is stopping."""
         while (wait := self._claim_worker()) > 0:
-            if self._stop.wait(wait):
+            if (yield _admin.Wait(wait)):
                 return
-        with httpx.Client(timeout=self._timeout) as client:
-            if not self._token_given:
-                backoff = FIRST_BACKOFF
-                while not self._stop.is_set():
-                    try:
-                        _admin.drive(client, self._register_flow())
-                        self._registered_by_start = True
-                        break
-                    except Exception as e:  # noqa: BLE001 - retried
-                        if self._refused(e):
-                            return
-                        wait = backoff / 2 + random.uniform(0, backoff / 2)
-                        log.warning("registration failed; retrying in %.2fs: %s", wait, e)
-                        if self._stop.wait(wait):
-                            return
-                        backoff = min(2 * backoff, MAX_BACKOFF)
-            if self._mode != "push":
-                return  # the balancer pulls
-            failing = False
-            while not self._stop.wait(self.core.interval):
+        if not self._token_given:
+            backoff = FIRST_BACKOFF
+            while True:
                 try:
-                    with self._report_lock:
-                        _admin.drive(client, self._push_flow())
-                except Exception as e:  # noqa: BLE001 - retried every interval
+                    yield from self._register_flow()
+                    self._registered_by_start = True
+                    break
+                except Exception as e:  # noqa: BLE001 - retried
                     if self._refused(e):
                         return
-                    if not failing:
-                        failing = True
-                        log.warning("load report failed; will keep trying every interval: %s", e)
-                    continue
-                if failing:
-                    failing = False
-                    log.info("load reports reach the balancer again")
+                    wait = backoff / 2 + random.uniform(0, backoff / 2)
+                    log.warning("registration failed; retrying in %.2fs: %s", wait, e)
+                    if (yield _admin.Wait(wait)):
+                        return
+                    backoff = min(2 * backoff, MAX_BACKOFF)
+        if self._mode != "push":
+            return  # the balancer pulls
+        failing = False
+        while not (yield _admin.Wait(self.core.interval)):
+            try:
+                with self._report_lock:
+                    yield from self._push_flow()
+            except Exception as e:  # noqa: BLE001 - retried every interval
+                if self._refused(e):
+                    return
+                if not failing:
+                    failing = True
+                    log.warning("load report failed; will keep trying every interval: %s", e)
+                continue
+            if failing:
+                failing = False
+                log.info("load reports reach the balancer again")
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=self._timeout) as client:
+            _admin.drive(client, self._lifecycle(), self._stop.wait)
 
     async def _arun(self) -> None:
         assert self._astop is not None
         stop = self._astop
 
-        async def stopped(after: float) -> bool:
+        async def wait(seconds: float) -> bool:
             try:
-                await asyncio.wait_for(stop.wait(), after)
-                return True
+                await asyncio.wait_for(stop.wait(), seconds)
             except asyncio.TimeoutError:
-                return stop.is_set()
+                pass
+            return stop.is_set()
 
-        while (wait := self._claim_worker()) > 0:
-            if await stopped(wait):
-                return
         async with httpx.AsyncClient(timeout=self._timeout) as client:
-            if not self._token_given:
-                backoff = FIRST_BACKOFF
-                while not stop.is_set():
-                    try:
-                        await _admin.adrive(client, self._register_flow())
-                        self._registered_by_start = True
-                        break
-                    except Exception as e:  # noqa: BLE001 - retried
-                        if self._refused(e):
-                            return
-                        wait = backoff / 2 + random.uniform(0, backoff / 2)
-                        log.warning("registration failed; retrying in %.2fs: %s", wait, e)
-                        if await stopped(wait):
-                            return
-                        backoff = min(2 * backoff, MAX_BACKOFF)
-            if self._mode != "push":
-                return  # the balancer pulls
-            failing = False
-            while not await stopped(self.core.interval):
-                try:
-                    await _admin.adrive(client, self._push_flow())
-                except Exception as e:  # noqa: BLE001 - retried every interval
-                    if self._refused(e):
-                        return
-                    if not failing:
-                        failing = True
-                        log.warning("load report failed; will keep trying every interval: %s", e)
-                    continue
-                if failing:
-                    failing = False
-                    log.info("load reports reach the balancer again")
+            await _admin.adrive(client, self._lifecycle(), wait)
