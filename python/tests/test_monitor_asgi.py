@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from conftest import Balancer, wait_for
 from fulcrum_client import ASGIMonitor
+from fulcrum_client.asgi import Receive, Scope, Send
 from monitor_helpers import bound_call, check_one_rebind_per_advisory, free_port, replica, reported
 
 GROUP = "api"
@@ -150,3 +151,23 @@ def test_pull_mode_replica_is_pulled_and_obeys_the_advisory_passed(balancer: Bal
         assert r.status_code == 307 and r.headers["Fulcrum-Rebind"] == "1"
     finally:
         srv.stop()
+
+
+def test_an_app_without_lifespan_support_still_starts_and_closes_the_monitor(balancer: Balancer) -> None:
+    balancer.create_group(GROUP, report_interval="100ms")
+
+    async def plain(scope: Scope, receive: Receive, send: Send) -> None:
+        assert scope["type"] == "http", "no lifespan here"
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    port = free_port()
+    app = ASGIMonitor(plain, balancer=balancer.admin, group=GROUP, address=f"http://127.0.0.1:{port}", interval=0.1)
+    srv = Server(app, port, lifespan="on")
+    try:
+        reg = app.monitor.wait_registered(10)  # started on the lifespan's startup, before any request
+        assert replica(balancer, GROUP, srv.base)["id"] == reg.id  # type: ignore[index]
+    finally:
+        srv.stop()
+    gone = (replica(balancer, GROUP, srv.base) or {"state": "gone"})["state"]
+    assert gone in ("draining", "gone")  # closed on the lifespan's shutdown

@@ -120,7 +120,11 @@ class ASGIMonitor:
         """Passes the lifespan to the app, starting the monitor after the
         app's startup and closing it before the app's shutdown. An app that
         does not speak lifespan still gets the monitor started and closed."""
+        received = False
+
         async def wrapped_receive() -> Message:
+            nonlocal received
+            received = True
             msg = await receive()
             if msg["type"] == "lifespan.shutdown":
                 await self.monitor.aclose()
@@ -134,11 +138,10 @@ class ASGIMonitor:
         try:
             await self.app(scope, wrapped_receive, wrapped_send)
         except Exception:
-            # The app has no lifespan: serve it ourselves.
-            if not self._started:
-                await self._own_lifespan(receive, send)
-                return
-            raise
+            if received:
+                raise  # the app's own lifespan failed: the server reports it
+            # The app does not speak lifespan: serve it ourselves.
+            await self._own_lifespan(receive, send)
 
     async def _own_lifespan(self, receive: Receive, send: Send) -> None:
         while True:
