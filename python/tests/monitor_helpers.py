@@ -69,7 +69,7 @@ def bound_call(http: httpx.Client, base: str, group: str, rid: str, client: str,
 
 
 def check_one_rebind_per_advisory(
-    b: Balancer, group: str, base: str, mon: Monitor, rid: str, pace: Callable[[], None]
+    b: Balancer, group: str, base: str, mon: Monitor, rid: str, pace: Callable[[], object]
 ) -> None:
     """Drives bound calls of two clients (c-big twice as often as c-small)
     at the monitored replica while an idle replica reports load 0, until an

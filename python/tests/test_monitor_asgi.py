@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -32,7 +33,7 @@ async def work(request: Request) -> PlainTextResponse:
 class Server:
     """uvicorn serving app on a free port, in a thread; stopped by stop()."""
 
-    def __init__(self, app: object, port: int, lifespan: str = "on") -> None:
+    def __init__(self, app: Any, port: int, lifespan: Literal["auto", "on", "off"] = "on") -> None:
         self.port = port
         self.base = f"http://127.0.0.1:{self.port}"
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, lifespan=lifespan, log_level="warning"))

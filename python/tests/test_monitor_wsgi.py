@@ -20,6 +20,8 @@ from werkzeug.serving import make_server
 
 from conftest import Balancer, wait_for
 from fulcrum_client import WSGIMonitor
+from fulcrum_client.asgi import rebind_location as asgi_location
+from fulcrum_client.wsgi import rebind_location as wsgi_location
 from monitor_helpers import bound_call, check_one_rebind_per_advisory, free_port, replica, reported
 
 GROUP = "flask"
@@ -143,3 +145,14 @@ def test_gunicorn_workers_register_one_replica(flask_group: Balancer, tmp_path: 
     # Workers do not deregister the replica (it is their siblings' too),
     # as the Go monitor's workers do not.
     assert (replica(b, GROUP, g.base) or {}).get("state") == "active", g.output()
+
+
+def test_rebind_location_keeps_the_path_and_query_as_sent() -> None:
+    fd = "http://lb:8000"
+    # PEP 3333: PATH_INFO holds the request's bytes decoded as latin-1.
+    environ = {"SCRIPT_NAME": "/app", "PATH_INFO": "/café".encode().decode("latin-1"), "QUERY_STRING": "q=a%20b"}
+    assert wsgi_location(fd, environ) == fd + "/app/caf%C3%A9?q=a%20b"
+    assert wsgi_location(fd, {**environ, "RAW_URI": "/app/caf%C3%A9?q=a%20b&x"}) == fd + "/app/caf%C3%A9?q=a%20b&x"
+    scope = {"path": "/café", "raw_path": b"/caf%C3%A9", "query_string": b"q=1"}
+    assert asgi_location(fd, scope) == fd + "/caf%C3%A9?q=1"
+    assert asgi_location(fd, {"path": "/a b", "query_string": b""}) == fd + "/a%20b"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import pytest
@@ -31,7 +31,7 @@ def worker_of_case(case: dict[str, Any]) -> tuple[int, int] | None:
     return None if w is None else (w["index"], w["count"])
 
 
-def play(case: dict[str, Any], apply: Callable[[dict[str, Any]], None], call: Callable[[str], str]) -> None:
+def play(case: dict[str, Any], apply: Callable[[dict[str, Any]], object], call: Callable[[str], str]) -> None:
     """Runs a case's steps: apply each advisory (decoded as the monitor
     decodes answers), and check each bound call's outcome."""
     for i, step in enumerate(case["steps"]):
@@ -93,8 +93,8 @@ def test_asgi(case: dict[str, Any]) -> None:
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": b"", "more_body": False}
 
-        async def send(msg: dict[str, Any]) -> None:
-            sent.append(msg)
+        async def send(msg: MutableMapping[str, Any]) -> None:
+            sent.append(dict(msg))
 
         asyncio.run(mw(scope, receive, send))
         start = sent[0]
@@ -116,8 +116,8 @@ def test_asgi(case: dict[str, Any]) -> None:
         async def receive() -> dict[str, Any]:
             return {"type": "http.request", "body": b"", "more_body": False}
 
-        async def send(msg: dict[str, Any]) -> None:
-            sent.append(msg)
+        async def send(msg: MutableMapping[str, Any]) -> None:
+            sent.append(dict(msg))
 
         asyncio.run(mw(scope, receive, send))
         assert sent[0]["status"] == 200

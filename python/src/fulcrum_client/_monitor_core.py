@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from fulcrum_client._advice import (
-    NOMINAL_ADVISORY,
     Advice,
     admit_term,
     busiest_first,
@@ -379,4 +378,4 @@ class Core:
         return self._advice.chosen()
 
 
-__all__ = ["NOMINAL_ADVISORY", "Call", "Core", "Registration", "hist_bucket", "window_quantiles"]
+__all__ = ["Call", "Core", "Registration", "hist_bucket", "window_quantiles"]

@@ -33,12 +33,13 @@ PROBE_PATH = "/fulcrum/probe"
 
 def rebind_location(front_door: str, environ: Environ) -> str:
     """front_door + the call's escaped path and query."""
-    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
-    if raw and raw.startswith("/"):
+    raw = str(environ.get("RAW_URI") or environ.get("REQUEST_URI") or "")
+    if raw.startswith("/"):
         return front_door + raw
-    path = quote(environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "/"))
-    qs = environ.get("QUERY_STRING", "")
-    return front_door + path + ("?" + qs if qs else "")
+    # PEP 3333: the path is the request's bytes decoded as latin-1.
+    path = str(environ.get("SCRIPT_NAME", "")) + str(environ.get("PATH_INFO", "/"))
+    qs = str(environ.get("QUERY_STRING", ""))
+    return front_door + quote(path.encode("latin-1"), safe="/:@!$&'()*+,;=-._~") + ("?" + qs if qs else "")
 
 
 class _Finish(Iterable[bytes]):
