@@ -334,12 +334,20 @@ class Monitor:
     def close(self, timeout: float = 5.0) -> None:
         """Stops reporting and sending clients back and, if start
         registered the replica (and the monitor did not give up),
-        deregisters it. Calls after the first do nothing."""
+        deregisters it. Calls after the first do nothing. Also stops the
+        task of a monitor started with astart (from another thread, or
+        once its loop has ended: at process exit, say)."""
         if not self._mark_closed():
             return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        task, astop = self._task, self._astop
+        if task is not None and astop is not None and not task.done():
+            try:
+                task.get_loop().call_soon_threadsafe(astop.set)
+            except RuntimeError:
+                pass  # its loop is closed: the task will not run again
         reg = self._finish_close()
         if reg is not None:
             with httpx.Client(timeout=min(timeout, self._timeout)) as client:
