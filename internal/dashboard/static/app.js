@@ -92,6 +92,8 @@
 
   // ---- formatting ----
   const num = (v, d) => (v === null || v === undefined ? "–" : Number(v).toFixed(d));
+  // ms shows a latency with two decimals below 10 ms.
+  const ms = (v) => num(v, v !== null && v !== undefined && v < 10 ? 2 : 1);
   function el(tag, attrs, ...kids) {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -194,7 +196,7 @@
       ["Binding", st.binding || ""],
       ["Strategy", st.strategy || ""],
       ["Params", paramsText(st.params)],
-      ["Front door", (st.advertise || st.front_door || "") + (st.listening && st.listening !== st.front_door ? " (listening " + st.listening + ")" : "")],
+      ["Front door", frontDoor(st)],
     ];
     if (st.reference) facts.push(["Reference", st.reference.corbaloc || st.reference.ior]);
     if (g.connections !== undefined) facts.push(["Open connections", String(g.connections)]);
@@ -206,6 +208,12 @@
       el("div", { "data-fact": k.toLowerCase().replace(/ /g, "-") }, el("dt", { text: k }), el("dd", { class: k === "Reference" || k === "Params" ? "mono" : "", text: v }))));
     g.view.table.classList.toggle("replicated", st.binding === "replicated");
     for (const c of g.view.table.querySelectorAll(".applied")) c.hidden = st.binding !== "replicated";
+  }
+
+  function frontDoor(st) {
+    const shown = st.advertise || st.front_door || "";
+    if (!st.listening || shown === st.listening || shown.endsWith("//" + st.listening)) return shown;
+    return shown + " (listening on " + st.listening + ")";
   }
 
   function cell(label, cls) { return el("td", { "data-label": label, class: cls || "" }); }
@@ -239,10 +247,12 @@
     if (r.inflight !== undefined) q("inf").textContent = String(r.inflight);
     if (r.source !== undefined) {
       q("rps").textContent = num(r.rps, 1);
-      q("lat").textContent = num(r.latency_p50_ms, 1) + " / " + num(r.latency_p99_ms, 1);
+      q("lat").textContent = ms(r.latency_p50_ms) + " / " + ms(r.latency_p99_ms);
       q("bound").textContent = num(r.bound_clients, 0);
       q("ej").textContent = num(r.ejections, 0);
     }
+    tr.querySelector('[data-action="drain"]').disabled = r.state === "draining";
+    tr.querySelector('[data-action="activate"]').disabled = r.state === "active";
     q("applied").textContent = r.applied ? String(r.applied) : "–";
     q("applied").hidden = g.status.binding !== "replicated";
     chartFor(g, r.id);
@@ -269,7 +279,7 @@
     const width = Math.max(200, g.view.charts.clientWidth ? Math.min(box.clientWidth - 10, 900) : 300);
     c.plot = new uPlot({
       width, height: 150,
-      scales: { x: { time: true, range: (u, min, max) => [max - WINDOW_S, max] }, rate: {}, load: {} },
+      scales: { x: { time: true, range: (u, min, max) => [Math.min(Math.max(min, max - WINDOW_S), max - 10), max] }, rate: {}, load: {} },
       series: [{},
         { label: "calls/s", scale: "rate", stroke: "#1d4ed8", width: 2, value: (u, v) => num(v, 1) },
         { label: "load", scale: "load", stroke: "#b45309", width: 2, dash: [6, 4], value: (u, v) => num(v, 1) }],
