@@ -63,7 +63,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	for _, r := range reps {
 		r.id = st.replicaAt(t, r.url).ID
 	}
-	startClients(ctx, t, st.Advertise, []float64{60, 60, 30, 30})
 
 	bctx := browser(ctx, t)
 	run := func(what string, actions ...chromedp.Action[chromedp.Void]) {
@@ -83,6 +82,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	run("give the token", chromedp.SendKeys("#token", adminToken+"\r"))
 
 	poll("three replica rows", `document.querySelectorAll('section[data-group="prime"] tr[data-replica]').length === 3`)
+	// The clients start once the page follows the stream: it sees the
+	// loads converge (advisories, planned moves, clients moving).
+	poll("the stream is live", `document.getElementById("conn").textContent.startsWith("live")`)
+	startClients(ctx, t, st.Advertise, []float64{100, 100, 50, 50, 50, 50})
 	for _, r := range reps {
 		poll("live calls/s of "+r.id, row(r.id)+`.querySelector(".rps").textContent !== "–" && `+row(r.id)+`.dataset.state === "active"`)
 	}
@@ -119,22 +122,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(ctx.Err())
 	}
 	poll("the charts have points", `Array.from(document.querySelectorAll(".chart")).every(c => c.querySelectorAll("canvas").length > 0)`)
-	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := os.Getenv("FULCRUM_TEST_ARTIFACTS")
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "dashboard.png")
-	if err := os.WriteFile(path, shot, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot of the dashboard: %s", path)
+	screenshot(bctx, t, filepath.Join(dir, "dashboard.png"))
 
 	// Kill a replica (after the reconnect: the resumed stream carries
 	// it): its listener closes and its monitor stops without
@@ -177,6 +169,24 @@ func TestDashboardInBrowser(t *testing.T) {
 	// A phone's width: everything fits without scrolling sideways.
 	run("a 360 px screen", chromedp.EmulateViewport(360, 800))
 	poll("no horizontal scrolling at 360 px", `document.documentElement.scrollWidth <= 360 && `+row(reps[1].id)+`.getBoundingClientRect().width <= 360`)
+
+	screenshot(bctx, t, filepath.Join(dir, "dashboard-360px.png"))
+}
+
+// screenshot saves the whole page as a PNG at path.
+func screenshot(ctx context.Context, t *testing.T, path string) {
+	t.Helper()
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the dashboard: %s", path)
 }
 
 // browser starts headless Chromium with a fresh profile and returns a
@@ -467,7 +477,7 @@ func (r *replica) kill(t *testing.T) {
 	})
 }
 
-// startClients runs one open-loop client per rate, each with its own
+// startClients runs one client per rate, 250 ms apart, each with its own
 // binding, until the test ends.
 func startClients(ctx context.Context, t *testing.T, frontDoor string, rates []float64) {
 	t.Helper()
@@ -477,8 +487,15 @@ func startClients(ctx context.Context, t *testing.T, frontDoor string, rates []f
 		cancel()
 		wg.Wait()
 	})
-	for _, rate := range rates {
+	for i, rate := range rates {
 		wg.Go(func() {
+			start := time.NewTimer(time.Duration(i) * 250 * time.Millisecond) // one after another, as fulcrum demo starts them
+			defer start.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-start.C:
+			}
 			tr := client.NewTransport(client.Options{})
 			defer tr.CloseIdleConnections()
 			hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}

@@ -183,6 +183,7 @@
     for (const r of st.replicas || []) {
       seen.add(r.id);
       g.states.set(r.id, r.state);
+      if (!g.advisories.has(r.id)) g.advisories.set(r.id, "nominal/0");
       renderReplica(g, r);
       point(g, r);
     }
@@ -279,7 +280,11 @@
     const width = Math.max(200, g.view.charts.clientWidth ? Math.min(box.clientWidth - 10, 900) : 300);
     c.plot = new uPlot({
       width, height: 150,
-      scales: { x: { time: true, range: (u, min, max) => [Math.min(Math.max(min, max - WINDOW_S), max - 10), max] }, rate: {}, load: {} },
+      scales: {
+        x: { time: true, range: (u, min, max) => [Math.min(Math.max(min, max - WINDOW_S), max - 10), max] },
+        rate: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] },
+        load: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] },
+      },
       series: [{},
         { label: "calls/s", scale: "rate", stroke: "#1d4ed8", width: 2, value: (u, v) => num(v, 1) },
         { label: "load", scale: "load", stroke: "#b45309", width: 2, dash: [6, 4], value: (u, v) => num(v, 1) }],
@@ -404,7 +409,7 @@
       Object.assign(cur, r);
       const was = g.advisories.get(r.id);
       const now = r.advisory + "/" + r.epoch;
-      if (was !== undefined && was !== now && r.advisory) {
+      if (was !== now && r.advisory && (was !== undefined || r.advisory !== "nominal")) {
         log("advisory", ev.group, "replica " + r.id + " told " + r.advisory + (r.shed ? ", shed " + num(r.shed, 1) : ""), ev.time);
       }
       g.advisories.set(r.id, now);
