@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -95,4 +96,70 @@ func TestCrossOriginChangesRefused(t *testing.T) {
 		t.Fatalf("same-origin drain answered state %q, want draining", rs.State)
 	}
 	want(t, e.call("POST", "/v1/groups/g/replicas/"+r.ID+"/activate", adminToken, nil), http.StatusOK) // no browser headers
+}
+
+// TestStepEventsCarryLiveFigures checks that a "step" event gives each
+// replica the live figures of its status (what the dashboard shows without
+// polling), and a group with affinity rules its session count.
+func TestStepEventsCarryLiveFigures(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{})
+	e.mustGroup("g", map[string]any{"report_interval": "50ms"})
+	e.mustGroup("aff", map[string]any{"report_interval": "50ms", "binding": "per-request",
+		"affinity": []map[string]any{{"kind": "singleton", "match": "/obj/{id}"}}})
+	a := e.call("POST", "/v1/groups/g/replicas", adminToken, map[string]any{"address": "http://127.0.0.1:9001", "weight": 2})
+	want(t, a, http.StatusCreated)
+	var r registered
+	a.decode(t, &r)
+	ctx := boundedContext(t)
+	s := e.openAll(ctx, "")
+	defer s.cancel()
+
+	type rep struct {
+		ID           string   `json:"id"`
+		Weight       float64  `json:"weight"`
+		Inflight     *int64   `json:"inflight"`
+		Source       string   `json:"source"`
+		RPS          *float64 `json:"rps"`
+		LatencyP50MS *float64 `json:"latency_p50_ms"`
+		LatencyP99MS *float64 `json:"latency_p99_ms"`
+		BoundClients *int64   `json:"bound_clients"`
+		Ejections    *uint64  `json:"ejections"`
+	}
+	type step struct {
+		Replicas []rep `json:"replicas"`
+		Sessions *int  `json:"sessions"`
+	}
+	decode := func(be balancer.Event) step {
+		t.Helper()
+		b, err := json.Marshal(be.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st step
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	report := `{"load": 7, "metrics": {"rps": 12.5, "latency_p50_ms": 1.5, "latency_p99_ms": 9, "bound_clients": 3}}`
+	var got rep
+	for got.RPS == nil {
+		want(t, e.call("POST", "/v1/report", r.Token, report), http.StatusOK)
+		be := s.until(ctx, func(ev sseEvent, be balancer.Event) bool { return ev.event == "step" && be.Group == "g" })
+		st := decode(be)
+		if len(st.Replicas) != 1 {
+			t.Fatalf("step of g with %d replicas, want 1: %+v", len(st.Replicas), st)
+		}
+		got = st.Replicas[0]
+	}
+	if got.ID != r.ID || got.Weight != 2 || got.Inflight == nil || *got.Inflight != 0 || got.Source != "report" ||
+		*got.RPS != 12.5 || got.LatencyP50MS == nil || *got.LatencyP50MS != 1.5 || got.LatencyP99MS == nil || *got.LatencyP99MS != 9 ||
+		got.BoundClients == nil || *got.BoundClients != 3 || got.Ejections == nil || *got.Ejections != 0 {
+		t.Fatalf("step replica %+v, want the status's live figures (weight 2, inflight 0, source report, rps 12.5, p50 1.5, p99 9, bound 3, ejections 0)", got)
+	}
+	be := s.until(ctx, func(ev sseEvent, be balancer.Event) bool { return ev.event == "step" && be.Group == "aff" })
+	if st := decode(be); st.Sessions == nil || *st.Sessions != 0 {
+		t.Fatalf("step of a group with affinity rules: sessions %v, want 0", st.Sessions)
+	}
 }
