@@ -230,7 +230,7 @@
       activate.addEventListener("click", () => act(name, r.id, "activate"));
       remove.addEventListener("click", () => confirmRemove(name, r.id, remove));
       tr = el("tr", { "data-replica": r.id },
-        el("th", { scope: "row", "data-label": "Replica" }, el("span", { class: "mono rid" }), el("span", { class: "addr mono" })),
+        el("th", { scope: "row", "data-label": "Replica" }, el("span", { class: "mono rid" }), el("span", { class: "addr mono" }), el("span", { class: "addr workers" })),
         cell("State", "st"), cell("Weight", "num w"), cell("Load", "num load"), cell("In flight", "num inf"),
         cell("Calls/s", "num rps"), cell("p50 / p99 ms", "num lat"), cell("Bound clients", "num bound"),
         cell("Ejections", "num ej"), cell("Applied", "num applied"),
@@ -240,6 +240,7 @@
     const q = (c) => tr.querySelector("." + c);
     q("rid").textContent = r.id;
     if (r.address) q("addr").textContent = r.address;
+    if (r.workers) q("workers").textContent = r.workers.reporting + " of " + r.workers.count + " workers reporting";
     tr.dataset.state = r.state;
     q("st").replaceChildren(el("span", { class: "state state-" + r.state, text: r.state }),
       r.advisory && r.advisory !== "nominal" ? " " + r.advisory + (r.shed ? " (shed " + num(r.shed, 1) + ")" : "") : "");
