@@ -100,13 +100,15 @@ func TestCrossOriginChangesRefused(t *testing.T) {
 
 // TestStepEventsCarryLiveFigures checks that a "step" event gives each
 // replica the live figures of its status (what the dashboard shows without
-// polling), and a group with affinity rules its session count.
+// polling), a group with affinity rules its session count and a tcp group
+// its open connections.
 func TestStepEventsCarryLiveFigures(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{})
 	e.mustGroup("g", map[string]any{"report_interval": "50ms"})
 	e.mustGroup("aff", map[string]any{"report_interval": "50ms", "binding": "per-request",
 		"affinity": []map[string]any{{"kind": "singleton", "match": "/obj/{id}"}}})
+	e.mustGroup("tcp", map[string]any{"report_interval": "50ms", "protocol": "tcp", "health": map[string]any{"path": ""}})
 	a := e.call("POST", "/v1/groups/g/replicas", adminToken, map[string]any{"address": "http://127.0.0.1:9001", "weight": 2})
 	want(t, a, http.StatusCreated)
 	var r registered
@@ -127,8 +129,9 @@ func TestStepEventsCarryLiveFigures(t *testing.T) {
 		Ejections    *uint64  `json:"ejections"`
 	}
 	type step struct {
-		Replicas []rep `json:"replicas"`
-		Sessions *int  `json:"sessions"`
+		Replicas    []rep `json:"replicas"`
+		Sessions    *int  `json:"sessions"`
+		Connections *int  `json:"connections"`
 	}
 	decode := func(be balancer.Event) step {
 		t.Helper()
@@ -161,5 +164,9 @@ func TestStepEventsCarryLiveFigures(t *testing.T) {
 	be := s.until(ctx, func(ev sseEvent, be balancer.Event) bool { return ev.event == "step" && be.Group == "aff" })
 	if st := decode(be); st.Sessions == nil || *st.Sessions != 0 {
 		t.Fatalf("step of a group with affinity rules: sessions %v, want 0", st.Sessions)
+	}
+	be = s.until(ctx, func(ev sseEvent, be balancer.Event) bool { return ev.event == "step" && be.Group == "tcp" })
+	if st := decode(be); st.Connections == nil || *st.Connections != 0 || st.Sessions != nil {
+		t.Fatalf("step of a tcp group: connections %v, sessions %v, want 0 and none", st.Connections, st.Sessions)
 	}
 }
