@@ -177,10 +177,11 @@ func New(b *balancer.Balancer, opts Options) http.Handler {
 			})
 		})
 	}
+	handleDashboard(mux) // dashboard.go
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, apiError{Code: codeNotFound, Message: "no such endpoint: " + r.URL.Path + " (see /v1/openapi.yaml)"})
 	})
-	return mux
+	return crossOriginProtected(mux)
 }
 
 // allowHeader lists methods for an Allow header; GET implies HEAD.

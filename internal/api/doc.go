@@ -17,6 +17,11 @@
 // token may drain and deregister it; POST /v1/report takes only replica
 // tokens.
 //
+// A browser's cross-origin request that is not GET, HEAD or OPTIONS is
+// refused with 403 cross_origin (http.CrossOriginProtection; dashboard.go).
+// The dashboard's static files are served at /ui/ to anyone; it is not an
+// API route and the OpenAPI file does not list it.
+//
 // Errors are always {"error": {"code", "message", "field"?, "allowed"?,
 // "existing_id"?}} with the status the code implies (see errors.go).
 package api

@@ -1,5 +1,7 @@
 package balancer
 
+import "github.com/fulcrum-lb/fulcrum/protocol"
+
 // Subscribe returns a channel of the group's events and a cancel func. Slow
 // subscribers lose events rather than stall the group; EventsSince reads
 // the same events without loss, or says when they are no longer kept.
@@ -71,7 +73,20 @@ func (g *group) stepEventLocked() map[string]any {
 		Shed          float64  `json:"shed"`
 		Epoch         uint64   `json:"epoch"`
 		Bindings      uint64   `json:"bindings"`
+		// The live figures of ReplicaStatus, so that a dashboard
+		// following the stream needs no polling (docs/dashboard.md).
+		Weight       float64  `json:"weight"`
+		Inflight     int64    `json:"inflight"`
+		Source       string   `json:"source"`
+		RPS          *float64 `json:"rps"`
+		LatencyP50MS *float64 `json:"latency_p50_ms"`
+		LatencyP99MS *float64 `json:"latency_p99_ms"`
+		BoundClients *int64   `json:"bound_clients"`
+		Ejections    *uint64  `json:"ejections"`
+		Applied      uint64   `json:"applied,omitempty"`
 	}
+	now := g.b.now()
+	hub := g.hubLocked()
 	reps := []rep{}
 	for _, v := range g.lastStep.Replicas {
 		adv := v.Advisory
@@ -82,10 +97,25 @@ func (g *group) stepEventLocked() map[string]any {
 		}
 		if m := g.members[v.ID]; m != nil {
 			r.Bindings = m.counters.Bindings.Load()
+			var rs protocol.ReplicaStatus
+			g.replicaStatsLocked(&rs, m, v, true, now)
+			r.Weight, r.Inflight, r.Source = m.rec.Weight, m.live.Inflight.Load(), rs.Source
+			r.RPS, r.LatencyP50MS, r.LatencyP99MS = rs.RPS, rs.LatencyP50MS, rs.LatencyP99MS
+			r.BoundClients, r.Ejections = rs.BoundClients, rs.Ejections
+			if hub != nil {
+				r.Applied = hub.AppliedBy(v.ID)
+			}
 		}
 		reps = append(reps, r)
 	}
-	return map[string]any{"replicas": reps, "moves": g.lastStep.Moves}
+	ev := map[string]any{"replicas": reps, "moves": g.lastStep.Moves}
+	if g.conns != nil && g.spec.Protocol == protocol.ProtocolTCP {
+		ev["connections"] = g.conns.Len()
+	}
+	if g.aff != nil {
+		ev["sessions"] = g.aff.Len()
+	}
+	return ev
 }
 
 func (g *group) membersEventLocked() map[string]any {

@@ -29,6 +29,8 @@ processes, whose pids and addresses are printed at start) and 8 clients, 4 at
 100 calls/s and 4 at 50 calls/s, started one after another, in an on-demand
 group balanced by least-loaded.
 
+It prints the URL of the balancer's dashboard (/ui/ on its admin API, see
+docs/dashboard.md): open it to watch the clients move and the loads converge.
 Every second it prints the calls/s each replica served. It exits 0 once every
 replica has stayed within ±10% of the mean for 10 s ("balanced after N s",
 N being when that window began) and 1 if that has not happened within 120 s.

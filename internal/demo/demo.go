@@ -141,6 +141,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer stop()
 	fmt.Fprintf(o.Out, "balancer: admin %s, front door %s (group prime, %s, %s, %s)\n", adminURL, frontDoor, o.Protocol, o.Binding, o.Strategy)
+	fmt.Fprintf(o.Out, "dashboard: %s/ui/ (open it in a browser to watch the loads converge)\n", adminURL)
 
 	fleet := newFleet(o.Executable, adminURL, o.Out, o.Log)
 	fleet.giop = o.Protocol == protocol.ProtocolGIOP
