@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,6 +33,10 @@ func TestDemo(t *testing.T) {
 	t.Run("kill -9 of a replica", func(t *testing.T) {
 		t.Parallel()
 		testDemoReplicaKill(t)
+	})
+	t.Run("stay until interrupted", func(t *testing.T) {
+		t.Parallel()
+		testDemoStay(t)
 	})
 	t.Run("round-robin per-session", func(t *testing.T) {
 		t.Parallel()
@@ -117,7 +122,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"serve", "--help"}, []string{"Usage:", "--config", "--insecure", "--admin", "--data-dir"}},
 		{[]string{"ctl", "--help"}, []string{"Usage:", "--admin", "--token"}},
 		{[]string{"backend", "prime", "--help"}, []string{"Usage:", "--listen", "--register", "--group"}},
-		{[]string{"demo", "--help"}, []string{"Usage:", "--replicas", "--rates", "--strategy", "--binding", "--duration"}},
+		{[]string{"demo", "--help"}, []string{"Usage:", "--replicas", "--rates", "--strategy", "--binding", "--duration", "--stay"}},
 		{[]string{"version"}, []string{"fulcrum "}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -133,5 +138,35 @@ func TestHelp(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// testDemoStay runs the demo with --stay: once its result is printed it
+// goes on printing rows with the dashboard served, until SIGINT ends it
+// with the result's exit status.
+func testDemoStay(t *testing.T) {
+	ctx := testContext(t, 60*time.Second)
+	p := startProc(t, "fulcrum demo --stay", "demo", "--strategy", "round-robin", "--binding", "per-session", "--duration", "2s", "--stay")
+	m := p.WaitOutput(ctx, t, p.Stdout, regexp.MustCompile(`(?m)^dashboard: (\S+) `))
+	// A row printed after the staying line: the demo still runs.
+	p.WaitOutput(ctx, t, p.Stdout, regexp.MustCompile(`(?m)^staying up until interrupted.*\n(?:.*\n)*?\s*\d+(?:\s+\d+){6}\n`))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m[1], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s while the demo stays: %v", m[1], err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s while the demo stays: %s, want 200 OK", m[1], resp.Status)
+	}
+	p.Signal(t, syscall.SIGINT)
+	if code := p.Exit(ctx, t); code != 0 {
+		t.Fatalf("fulcrum demo --stay after SIGINT: exit status %d, want 0 (the result's)\n%s\n%s", code, p.Stdout, p.Stderr)
+	}
+	if out := p.Stdout.String(); !strings.Contains(out, "ran for 2s with round-robin/per-session") {
+		t.Fatalf("fulcrum demo --stay did not print its result:\n%s", out)
 	}
 }

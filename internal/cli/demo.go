@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +34,9 @@ processes, whose pids and addresses are printed at start) and 8 clients, 4 at
 group balanced by least-loaded.
 
 It prints the URL of the balancer's dashboard (/ui/ on its admin API, see
-docs/dashboard.md): open it to watch the clients move and the loads converge.
+docs/dashboard.md): open it to watch the clients move and the loads converge;
+with --stay the demo keeps running after its result until interrupted, so
+the dashboard stays live.
 Every second it prints the calls/s each replica served. It exits 0 once every
 replica has stayed within ±10% of the mean for 10 s ("balanced after N s",
 N being when that window began) and 1 if that has not happened within 120 s.
@@ -66,7 +72,13 @@ high advisory forwards it back to the front door.`,
 			if logs {
 				o.Log = cmd.ErrOrStderr()
 			}
-			err = demo.Run(cmd.Context(), o)
+			ctx := cmd.Context()
+			if o.Stay {
+				var stop context.CancelFunc
+				ctx, stop = signal.NotifyContext(contextOf(cmd), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+			}
+			err = demo.Run(ctx, o)
 			if errors.Is(err, demo.ErrNotBalanced) {
 				return exitCode(1, err)
 			}
@@ -81,6 +93,7 @@ high advisory forwards it back to the front door.`,
 	fl.StringVar(&o.Protocol, "protocol", "http", "protocol of the group: http, or giop (Go Prime servants over GIOP, clients with fulcrum's client ORB)")
 	fl.DurationVar(&o.Duration, "duration", 0, "deadline for equilibrium (on-demand, default 120s) or run time (otherwise, default 60s)")
 	fl.BoolVar(&logs, "logs", false, "show the balancer's and replicas' logs on stderr")
+	fl.BoolVar(&o.Stay, "stay", false, "keep running after the result, until interrupted (Ctrl-C), so that the dashboard stays live; the exit status is the result's")
 	return cmd
 }
 

@@ -53,6 +53,11 @@ type Options struct {
 	// equilibrium (default 10s, ±10%).
 	Window time.Duration
 	Band   float64
+	// Stay keeps the demo running once its result is known (balanced, not
+	// balanced, or the run time over), still printing a row a second, so
+	// that the dashboard stays live; Run returns that result when ctx
+	// ends.
+	Stay bool
 }
 
 // ErrNotBalanced is returned when equilibrium was not reached in time.
@@ -286,9 +291,23 @@ func watch(ctx context.Context, o Options, ids []string, tally *tally, fleet *fl
 	defer t.Stop()
 	start := time.Now()
 	tally.take() // start the first second now
+	var result error
+	decided := false
+	// decide ends the run with err, or, with Stay, keeps it going until
+	// ctx ends and then returns err.
+	decide := func(err error) bool {
+		decided, result = true, err
+		if o.Stay {
+			fmt.Fprintf(o.Out, "staying up until interrupted (Ctrl-C): the dashboard stays live\n")
+		}
+		return !o.Stay
+	}
 	for sec := 1; ; sec++ {
 		select {
 		case <-ctx.Done():
+			if decided {
+				return result
+			}
 			return ctx.Err()
 		case <-t.C:
 		}
@@ -303,19 +322,30 @@ func watch(ctx context.Context, o Options, ids []string, tally *tally, fleet *fl
 		for _, ev := range fleet.events() {
 			fmt.Fprintln(o.Out, ev)
 		}
+		if decided {
+			continue
+		}
 		if o.Adaptive() {
 			if done, began := eq.Add(rates); done {
 				fmt.Fprintf(o.Out, "balanced after %d s (every replica within ±%.0f%% of the mean in rows %d to %d)\n", began, band*100, began+1, sec)
-				return nil
+				if decide(nil) {
+					return nil
+				}
+				continue
 			}
 		}
 		if time.Since(start) >= o.Duration {
 			if o.Adaptive() {
 				fmt.Fprintf(o.Out, "not balanced within %s\n", o.Duration)
-				return ErrNotBalanced
+				if decide(ErrNotBalanced) {
+					return ErrNotBalanced
+				}
+				continue
 			}
 			fmt.Fprintf(o.Out, "ran for %s with %s/%s\n", o.Duration, o.Strategy, o.Binding)
-			return nil
+			if decide(nil) {
+				return nil
+			}
 		}
 	}
 }
