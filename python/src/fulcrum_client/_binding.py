@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import secrets
 import threading
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -92,15 +93,21 @@ class Send:
     """Send one attempt of the call: the request with ``url`` in place of
     its own and its headers changed by ``set_headers`` (replacing every
     value of each name) and ``del_headers``. When ``rewritten``, the URL's
-    host is not the request's: a Host header must follow the URL.
-    ``to_replica`` says the attempt goes straight to a bound replica. The
-    transport sends ``Answer`` or ``Failure``."""
+    host is not the request's: a Host header must follow the URL (``host``).
+    The transport sends ``Answer`` or ``Failure``."""
 
     url: str
     rewritten: bool
+    host: str
+    """The host[:port] of url, for the Host header when rewritten."""
     set_headers: tuple[tuple[str, str], ...]
     del_headers: tuple[str, ...]
-    to_replica: bool
+    binding: Binding | None
+    """The binding whose replica the attempt goes to; None: a front door."""
+
+    @property
+    def to_replica(self) -> bool:
+        return self.binding is not None
 
 
 @dataclass(frozen=True)
@@ -174,10 +181,18 @@ class Binding:
         return f"{self.group}/{self.replica}"
 
     def rewrite(self, url: str) -> str:
-        """url pointed at the replica: same path (under the base path) and
-        query."""
-        u = urlsplit(url)
-        return SplitResult(self.scheme, self.host, self.prefix + u.path if self.prefix else u.path, u.query, "").geturl()
+        """url (absolute) pointed at the replica: same path (under the base
+        path) and query."""
+        return f"{self.scheme}://{self.host}{self.prefix}{_path_and_query(url)}"
+
+
+_AFTER_AUTHORITY = re.compile(r"^[^:/?#]*://[^/?#]*([^#]*)")
+
+
+def _path_and_query(url: str) -> str:
+    """What follows an absolute URL's authority, without its fragment."""
+    m = _AFTER_AUTHORITY.match(url)
+    return m.group(1) if m else ""
 
 
 def _escaped_path(u: SplitResult) -> str:
@@ -228,8 +243,7 @@ def door_key(url: str) -> DoorKey:
 
 
 def _with_door(url: str, key: DoorKey) -> str:
-    u = urlsplit(url)
-    return SplitResult(key[0], key[1], u.path, u.query, "").geturl()
+    return f"{key[0]}://{key[1]}{_path_and_query(url)}"
 
 
 def parse_front_doors(urls: Iterable[str]) -> tuple[DoorKey, ...]:
@@ -399,13 +413,13 @@ class BindingState:
 
 @dataclass(frozen=True)
 class Call:
-    """What the decisions need of a request: its method and URL, the
-    (lowercase) names of the headers the caller set, and whether its body
-    can be sent more than once (empty, bytes, or buffered)."""
+    """What the decisions need of a request: its method and URL, whether
+    the caller set a header (has_header, case-insensitive name), and whether
+    its body can be sent more than once (empty, bytes, or buffered)."""
 
     method: str
     url: str
-    header_names: frozenset[str]
+    has_header: Callable[[str], bool]
     replayable: bool
 
 
@@ -413,13 +427,12 @@ def _identity(state: BindingState, call: Call) -> tuple[tuple[str, str], ...]:
     """The headers that name a call to a replicated group's bridge, among
     Fulcrum-Session (the client id) and a fresh Fulcrum-Sequence, that the
     caller did not set; none beside an Idempotency-Key."""
-    names = call.header_names
-    if HEADER_IDEMPOTENCY_KEY.lower() in names:
+    if call.has_header(HEADER_IDEMPOTENCY_KEY):
         return ()
     out: list[tuple[str, str]] = []
-    if HEADER_SESSION.lower() not in names:
+    if not call.has_header(HEADER_SESSION):
         out.append((HEADER_SESSION, state.client_id))
-    if HEADER_SEQUENCE.lower() not in names:
+    if not call.has_header(HEADER_SEQUENCE):
         out.append((HEADER_SEQUENCE, str(state.take_sequence())))
     return tuple(out)
 
@@ -437,13 +450,13 @@ def _attempt(
     in place of the one the URL names) with the call's identity.
     unreachable is the binding the client could not connect to, leaving the
     one a replica sent it back from: the front door is told either."""
-    url, rewritten = call.url, False
+    url, rewritten, host = call.url, False, ""
     if bound is None and to is not None and to != door_key(call.url):
-        url, rewritten = _with_door(call.url, to), True
+        url, rewritten, host = _with_door(call.url, to), True, to[1]
     sets: list[tuple[str, str]] = []
     dels: tuple[str, ...] = ()
     if bound is not None:
-        url, rewritten = bound.rewrite(call.url), True
+        url, rewritten, host = bound.rewrite(call.url), True, bound.host
         sets.append((HEADER_BINDING, bound.header))
     elif unreachable:
         sets += [(HEADER_BINDING, unreachable), (HEADER_REBIND, REBIND_UNREACHABLE)]
@@ -454,7 +467,7 @@ def _attempt(
     if bound is None:
         sets += identity
     sets.append((HEADER_CLIENT, state.client_id))
-    return Send(url=url, rewritten=rewritten, set_headers=tuple(sets), del_headers=dels, to_replica=bound is not None)
+    return Send(url=url, rewritten=rewritten, host=host, set_headers=tuple(sets), del_headers=dels, binding=bound)
 
 
 def is_rebind(a: Answer) -> bool:

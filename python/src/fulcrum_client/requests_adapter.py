@@ -136,7 +136,7 @@ class FulcrumAdapter(HTTPAdapter):
         call = Call(
             method=request.method,
             url=request.url,
-            header_names=frozenset(k.lower() for k in request.headers),
+            has_header=request.headers.__contains__,
             replayable=body.replayable,
         )
         gen = run_call(self._state, call)
