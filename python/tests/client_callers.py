@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
+import pytest
 import requests
+from client_servers import Net
 
 from fulcrum_client import AsyncBindingTransport, BindingTransport, FulcrumAdapter
 
@@ -120,3 +122,30 @@ class RequestsCaller(Caller):
 
 
 CALLERS = {"sync": SyncCaller, "async": AsyncCaller, "requests": RequestsCaller}
+
+
+@pytest.fixture
+def net() -> Iterator[Net]:
+    n = Net()
+    yield n
+    n.close()
+
+
+@pytest.fixture(params=sorted(CALLERS))
+def make(request: pytest.FixtureRequest) -> Iterator[type[Caller]]:
+    """A client class; every client made through it is closed at the end."""
+    made: list[Caller] = []
+    cls = CALLERS[request.param]
+
+    def factory(**opts):  # type: ignore[no-untyped-def]
+        c = cls(**opts)
+        made.append(c)
+        return c
+
+    yield factory  # type: ignore[misc]
+    for c in made:
+        c.close()
+
+
+def errors_of(c: Caller) -> tuple[type[BaseException], ...]:
+    return (requests.RequestException,) if c.name == "requests" else (httpx.HTTPError,)

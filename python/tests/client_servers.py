@@ -246,3 +246,87 @@ class Net:
     def close(self) -> None:
         for s in self._servers:
             s.kill()
+
+
+class Log:
+    """A replicated group's log shared by fake bridges: it appends each call
+    once, keyed by its Fulcrum-Session and Fulcrum-Sequence."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.positions: dict[tuple[str, str], int] = {}
+
+    def append(self, session: str, seq: str) -> tuple[int, bool]:
+        """The call's position, and whether it was there already."""
+        with self._lock:
+            key = (session, seq)
+            if key in self.positions:
+                return self.positions[key], True
+            self.positions[key] = len(self.positions) + 1
+            return self.positions[key], False
+
+
+@dataclass(frozen=True)
+class BridgeCall:
+    """One call a fake bridge received, and what became of it: "answered",
+    "dropped" (appended, connection closed unanswered), "cut" (appended,
+    answer cut short) or "busy" (503 with Retry-After, not appended)."""
+
+    session: str
+    seq: str
+    client: str
+    body: str
+    outcome: str
+    existed: bool
+
+
+class Bridge:
+    """A replicated group's front door (binding replicated): it orders each
+    call in the shared log and answers "<name>:<body>" with
+    Fulcrum-Position. Knobs: drop, cut, busy — how many of the next calls
+    fail that way."""
+
+    def __init__(self, name: str, log: Log) -> None:
+        self.name, self.log = name, log
+        self.drop = self.cut = self.busy = 0
+        self._lock = threading.Lock()
+        self._calls: list[BridgeCall] = []
+        self.server = Server(self._serve)
+        self.url = self.server.url
+
+    def calls(self) -> list[BridgeCall]:
+        with self._lock:
+            return list(self._calls)
+
+    def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        body = read_body(h).decode()
+        session, seq = h.headers.get("Fulcrum-Session", ""), h.headers.get("Fulcrum-Sequence", "")
+        with self._lock:
+            outcome = "answered"
+            for knob in ("busy", "drop", "cut"):
+                if getattr(self, knob) > 0:
+                    setattr(self, knob, getattr(self, knob) - 1)
+                    outcome = {"busy": "busy", "drop": "dropped", "cut": "cut"}[knob]
+                    break
+        existed, pos = False, 0
+        if outcome != "busy":
+            pos, existed = self.log.append(session, seq)
+        with self._lock:
+            self._calls.append(BridgeCall(session, seq, h.headers.get("Fulcrum-Client", ""), body, outcome, existed))
+        if outcome == "busy":
+            reply(h, 503, f"{self.name} busy".encode(), {"Retry-After": "1"})
+        elif outcome == "dropped":
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+        elif outcome == "cut":
+            text = f"{self.name}:{body}".encode()
+            h.send_response(200)
+            h.send_header("Fulcrum-Position", str(pos))
+            h.send_header("Content-Length", str(len(text) + 100))
+            h.end_headers()
+            h.wfile.write(text)
+            h.wfile.flush()
+            h.close_connection = True
+            h.connection.shutdown(socket.SHUT_RDWR)
+        else:
+            reply(h, 200, f"{self.name}:{body}".encode(), {"Fulcrum-Position": str(pos)})

@@ -9,43 +9,13 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
-import httpx
 import pytest
-import requests
-from client_callers import CALLERS, Caller
+from client_callers import errors_of, make, net  # noqa: F401 - fixtures
 from client_servers import GROUP, Net, Ran, reply
 
 from fulcrum_client import AsyncBindingTransport, BindingTransport, FulcrumAdapter
-
-
-@pytest.fixture
-def net() -> Iterator[Net]:
-    n = Net()
-    yield n
-    n.close()
-
-
-@pytest.fixture(params=sorted(CALLERS))
-def make(request: pytest.FixtureRequest) -> Iterator[type[Caller]]:
-    """A client class; every client made through it is closed at the end."""
-    made: list[Caller] = []
-    cls = CALLERS[request.param]
-
-    def factory(**opts):  # type: ignore[no-untyped-def]
-        c = cls(**opts)
-        made.append(c)
-        return c
-
-    yield factory  # type: ignore[misc]
-    for c in made:
-        c.close()
-
-
-def errors_of(c: Caller) -> tuple[type[BaseException], ...]:
-    return (requests.RequestException,) if c.name == "requests" else (httpx.HTTPError,)
 
 
 def test_binding_is_cached_and_headers_sent(net: Net, make) -> None:  # type: ignore[no-untyped-def]
