@@ -38,7 +38,14 @@ class Caller:
     transport: Any
 
     def do(
-        self, method: str, url: str, body: bytes | None = None, *, streamed: bool = False, headers: dict[str, str] | None = None
+        self,
+        method: str,
+        url: str,
+        body: bytes | None = None,
+        *,
+        streamed: bool = False,
+        headers: dict[str, str] | None = None,
+        timeout: float = 10,
     ) -> tuple[int, str, dict[str, str]]:
         raise NotImplementedError
 
@@ -60,9 +67,9 @@ class SyncCaller(Caller):
         self.transport = BindingTransport(**opts)
         self.client = httpx.Client(transport=self.transport, timeout=10)
 
-    def do(self, method, url, body=None, *, streamed=False, headers=None):  # type: ignore[no-untyped-def]
+    def do(self, method, url, body=None, *, streamed=False, headers=None, timeout=10):  # type: ignore[no-untyped-def]
         content: Any = chunks(body) if streamed and body is not None else body
-        r = self.client.request(method, url, content=content, headers=headers)
+        r = self.client.request(method, url, content=content, headers=headers, timeout=timeout)
         return r.status_code, r.text, dict(r.headers)
 
     def close(self) -> None:
@@ -88,10 +95,10 @@ class AsyncCaller(Caller):
     def run(self, coro: Any) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
 
-    def do(self, method, url, body=None, *, streamed=False, headers=None):  # type: ignore[no-untyped-def]
+    def do(self, method, url, body=None, *, streamed=False, headers=None, timeout=10):  # type: ignore[no-untyped-def]
         async def call() -> tuple[int, str, dict[str, str]]:
             content: Any = achunks(body) if streamed and body is not None else body
-            r = await self.client.request(method, url, content=content, headers=headers)
+            r = await self.client.request(method, url, content=content, headers=headers, timeout=timeout)
             return r.status_code, r.text, dict(r.headers)
 
         return self.run(call())  # type: ignore[no-any-return]
@@ -112,9 +119,9 @@ class RequestsCaller(Caller):
         self.session.mount("http://", self.transport)
         self.session.mount("https://", self.transport)
 
-    def do(self, method, url, body=None, *, streamed=False, headers=None):  # type: ignore[no-untyped-def]
+    def do(self, method, url, body=None, *, streamed=False, headers=None, timeout=10):  # type: ignore[no-untyped-def]
         data: Any = chunks(body) if streamed and body is not None else body
-        r = self.session.request(method, url, data=data, headers=headers, timeout=10, allow_redirects=False)
+        r = self.session.request(method, url, data=data, headers=headers, timeout=timeout, allow_redirects=False)
         return r.status_code, r.text, dict(r.headers)
 
     def close(self) -> None:

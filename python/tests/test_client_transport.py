@@ -125,6 +125,31 @@ def test_replica_503_drops_the_binding(net: Net, make) -> None:  # type: ignore[
     assert len(r1.ran()) == 2
 
 
+def test_read_timeout_keeps_the_binding(net: Net, make) -> None:  # type: ignore[no-untyped-def]
+    # The caller's own time bound ran out (Go: the context is done): the
+    # error is raised, nothing is decided from it, the binding stays.
+    release = threading.Event()
+    ran: list[str] = []
+
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        ran.append(h.path)
+        if h.path == "/slow":
+            release.wait(10)
+        reply(h, 200, b"ok")
+
+    r1 = net.server(slow)
+    fd = net.server(lambda h: reply(h, 307, headers={"Location": r1.url + h.path, "Fulcrum-Group": GROUP, "Fulcrum-Replica": "r1"}))
+    c = make()
+    assert c.do("GET", fd.url + "/x")[:2] == (200, "ok")
+    try:
+        with pytest.raises(errors_of(c)):
+            c.do("GET", fd.url + "/slow", timeout=0.3)
+    finally:
+        release.set()
+    assert c.binding(fd.url) is not None and c.binding(fd.url).replica == "r1"
+    assert ran == ["/x", "/slow"], "not sent again"
+
+
 def test_front_door_503_is_retried_once_from_a_known_front_door(net: Net, make) -> None:  # type: ignore[no-untyped-def]
     r1 = net.replica("r1")
     fd = net.front_door(r1)

@@ -201,7 +201,7 @@ class _Body:
         self._once: Any = None
         self.replayable = True
         b = request.body
-        if b is None or isinstance(b, (bytes, str)):
+        if b is None or isinstance(b, (bytes, bytearray, memoryview, str)):
             self._data = b
             return
         try:
