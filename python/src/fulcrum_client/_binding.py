@@ -25,7 +25,7 @@ import secrets
 import threading
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Union
+from typing import NamedTuple, Union
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 from fulcrum_client.protocol import (
@@ -88,8 +88,7 @@ class TooManyHopsError(Exception):
 # --- operations a call asks its transport to carry out -------------------
 
 
-@dataclass(frozen=True)
-class Send:
+class Send(NamedTuple):
     """Send one attempt of the call: the request with ``url`` in place of
     its own and its headers changed by ``set_headers`` (replacing every
     value of each name) and ``del_headers``. When ``rewritten``, the URL's
@@ -139,16 +138,14 @@ class Discard:
 Op = Union[Send, Peek, ReadWhole, Discard]
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(NamedTuple):
     """An attempt's answer: its status and headers."""
 
     status: int
     header: HeaderGetter
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(NamedTuple):
     """An attempt's failure: the transport's exception and its kind
     (NOT_SENT, SENT or EXPIRED)."""
 
@@ -411,8 +408,7 @@ class BindingState:
 # --- one call ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """What the decisions need of a request: its method and URL, whether
     the caller set a header (has_header, case-insensitive name), and whether
     its body can be sent more than once (empty, bytes, or buffered)."""

@@ -108,6 +108,20 @@ def _headers(request: httpx.Request, send: Send) -> httpx.Headers:
     return h
 
 
+def _attempt_request(request: httpx.Request, url: httpx.URL | str, headers: httpx.Headers, stream: Any) -> httpx.Request:
+    """The request of one attempt: request's method and extensions with
+    url, headers and stream. Made without httpx.Request's constructor (which
+    would parse the URL and headers again): its public attributes are all a
+    transport reads."""
+    out = httpx.Request.__new__(httpx.Request)
+    out.method = request.method
+    out.url = url if isinstance(url, httpx.URL) else httpx.URL(url)
+    out.headers = headers
+    out.stream = stream
+    out.extensions = request.extensions
+    return out
+
+
 def _fast_urls() -> bool:
     """Whether httpx keeps a URL's parts in a named tuple, _uri_reference,
     as httpx 0.23 to 0.28 do: then a bound call's URL is made from the
@@ -258,13 +272,7 @@ class BindingTransport(httpx.BaseTransport, _Common):
             while True:
                 if isinstance(op, Send):
                     last = None
-                    out = httpx.Request(
-                        request.method,
-                        self._urls.of(request, op),
-                        headers=_headers(request, op),
-                        stream=body.next(),
-                        extensions=request.extensions,
-                    )
+                    out = _attempt_request(request, self._urls.of(request, op), _headers(request, op), body.next())
                     try:
                         last = self._inner.handle_request(out)
                         result = _answer(last)
@@ -329,13 +337,7 @@ class AsyncBindingTransport(httpx.AsyncBaseTransport, _Common):
             while True:
                 if isinstance(op, Send):
                     last = None
-                    out = httpx.Request(
-                        request.method,
-                        self._urls.of(request, op),
-                        headers=_headers(request, op),
-                        stream=body.next(),
-                        extensions=request.extensions,
-                    )
+                    out = _attempt_request(request, self._urls.of(request, op), _headers(request, op), body.next())
                     try:
                         last = await self._inner.handle_async_request(out)
                         result = _answer(last)
