@@ -328,6 +328,8 @@ def _read_whole(resp: requests.Response, op: ReadWhole) -> Failure | None:
 
 
 def _discard(resp: requests.Response) -> None:
+    """Drains up to DISCARD_LIMIT bytes and closes resp; a body read to its
+    end gives its connection back to the pool."""
     size = 0
     try:
         if not resp._content_consumed:
@@ -335,6 +337,8 @@ def _discard(resp: requests.Response) -> None:
                 size += len(chunk)
                 if size >= DISCARD_LIMIT:
                     break
+            else:
+                resp._content_consumed = True  # drained: close() releases the connection
     except (urllib3.exceptions.HTTPError, OSError):
         pass
     finally:
