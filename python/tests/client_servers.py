@@ -25,6 +25,7 @@ class Server:
     def __init__(self, handle: Callable[[BaseHTTPRequestHandler], None]) -> None:
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self.accepted = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,6 +35,7 @@ class Server:
                 super().setup()
                 with outer._lock:
                     outer._conns.add(self.connection)
+                    outer.accepted += 1
 
             def finish(self) -> None:
                 with outer._lock:

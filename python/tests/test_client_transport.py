@@ -85,6 +85,19 @@ def test_rebind_is_followed_with_the_body_replayed(net: Net, make, streamed: boo
     assert c.binding(fd.url).replica == "r2"
 
 
+def test_redirects_leave_their_connections_reusable(net: Net, make) -> None:  # type: ignore[no-untyped-def]
+    # A redirect that is followed is drained and closed, so its keep-alive
+    # connection serves the next attempt (Go: discard).
+    r1 = net.replica("r1")
+    fd = net.front_door(r1)
+    c = make()
+    for _ in range(5):
+        r1.rebinds = 1
+        assert c.do("POST", fd.url + "/echo", b"b")[:2] == (200, "r1:b")
+    assert fd.hit_count() == 6 and len(r1.ran()) == 5
+    assert (fd.server.accepted, r1.server.accepted) == (1, 1)
+
+
 def test_dial_failure_rebinds_without_running_twice(net: Net, make) -> None:  # type: ignore[no-untyped-def]
     r1, r2 = net.replica("r1"), net.replica("r2")
     fd = net.front_door(r1)
