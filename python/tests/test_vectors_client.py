@@ -10,24 +10,21 @@ have seen exactly the requests it lists."""
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import struct
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import requests
+import vectors
 from client_servers import Server, read_body
 
 from fulcrum_client import AsyncBindingTransport, BindingTransport, FulcrumAdapter
-
-VECTORS = Path(__file__).resolve().parents[2] / "protocol" / "testdata" / "client.json"
 
 # The members each object of a case may have; any other fails the case.
 CASE_KEYS = {"name", "doc", "options", "parties", "calls"}
@@ -48,13 +45,10 @@ def strict(obj: Any, allowed: set[str], where: str) -> dict[str, Any]:
 
 
 def load_cases() -> list[dict[str, Any]]:
-    data = json.loads(VECTORS.read_text())
-    assert data.get("kind") == "client" and data.get("version") == 1 and data.get("cases"), (
-        f"client.json: kind {data.get('kind')!r} version {data.get('version')!r}: want client version 1 with cases"
-    )
-    names: set[str] = set()
-    for i, c in enumerate(data["cases"]):
-        strict(c, CASE_KEYS, f"cases[{i}]")
+    """client.json's cases (the shared loader checks the file and each
+    case's members), each nested object checked for unknown members too."""
+    cases = vectors.load("client", CASE_KEYS)
+    for i, c in enumerate(cases):
         strict(c.get("options", {}), OPTION_KEYS, f"cases[{i}].options")
         for pname, p in c["parties"].items():
             strict(p, PARTY_KEYS, f"cases[{i}].parties.{pname}")
@@ -67,9 +61,7 @@ def load_cases() -> list[dict[str, Any]]:
             strict(call["expect"], EXPECT_KEYS, f"cases[{i}].calls[{j}].expect")
             if call.get("binding_after") is not None:
                 strict(call["binding_after"], BINDING_KEYS, f"cases[{i}].calls[{j}].binding_after")
-        assert c["name"] and c["name"] not in names, f"cases[{i}]: name {c['name']!r} empty or repeated"
-        names.add(c["name"])
-    return data["cases"]  # type: ignore[no-any-return]
+    return cases
 
 
 CASES = load_cases()
@@ -322,7 +314,7 @@ class Case:
 
 
 @pytest.mark.parametrize("client", ["sync", "async", "requests"])
-@pytest.mark.parametrize("spec", CASES, ids=[c["name"] for c in CASES])
+@pytest.mark.parametrize("spec", CASES, ids=vectors.ids(CASES))
 def test_vectors_client(spec: dict[str, Any], client: str) -> None:
     case = Case(spec)
     try:
