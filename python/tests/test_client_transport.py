@@ -260,6 +260,31 @@ def test_caller_headers_are_kept(net: Net, make) -> None:  # type: ignore[no-unt
     assert "Fulcrum-Binding" not in fd.headers[0], "the caller's stale binding does not reach the front door"
 
 
+def test_front_doors_move_on_with_the_host_of_the_next(net: Net, make) -> None:  # type: ignore[no-untyped-def]
+    r1 = net.replica("r1")
+    dead = net.front_door(r1)
+    fd = net.front_door(r1)
+    dead.server.kill()  # refused
+    c = make(front_doors=[dead.url, fd.url])
+    assert c.do("POST", dead.url + "/echo?x=1", b"b", streamed=True)[:2] == (200, "r1:b")
+    assert fd.headers[0]["Host"] == fd.url.removeprefix("http://"), "Host follows the front door the call moved to"
+    assert r1.ran() == [Ran("/echo?x=1", "b", "g/r1", c.client_id)]
+    assert c.binding(dead.url) is c.binding(fd.url) is not None, "one binding for the group's front doors"
+
+
+def test_front_doors_move_on_after_an_own_503_and_stay(net: Net, make) -> None:  # type: ignore[no-untyped-def]
+    r1 = net.replica("r1")
+    a, b = net.front_door(r1), net.front_door(r1)
+    a.unavailable = 1  # its own 503: fulcrum's JSON error naming the group
+    c = make(front_doors=[a.url, b.url])
+    assert c.do("POST", a.url + "/echo", b"b")[:2] == (200, "r1:b")
+    assert (a.hit_count(), b.hit_count(), len(r1.ran())) == (1, 1, 1)
+    # The front door that answered is tried first from now on.
+    c.transport.unbind(a.url)
+    assert c.do("GET", a.url + "/x")[:2] == (200, "r1:")
+    assert (a.hit_count(), b.hit_count()) == (1, 2)
+
+
 def test_identity_goes_to_front_doors_only(net: Net, make) -> None:  # type: ignore[no-untyped-def]
     r1 = net.replica("r1")
     fd = net.front_door(r1)
