@@ -101,7 +101,7 @@ class AsyncCaller(Caller):
             r = await self.client.request(method, url, content=content, headers=headers, timeout=timeout)
             return r.status_code, r.text, dict(r.headers)
 
-        return self.run(call())  # type: ignore[no-any-return]
+        return self.run(call())
 
     def close(self) -> None:
         self.run(self.client.aclose())

@@ -56,7 +56,7 @@ def test_invalid_front_doors_are_refused(doors: list[str], index: int) -> None:
         with pytest.raises(ValueError, match=re.escape(f"front_doors[{index}] '{doors[index]}'")):
             cls(front_doors=doors)
     with pytest.raises(ValueError, match="not one string"):
-        BindingTransport(front_doors="http://a:1")  # type: ignore[arg-type]
+        BindingTransport(front_doors="http://a:1")
 
 
 def test_replica_base_path_is_kept(net: Net, make) -> None:  # type: ignore[no-untyped-def]

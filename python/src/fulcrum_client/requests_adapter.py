@@ -122,7 +122,7 @@ class FulcrumAdapter(HTTPAdapter):
         """Drop the binding of the front door at front_door."""
         self._state.unbind(self._state.canonical(door_key(front_door)))
 
-    def send(  # type: ignore[override]
+    def send(
         self,
         request: requests.PreparedRequest,
         stream: bool = False,
