@@ -56,13 +56,13 @@ fi
 go test -race -count=1 -timeout 20m ./...
 
 # The Python SDK (python/): its package with the test extras in a virtual
-# environment (.venv), then pytest against the fulcrum binary built here.
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e './python[test]'
+# environment (build/venv, git-ignored; nothing system-wide), then pytest against the fulcrum binary built here.
+[ -x build/venv/bin/python ] || python3 -m venv build/venv
+build/venv/bin/python -m pip install --quiet --disable-pip-version-check -e './python[test]'
 bin_dir=$(mktemp -d)
 trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/fulcrum" ./cmd/fulcrum
-FULCRUM_BIN="$bin_dir/fulcrum" .venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+FULCRUM_BIN="$bin_dir/fulcrum" build/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 
 # Short fuzz runs of every parser (FUZZTIME to lengthen them).
 fuzztime=${FUZZTIME:-10s}
