@@ -50,6 +50,11 @@ func (m *Monitor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		return
 	}
 	defer c.End()
+	if bound && m.opts.Worker != nil && m.advice.Load().reconnect(client) {
+		// Named, but a sibling worker's: let its next call reach another
+		// worker (Options.Worker).
+		w.Header().Set("Connection", "close")
+	}
 	next.ServeHTTP(w, r)
 }
 
