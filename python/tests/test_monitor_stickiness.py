@@ -19,8 +19,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from conftest import wait_for
-from fulcrum_client import ASGIMonitor
 from fulcrum_client._monitor_core import Core, Registration
+from fulcrum_client.asgi import ASGIMonitor
 from fulcrum_client.monitor import Monitor
 from fulcrum_client.protocol import worker_of
 from fulcrum_client.wire import Advisory, decode_advisory
