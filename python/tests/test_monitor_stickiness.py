@@ -6,9 +6,11 @@ may give to its owner (docs/python.md "Multi-process servers")."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -126,3 +128,35 @@ def test_asgi_worker_answers_connection_close_under_uvicorn(worker_server: tuple
         assert d.headers.get("connection", "").lower() != "close", "once per advisory"
         e = call(mine)
         assert e.status_code == 307 and e.headers["Fulcrum-Rebind"] == "1", "its own named client is sent back"
+
+
+def test_asgi_leaves_http2_connections_alone() -> None:
+    """HTTP/2 forbids Connection headers: over it the call just runs."""
+    mon = Monitor(balancer="http://127.0.0.1:1", group="g", token="t", front_door=FRONT, worker=(0, 2), interval=3600)
+    mon.core.apply(high(1, owned_by(1, 2)))
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ran"})
+
+    mw = ASGIMonitor(app, monitor=mon)
+    mw._started = True  # nothing to register: the monitor was given its token
+
+    def call(version: str) -> list[tuple[bytes, bytes]]:
+        scope = {"type": "http", "http_version": version, "method": "GET", "path": "/p", "raw_path": b"/p", "query_string": b"",
+                 "headers": [(b"fulcrum-binding", b"g/r-1"), (b"fulcrum-client", owned_by(1, 2).encode())]}
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(msg: Any) -> None:
+            sent.append(dict(msg))
+
+        asyncio.run(mw(scope, receive, send))
+        assert sent[0]["status"] == 200 and sent[1]["body"] == b"ran"
+        return list(sent[0]["headers"])
+
+    assert (b"connection", b"close") not in call("2"), "HTTP/2: no Connection header"
+    mon.core.apply(high(2, owned_by(1, 2)))
+    assert (b"connection", b"close") in call("1.1"), "HTTP/1.1: closed"

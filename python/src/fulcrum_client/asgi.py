@@ -111,8 +111,8 @@ class ASGIMonitor:
             })
             await send({"type": "http.response.body", "body": b""})
             return
-        if call.close:
-            send = _closing(send)
+        if call.close and scope.get("http_version", "1.1") in ("1.0", "1.1"):
+            send = _closing(send)  # HTTP/2 and 3 forbid the header
         try:
             await self.app(scope, receive, send)
         finally:
