@@ -16,10 +16,18 @@ type advice struct {
 	drain bool
 	// targets are the clients to send back once each (under high).
 	targets map[string]struct{}
+	// others are the clients the advisory names that this worker does not
+	// own (Options.Worker): their calls run, and the first of each is
+	// answered with Connection: close (see reconnect). nil for a
+	// single-process replica.
+	others map[string]struct{}
 
 	mu sync.Mutex
 	// sent are the targets already sent back in this advisory (term, epoch). Guarded by mu.
 	sent map[string]struct{}
+	// closed are the others already answered with Connection: close in
+	// this advisory. Guarded by mu.
+	closed map[string]struct{}
 }
 
 var nominalAdvice = &advice{adv: protocol.Advisory{Advisory: protocol.Nominal}}
@@ -49,6 +57,31 @@ func (a *advice) sendBack(client string) bool {
 	return true
 }
 
+// reconnect reports whether a call of client that runs should be answered
+// with Connection: close: the advisory names client but another worker of
+// the replica owns it, so that its next call comes on a new connection,
+// which the kernel may give to the owner (a client that keeps one
+// connection to a worker that does not own it would never be sent back).
+// True at most once per client per advisory; the client is then marked.
+func (a *advice) reconnect(client string) bool {
+	if len(a.others) == 0 || client == "" {
+		return false
+	}
+	if _, ok := a.others[client]; !ok {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, done := a.closed[client]; done {
+		return false
+	}
+	if a.closed == nil {
+		a.closed = make(map[string]struct{}, len(a.others))
+	}
+	a.closed[client] = struct{}{}
+	return true
+}
+
 // sameAs reports whether adv is the advisory a already applies: same level,
 // term and epoch (see sameAdvisory).
 func (a *advice) sameAs(adv protocol.Advisory) bool {
@@ -73,7 +106,12 @@ func newAdvice(adv protocol.Advisory, rates []protocol.ClientRate, target func(s
 		for _, id := range adv.Clients {
 			if owns(id) {
 				names = append(names, id)
+				continue
 			}
+			if a.others == nil {
+				a.others = make(map[string]struct{})
+			}
+			a.others[id] = struct{}{}
 		}
 		if len(names) > 0 {
 			a.targets = make(map[string]struct{}, len(names))

@@ -12,8 +12,10 @@ import (
 // at protocol.ProbePath (strategy prequal), measures every call and, for calls
 // of bound clients (those carrying Fulcrum-Binding), answers the clients an
 // advisory sends back with a rebind redirect instead of running the call.
-// Calls without Fulcrum-Binding always run. In pull mode it also answers
-// the balancer's pulls on the path of Options.PullURL.
+// Calls without Fulcrum-Binding always run. A worker's (Options.Worker)
+// first call of a named client a sibling owns runs and is answered with
+// Connection: close. In pull mode it also answers the balancer's pulls on
+// the path of Options.PullURL.
 //
 // The wrapped ResponseWriter is passed through untouched, so Flusher,
 // Hijacker and the like keep working.
@@ -50,6 +52,11 @@ func (m *Monitor) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		return
 	}
 	defer c.End()
+	if bound && m.opts.Worker != nil && m.advice.Load().reconnect(client) {
+		// Named, but a sibling worker's: let its next call reach another
+		// worker (Options.Worker).
+		w.Header().Set("Connection", "close")
+	}
 	next.ServeHTTP(w, r)
 }
 

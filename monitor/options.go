@@ -149,7 +149,11 @@ type Options struct {
 	// balancer combines their reports (docs/api.md "Multi-process
 	// replicas"). Under a high advisory that names clients, the monitor
 	// sends back only the clients it owns (protocol.WorkerOf(client,
-	// Count) == Index), so that each is sent back once. A worker does not
+	// Count) == Index), so that each is sent back once; the first call of
+	// a named client it does not own (once per advisory) runs and is
+	// answered with "Connection: close", so that a client keeping one
+	// connection to this worker reaches another one, its owner among
+	// them, with its next call. A worker does not
 	// deregister the replica at Close: it is its siblings' too. Push mode
 	// only; nil for a single-process replica.
 	Worker *protocol.Worker

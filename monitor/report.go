@@ -107,7 +107,7 @@ func (m *Monitor) postReport(ctx context.Context, token string, body []byte) (pr
 }
 
 // postReportTo POSTs an encoded report to base+"/v1/report" once. A 307 or
-// 308 returns its Location and no error.
+// 308 returns its Location and no error (an error when it has none).
 func (m *Monitor) postReportTo(ctx context.Context, base, token string, body []byte) (adv protocol.Advisory, location string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+reportPath, bytes.NewReader(body))
 	if err != nil {
@@ -124,7 +124,11 @@ func (m *Monitor) postReportTo(ctx context.Context, base, token string, body []b
 	case http.StatusOK:
 	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes))
-		return protocol.Advisory{}, resp.Header.Get("Location"), nil
+		loc := resp.Header.Get("Location")
+		if loc == "" { // not a report taken: another admin URL may take it
+			return protocol.Advisory{}, "", fmt.Errorf("monitor: report to %s: %d without a Location", base, resp.StatusCode)
+		}
+		return protocol.Advisory{}, loc, nil
 	default:
 		return protocol.Advisory{}, "", fmt.Errorf("monitor: report to %s: %w", base, responseError(resp))
 	}

@@ -47,6 +47,7 @@ func TestVectorsAdvisoryBehaviour(t *testing.T) {
 				Apply  json.RawMessage `json:"apply"`
 				Call   *string         `json:"call"`
 				Expect string          `json:"expect"`
+				Close  *bool           `json:"close"`
 				Doc    string          `json:"doc"`
 			} `json:"steps"`
 		}
@@ -107,6 +108,9 @@ func TestVectorsAdvisoryBehaviour(t *testing.T) {
 					}
 					if got != s.Expect {
 						t.Fatalf("step %d: call of %s: %s, want %s (%s)", i, *s.Call, got, s.Expect, s.Doc)
+					}
+					if closed := rec.Header().Get("Connection") == "close"; s.Close != nil && closed != *s.Close {
+						t.Fatalf("step %d: call of %s: Connection: close %v, want %v (%s)", i, *s.Call, closed, *s.Close, s.Doc)
 					}
 				default:
 					t.Fatalf("step %d: neither apply nor call", i)

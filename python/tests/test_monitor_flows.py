@@ -2,7 +2,10 @@
 would send and is handed the answers, so the routing rules (several admin
 URLs, 5xx and unreachable instances, 307 to the leader, 401) are checked
 without a network. The real balancer tests cover the same flows end to
-end on one instance."""
+end on one instance; the conversations both monitors must hold (307 to the
+leader followed with the token, the redirect limit and refused Locations,
+failover, re-registration) are the shared vectors of
+protocol/testdata/monitor_flows.json (test_vectors_monitor_flows.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from fulcrum_client._admin import AdminRoute, APIError, NoAdminError, Wait, redirect_base, register_flow, report_flow
+from fulcrum_client._admin import AdminRoute, APIError, NoAdminError, Wait, register_flow, report_flow
 from fulcrum_client.monitor import Monitor
 
 
@@ -41,20 +44,6 @@ def play(flow: Any, answers: list[httpx.Response | Exception]) -> tuple[list[htt
         return sent, e
 
 
-def test_report_follows_a_307_with_its_token_and_stays_there() -> None:
-    route = AdminRoute(["http://a:7070", "http://b:7070"])
-    sent, adv = play(report_flow(route, "tok", b"{}"), [
-        answer(307, headers={"Location": "http://c:7070/v1/report"}),
-        answer(200, ADV),
-    ])
-    assert [str(r.url) for r in sent] == ["http://a:7070/v1/report", "http://c:7070/v1/report"]
-    assert all(r.headers["Authorization"] == "Bearer tok" for r in sent)
-    assert adv.epoch == 1 and adv.report_interval == 0.25
-    assert route.current == "http://c:7070"
-    # The next report goes to c first, then the list.
-    assert route.order() == ["http://c:7070", "http://a:7070", "http://b:7070"]
-
-
 def test_report_moves_on_from_unreachable_and_5xx_but_not_4xx() -> None:
     route = AdminRoute(["http://a:7070", "http://b:7070", "http://c:7070"])
     sent, adv = play(report_flow(route, "tok", b"{}"), [
@@ -68,17 +57,6 @@ def test_report_moves_on_from_unreachable_and_5xx_but_not_4xx() -> None:
     sent, err = play(report_flow(AdminRoute(["http://a:7070", "http://b:7070"]), "tok", b"{}"),
                      [httpx.ConnectError("x"), httpx.ReadTimeout("y")])
     assert isinstance(err, NoAdminError) and len(err.errors) == 2
-
-
-def test_redirects_are_bounded_and_checked() -> None:
-    route = AdminRoute(["http://a:7070"])
-    loop = answer(307, headers={"Location": "/v1/report"})
-    sent, err = play(report_flow(route, "tok", b"{}"), [loop] * 4)
-    assert len(sent) == 4 and "more than 3 redirects" in str(err)
-    assert redirect_base("http://a:7070", "http://b:7070/base/v1/report") == "http://b:7070/base"
-    for bad in ("", "ftp://b/v1/report", "http://b:7070/elsewhere", "http://b/v1/report?x=1"):
-        with pytest.raises(ValueError):
-            redirect_base("http://a:7070", bad)
 
 
 def test_register_sends_the_join_token_and_tries_the_next_admin() -> None:

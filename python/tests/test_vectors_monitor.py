@@ -23,7 +23,7 @@ from vectors import ids, load
 
 FRONT = "http://127.0.0.1:8000"
 CASES = [c for c in load("advisories", {"body", "error", "advisory", "worker", "steps"}) if "steps" in c]
-STEP_KEYS = {"apply", "call", "expect", "doc"}
+STEP_KEYS = {"apply", "call", "expect", "close", "doc"}
 
 
 def worker_of_case(case: dict[str, Any]) -> tuple[int, int] | None:
@@ -31,9 +31,11 @@ def worker_of_case(case: dict[str, Any]) -> tuple[int, int] | None:
     return None if w is None else (w["index"], w["count"])
 
 
-def play(case: dict[str, Any], apply: Callable[[dict[str, Any]], object], call: Callable[[str], str]) -> None:
+def play(case: dict[str, Any], apply: Callable[[dict[str, Any]], object], call: Callable[[str], str], closes: bool = True) -> None:
     """Runs a case's steps: apply each advisory (decoded as the monitor
-    decodes answers), and check each bound call's outcome."""
+    decodes answers), and check each bound call's outcome: "rebind", or
+    "run" ("run+close" when answered with Connection: close; with closes
+    False, a runner that cannot set it, only "run" and "rebind")."""
     for i, step in enumerate(case["steps"]):
         assert set(step) <= STEP_KEYS and ("apply" in step) != ("call" in step), f"step {i}: {sorted(step)}"
         if "apply" in step:
@@ -41,6 +43,11 @@ def play(case: dict[str, Any], apply: Callable[[dict[str, Any]], object], call: 
             continue
         assert step["expect"] in ("run", "rebind"), f"step {i}: expect {step['expect']!r}"
         got = call(step["call"])
+        if got == "run+close" or (got == "run" and closes):
+            closed = got == "run+close"
+            want = step.get("close")
+            assert want is None or closed == want, f"step {i} ({step.get('doc', '')}): call of {step['call']}: Connection: close {closed}, want {want}"
+            got = "run"
         assert got == step["expect"], f"step {i} ({step.get('doc', '')}): call of {step['call']} {got}, want {step['expect']}"
 
 
@@ -58,7 +65,7 @@ def test_core(case: dict[str, Any]) -> None:
         if c is None:
             return "rebind"
         core.end(c, 2)
-        return "run"
+        return "run+close" if c.close else "run"
 
     play(case, lambda adv: core.apply(decoded(adv)), call)
 
@@ -103,7 +110,7 @@ def test_asgi(case: dict[str, Any]) -> None:
             assert h[b"location"] == (FRONT + "/p?a=1").encode() and h[b"fulcrum-rebind"] == b"1"
             return "rebind"
         assert start["status"] == 200 and sent[1]["body"] == b"ran"
-        return "run"
+        return "run+close" if (b"connection", b"close") in start["headers"] else "run"
 
     def pull(adv: dict[str, Any]) -> None:
         if worker_of_case(case) is not None:
@@ -164,5 +171,5 @@ def test_wsgi(case: dict[str, Any]) -> None:
         assert status == ["200 OK"]
         check_report(b"".join(body))
 
-    play(case, pull, call)
+    play(case, pull, call, closes=False)
     assert mw.monitor.stats().inflight == 0

@@ -15,7 +15,10 @@ The rules are the Go monitor's (monitor/term.go, advice.go, shed.go):
 
 A worker of a multi-process replica (index i of n) sends back only the
 named clients it owns, worker_of(client, n) == i, so that each client is
-sent back once by the replica as a whole. Without names it chooses among
+sent back once by the replica as a whole; the first call of a named client
+it does not own (once per advisory) runs, answered with Connection: close,
+so that a client keeping one connection to this worker reaches another
+(its owner among them) with its next call. Without names it chooses among
 the clients it saw, for the shed its advisory gives: the balancer already
 gives each worker its part of the replica's shed (in proportion to the
 worker's load), so the workers together shed the replica's amount once.
@@ -88,7 +91,9 @@ class Advice:
     advisory: Advisory = NOMINAL_ADVISORY
     drain: bool = False
     targets: frozenset[str] = frozenset()
+    others: frozenset[str] = frozenset()
     _sent: set[str] = field(default_factory=set)
+    _closed: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def send_back(self, client: str) -> bool:
@@ -102,6 +107,18 @@ class Advice:
             if client in self._sent:
                 return False
             self._sent.add(client)
+            return True
+
+    def reconnect(self, client: str) -> bool:
+        """Whether a call of client that runs is answered with Connection:
+        close: the advisory names client but another worker owns it (see
+        the module doc). True at most once per client per advisory."""
+        if not client or client not in self.others:
+            return False
+        with self._lock:
+            if client in self._closed:
+                return False
+            self._closed.add(client)
             return True
 
     def chosen(self) -> list[str]:
@@ -124,12 +141,14 @@ def new_advice(
     if adv.advisory != HIGH:
         return Advice(advisory=adv)
     names: Sequence[str] = adv.clients
+    others: frozenset[str] = frozenset()
     if not names:
         names = choose_shed(rates, target(adv.shed))
     elif worker is not None:
         index, count = worker
-        names = [c for c in names if worker_of(c, count) == index]
-    return Advice(advisory=adv, targets=frozenset(names))
+        others = frozenset(c for c in names if worker_of(c, count) != index)
+        names = [c for c in names if c not in others]
+    return Advice(advisory=adv, targets=frozenset(names), others=others)
 
 
 def normalise_level(level: str) -> str:

@@ -99,10 +99,12 @@ class Registration:
 
 
 class Call(NamedTuple):
-    """One call begun with Core.begin; end it exactly once."""
+    """One call begun with Core.begin; end it exactly once. close: answer
+    it with Connection: close (a worker's, see Core.begin)."""
 
     start: int
     rif: int
+    close: bool = False
 
 
 class Core:
@@ -209,13 +211,18 @@ class Core:
         """Starts one call. None means: answer it with a rebind redirect to
         front_door instead of running it (and do not end it). client is the
         caller's Fulcrum-Client ("" when unknown); bound says it carries a
-        Fulcrum-Binding of this group."""
+        Fulcrum-Binding of this group. A worker's call of a client the
+        advisory names but a sibling owns comes back with close set, once
+        per client per advisory: answer it with Connection: close, so that
+        the client's next call may reach another worker (its owner)."""
+        close = False
         if bound:
             advice = self._advice
             if (advice.drain or advice.targets) and self.front_door and advice.send_back(client):
                 with self._lock:
                     self.rebinds += 1
                 return None
+            close = bool(advice.others) and advice.reconnect(client)
         with self._lock:
             if bound and client and len(client) <= MAX_CLIENT_ID_LENGTH:
                 c = self._clients.get(client)
@@ -225,7 +232,7 @@ class Core:
                     self._clients[client] = [1, 0]
             self._calls += 1
             self._inflight = rif = self._inflight + 1
-        return Call(now, rif)
+        return Call(now, rif, close)
 
     def end(self, call: Call, now: int) -> None:
         """Finishes a call: its latency and the in-flight count."""

@@ -111,6 +111,8 @@ class ASGIMonitor:
             })
             await send({"type": "http.response.body", "body": b""})
             return
+        if call.close and scope.get("http_version", "1.1") in ("1.0", "1.1"):
+            send = _closing(send)  # HTTP/2 and 3 forbid the header
         try:
             await self.app(scope, receive, send)
         finally:
@@ -170,6 +172,20 @@ class ASGIMonitor:
                 header = v.decode("latin-1")
                 break
         await _json(scope, send, self.monitor.pull(header))
+
+
+def _closing(send: Send) -> Send:
+    """send, adding Connection: close to the response's start (a worker
+    letting a client it does not own reach another worker; uvicorn and
+    hypercorn close the connection after such a response)."""
+
+    async def wrapped(msg: Message) -> None:
+        if msg["type"] == "http.response.start":
+            msg = dict(msg)
+            msg["headers"] = [*msg.get("headers", ()), (b"connection", b"close")]
+        await send(msg)
+
+    return wrapped
 
 
 async def _not_get(send: Send, message: str) -> None:

@@ -293,7 +293,9 @@ class Monitor:
         """Starts measuring one call; None: answer it with a 307 to
         front_door + path and Fulcrum-Rebind: 1 instead of running it (and
         do not end it). client is its Fulcrum-Client, bound whether it
-        carries a Fulcrum-Binding of this group (see owns_binding)."""
+        carries a Fulcrum-Binding of this group (see owns_binding). A
+        worker's call whose close is set runs, answered with Connection:
+        close where the server allows it (see Core.begin)."""
         return self.core.begin(client, bound, self._clock())
 
     def end(self, call: Call) -> None:

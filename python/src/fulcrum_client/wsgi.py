@@ -67,7 +67,12 @@ class WSGIMonitor:
     keyword options of Monitor). Calls without a Fulcrum-Binding of the
     group always run; the balancer's health probes (Fulcrum-Probe) run but
     are not counted; GET /fulcrum/probe is answered here, and in pull mode
-    GET of the pull URL's path (Monitor.pull)."""
+    GET of the pull URL's path (Monitor.pull).
+
+    Unlike ASGIMonitor, a worker's WSGIMonitor cannot answer a client it
+    does not own with Connection: close (PEP 3333 forbids hop-by-hop
+    headers, and gunicorn drops them); gunicorn's sync workers close every
+    connection anyway."""
 
     def __init__(self, app: WSGIApp, monitor: Monitor | None = None, start: bool = True, **options: Any) -> None:
         self.app = app
