@@ -86,6 +86,9 @@ class Replica:
             "FULCRUM_GROUP": group,
             "FULCRUM_ADDRESS": self.address,
             "PYTHONUNBUFFERED": "1",
+            # One process per server (uvicorn and gunicorn take their
+            # default worker count from it, the monitor its own).
+            "WEB_CONCURRENCY": "1",
         }
         if kind == "uvicorn":
             args = [
@@ -128,8 +131,11 @@ class Replica:
 
     def kill9(self) -> None:
         """kill -9 of every process of the replica; returns once all are
-        gone (or zombies), so that nothing of it serves afterwards. Raises
-        AssertionError if one survives 10 s."""
+        gone (or zombies) and no TCP connection to its port is still
+        established (the kernel has delivered the close to every client, so
+        that a client can tell the connection is dead before it sends on
+        it; on a busy machine that can lag the process's death by
+        milliseconds). Raises AssertionError if either takes over 10 s."""
         procs = self.processes()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -140,7 +146,11 @@ class Replica:
         while alive := [p.pid for p in procs if _running(p)]:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{self}: processes {alive} outlived kill -9 by 10 s")
-            time.sleep(0.002)  # polling the kernel's process table, not a wait for an event we could get
+            time.sleep(0.002)  # polling the kernel's process table: no event tells us
+        while n := established(self.port):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self}: {n} TCP connections to it still established 10 s after kill -9")
+            time.sleep(0.002)  # polling the kernel's connection table: no event tells us
 
     def stop(self) -> None:
         """Stops the server: SIGTERM to its process group, SIGKILL after 10
@@ -156,6 +166,24 @@ class Replica:
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
+
+
+def established(port: int) -> int:
+    """How many TCP connections from or to port on this host are in state
+    ESTABLISHED (/proc/net/tcp and tcp6; a client's side of a connection
+    whose server has closed it is in CLOSE_WAIT, or gone after a reset)."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            f = line.split()
+            local, remote, state = f[1], f[2], f[3]
+            if state == "01" and port in (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16)):
+                n += 1
+    return n
 
 
 def _running(p: psutil.Process) -> bool:
@@ -277,6 +305,13 @@ def check_answer(resp: httpx.Response) -> str:
     return str(body["served_by"])
 
 
+def describe_error(e: BaseException) -> str:
+    """A failed call's error: its type and message. (Not its request's URL:
+    httpx names the request the caller made, the front door's URL, even
+    when the attempt that failed went to a replica.)"""
+    return f"{type(e).__name__}: {e}"
+
+
 def _grid_wait(next_at: float) -> float:
     """Seconds until next_at (0 when late: a late call goes at once and the
     grid is not shifted)."""
@@ -325,7 +360,7 @@ class Load:
                     try:
                         served_by = check_answer(hc.get(self.url))
                     except Exception as e:  # noqa: BLE001 - every failure is an outcome
-                        self.ledger.end(c, error=f"{type(e).__name__}: {e}")
+                        self.ledger.end(c, error=describe_error(e))
                     else:
                         self.ledger.end(c, served_by=served_by)
                     next_at += period
@@ -352,7 +387,7 @@ class Load:
                     try:
                         served_by = check_answer(await hc.get(self.url))
                     except Exception as e:  # noqa: BLE001 - every failure is an outcome
-                        self.ledger.end(c, error=f"{type(e).__name__}: {e}")
+                        self.ledger.end(c, error=describe_error(e))
                     else:
                         self.ledger.end(c, served_by=served_by)
                     next_at += period
