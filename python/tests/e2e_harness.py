@@ -54,7 +54,7 @@ GROUP = "prime"
 GROUP_SETTINGS: dict[str, Any] = {
     "binding": "on-demand",
     "strategy": "least-loaded",
-    "report_interval": "500ms",
+    "report_interval": "1s",
     "health": {"path": "/healthz", "interval": "1s", "timeout": "500ms"},
 }
 
