@@ -90,10 +90,16 @@ class Replica:
             # default worker count from it, the monitor its own).
             "WEB_CONCURRENCY": "1",
         }
+        # The servers keep idle connections open longer than httpx keeps
+        # them in its pool (5 s): otherwise a call can race the server's
+        # close of the connection it reuses and fail (httpx, unlike Go's
+        # net/http, does not send a GET again on a reused connection that
+        # closed before answering), which is not what these tests test.
         if kind == "uvicorn":
             args = [
                 sys.executable, "-m", "uvicorn", APPS[kind],
                 "--host", "127.0.0.1", "--port", str(self.port),
+                "--timeout-keep-alive", "30",
                 "--no-access-log", "--log-level", "warning",
             ]
         else:
@@ -103,6 +109,7 @@ class Replica:
                 sys.executable, "-m", "gunicorn", APPS[kind],
                 "--bind", f"127.0.0.1:{self.port}",
                 "--workers", "1", "--worker-class", "gthread", "--threads", "4",
+                "--keep-alive", "30",
                 "--log-level", "warning",
             ]
         with open(self.logfile, "wb") as log:
