@@ -1,7 +1,13 @@
 """End to end: Python clients on BindingTransport reach equilibrium among
 Python replicas (Starlette under uvicorn with ASGIMonitor, Flask under
 gunicorn with WSGIMonitor) in fulcrum demo's mix: 4 replicas, clients at
-100 and 50 calls/s, an on-demand group balanced by least-loaded."""
+100 and 50 calls/s, an on-demand group balanced by least-loaded.
+
+So that equilibrium has to be reached by moving clients, and not by a lucky
+first placement, the clients bind while two of the replicas run; the other
+two join once every client is bound, and take load only by the moves the
+balancer advises (a replica's 307 with Fulcrum-Rebind, followed by the
+client's transport)."""
 
 from __future__ import annotations
 
@@ -11,12 +17,11 @@ from typing import Any
 
 from conftest import Balancer, wait_for
 from e2e_harness import fleet  # noqa: F401 - the fixture
-from e2e_harness import GROUP, GROUP_SETTINGS, Equilibrium, Fleet, Load, balanced, replica_at, reported, stopping
+from e2e_harness import GROUP, GROUP_SETTINGS, Equilibrium, Fleet, Load, Replica, balanced, replica_at, reported, stopping
 
 # The demo's rates, fewer clients: 2 at 100 and 4 at 50 calls/s on 4
 # replicas. The one assignment within the band gives every replica 100
-# calls/s ({100}, {100}, {50, 50}, {50, 50}), so an unbalanced first
-# placement has to be corrected by moves.
+# calls/s: {100}, {100}, {50, 50}, {50, 50}.
 RATES = [100.0, 100.0, 50.0, 50.0, 50.0, 50.0]
 # Equilibrium as the TAO paper's effectiveness experiment and fulcrum demo
 # define it (internal/bench/stats.Equilibrium): every replica within ±10%
@@ -47,13 +52,17 @@ def status_band(status: dict[str, Any]) -> float:
 
 def test_python_clients_reach_equilibrium_in_the_demo_mix(balancer: Balancer, fleet: Fleet) -> None:
     group = balancer.create_group(GROUP, **GROUP_SETTINGS)
-    replicas = [fleet.start(kind) for kind in ("uvicorn", "gunicorn", "uvicorn", "gunicorn")]
-    addresses = [r.address for r in replicas]
-    try:
-        wait_for("4 Python replicas registered and reporting", lambda: reported(balancer.group(GROUP), addresses), timeout=20)
-    except AssertionError as e:
-        raise AssertionError(f"{e}\n{fleet.describe()}") from None
+    first = [fleet.start("uvicorn"), fleet.start("gunicorn")]
 
+    def up(replicas: list[Replica]) -> None:
+        try:
+            wait_for(f"replicas {replicas} registered and reporting",
+                     lambda: reported(balancer.group(GROUP), [r.address for r in replicas]), timeout=20)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{fleet.describe()}") from None
+
+    up(first)
+    addresses = [r.address for r in first]  # and the late ones, once started
     band = status_band(balancer.group(GROUP))
     eq = Equilibrium(band, WINDOW)
     rps: list[list[float]] = []  # the raw reported rates, for messages
@@ -70,13 +79,18 @@ def test_python_clients_reach_equilibrium_in_the_demo_mix(balancer: Balancer, fl
         )
 
     with stopping(Load(group["advertise"], RATES, "sync")) as load:
+        wait_for("every client bound (served)", lambda: len(load.last_served()) == len(RATES), timeout=10)
+        late = [fleet.start("uvicorn"), fleet.start("gunicorn")]
+        up(late)
+        addresses += [r.address for r in late]
+        joined = time.monotonic()
         try:
             wait_for(f"every replica's effective load within ±{band:.0%} of the mean for {WINDOW}s", equilibrium,
                      timeout=30, interval=0.25)
         except AssertionError as e:
             raise AssertionError(f"{e}\nreplicas {addresses}:\n{table()}\nfailures: {load.failures()[:5]}") from None
         assert eq.start is not None
-        took = eq.start - load.started
+        took = eq.start - joined
     bound = load.last_served()
     calls = len(load.ledger.snapshot())
     status = balancer.group(GROUP)
@@ -94,8 +108,10 @@ def test_python_clients_reach_equilibrium_in_the_demo_mix(balancer: Balancer, fl
     assert len(bound) == len(RATES) and balanced(per_replica, band), (
         f"clients' bindings {bound} give the replicas {per_replica} calls/s, want each within ±{band:.0%} of the mean"
     )
+    # The late replicas' load came by moves only.
+    assert rebinds >= 2, f"{rebinds} clients moved, want at least one to each late replica"
     # The clients kept their bindings: the front door saw a call only when
     # a client bound or was moved (on-demand calls go to the replica).
     assert redirected <= 0.05 * calls, f"{redirected} of {calls} calls went through the front door, want at most 5%"
     print(f"{calls} calls, {redirected} redirected by the front door, {rebinds} moves; "
-          f"balanced after {took:.1f}s of load; clients bound {per_replica} calls/s to {addresses}")
+          f"balanced {took:.1f}s after the late replicas reported; clients bound {per_replica} calls/s to {addresses}")
