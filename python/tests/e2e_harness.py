@@ -31,7 +31,7 @@ import httpx
 import psutil
 import pytest
 
-from fulcrum_client import AsyncBindingTransport, BindingTransport
+from fulcrum_client.transport import AsyncBindingTransport, BindingTransport
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -204,7 +204,7 @@ def established(port: int) -> int:
 
 def _running(p: psutil.Process) -> bool:
     try:
-        return p.status() != psutil.STATUS_ZOMBIE
+        return bool(p.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -459,7 +459,7 @@ def replica_at(status: dict[str, Any], address: str) -> dict[str, Any] | None:
     """The replica of a group status registered at address, or None."""
     for r in status.get("replicas", []):
         if r.get("address") == address:
-            return r
+            return dict(r)
     return None
 
 

@@ -10,7 +10,7 @@ from starlette.routing import Route
 
 from apps import settings
 from apps.prime import answer
-from fulcrum_client import ASGIMonitor
+from fulcrum_client.asgi import ASGIMonitor
 
 
 async def prime(request: Request) -> Response:

@@ -7,7 +7,7 @@ from flask import Flask, Response, jsonify
 
 from apps import settings
 from apps.prime import answer
-from fulcrum_client import WSGIMonitor
+from fulcrum_client.wsgi import WSGIMonitor
 
 flask_app = Flask(__name__)
 
