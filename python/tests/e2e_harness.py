@@ -6,8 +6,8 @@ balancer's group status.
 
 Nothing here sleeps for a guessed time: servers are ready when the balancer
 lists them as reported (poll with conftest.wait_for), a kill is over when
-the kernel says so (polled), and the load generators pace their calls on a
-fixed grid (an open-loop client, as fulcrum demo's).
+the kernel says so (polled), and the load generators pace their calls at
+fixed rates (next_slot).
 """
 
 from __future__ import annotations
@@ -328,16 +328,19 @@ def describe_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _grid_wait(next_at: float) -> float:
-    """Seconds until next_at (0 when late: a late call goes at once and the
-    grid is not shifted)."""
-    return max(0.0, next_at - time.monotonic())
+def next_slot(slot: float, period: float, now: float) -> float:
+    """The time of the call after the one scheduled at slot: one period on,
+    or now when that has passed already. A late call goes at once, but
+    the calls missed while the client was held up (a busy machine's stall,
+    a slow answer) are dropped rather than sent in a burst: a burst would
+    inflate the calls/s of the one replica the client is bound to."""
+    return max(slot + period, now)
 
 
 class Load:
     """Clients calling GET /prime/PRIME_N through a front door, one per
-    rate (calls/s), started gap seconds apart, each on a fixed grid until
-    stop(); every call recorded in ledger. mode "sync": each client is a
+    rate (calls/s), started gap seconds apart, each paced by next_slot
+    until stop(); every call recorded in ledger. mode "sync": each client is a
     thread with an httpx.Client on a BindingTransport; "async": all clients
     are tasks of one asyncio loop (its own thread), each with an
     httpx.AsyncClient on an AsyncBindingTransport."""
@@ -370,7 +373,7 @@ class Load:
             with httpx.Client(transport=BindingTransport(front_doors=[self.front_door]), timeout=self.timeout) as hc:
                 next_at = time.monotonic()
                 seq = 0
-                while not self._stop.wait(_grid_wait(next_at)):
+                while not self._stop.wait(max(0.0, next_at - time.monotonic())):
                     seq += 1
                     c = self.ledger.begin(i, seq)
                     try:
@@ -379,7 +382,7 @@ class Load:
                         self.ledger.end(c, error=describe_error(e))
                     else:
                         self.ledger.end(c, served_by=served_by)
-                    next_at += period
+                    next_at = next_slot(next_at, period, time.monotonic())
         except BaseException as e:  # noqa: BLE001 - reported by stop()
             self._crashed.append(f"client {i}: {type(e).__name__}: {e}")
 
@@ -395,7 +398,7 @@ class Load:
                 next_at = time.monotonic()
                 seq = 0
                 while not self._stop.is_set():
-                    await asyncio.sleep(_grid_wait(next_at))
+                    await asyncio.sleep(max(0.0, next_at - time.monotonic()))
                     if self._stop.is_set():
                         break
                     seq += 1
@@ -406,7 +409,7 @@ class Load:
                         self.ledger.end(c, error=describe_error(e))
                     else:
                         self.ledger.end(c, served_by=served_by)
-                    next_at += period
+                    next_at = next_slot(next_at, period, time.monotonic())
         except BaseException as e:  # noqa: BLE001 - reported by stop()
             self._crashed.append(f"client {i}: {type(e).__name__}: {e}")
 
