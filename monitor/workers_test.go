@@ -89,17 +89,20 @@ func TestWorkersShareOneReplica(t *testing.T) {
 		if len(st.Replicas) != 1 {
 			t.Fatalf("%d replicas, want the workers' one", len(st.Replicas))
 		}
-		if r = st.Replicas[0]; r.Load != nil {
+		// A step can fall between the two reports above (or come from a
+		// report a worker sent on its own before them): the combination
+		// is then of fewer fresh figures. Both reports reach the next one.
+		if r = st.Replicas[0]; r.Load != nil && *r.Load == 40 && r.Metrics[protocol.MetricRPS] == 40 {
 			break
 		}
 		select { // the next step
 		case <-events:
 		case <-deadline:
-			t.Fatal("no step with the replica's load within 10s")
+			if r.Load == nil {
+				t.Fatal("no step with the replica's load within 10s")
+			}
+			t.Fatalf("combined load %v rps %v, want 10 + 30 = 40", *r.Load, r.Metrics[protocol.MetricRPS])
 		}
-	}
-	if *r.Load != 40 || r.Metrics[protocol.MetricRPS] != 40 {
-		t.Fatalf("combined load %v rps %v, want 10 + 30 = 40", *r.Load, r.Metrics[protocol.MetricRPS])
 	}
 	if r.Workers == nil || *r.Workers != (protocol.WorkersStatus{Count: 2, Reporting: 2}) {
 		t.Fatalf("workers %+v, want 2 of 2 reporting", r.Workers)

@@ -82,7 +82,8 @@ class Balancer:
     def group(self, name: str) -> dict[str, Any]:
         r = self.api.get(f"/v1/groups/{name}")
         r.raise_for_status()
-        return r.json()
+        status: dict[str, Any] = r.json()
+        return status
 
     def stop(self) -> None:
         if self.proc.poll() is None:
