@@ -31,15 +31,24 @@ func (b *Balancer) groupEvent(typ, name string) {
 	b.events.append(Event{Type: typ, Group: name, Time: b.now(), Data: map[string]string{"group": name}})
 }
 
-// EventsSince returns the events of all groups after id after, oldest
-// first, with the id of the last (after if none), and a channel closed
+// EventsSince returns the events of all groups after seq after, oldest
+// first, with the seq of the last (after if none), and a channel closed
 // when another event comes. ok is false when the events right after after
 // are not kept (older than the last EventReplay events, or ahead of the
-// sequence): last is then the latest id, and a reader must resynchronise
+// sequence): last is then the latest seq, and a reader must resynchronise
 // from the groups' status. Never blocks the balancer.
 func (b *Balancer) EventsSince(after uint64) (evs []Event, last uint64, ok bool, next <-chan struct{}) {
 	return b.events.Since(after)
 }
+
+// EventID is the event id ("<instance>-<seq>") of seq in this balancer's
+// sequence.
+func (b *Balancer) EventID(seq uint64) string { return b.events.id(seq) }
+
+// ParseEventID reads the seq of an event id this balancer gave; ok is
+// false for another instance's id (a client that reconnected to another
+// instance of a cluster) and for anything that is not an id.
+func (b *Balancer) ParseEventID(id string) (seq uint64, ok bool) { return b.events.parse(id) }
 
 // Done is closed when the balancer shuts down.
 func (b *Balancer) Done() <-chan struct{} { return b.ctx.Done() }
