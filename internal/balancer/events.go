@@ -62,8 +62,12 @@ func (g *group) closeSubsLocked() {
 
 // emitLocked numbers the event in the balancer's event log (never
 // blocking) and offers it to the group's subscribers. Caller holds g.mu.
-func (g *group) emitLocked(typ string, data any) {
-	ev := g.b.events.append(Event{Type: typ, Group: g.name, Time: g.b.now(), Data: data})
+func (g *group) emitLocked(typ string, data any) { g.emitFromLocked("", typ, data) }
+
+// emitFromLocked is emitLocked for an event that happened at another
+// instance (Event.Instance; "" this one). Caller holds g.mu.
+func (g *group) emitFromLocked(instance, typ string, data any) {
+	ev := g.b.events.append(Event{Type: typ, Group: g.name, Instance: instance, Time: g.b.now(), Data: data})
 	for ch := range g.subs {
 		select {
 		case ch <- ev:
@@ -96,6 +100,7 @@ func (g *group) stepEventLocked() map[string]any {
 	}
 	now := g.b.now()
 	hub := g.hubLocked()
+	pv := g.pushedViewLocked() // the leader's loads, advisories and moves (leaderevents.go)
 	reps := []rep{}
 	for _, v := range g.lastStep.Replicas {
 		adv := v.Advisory
@@ -103,6 +108,13 @@ func (g *group) stepEventLocked() map[string]any {
 		if v.Reported {
 			s, l := v.Sample, v.Load
 			r.Load, r.EffectiveLoad = &s, &l
+		}
+		if l, ok := pv.load(v.ID); ok {
+			r.Advisory, r.Shed, r.Epoch, r.Load, r.EffectiveLoad = advisoryOf(l), l.Shed, l.Epoch, nil, nil
+			if l.Reported {
+				s, e := l.Sample, l.Load
+				r.Load, r.EffectiveLoad = &s, &e
+			}
 		}
 		if m := g.members[v.ID]; m != nil {
 			r.Bindings = m.counters.Bindings.Load()
@@ -117,7 +129,11 @@ func (g *group) stepEventLocked() map[string]any {
 		}
 		reps = append(reps, r)
 	}
-	ev := map[string]any{"replicas": reps, "moves": g.lastStep.Moves}
+	var moves any = g.lastStep.Moves
+	if pv != nil {
+		moves = pv.plannedMoves()
+	}
+	ev := map[string]any{"replicas": reps, "moves": moves}
 	if g.conns != nil && g.spec.Protocol == protocol.ProtocolTCP {
 		ev["connections"] = g.conns.Len()
 	}
