@@ -23,6 +23,19 @@ type LoadView struct {
 	// seen completed or expired. The other instances show them, with the
 	// advisories of Replicas, in their event streams (GET /v1/events).
 	Moves []PlannedMove `json:"moves,omitempty"`
+	// Completed are the planned moves the leader saw completed since its
+	// last push, where it knows of them: at its own front door, or by a
+	// bound notice of another instance. The other instances show them as
+	// "binding" events, but the instance where the client bound.
+	Completed []CompletedMove `json:"completed,omitempty"`
+}
+
+// CompletedMove is a planned move completed: Client bound to Replica at
+// the front door of Instance ("" when the leader does not know which).
+type CompletedMove struct {
+	Client   string `json:"client"`
+	Replica  string `json:"replica"`
+	Instance string `json:"instance,omitempty"`
 }
 
 // PlannedMove is one move of a LoadView: a bound client the leader sends
@@ -134,6 +147,18 @@ func (v LoadView) validateMoves() error {
 			return &FieldError{Field: at + ".to", Value: m.To, Allowed: "is required: the replica the client goes to"}
 		case !finite(m.Rate) || m.Rate < 0:
 			return &FieldError{Field: at + ".rate", Value: m.Rate, Allowed: "must be a finite number >= 0"}
+		}
+	}
+	if len(v.Completed) > MaxLoadViewMoves {
+		return &FieldError{Field: "completed", Value: len(v.Completed), Allowed: fmt.Sprintf("must hold at most %d moves", MaxLoadViewMoves)}
+	}
+	for i, m := range v.Completed {
+		at := fmt.Sprintf("completed[%d]", i)
+		switch {
+		case m.Client == "":
+			return &FieldError{Field: at + ".client", Value: m.Client, Allowed: "is required: the bound client's id"}
+		case m.Replica == "":
+			return &FieldError{Field: at + ".replica", Value: m.Replica, Allowed: "is required: the replica the client bound to"}
 		}
 	}
 	return nil

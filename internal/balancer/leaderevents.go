@@ -15,8 +15,13 @@ import (
 // before (every view would double the steps in the stream for nothing).
 // Its own steps show the same advisories, moves and loads while it picks
 // from the view (stepEventLocked), so that a dashboard following any
-// instance sees one picture. The leader takes no view of its own group,
-// so nothing is relayed twice there.
+// instance sees one picture. The push also carries the moves the leader
+// saw completed since the last (at its own front door, or told by a bound
+// notice, with the instance where the client bound); each other instance
+// appends them as "binding" events marked with that instance, but the
+// instance where it happened, whose own event is there already. The
+// leader takes no view of its own group, so nothing is relayed twice
+// there.
 
 // relayLeaderStepLocked appends the step that view cur brings when its
 // advisories or moves differ from prev's (nil: none before). Caller holds
@@ -77,4 +82,38 @@ func (v *loadView) plannedMoves() []protocol.PlannedMove {
 		return []protocol.PlannedMove{}
 	}
 	return v.moves
+}
+
+// maxCompleted bounds the completed moves kept for the next push; older
+// ones are dropped (a push that cannot be made for long).
+const maxCompleted = 4096
+
+// completedLocked keeps, while this instance leads the group in a
+// cluster, the move of client to replica completed at instance's front
+// door ("" unknown) for the next push. Caller holds g.mu.
+func (g *group) completedLocked(client, replica, instance string) {
+	if !g.leading || g.b.opts.Leadership == nil || g.b.opts.PeerAdminURLs == nil {
+		return
+	}
+	if len(g.completed) >= maxCompleted {
+		g.completed = slices.Delete(g.completed, 0, len(g.completed)-maxCompleted+1)
+	}
+	g.completed = append(g.completed, protocol.CompletedMove{Client: client, Replica: replica, Instance: instance})
+}
+
+// relayCompletedLocked appends a "binding" event for each move the view
+// v says was completed, marked with the instance where the client bound
+// (the leader when v does not say), but those completed here, which this
+// instance's own events show already. Caller holds g.mu.
+func (g *group) relayCompletedLocked(v protocol.LoadView) {
+	for _, m := range v.Completed {
+		at := m.Instance
+		if at == "" {
+			at = v.Leader
+		}
+		if at == g.b.events.name {
+			continue
+		}
+		g.emitFromLocked(at, "binding", map[string]any{"client": m.Client, "replica": m.Replica, "planned": true, "elsewhere": true})
+	}
 }

@@ -128,22 +128,27 @@ func nextEvent(t *testing.T, ctx context.Context, ch <-chan sseMsg, what string)
 // advisories and planned moves reach a follower's GET /v1/events through
 // the load push, as a step marked with the leader's instance and numbered
 // by the follower ("<follower>-<seq>"); the follower's own steps show the
-// same advice; the leader's stream has its own ids and relays nothing;
-// and an id of one instance given to the other gets a status first.
+// same advice; a move completed at one follower's front door shows at the
+// other follower as a binding marked with the first, and not twice at the
+// first; the leader's stream has its own ids and relays nothing; and an
+// id of one instance given to another gets a status first.
 func TestClusterLeaderEventsEverywhere(t *testing.T) {
 	etcd := etcdtest.New(t, etcdtest.Options{})
 	c := newTestCluster(t, etcd)
-	nodes := []*clusterNode{c.start("fulcrum-a"), c.start("fulcrum-b")}
+	nodes := []*clusterNode{c.start("fulcrum-a"), c.start("fulcrum-b"), c.start("fulcrum-c")}
 	_, _, err := nodes[0].b.PutGroup(protocol.Group{Name: clusterGroup, FrontDoor: "127.0.0.1:0", ReportInterval: protocol.Duration(clusterInterval),
 		Binding: protocol.OnDemand, Strategy: "least-loaded"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lead, _ := c.leaderNode(0)
-	other := nodes[0]
-	if other == lead {
-		other = nodes[1]
+	var followers []*clusterNode
+	for _, n := range nodes {
+		if n != lead {
+			followers = append(followers, n)
+		}
 	}
+	other, third := followers[0], followers[1]
 	busy, _, err := other.b.Register(clusterGroup, protocol.Registration{Address: "http://127.0.0.1:9/"})
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +159,12 @@ func TestClusterLeaderEventsEverywhere(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	until(t, 5*time.Second, "both replicas in the other instance's snapshot", func() bool {
+		return len(other.b.EligibleIDs(clusterGroup)) == 2
+	})
 	leadEvents := openEvents(t, ctx, lead.url, "")
 	otherEvents := openEvents(t, ctx, other.url, "")
+	thirdEvents := openEvents(t, ctx, third.url, "")
 
 	// The leader hears the reports and plans c2's move off the busy
 	// replica (least-loaded moves the client that evens the loads).
@@ -202,6 +211,63 @@ func TestClusterLeaderEventsEverywhere(t *testing.T) {
 		if m.ev.Instance != "" {
 			t.Fatalf("the leader's stream relays %s %s from %q", m.id, m.event, m.ev.Instance)
 		}
+	}
+
+	// c2, sent back by its replica, rebinds at the other instance's front
+	// door by its move in etcd; that instance tells the leader, whose
+	// next push tells the third.
+	fd := other.b.FrontDoors()[clusterGroup].Address
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+fd+"/work", nil)
+	req.Header.Set(protocol.HeaderClient, "c2")
+	req.Header.Set(protocol.HeaderRebind, "1")
+	req.Header.Set(protocol.HeaderBinding, clusterGroup+"/"+busy.ID)
+	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get(protocol.HeaderReplica) != idle.ID {
+		t.Fatalf("c2's rebind at %s: %d replica %q; want 307 to %s", other.name, resp.StatusCode, resp.Header.Get(protocol.HeaderReplica), idle.ID)
+	}
+	isBinding := func(m sseMsg) bool {
+		var d struct{ Client, Replica string }
+		return m.ev.Type == "binding" && json.Unmarshal(m.ev.Data, &d) == nil && d.Client == "c2" && d.Replica == idle.ID
+	}
+	for m := read(third, thirdEvents, "c2's binding at "+third.name); !isBinding(m) || m.ev.Instance != other.name; m = read(third, thirdEvents, "c2's binding at "+third.name) {
+		if isBinding(m) {
+			t.Fatalf("%s shows c2's binding as %s's %s, want it marked with %s", third.name, m.ev.Instance, m.id, other.name)
+		}
+	}
+	// At the other instance: its own binding, then the leader's step
+	// without c2's move (the push that carried the completion), and no
+	// relayed copy of the binding.
+	own := 0
+	for m := read(other, otherEvents, "the leader's step after c2 bound"); ; m = read(other, otherEvents, "the leader's step after c2 bound") {
+		if isBinding(m) {
+			if own++; m.ev.Instance != "" || own > 1 {
+				t.Fatalf("%s shows c2's binding again (%s, instance %q): it happened there", other.name, m.id, m.ev.Instance)
+			}
+		}
+		var d stepData
+		if m.ev.Type == "step" && m.ev.Instance == lead.name && json.Unmarshal(m.ev.Data, &d) == nil &&
+			!slices.ContainsFunc(d.Moves, func(mv protocol.PlannedMove) bool { return mv.Client == "c2" }) {
+			break
+		}
+	}
+	if own != 1 {
+		t.Fatalf("%s showed c2's binding %d times before the leader's step without its move, want once", other.name, own)
+	}
+	for {
+		select {
+		case m := <-leadEvents:
+			if m.ev.Instance != "" {
+				t.Fatalf("the leader's stream relays %s %s from %q", m.id, m.event, m.ev.Instance)
+			}
+			continue
+		default:
+		}
+		break
 	}
 
 	// A client that reconnects with the leader's id to the follower (or

@@ -62,6 +62,7 @@ func (b *Balancer) TakeLoads(v protocol.LoadView) (protocol.LoadsAnswer, error) 
 	for _, r := range v.Replicas {
 		lv.loads[r.ID] = r
 	}
+	g.relayCompletedLocked(v)           // leaderevents.go
 	g.relayLeaderStepLocked(g.view, lv) // leaderevents.go
 	g.view = lv
 	g.publishLocked()

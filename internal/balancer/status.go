@@ -17,7 +17,8 @@ type Event struct {
 	Seq uint64 `json:"-"`
 	// Instance is the instance the event happened at when that is not
 	// this one: a group's analyzer leader, whose advisories and planned
-	// moves its load push brings (TakeLoads). "" for this instance's own.
+	// moves its load push brings (TakeLoads), or the instance at whose
+	// front door a planned move completed. "" for this instance's own.
 	Instance string `json:"instance,omitempty"`
 	// Type is "step" (an analyzer step: loads, advisories, moves),
 	// "binding" (a planned move completed), "membership" (a replica
