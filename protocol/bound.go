@@ -15,6 +15,9 @@ type BoundMoves struct {
 	Term uint64 `json:"term"`
 	// Moves are the bindings made, each client once.
 	Moves []BoundMove `json:"moves"`
+	// Instance is the sending instance's name (optional): the leader's
+	// load push names it with the completed moves (LoadView.Completed).
+	Instance string `json:"instance,omitempty"`
 }
 
 // BoundMove is one client bound by a planned move.

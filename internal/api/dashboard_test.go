@@ -104,7 +104,7 @@ func TestCrossOriginChangesRefused(t *testing.T) {
 // its open connections.
 func TestStepEventsCarryLiveFigures(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{})
+	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{Instance: testInstance})
 	e.mustGroup("g", map[string]any{"report_interval": "50ms"})
 	e.mustGroup("aff", map[string]any{"report_interval": "50ms", "binding": "per-request",
 		"affinity": []map[string]any{{"kind": "singleton", "match": "/obj/{id}"}}})

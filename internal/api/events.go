@@ -13,7 +13,7 @@ import (
 // events streams a group's events as Server-Sent Events: first a "status"
 // event with the group's whole status, then one event per balancer event
 // ("step", "binding", "membership", "config", "alert", "divergence"), each
-// "id: <n>" from the balancer-wide sequence, "event: <type>" and
+// "id: <instance>-<seq>" from the balancer-wide sequence, "event: <type>" and
 // "data: <Event JSON>". Last-Event-ID resumes as on GET /v1/events
 // (allEvents), the status standing for the whole picture whenever events
 // cannot be replayed. Idle streams get a comment line every heartbeat.
@@ -42,8 +42,8 @@ func (s *sseWriter) event(ev balancer.Event) {
 	if err != nil {
 		data, _ = json.Marshal(map[string]string{"type": ev.Type, "error": err.Error()})
 	}
-	if ev.ID != 0 {
-		fmt.Fprintf(s.w, "id: %d\n", ev.ID)
+	if ev.ID != "" {
+		fmt.Fprintf(s.w, "id: %s\n", ev.ID)
 	}
 	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", ev.Type, data)
 }

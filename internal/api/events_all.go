@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,13 +12,14 @@ import (
 )
 
 // allEvents streams the events of every group as Server-Sent Events, each
-// with the SSE id of its place in the balancer-wide sequence. A client
-// that reconnects with Last-Event-ID (the header, or ?last_event_id= for
-// clients that cannot set it) gets exactly the events after that id while
-// the balancer still keeps them (the last balancer.EventReplay); otherwise
-// (no id, an id too old, unknown or ahead) it first gets a "status" event
-// whose data is {"groups": [every group's status]} and whose id is the
-// latest event's, then the live events. A reader too slow to keep up never
+// with the SSE id "<instance>-<seq>": this instance's name and the event's
+// place in its balancer-wide sequence. A client that reconnects with
+// Last-Event-ID (the header, or ?last_event_id= for clients that cannot
+// set it) gets exactly the events after that id while the balancer still
+// keeps them (the last balancer.EventReplay); otherwise (no id, an id too
+// old, ahead, another instance's, or not an id) it first gets a "status"
+// event whose data is {"groups": [every group's status]} and whose id is
+// the latest event's, then the live events. A reader too slow to keep up never
 // slows the balancer: once it falls behind the kept events it gets a fresh
 // "status" and goes on from there, so it never misses a change silently.
 // Idle streams get a comment line every heartbeat; the stream ends with a
@@ -31,7 +31,7 @@ func (s *server) allEvents(w http.ResponseWriter, r *http.Request) {
 // stream writes the events of group (all groups if "") from the
 // balancer's event log, as allEvents describes.
 func (s *server) stream(w http.ResponseWriter, r *http.Request, group string) {
-	after, resume := lastEventID(r)
+	after, resume := s.b.ParseEventID(lastEventID(r))
 	rc := http.NewResponseController(w)
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		s.log.Debug("event stream: cannot clear the write deadline", "err", err)
@@ -55,7 +55,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request, group string) {
 				out.closed(group, "the group was deleted")
 				return
 			}
-			out.event(balancer.Event{ID: last, Type: "status", Group: group, Time: time.Now(), Data: st})
+			out.event(balancer.Event{ID: s.b.EventID(last), Seq: last, Type: "status", Group: group, Time: time.Now(), Data: st})
 			resume, evs = true, nil
 		}
 		for _, ev := range evs {
@@ -96,13 +96,11 @@ func (s *server) status(group string) (any, error) {
 	return s.b.Group(group)
 }
 
-// lastEventID reads the id a reconnecting client last saw; ok is false
-// when it sent none or one that is not a number (it then starts afresh).
-func lastEventID(r *http.Request) (uint64, bool) {
+// lastEventID is the id a reconnecting client last saw ("" none).
+func lastEventID(r *http.Request) string {
 	v := r.Header.Get("Last-Event-ID")
 	if v == "" {
 		v = r.URL.Query().Get("last_event_id")
 	}
-	id, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-	return id, err == nil
+	return strings.TrimSpace(v)
 }

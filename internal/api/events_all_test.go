@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,24 @@ import (
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
+// testInstance is the instance name of the balancers of these tests: the
+// prefix of their event ids.
+const testInstance = "fulcrum-t"
+
+// eventSeq reads "<testInstance>-<seq>" strictly; ok is false for
+// anything else.
+func eventSeq(id string) (uint64, bool) {
+	n, found := strings.CutPrefix(id, testInstance+"-")
+	seq, err := strconv.ParseUint(n, 10, 64)
+	return seq, found && err == nil && strconv.FormatUint(seq, 10) == n
+}
+
+// eventID is the id of seq.
+func eventID(seq uint64) string { return testInstance + "-" + strconv.FormatUint(seq, 10) }
+
 // allStream reads GET /v1/events and checks its contract on every event:
-// ids never go back, and an id that skips ahead comes only with a "status"
+// ids are "<instance>-<seq>" and the same in the SSE id and the data, seqs
+// never go back, and a seq that skips ahead comes only with a "status"
 // (no event is lost silently). Not safe for concurrent use.
 type allStream struct {
 	t      *testing.T
@@ -37,9 +54,7 @@ func (e *env) openAll(ctx context.Context, lastID string) *allStream {
 		e.t.Fatalf("GET /v1/events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	s := &allStream{t: e.t, ch: ch, cancel: cancel}
-	if lastID != "" {
-		s.last, _ = strconv.ParseUint(lastID, 10, 64)
-	}
+	s.last, _ = eventSeq(lastID)
 	return s
 }
 
@@ -61,9 +76,9 @@ func (s *allStream) next(ctx context.Context) (sseEvent, balancer.Event) {
 			if err := json.Unmarshal(ev.data, &be); err != nil {
 				s.t.Fatalf("event %q: %v", ev.data, err)
 			}
-			id, err := strconv.ParseUint(ev.id, 10, 64)
-			if err != nil || id != be.ID {
-				s.t.Fatalf("event %s id %q, data id %d", ev.event, ev.id, be.ID)
+			id, ok := eventSeq(ev.id)
+			if !ok || ev.id != be.ID {
+				s.t.Fatalf("event %s id %q, data id %q: want both %s-<seq>", ev.event, ev.id, be.ID, testInstance)
 			}
 			switch {
 			case ev.event == "status" && id >= s.last:
@@ -90,7 +105,7 @@ func (s *allStream) until(ctx context.Context, f func(sseEvent, balancer.Event) 
 
 func TestAllEventsInterleave(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Options{AdminToken: adminToken, Heartbeat: 10 * time.Millisecond}, balancer.Options{})
+	e := newEnv(t, api.Options{AdminToken: adminToken, Heartbeat: 10 * time.Millisecond}, balancer.Options{Instance: testInstance})
 	e.mustGroup("a", nil)
 	e.mustGroup("b", nil)
 	ra := e.mustRegister("a", "http://127.0.0.1:9001")
@@ -122,7 +137,7 @@ func TestAllEventsInterleave(t *testing.T) {
 
 func TestAllEventsResume(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{})
+	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{Instance: testInstance})
 	e.mustGroup("a", nil)
 	r := e.mustRegister("a", "http://127.0.0.1:9001")
 	ctx := boundedContext(t)
@@ -138,15 +153,17 @@ func TestAllEventsResume(t *testing.T) {
 	// with no status first (next checks every id).
 	want(t, e.call("POST", "/v1/groups/a/replicas/"+r.ID+"/activate", adminToken, nil), http.StatusOK)
 	e.mustGroup("b", nil)
-	s = e.openAll(ctx, strconv.FormatUint(last, 10))
+	s = e.openAll(ctx, eventID(last))
 	defer s.cancel()
 	if ev, _ := s.next(ctx); ev.event == "status" || s.last != last+1 {
 		t.Fatalf("resumed with %s id %d, want id %d", ev.event, s.last, last+1)
 	}
 	s.until(ctx, func(_ sseEvent, be balancer.Event) bool { return be.Type == "group-created" && be.Group == "b" })
 
-	// An id ahead of the sequence, or not a number, starts afresh.
-	for _, id := range []string{"999999999", "x"} {
+	// An id ahead of the sequence, another instance's (a client that
+	// reconnected here from there), the old numeric form, or not an id at
+	// all, starts afresh.
+	for _, id := range []string{eventID(999999999), "fulcrum-u-" + strconv.FormatUint(last, 10), strconv.FormatUint(last, 10), "x"} {
 		s := e.openAll(ctx, id)
 		s.last = 0
 		if ev, _ := s.next(ctx); ev.event != "status" {
@@ -161,7 +178,7 @@ func TestAllEventsResume(t *testing.T) {
 // status first, then the live events.
 func TestAllEventsOverflow(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{})
+	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{Instance: testInstance})
 	e.mustGroup("a", map[string]any{"report_interval": "1h"})
 	r := e.mustRegister("a", "http://127.0.0.1:9001")
 	ctx := boundedContext(t)
@@ -191,7 +208,7 @@ func TestAllEventsOverflow(t *testing.T) {
 	}
 	want(t, e.call("PATCH", "/v1/groups/a", adminToken, map[string]any{"strategy": strategy.RoundRobinName}), http.StatusOK)
 
-	s := e.openAll(ctx, strconv.FormatUint(old, 10))
+	s := e.openAll(ctx, eventID(old))
 	defer s.cancel()
 	if ev, _ := s.next(ctx); ev.event != "status" || s.last <= old+balancer.EventReplay {
 		t.Fatalf("Last-Event-ID %d: first event %s id %d, want a status past %d", old, ev.event, s.last, old+balancer.EventReplay)
@@ -206,7 +223,7 @@ func TestAllEventsOverflow(t *testing.T) {
 // Last-Event-ID as /v1/events does.
 func TestGroupEventsResume(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{})
+	e := newEnv(t, api.Options{AdminToken: adminToken}, balancer.Options{Instance: testInstance})
 	e.mustGroup("a", map[string]any{"report_interval": "1h"})
 	e.mustGroup("b", map[string]any{"report_interval": "1h"})
 	ra := e.mustRegister("a", "http://127.0.0.1:9001")
@@ -246,8 +263,8 @@ func TestGroupEventsResume(t *testing.T) {
 	if err := json.Unmarshal(first.data, &be); err != nil || first.event != "membership" || be.Group != "a" {
 		t.Fatalf("resumed after %s with %s %s: %v", last, first.event, first.data, err)
 	}
-	prev, _ := strconv.ParseUint(last, 10, 64)
-	if id, _ := strconv.ParseUint(first.id, 10, 64); id <= prev+1 {
+	prev, _ := eventSeq(last)
+	if id, ok := eventSeq(first.id); !ok || id <= prev+1 {
 		t.Fatalf("resumed with id %d after %d: b's event between must be skipped, not a's replayed", id, prev)
 	}
 	want(t, e.call("DELETE", "/v1/groups/a", adminToken, nil), http.StatusNoContent)

@@ -262,7 +262,7 @@ func New(opts Options) (*Balancer, error) {
 		clock:    opts.Clock,
 		now:      opts.Clock.Now,
 		groups:   map[string]*group{},
-		events:   newEventLog(EventReplay),
+		events:   newEventLog(eventsName(opts.Instance), EventReplay),
 		tokens:   map[string]*member{},
 		declared: map[string]protocol.Group{},
 		ctx:      ctx,

@@ -158,6 +158,7 @@ func (b *Balancer) sendNotice(v protocol.BoundMoves) {
 		return
 	}
 	if st.State == leader.Leader {
+		v.Instance = b.opts.Instance
 		if ans, err := b.TakeBound(v); err != nil || !ans.Applied {
 			b.log.Debug("bound notice not applied here", "group", v.Group, "term", v.Term, "reason", ans.Reason, "err", err)
 		}
@@ -168,6 +169,7 @@ func (b *Balancer) sendNotice(v protocol.BoundMoves) {
 		b.pushFailed(pushKindBound, v.Group, st.Leader, fmt.Errorf("balancer: admin URL of instance %s unknown", st.Leader))
 		return
 	}
+	v.Instance = b.opts.Instance
 	body, err := json.Marshal(v)
 	if err != nil {
 		b.log.Error("cannot encode a bound notice", "group", v.Group, "err", err)

@@ -61,6 +61,7 @@ func (b *Balancer) TakeBound(v protocol.BoundMoves) (protocol.BoundAnswer, error
 		g.core.Bound(m.Client, m.Replica)
 		clients = append(clients, m.Client)
 		g.emitLocked("binding", map[string]any{"client": m.Client, "replica": m.Replica, "planned": true, "elsewhere": true})
+		g.completedLocked(m.Client, m.Replica, v.Instance) // leaderevents.go
 	}
 	g.movesCompletedLocked(clients)
 	return protocol.BoundAnswer{Applied: true}, nil

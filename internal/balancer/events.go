@@ -31,15 +31,24 @@ func (b *Balancer) groupEvent(typ, name string) {
 	b.events.append(Event{Type: typ, Group: name, Time: b.now(), Data: map[string]string{"group": name}})
 }
 
-// EventsSince returns the events of all groups after id after, oldest
-// first, with the id of the last (after if none), and a channel closed
+// EventsSince returns the events of all groups after seq after, oldest
+// first, with the seq of the last (after if none), and a channel closed
 // when another event comes. ok is false when the events right after after
 // are not kept (older than the last EventReplay events, or ahead of the
-// sequence): last is then the latest id, and a reader must resynchronise
+// sequence): last is then the latest seq, and a reader must resynchronise
 // from the groups' status. Never blocks the balancer.
 func (b *Balancer) EventsSince(after uint64) (evs []Event, last uint64, ok bool, next <-chan struct{}) {
 	return b.events.Since(after)
 }
+
+// EventID is the event id ("<instance>-<seq>") of seq in this balancer's
+// sequence.
+func (b *Balancer) EventID(seq uint64) string { return b.events.id(seq) }
+
+// ParseEventID reads the seq of an event id this balancer gave; ok is
+// false for another instance's id (a client that reconnected to another
+// instance of a cluster) and for anything that is not an id.
+func (b *Balancer) ParseEventID(id string) (seq uint64, ok bool) { return b.events.parse(id) }
 
 // Done is closed when the balancer shuts down.
 func (b *Balancer) Done() <-chan struct{} { return b.ctx.Done() }
@@ -53,8 +62,12 @@ func (g *group) closeSubsLocked() {
 
 // emitLocked numbers the event in the balancer's event log (never
 // blocking) and offers it to the group's subscribers. Caller holds g.mu.
-func (g *group) emitLocked(typ string, data any) {
-	ev := g.b.events.append(Event{Type: typ, Group: g.name, Time: g.b.now(), Data: data})
+func (g *group) emitLocked(typ string, data any) { g.emitFromLocked("", typ, data) }
+
+// emitFromLocked is emitLocked for an event that happened at another
+// instance (Event.Instance; "" this one). Caller holds g.mu.
+func (g *group) emitFromLocked(instance, typ string, data any) {
+	ev := g.b.events.append(Event{Type: typ, Group: g.name, Instance: instance, Time: g.b.now(), Data: data})
 	for ch := range g.subs {
 		select {
 		case ch <- ev:
@@ -87,6 +100,7 @@ func (g *group) stepEventLocked() map[string]any {
 	}
 	now := g.b.now()
 	hub := g.hubLocked()
+	pv := g.pushedViewLocked() // the leader's loads, advisories and moves (leaderevents.go)
 	reps := []rep{}
 	for _, v := range g.lastStep.Replicas {
 		adv := v.Advisory
@@ -94,6 +108,13 @@ func (g *group) stepEventLocked() map[string]any {
 		if v.Reported {
 			s, l := v.Sample, v.Load
 			r.Load, r.EffectiveLoad = &s, &l
+		}
+		if l, ok := pv.load(v.ID); ok {
+			r.Advisory, r.Shed, r.Epoch, r.Load, r.EffectiveLoad = advisoryOf(l), l.Shed, l.Epoch, nil, nil
+			if l.Reported {
+				s, e := l.Sample, l.Load
+				r.Load, r.EffectiveLoad = &s, &e
+			}
 		}
 		if m := g.members[v.ID]; m != nil {
 			r.Bindings = m.counters.Bindings.Load()
@@ -108,7 +129,11 @@ func (g *group) stepEventLocked() map[string]any {
 		}
 		reps = append(reps, r)
 	}
-	ev := map[string]any{"replicas": reps, "moves": g.lastStep.Moves}
+	var moves any = g.lastStep.Moves
+	if pv != nil {
+		moves = pv.plannedMoves()
+	}
+	ev := map[string]any{"replicas": reps, "moves": moves}
 	if g.conns != nil && g.spec.Protocol == protocol.ProtocolTCP {
 		ev["connections"] = g.conns.Len()
 	}

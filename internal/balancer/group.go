@@ -94,6 +94,9 @@ type group struct {
 	// pushing is set while a push runs (loadpush.go).
 	push    *protocol.LoadView
 	pushing atomic.Bool
+	// completed are the moves completed since the last push, for the
+	// next (leaderevents.go). Guarded by mu.
+	completed []protocol.CompletedMove
 	// lookupMove and moveBoundFn are the snapshots' hooks of the moves
 	// in etcd (leadermoves.go); nil on a single node. Set by newGroup.
 	lookupMove  func(ctx context.Context, client string) (string, bool)
@@ -389,7 +392,8 @@ func (g *group) Bound(m *frontdoor.Member, client string, moved bool) {
 	}
 	g.mu.Lock()
 	g.core.Bound(client, m.ID())
-	g.moveCompletedLocked(client) // leadermoves.go: in a cluster
+	g.moveCompletedLocked(client)                        // leadermoves.go: in a cluster
+	g.completedLocked(client, m.ID(), g.b.opts.Instance) // leaderevents.go
 	g.emitLocked("binding", map[string]any{"client": client, "replica": m.ID(), "planned": true})
 	g.mu.Unlock()
 }

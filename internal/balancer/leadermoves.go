@@ -103,6 +103,7 @@ func (g *group) moveBound(client, id string) {
 	if leading {
 		g.core.Bound(client, id)
 		g.moveCompletedLocked(client)
+		g.completedLocked(client, id, g.b.opts.Instance) // leaderevents.go
 	} else if term <= 0 {
 		term = g.roleLocked().status.LeaderTerm
 	}

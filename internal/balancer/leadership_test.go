@@ -140,7 +140,7 @@ func (c *testCluster) start(name string) *clusterNode {
 	n.fence = &pinnedFence{Elector: n.el}
 	n.b, err = balancer.New(balancer.Options{
 		Moves: n.moves,
-		Store: n.st, Logger: log, SharedConfig: true, Follow: true, AdminURL: n.url, AdminAddr: ln.Addr().String(),
+		Store: n.st, Logger: log, Instance: name, SharedConfig: true, Follow: true, AdminURL: n.url, AdminAddr: ln.Addr().String(),
 		Leadership: n.fence, PeerURL: c.peerURL, PeerAdminURLs: func() []string { return c.peers(name) },
 		PeerToken: func() string { return clusterToken }, PeerClient: c.peerClientOf(name),
 	})

@@ -39,7 +39,14 @@ func (g *group) loadViewLocked(r role) *protocol.LoadView {
 			age := rv.ReportAge.Milliseconds()
 			rl.ReportAgeMS = &age
 		}
+		rl.Advisory, rl.Shed, rl.Epoch = rv.Advisory.Advisory, rv.Advisory.Shed, rv.Advisory.Epoch
 		v.Replicas = append(v.Replicas, rl)
+	}
+	for _, m := range g.lastStep.Moves {
+		v.Moves = append(v.Moves, protocol.PlannedMove{Client: m.Client, From: m.From, To: m.To, Rate: m.Rate})
+	}
+	if !g.pushing.Load() { // else this step's push is skipped: they wait for the next
+		v.Completed, g.completed = g.completed, nil
 	}
 	return v
 }

@@ -26,6 +26,10 @@ type loadView struct {
 	leader   string
 	received time.Time
 	loads    map[string]protocol.ReplicaLoad
+	// replicas are the view's replicas in the leader's order, and moves
+	// its planned moves (leaderevents.go).
+	replicas []protocol.ReplicaLoad
+	moves    []protocol.PlannedMove
 }
 
 // TakeLoads applies a leader's load view of its group (POST
@@ -53,10 +57,13 @@ func (b *Balancer) TakeLoads(v protocol.LoadView) (protocol.LoadsAnswer, error) 
 		return protocol.LoadsAnswer{Reason: fmt.Sprintf("term %d is below %d, the highest seen for group %s", v.Term, highest, g.name)}, nil
 	}
 	g.viewTerm = v.Term
-	lv := &loadView{term: v.Term, leader: v.Leader, received: g.b.now(), loads: make(map[string]protocol.ReplicaLoad, len(v.Replicas))}
+	lv := &loadView{term: v.Term, leader: v.Leader, received: g.b.now(), loads: make(map[string]protocol.ReplicaLoad, len(v.Replicas)),
+		replicas: v.Replicas, moves: v.Moves}
 	for _, r := range v.Replicas {
 		lv.loads[r.ID] = r
 	}
+	g.relayCompletedLocked(v)           // leaderevents.go
+	g.relayLeaderStepLocked(g.view, lv) // leaderevents.go
 	g.view = lv
 	g.publishLocked()
 	return protocol.LoadsAnswer{Applied: true}, nil

@@ -9,9 +9,17 @@ import (
 
 // Event is one entry of a group's event stream.
 type Event struct {
-	// ID is the event's place in the balancer-wide sequence (eventlog.go):
-	// increasing across all groups, 0 for events outside it.
-	ID uint64 `json:"id,omitempty"`
+	// ID is "<instance>-<seq>": this instance's name (Options.Instance)
+	// and the event's place in its balancer-wide sequence (eventlog.go),
+	// increasing across all groups; "" for events outside it.
+	ID string `json:"id,omitempty"`
+	// Seq is the seq of ID (0 for events outside the sequence).
+	Seq uint64 `json:"-"`
+	// Instance is the instance the event happened at when that is not
+	// this one: a group's analyzer leader, whose advisories and planned
+	// moves its load push brings (TakeLoads), or the instance at whose
+	// front door a planned move completed. "" for this instance's own.
+	Instance string `json:"instance,omitempty"`
 	// Type is "step" (an analyzer step: loads, advisories, moves),
 	// "binding" (a planned move completed), "membership" (a replica
 	// joined, left or changed state), "config" (settings changed),

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,9 @@ var settle = flag.Duration("settle", 3*time.Second, "how long the demo runs befo
 const (
 	chromium   = "/usr/bin/chromium"
 	adminToken = "dashboard-test-token"
+	// uiInstance is the balancer's instance name: its event ids'
+	// prefix.
+	uiInstance = "fulcrum-ui"
 )
 
 // TestDashboardInBrowser drives the dashboard in headless Chromium against
@@ -105,8 +109,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if id := reqs[0].Get("Last-Event-ID"); id != "" {
 		t.Errorf("the first stream sent Last-Event-ID %q, want none", id)
 	}
-	if id := reqs[1].Get("Last-Event-ID"); id == "" || strings.Trim(id, "0123456789") != "" {
-		t.Errorf("the reconnect sent Last-Event-ID %q, want the id of the last event seen", id)
+	if id := reqs[1].Get("Last-Event-ID"); !regexp.MustCompile(`^` + uiInstance + `-[1-9][0-9]*$`).MatchString(id) {
+		t.Errorf("the reconnect sent Last-Event-ID %q, want the id of the last event seen (%s-<seq>)", id, uiInstance)
 	}
 	for i, h := range reqs {
 		if h.Get("Authorization") != "Bearer "+adminToken || strings.Contains(urls[i], adminToken) {
@@ -333,7 +337,7 @@ func startBalancer(t *testing.T) *adminAPI {
 	}
 	a := &adminAPI{url: "http://" + ln.Addr().String(), hc: &http.Client{Timeout: 10 * time.Second}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, AdminURL: a.url, AdminAddr: ln.Addr().String()})
+	b, err := balancer.New(balancer.Options{Store: st, Logger: log, Instance: uiInstance, AdminURL: a.url, AdminAddr: ln.Addr().String()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,23 +93,26 @@ func watchBindings(ctx context.Context, in *instance, group string) (*bindingTal
 var streamClient = &http.Client{}
 
 // parseBinding parses one line of an event stream: a "data:" line whose
-// event is of type binding.
+// event is of type binding and happened at the instance whose stream it
+// is (one relayed from another instance, with "instance" set, is counted
+// at that instance).
 func parseBinding(line string) (bindingEvent, bool) {
 	data, ok := strings.CutPrefix(line, "data:")
 	if !ok {
 		return bindingEvent{}, false
 	}
 	var ev struct {
-		Type string    `json:"type"`
-		Time time.Time `json:"time"`
-		Data struct {
+		Type     string    `json:"type"`
+		Instance string    `json:"instance"`
+		Time     time.Time `json:"time"`
+		Data     struct {
 			Client    string `json:"client"`
 			Replica   string `json:"replica"`
 			LookedUp  bool   `json:"looked_up"`
 			Elsewhere bool   `json:"elsewhere"`
 		} `json:"data"`
 	}
-	if json.Unmarshal([]byte(strings.TrimSpace(data)), &ev) != nil || ev.Type != "binding" {
+	if json.Unmarshal([]byte(strings.TrimSpace(data)), &ev) != nil || ev.Type != "binding" || ev.Instance != "" {
 		return bindingEvent{}, false
 	}
 	return bindingEvent{Time: ev.Time, Client: ev.Data.Client, Replica: ev.Data.Replica, LookedUp: ev.Data.LookedUp, Elsewhere: ev.Data.Elsewhere}, true

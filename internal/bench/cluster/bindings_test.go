@@ -22,6 +22,8 @@ func TestParseBinding(t *testing.T) {
 			bindingEvent{Time: at, Client: "c2", Replica: "r2", LookedUp: true}, true},
 		{"notice at the leader", `data:{"type":"binding","group":"g","time":"2026-11-27T09:00:00Z","data":{"client":"c3","replica":"r3","planned":true,"elsewhere":true}}`,
 			bindingEvent{Time: at, Client: "c3", Replica: "r3", Elsewhere: true}, true},
+		{"relayed from another instance", `data: {"type":"binding","group":"g","instance":"fulcrum-b","time":"2026-11-27T09:00:00Z","data":{"client":"c4","replica":"r3","planned":true,"elsewhere":true}}`,
+			bindingEvent{}, false},
 		{"step", `data: {"type":"step","group":"g","time":"2026-11-27T09:00:00Z","data":{"replicas":[]}}`, bindingEvent{}, false},
 		{"event line", `event: binding`, bindingEvent{}, false},
 		{"heartbeat", `: heartbeat 2026-11-27T09:00:15Z`, bindingEvent{}, false},

@@ -13,6 +13,9 @@
 
   const $ = (id) => document.getElementById(id);
   const groups = new Map(); // name -> {status, view, charts: Map, moves: [], advisories: Map}
+  // The id of the last event seen, "<instance>-<seq>", sent back verbatim
+  // as Last-Event-ID: the balancer resumes after it, or starts with a
+  // status when it cannot (too old, or another instance's).
   let lastId = null;
   let stream = null; // AbortController of the running stream
   let retry = 1000;
@@ -411,7 +414,8 @@
       const was = g.advisories.get(r.id);
       const now = r.advisory + "/" + r.epoch;
       if (was !== now && r.advisory && (was !== undefined || r.advisory !== "nominal")) {
-        log("advisory", ev.group, "replica " + r.id + " told " + r.advisory + (r.shed ? ", shed " + num(r.shed, 1) : ""), ev.time);
+        log("advisory", ev.group, "replica " + r.id + " told " + r.advisory + (r.shed ? ", shed " + num(r.shed, 1) : "") +
+          (ev.instance ? " by leader " + ev.instance : ""), ev.time);
       }
       g.advisories.set(r.id, now);
       renderReplica(g, cur);
@@ -421,7 +425,8 @@
     const items = moves.map((m) => {
       const key = m.client + "|" + m.from + "|" + m.to;
       if (!g.planned.has(m.client) || g.planned.get(m.client) !== m.from) {
-        log("move", ev.group, "planned: client " + m.client + " from " + m.from + " to " + m.to + " (" + num(m.rate, 1) + " calls/s)", ev.time);
+        log("move", ev.group, "planned: client " + m.client + " from " + m.from + " to " + m.to + " (" + num(m.rate, 1) + " calls/s)" +
+          (ev.instance ? " by leader " + ev.instance : ""), ev.time);
       }
       g.planned.set(m.client, m.from);
       return el("li", { "data-move": key }, "client ", el("code", { text: m.client }), " from ", el("code", { text: m.from }),
