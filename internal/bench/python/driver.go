@@ -83,6 +83,7 @@ func startDriver(ctx context.Context, env *bench.Env, python, script string, cpu
 	}()
 	line, err := d.read(ctx, 2*time.Minute)
 	if err != nil {
+		d.close()
 		return nil, nil, err
 	}
 	var ready struct {
@@ -91,6 +92,10 @@ func startDriver(ctx context.Context, env *bench.Env, python, script string, cpu
 		Error    string            `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(line), &ready); err != nil || !ready.Ready {
+		d.close()
+		if ready.Error != "" {
+			return nil, nil, fmt.Errorf("bench python: driver: %s; see %s", ready.Error, p.Log)
+		}
 		return nil, nil, fmt.Errorf("bench python: driver not ready: %q (%v); see %s", line, err, p.Log)
 	}
 	return d, ready.Bindings, nil
