@@ -39,7 +39,7 @@ import time
 
 import httpx
 
-from fulcrum_client import BindingTransport
+from fulcrum_client.transport import BindingTransport
 
 TIMEOUT = 60.0
 

@@ -18,6 +18,7 @@ import os
 import socket
 import sys
 import time
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -70,11 +71,11 @@ def main(argv: list[str]) -> int:
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    app: object = build_app(int(a.work_us * 1000))
+    app: Any = build_app(int(a.work_us * 1000))
     if a.balancer:
-        from fulcrum_client import ASGIMonitor
+        from fulcrum_client.asgi import ASGIMonitor
 
-        app = ASGIMonitor(app, balancer=a.balancer, group=a.group, address=url)  # type: ignore[arg-type]
+        app = ASGIMonitor(app, balancer=a.balancer, group=a.group, address=url)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", workers=1)
     print(f"listening on {url}", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
