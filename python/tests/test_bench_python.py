@@ -43,7 +43,7 @@ def test_bench_python_smoke(fulcrum_bin: str, tmp_path: Path) -> None:
         # time per call, read from /proc, cannot be less.
         assert r["replica_cpu_us_per_call"] >= WORK_US, f"{what}: {r['replica_cpu_us_per_call']} µs of CPU per call"
     ratios = res["ratios"]
-    for k in ("monitor_time", "monitor_cpu", "bound_throughput", "control_time"):
+    for k in ("monitor_time", "monitor_cpu", "bound_throughput", "control_time", "monitor_p50", "bound_p50"):
         assert len(ratios[k]["per_round"]) == SMOKE_ROUNDS, k
         assert all(x > 0 for x in ratios[k]["per_round"]), k
         assert ratios[k]["median"] > 0, k

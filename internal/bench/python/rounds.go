@@ -64,6 +64,11 @@ type Ratios struct {
 	// call over the plain arm's. Its distance from 1 is the noise of
 	// comparing two replica processes.
 	ControlTime Ratio `json:"control_time"`
+	// MonitorP50 and BoundP50 are MonitorTime and BoundThroughput on the
+	// segments' median latencies instead of their means: less moved by a
+	// stall of the machine, reported beside them, not judged.
+	MonitorP50 Ratio `json:"monitor_p50"`
+	BoundP50   Ratio `json:"bound_p50"`
 }
 
 // Ratio is a ratio taken in every round, and the median over rounds
@@ -97,8 +102,10 @@ func ratiosOf(rounds []Round) Ratios {
 		r.MonitorCPU.PerRound = append(r.MonitorCPU.PerRound, ratio(mon.ReplicaCPUUS, plain.ReplicaCPUUS))
 		r.BoundThroughput.PerRound = append(r.BoundThroughput.PerRound, ratio(mon.perCallUS(), bound.perCallUS()))
 		r.ControlTime.PerRound = append(r.ControlTime.PerRound, ratio(ctl.perCallUS(), plain.perCallUS()))
+		r.MonitorP50.PerRound = append(r.MonitorP50.PerRound, ratio(mon.P50US, plain.P50US))
+		r.BoundP50.PerRound = append(r.BoundP50.PerRound, ratio(mon.P50US, bound.P50US))
 	}
-	for _, x := range []*Ratio{&r.MonitorTime, &r.MonitorCPU, &r.BoundThroughput, &r.ControlTime} {
+	for _, x := range []*Ratio{&r.MonitorTime, &r.MonitorCPU, &r.BoundThroughput, &r.ControlTime, &r.MonitorP50, &r.BoundP50} {
 		x.Median = medianFinite(x.PerRound)
 	}
 	return r

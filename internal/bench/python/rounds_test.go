@@ -42,6 +42,8 @@ func TestRatiosAreMediansOfPerRoundRatios(t *testing.T) {
 	near("monitor CPU median", r.MonitorCPU.Median, 1.04)
 	near("bound median", r.BoundThroughput.Median, 520.0/560)
 	near("control median", r.ControlTime.Median, 1.0)
+	near("monitor p50 median", r.MonitorP50.Median, 1.04) // the fake segments' p50 is their mean
+	near("bound p50 median", r.BoundP50.Median, 520.0/560)
 	near("round 2 monitor", r.MonitorTime.PerRound[1], 1.2)
 	if len(r.BoundThroughput.PerRound) != 3 {
 		t.Fatalf("per round %v", r.BoundThroughput.PerRound)
