@@ -1,6 +1,6 @@
 """`fulcrum bench python --smoke` (internal/bench/python): the bench of the
 SDK's per-call costs, run end to end with this interpreter — a balancer,
-three uvicorn/Starlette replicas (one with ASGIMonitor), the driver with a
+four uvicorn/Starlette replicas (two with ASGIMonitor), the driver with a
 BindingTransport arm — so that CI runs it. Here rather than in Go: the
 test command makes the virtual environment after the Go tests."""
 
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ARMS = ["plain", "plain-control", "monitored", "bound"]
+ARMS = ["plain", "plain-control", "monitored", "direct", "bound"]
 SMOKE_CALLS, SMOKE_ROUNDS = 40, 2
 WORK_US = 100
 
@@ -31,8 +31,8 @@ def test_bench_python_smoke(fulcrum_bin: str, tmp_path: Path) -> None:
     assert res["size"] == {"warmup_calls": 20, "calls_per_round": SMOKE_CALLS, "rounds": SMOKE_ROUNDS}
     rows = res["rows"]
     assert [r["name"] for r in rows] == ARMS
-    assert [r["replica"] for r in rows] == ["plain", "plain-control", "monitored", "monitored"]
-    assert rows[3]["client"] == "httpx+BindingTransport"
+    assert [r["replica"] for r in rows] == ["plain", "plain-control", "monitored", "client", "client"]
+    assert [r["client"] for r in rows] == ["httpx"] * 4 + ["httpx+BindingTransport"]
     for r in rows:
         what = r["name"]
         assert r["errors"] == 0, f"{what}: {r.get('first_error')}"

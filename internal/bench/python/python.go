@@ -18,8 +18,13 @@ const Name = "python"
 
 func init() { bench.Register(Name, func() bench.Experiment { return &Python{WorkUS: DefaultWorkUS} }) }
 
-// Group is the on-demand group the monitored replica registers in.
-const Group = "py"
+// The balancer's groups, both on-demand: the client replica's, whose
+// front door the bound arm calls, and the monitored replica's (a group of
+// its own, so that the bound arm can bind only to the client replica).
+const (
+	Group        = "py"
+	MonitorGroup = "py-monitor"
+)
 
 // DefaultWorkUS is the CPU time the handler spends per call, in µs.
 const DefaultWorkUS = 100
@@ -125,7 +130,9 @@ func (p *Python) Run(ctx context.Context, env *bench.Env) (*bench.Results, error
 	if err != nil {
 		return nil, err
 	}
-	bal, err := env.StartBalancer(ctx, bench.GroupSpec{Name: Group, Binding: protocol.OnDemand, Strategy: "least-loaded"})
+	bal, err := env.StartBalancer(ctx,
+		bench.GroupSpec{Name: Group, Binding: protocol.OnDemand, Strategy: "least-loaded"},
+		bench.GroupSpec{Name: MonitorGroup, Binding: protocol.OnDemand, Strategy: "least-loaded"})
 	if err != nil {
 		return nil, err
 	}
@@ -141,26 +148,33 @@ func (p *Python) Run(ctx context.Context, env *bench.Env) (*bench.Results, error
 	if err != nil {
 		return nil, err
 	}
-	monitored, err := start("replica-monitored", "--balancer", bal.Admin, "--group", Group)
+	monitored, err := start("replica-monitored", "--balancer", bal.Admin, "--group", MonitorGroup)
 	if err != nil {
 		return nil, err
 	}
-	if err := bal.WaitReady(ctx, Group, 1, true); err != nil {
+	client, err := start("replica-client", "--balancer", bal.Admin, "--group", Group)
+	if err != nil {
 		return nil, err
 	}
-	replicaOf := map[string]*replica{ArmPlain: plain, ArmControl: control, ArmMonitored: monitored, ArmBound: monitored}
+	for _, g := range []string{Group, MonitorGroup} {
+		if err := bal.WaitReady(ctx, g, 1, true); err != nil {
+			return nil, err
+		}
+	}
+	replicaOf := map[string]*replica{ArmPlain: plain, ArmControl: control, ArmMonitored: monitored, ArmDirect: client, ArmBound: client}
 	drv, bindings, err := startDriver(ctx, env, py.Path, driverScript, pin.DriverCPU, sz.warmup, []driverArm{
 		{name: ArmPlain, url: plain.url + "/work"},
 		{name: ArmControl, url: control.url + "/work"},
 		{name: ArmMonitored, url: monitored.url + "/work"},
+		{name: ArmDirect, url: client.url + "/work"},
 		{name: ArmBound, url: bal.FrontDoor(Group) + "/work", bound: true},
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer drv.close()
-	if got := bindings[ArmBound]; got != monitored.url {
-		return nil, fmt.Errorf("bench python: the bound arm is bound to %q after its warm-up, want the monitored replica %s", got, monitored.url)
+	if got := bindings[ArmBound]; got != client.url {
+		return nil, fmt.Errorf("bench python: the bound arm is bound to %q after its warm-up, want the client replica %s", got, client.url)
 	}
 	env.Logf("driver warmed up (%d calls per arm); bound arm bound to %s", sz.warmup, bindings[ArmBound])
 
@@ -173,8 +187,8 @@ func (p *Python) Run(ctx context.Context, env *bench.Env) (*bench.Results, error
 			if err != nil {
 				return nil, err
 			}
-			if arm == ArmBound && (m.Binding == nil || *m.Binding != monitored.url) {
-				return nil, fmt.Errorf("bench python: round %d: the bound arm left the monitored replica (bound to %v)", r+1, m.Binding)
+			if arm == ArmBound && (m.Binding == nil || *m.Binding != client.url) {
+				return nil, fmt.Errorf("bench python: round %d: the bound arm left the client replica (bound to %v)", r+1, m.Binding)
 			}
 			rd[arm] = m
 		}
@@ -183,7 +197,7 @@ func (p *Python) Run(ctx context.Context, env *bench.Env) (*bench.Results, error
 		env.Logf("round %d/%d: monitored/plain time %.3f (CPU %.3f), bound/direct throughput %.3f, control/plain time %.3f",
 			r+1, sz.rounds, ra.MonitorTime.Median, ra.MonitorCPU.Median, ra.BoundThroughput.Median, ra.ControlTime.Median)
 	}
-	for _, rp := range []*replica{plain, control, monitored} {
+	for _, rp := range []*replica{plain, control, monitored, client} {
 		if err := rp.alive(); err != nil {
 			return nil, err
 		}

@@ -34,8 +34,8 @@ func judge(rep *bench.Report, rows []Row, r Ratios) {
 			r.MonitorTime.Median, 100*r.MonitorCost(), fmtNum(r.MonitorP50.Median, 3), fmtNum(r.MonitorCPU.Median, 3), fmtNum(r.ControlTime.Median, 3), noise)
 	}
 	switch {
-	case failed[ArmBound]+failed[ArmMonitored] > 0:
-		rep.TargetUnknown(TargetClient, "%d failed calls (bound %d, direct %d)", failed[ArmBound]+failed[ArmMonitored], failed[ArmBound], failed[ArmMonitored])
+	case failed[ArmBound]+failed[ArmDirect] > 0:
+		rep.TargetUnknown(TargetClient, "%d failed calls (bound %d, direct %d)", failed[ArmBound]+failed[ArmDirect], failed[ArmBound], failed[ArmDirect])
 	case !r.BoundThroughput.Median.Known():
 		rep.TargetUnknown(TargetClient, "no round measured both arms")
 	default:
@@ -108,9 +108,11 @@ func writeReport(env *bench.Env, rep *bench.Report, rows []Row, rounds []Round, 
 		pkgs = append(pkgs, k+" "+py.Packages[k])
 	}
 	rep.Para("Python %s (`%s`): %s. A Starlette app under uvicorn (one worker, one process) whose `GET /work` spends %s µs of the thread's CPU time per call; "+
-		"three processes of it: `plain`, `plain-control` (the A/A control) and `monitored` (wrapped in `ASGIMonitor`, registered in an on-demand group of a fulcrum balancer). "+
-		"One Python driver process calls them with one closed-loop caller per arm (httpx, one kept-alive connection): `plain`, `plain-control` and `monitored` with a plain `httpx.Client`, "+
-		"`bound` through the group's front door with `BindingTransport`, bound to the monitored replica after its warm-up and calling it directly. "+
+		"four processes of it: `plain`, `plain-control` (the A/A control), `monitored` (wrapped in `ASGIMonitor`, registered in an on-demand group of a fulcrum balancer) "+
+		"and `client` (the same, in a second on-demand group). "+
+		"One Python driver process calls them with one closed-loop caller per arm (httpx, one kept-alive connection): `plain`, `plain-control`, `monitored` and `direct` (the client replica) with a plain `httpx.Client`, "+
+		"`bound` through the second group's front door with `BindingTransport`, bound to the client replica after its warm-up and calling it directly. "+
+		"Each replica but the client one serves one arm, so that none is kept warmer than the one it is compared with. "+
 		"%d warm-up calls per arm, then %d rounds of %d calls per arm in Williams-design orders; %s. Each ratio is taken within a round; the targets judge the median over rounds.",
 		py.Version, py.Path, strings.Join(pkgs, ", "), strconv.FormatFloat(workUS, 'f', -1, 64), sz.warmup, sz.rounds, sz.calls, pin.Note)
 	rep.Heading("Arms")

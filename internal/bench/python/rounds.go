@@ -12,11 +12,16 @@ const (
 	ArmPlain     = "plain"
 	ArmControl   = "plain-control"
 	ArmMonitored = "monitored"
+	ArmDirect    = "direct"
 	ArmBound     = "bound"
 )
 
 // Arms are the arms in row order.
-var Arms = []string{ArmPlain, ArmControl, ArmMonitored, ArmBound}
+var Arms = []string{ArmPlain, ArmControl, ArmMonitored, ArmDirect, ArmBound}
+
+// The replica processes, as rows name them: the arms' but for the client
+// pair's, which share one.
+const ReplicaClient = "client"
 
 // The targets (issue 26).
 const (
@@ -57,8 +62,8 @@ type Ratios struct {
 	// MonitorCPU is the monitored replica's CPU time per call over the
 	// plain replica's.
 	MonitorCPU Ratio `json:"monitor_cpu"`
-	// BoundThroughput is the bound arm's throughput over the monitored
-	// arm's (direct httpx calls to the same replica).
+	// BoundThroughput is the bound arm's throughput over the direct
+	// arm's (plain httpx calls to the same replica).
 	BoundThroughput Ratio `json:"bound_throughput"`
 	// ControlTime is the A/A control: the control arm's wall time per
 	// call over the plain arm's. Its distance from 1 is the noise of
@@ -97,13 +102,13 @@ func (n Num) Known() bool { return !math.IsNaN(float64(n)) && !math.IsInf(float6
 func ratiosOf(rounds []Round) Ratios {
 	var r Ratios
 	for _, rd := range rounds {
-		plain, ctl, mon, bound := rd[ArmPlain], rd[ArmControl], rd[ArmMonitored], rd[ArmBound]
+		plain, ctl, mon, direct, bound := rd[ArmPlain], rd[ArmControl], rd[ArmMonitored], rd[ArmDirect], rd[ArmBound]
 		r.MonitorTime.PerRound = append(r.MonitorTime.PerRound, ratio(mon.perCallUS(), plain.perCallUS()))
 		r.MonitorCPU.PerRound = append(r.MonitorCPU.PerRound, ratio(mon.ReplicaCPUUS, plain.ReplicaCPUUS))
-		r.BoundThroughput.PerRound = append(r.BoundThroughput.PerRound, ratio(mon.perCallUS(), bound.perCallUS()))
+		r.BoundThroughput.PerRound = append(r.BoundThroughput.PerRound, ratio(direct.perCallUS(), bound.perCallUS()))
 		r.ControlTime.PerRound = append(r.ControlTime.PerRound, ratio(ctl.perCallUS(), plain.perCallUS()))
 		r.MonitorP50.PerRound = append(r.MonitorP50.PerRound, ratio(mon.P50US, plain.P50US))
-		r.BoundP50.PerRound = append(r.BoundP50.PerRound, ratio(mon.P50US, bound.P50US))
+		r.BoundP50.PerRound = append(r.BoundP50.PerRound, ratio(direct.P50US, bound.P50US))
 	}
 	for _, x := range []*Ratio{&r.MonitorTime, &r.MonitorCPU, &r.BoundThroughput, &r.ControlTime, &r.MonitorP50, &r.BoundP50} {
 		x.Median = medianFinite(x.PerRound)

@@ -15,11 +15,13 @@ func seg(arm string, calls int64, perCallUS, cpuUS float64) Measure {
 	return Measure{Segment: Segment{Arm: arm, Calls: calls, ElapsedS: float64(calls) * perCallUS / 1e6, MeanUS: perCallUS, P50US: perCallUS, P99US: 2 * perCallUS}, ReplicaCPUUS: cpuUS}
 }
 
+// round is a round whose direct arm takes as long as the monitored one.
 func round(plain, control, monitored, bound float64) Round {
 	return Round{
 		ArmPlain:     seg(ArmPlain, 1000, plain, 300),
 		ArmControl:   seg(ArmControl, 1000, control, 300),
 		ArmMonitored: seg(ArmMonitored, 1000, monitored, 312),
+		ArmDirect:    seg(ArmDirect, 1000, monitored, 313),
 		ArmBound:     seg(ArmBound, 1000, bound, 315),
 	}
 }
@@ -95,8 +97,8 @@ func TestRowsSumCallsAndTakeMedians(t *testing.T) {
 			t.Errorf("row %d: %+v", i, row)
 		}
 	}
-	b := rows[3]
-	if b.Replica != ArmMonitored || b.Client != "httpx+BindingTransport" || b.Errors != 2 || b.FirstError != "status 503" {
+	b := rows[4]
+	if b.Replica != ReplicaClient || b.Client != "httpx+BindingTransport" || b.Errors != 2 || b.FirstError != "status 503" {
 		t.Errorf("bound row %+v", b)
 	}
 	if got := float64(b.ThroughputRPS); math.Abs(got-1e6/540) > 1e-6 {
@@ -176,5 +178,25 @@ func TestMissingInterpreterNamesHowToMakeIt(t *testing.T) {
 	_, err = findInterpreter(t.Context(), "/nonexistent/python")
 	if err == nil || !strings.Contains(err.Error(), `--python "/nonexistent/python"`) {
 		t.Errorf("error %v, want one naming the flag and its value", err)
+	}
+}
+
+// The client target compares bound with direct (their shared replica),
+// not with the monitored arm, and the monitor target monitored with plain.
+func TestRatiosPairTheRightArms(t *testing.T) {
+	t.Parallel()
+	rd := round(500, 500, 600, 400)
+	d := rd[ArmDirect]
+	d.ElapsedS, d.P50US = 0.38, 380 // 380 µs per call
+	rd[ArmDirect] = d
+	r := ratiosOf([]Round{rd})
+	if got, want := float64(r.BoundThroughput.Median), 380.0/400; math.Abs(got-want) > 1e-9 {
+		t.Errorf("bound/direct %v, want %v", got, want)
+	}
+	if got, want := float64(r.BoundP50.Median), 380.0/400; math.Abs(got-want) > 1e-9 {
+		t.Errorf("bound/direct p50 %v, want %v", got, want)
+	}
+	if got := float64(r.MonitorTime.Median); math.Abs(got-1.2) > 1e-9 {
+		t.Errorf("monitored/plain %v, want 1.2", got)
 	}
 }

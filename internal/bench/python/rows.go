@@ -6,7 +6,7 @@ import "math"
 type Row struct {
 	Name string `json:"name"`
 	// Replica is the replica process the arm calls: plain,
-	// plain-control or monitored.
+	// plain-control, monitored or client (direct's and bound's).
 	Replica string `json:"replica"`
 	// Client is what calls it: "httpx" or "httpx+BindingTransport".
 	Client string `json:"client"`
@@ -69,8 +69,8 @@ func rowsOf(rounds []Round) []Row {
 
 // replicaName is the replica process an arm calls.
 func replicaName(arm string) string {
-	if arm == ArmBound {
-		return ArmMonitored
+	if arm == ArmDirect || arm == ArmBound {
+		return ReplicaClient
 	}
 	return arm
 }
