@@ -76,7 +76,10 @@ def main(argv: list[str]) -> int:
         from fulcrum_client.asgi import ASGIMonitor
 
         app = ASGIMonitor(app, balancer=a.balancer, group=a.group, address=url)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", workers=1)
+    # Kept-alive connections stay open for the whole run (uvicorn's default
+    # closes them after 5 s idle, which an arm waiting for its turn in a
+    # round can exceed: the close then races the arm's next call).
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", workers=1, timeout_keep_alive=3600)
     print(f"listening on {url}", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
