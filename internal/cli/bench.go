@@ -20,6 +20,7 @@ import (
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/effectiveness"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/eft"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/overhead"
+	_ "github.com/fulcrum-lb/fulcrum/internal/bench/python"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/remoting"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/replication"
 	_ "github.com/fulcrum-lb/fulcrum/internal/bench/scalability"
