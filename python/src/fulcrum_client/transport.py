@@ -361,8 +361,9 @@ class BindingTransport(httpx.BaseTransport, _Common):
                 if isinstance(op, Send):
                     last = None
                     while True:
-                        # Watched only when it could be sent again: tracing
-                        # costs about 3% of a loopback call.
+                        # Watched only when it could be sent again: httpcore's
+                        # tracing costs about 14 µs a call (3% of a bare
+                        # loopback call).
                         watch = _SyncWatch(user_trace) if again else None
                         out = _attempt_request(request, self._urls.of(request, op), _headers(request, op), body.next(), watch)
                         try:
