@@ -27,7 +27,8 @@ import (
 // protocol/testdata/README.md) against a real Transport and real local
 // HTTP servers: each party answers its scripted responses in order, a
 // refused party is a closed port, a reset closes the connection with
-// SO_LINGER 0 after reading the request. Every call must end as the case
+// SO_LINGER 0 after reading the request, close_without_response closes it
+// (FIN) after reading the request, keep_alive leaves it open. Every call must end as the case
 // says, and every party must have seen exactly the requests it lists.
 func TestVectorsClient(t *testing.T) {
 	t.Parallel()
@@ -94,6 +95,12 @@ type vectorResponse struct {
 	Headers map[string]string `json:"headers"`
 	Body    string            `json:"body"`
 	Reset   bool              `json:"reset"`
+	// KeepAlive leaves the connection open for the next request (no
+	// Connection: close).
+	KeepAlive bool `json:"keep_alive"`
+	// CloseWithoutResponse closes the connection (FIN, no reset) after
+	// reading the request, answering nothing.
+	CloseWithoutResponse bool `json:"close_without_response"`
 }
 
 type expectedRequest struct {
@@ -214,30 +221,32 @@ func (p *vectorParty) handler(t *testing.T, name string, subst func(string) stri
 			return
 		}
 		resp := p.Responses[n]
-		if resp.Reset {
-			reset(t, w)
+		if resp.Reset || resp.CloseWithoutResponse {
+			hangUp(t, w, resp.Reset)
 			return
 		}
 		h := w.Header()
 		for k, v := range resp.Headers {
 			h.Set(k, subst(v))
 		}
-		h.Set("Connection", "close")
+		if !resp.KeepAlive {
+			h.Set("Connection", "close")
+		}
 		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 		w.WriteHeader(resp.Status)
 		_, _ = io.WriteString(w, resp.Body)
 	})
 }
 
-// reset closes the request's connection with a TCP reset, answering
-// nothing.
-func reset(t *testing.T, w http.ResponseWriter) {
+// hangUp closes the request's connection answering nothing: with a TCP
+// reset when rst, else with a FIN.
+func hangUp(t *testing.T, w http.ResponseWriter, rst bool) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		t.Errorf("hijack: %v", err)
 		return
 	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
+	if tcp, ok := conn.(*net.TCPConn); ok && rst {
 		_ = tcp.SetLinger(0)
 	}
 	conn.Close()

@@ -23,7 +23,9 @@ from fulcrum_client._binding import (
     door_key,
     own_unavailable,
     parse_front_doors,
+    replayable_on_new_connection,
     run_call,
+    send_again_on_new_connection,
 )
 
 
@@ -203,3 +205,46 @@ def test_identity_kept_when_the_caller_sets_it() -> None:
     d = Driver(st, call(headers=("Idempotency-Key",)))
     d.run(answer(200))
     assert set(dict(d.sends()[0].set_headers)) == {"Fulcrum-Client"}
+
+
+@pytest.mark.parametrize(
+    ("method", "headers", "body_replayable", "want"),
+    [
+        ("GET", (), True, True),
+        ("HEAD", (), True, True),
+        ("OPTIONS", (), True, True),
+        ("TRACE", (), True, True),
+        ("POST", (), True, False),
+        ("PUT", (), True, False),
+        ("DELETE", (), True, False),
+        ("PATCH", (), True, False),
+        ("POST", ("Idempotency-Key",), True, True),
+        ("POST", ("idempotency-key",), True, True),
+        ("PUT", ("X-Idempotency-Key",), True, True),
+        ("POST", ("Fulcrum-Sequence",), True, False),
+        ("GET", (), False, False),
+        ("POST", ("Idempotency-Key",), False, False),
+    ],
+)
+def test_replayable_on_new_connection(method: str, headers: tuple[str, ...], body_replayable: bool, want: bool) -> None:
+    """Go net/http's Request.isReplayable: a body that can be sent again,
+    and GET, HEAD, OPTIONS or TRACE or an idempotency key header."""
+    names = {h.lower() for h in headers}
+    c = Call(method, "http://fd:8000/x", lambda n: n.lower() in names, body_replayable)
+    assert replayable_on_new_connection(c) is want
+
+
+@pytest.mark.parametrize(
+    ("replayable", "reused", "no_answer", "want"),
+    [
+        (True, True, True, True),
+        (False, True, True, False),  # may have run: net/http does not resend it
+        (True, False, True, False),  # a fresh connection the server hung up on
+        (True, True, False, False),  # an answer had begun (or a timeout)
+        (False, False, False, False),
+    ],
+)
+def test_send_again_on_new_connection(replayable: bool, reused: bool, no_answer: bool, want: bool) -> None:
+    """Go net/http's persistConn.shouldRetryRequest for a replayable call:
+    only a reused connection that failed before any byte of an answer."""
+    assert send_again_on_new_connection(replayable, reused, no_answer) is want

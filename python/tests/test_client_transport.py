@@ -11,9 +11,10 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler
 
+import httpx
 import pytest
 from client_callers import errors_of, make, net  # noqa: F401 - fixtures
-from client_servers import GROUP, Net, Ran, reply
+from client_servers import GROUP, Net, Ran, Server, reply
 
 from fulcrum_client import AsyncBindingTransport, BindingTransport, FulcrumAdapter
 
@@ -373,3 +374,38 @@ def test_requests_adapter_names_the_missing_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30, check=True)
     assert "pip install 'fulcrum-client[requests]'" in out.stdout
+
+
+def test_callers_trace_extension_sees_every_event() -> None:
+    """The transports watch each attempt's httpcore trace events (to tell a
+    reused connection) and pass every one on to the caller's own trace
+    callback, sync and async, in order."""
+    srv = Server(lambda h: reply(h, 200, b"ok"))
+    try:
+        seen: list[str] = []
+
+        def trace(name: str, info: dict[str, object]) -> None:
+            seen.append(name)
+
+        with httpx.Client(transport=BindingTransport()) as client:
+            for _ in range(2):
+                assert client.get(srv.url + "/a", extensions={"trace": trace}).text == "ok"
+        assert seen.count("connection.connect_tcp.started") == 1, seen  # the second call reuses the connection
+        assert seen.count("http11.send_request_headers.started") == 2, seen
+        assert seen.index("connection.connect_tcp.started") < seen.index("http11.send_request_headers.started")
+
+        aseen: list[str] = []
+
+        async def atrace(name: str, info: dict[str, object]) -> None:
+            aseen.append(name)
+
+        async def main() -> None:
+            async with httpx.AsyncClient(transport=AsyncBindingTransport()) as client:
+                for _ in range(2):
+                    assert (await client.get(srv.url + "/a", extensions={"trace": atrace})).text == "ok"
+
+        asyncio.run(main())
+        assert aseen.count("connection.connect_tcp.started") == 1, aseen
+        assert aseen.count("http11.send_request_headers.started") == 2, aseen
+    finally:
+        srv.kill()

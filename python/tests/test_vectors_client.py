@@ -4,7 +4,8 @@ protocol/testdata/README.md) against BindingTransport,
 AsyncBindingTransport and FulcrumAdapter, with real local HTTP servers:
 each party answers its scripted responses in order, a refused party is a
 closed port, a reset closes the connection with SO_LINGER 0 after reading
-the request. Every call must end as the case says, and every party must
+the request, close_without_response closes it (FIN) after reading the
+request, keep_alive leaves it open for the next request. Every call must end as the case says, and every party must
 have seen exactly the requests it lists."""
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from fulcrum_client import AsyncBindingTransport, BindingTransport, FulcrumAdapt
 CASE_KEYS = {"name", "doc", "options", "parties", "calls"}
 OPTION_KEYS = {"client_id", "front_doors", "max_hops", "max_buffered_body"}
 PARTY_KEYS = {"refused", "responses", "requests"}
-RESPONSE_KEYS = {"status", "headers", "body", "reset"}
+RESPONSE_KEYS = {"status", "headers", "body", "reset", "close_without_response", "keep_alive"}
 REQUEST_KEYS = {"method", "target", "headers", "absent", "body"}
 CALL_KEYS = {"doc", "method", "url", "headers", "body", "body_stream", "expect", "binding_after"}
 EXPECT_KEYS = {"status", "body", "headers", "error"}
@@ -110,16 +111,20 @@ class Party:
                 h.end_headers()
                 return
             r = responses[n]
-            if r.get("reset"):
+            if r.get("reset") or r.get("close_without_response"):
                 h.close_connection = True
-                h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                if r.get("reset"):
+                    h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                else:
+                    h.connection.shutdown(socket.SHUT_RDWR)  # FIN, whatever the handler's streams still hold
                 h.connection.close()
                 return
             text = r.get("body", "").encode()
             h.send_response(r["status"])
             for k, v in r.get("headers", {}).items():
                 h.send_header(k, subst(v))
-            h.send_header("Connection", "close")
+            if not r.get("keep_alive"):
+                h.send_header("Connection", "close")
             h.send_header("Content-Length", str(len(text)))
             h.end_headers()
             h.wfile.write(text)

@@ -419,6 +419,46 @@ class Call(NamedTuple):
     replayable: bool
 
 
+REPLAYABLE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+"""The methods Go's net/http sends again on a new connection
+(Request.isReplayable)."""
+
+IDEMPOTENCY_HEADERS = (HEADER_IDEMPOTENCY_KEY, "X-Idempotency-Key")
+"""Headers that make any method replayable for net/http
+(Request.isReplayable)."""
+
+
+def replayable_on_new_connection(call: Call) -> bool:
+    """Whether Go's net/http would send call again on a new connection after
+    a reused one failed (Request.isReplayable): its body can be sent again
+    (empty, or re-creatable: Go's GetBody) and its method is GET, HEAD,
+    OPTIONS or TRACE, or it carries an Idempotency-Key or X-Idempotency-Key
+    header (any value)."""
+    if not call.replayable:
+        return False
+    return call.method in REPLAYABLE_METHODS or any(call.has_header(h) for h in IDEMPOTENCY_HEADERS)
+
+
+def send_again_on_new_connection(replayable: bool, reused: bool, no_answer: bool) -> bool:
+    """Whether an attempt that failed is sent once more to the same
+    destination, below the binding protocol, as Go's net/http Transport does
+    (Transport.roundTrip, persistConn.shouldRetryRequest): the attempt went
+    on a reused keep-alive connection (a fresh one the server hangs up on is
+    no stale connection, and retrying it could loop), it failed before any
+    byte of an answer was read (the server closed or reset the connection),
+    and the call is replayable (:func:`replayable_on_new_connection`). The
+    binding protocol sees only the last attempt's outcome. It is asked again
+    after each failed attempt, as net/http loops: every such attempt retires
+    one pooled connection, so the repeats are bounded by the pool.
+
+    Not followed: net/http also resends a non-replayable method whose
+    request it wrote no byte of; the Python HTTP libraries do not tell that
+    apart (httpcore ignores a failed write and reads), and their check that
+    an idle connection is still open before reusing it covers the usual
+    case (the server closed it while idle)."""
+    return replayable and reused and no_answer
+
+
 def _identity(state: BindingState, call: Call) -> tuple[tuple[str, str], ...]:
     """The headers that name a call to a replicated group's bridge, among
     Fulcrum-Session (the client id) and a fresh Fulcrum-Sequence, that the

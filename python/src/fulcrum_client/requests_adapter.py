@@ -14,11 +14,23 @@ Example::
     session.get("http://127.0.0.1:8000/prime/7", timeout=10)
 
 Leave ``max_retries`` at its default (0): urllib3's own read retries could
-send a call again after it ran, which the adapter never does.
+send a call again after it ran (they know neither which connection was
+reused nor Idempotency-Key, and they retry read timeouts), which the
+adapter never does. In their place the adapter follows Go's net/http: a
+request net/http counts as replayable (GET, HEAD, OPTIONS, TRACE, or an
+Idempotency-Key or X-Idempotency-Key header; a body that can be sent
+again) that fails on a reused keep-alive connection before any byte of an
+answer is sent once more on a new connection
+(:func:`fulcrum_client._binding.send_again_on_new_connection`). The
+adapter's connection pools note whether the connection urllib3 took for an
+attempt was already open (urllib3 closes a pooled connection the server
+closed while idle before using it, as net/http does).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -26,6 +38,7 @@ try:
     import requests
     import urllib3
     from requests.adapters import HTTPAdapter
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 except ImportError as e:  # pragma: no cover - exercised without the extra
     raise ImportError(
         "fulcrum_client.FulcrumAdapter needs requests: pip install 'fulcrum-client[requests]'"
@@ -49,12 +62,61 @@ from fulcrum_client._binding import (
     Send,
     TooManyHopsError,
     door_key,
+    replayable_on_new_connection,
     run_call,
+    send_again_on_new_connection,
 )
 
 __all__ = ["Binding", "FulcrumAdapter"]
 
+log = logging.getLogger("fulcrum_client")
+
 _CHUNK = 16 << 10
+
+# --- which connection an attempt used ------------------------------------------
+
+_taken = threading.local()
+"""reused: whether the connection the last attempt of this thread took
+from a watched pool was already open (a pooled keep-alive connection)."""
+
+
+class _WatchedPool(HTTPConnectionPool):
+    """An HTTPConnectionPool that notes, for the calling thread, whether the
+    connection it hands out is already open. urllib3 closes a pooled
+    connection the server dropped before handing it out, so an open one is
+    a reused keep-alive connection."""
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)
+        _taken.reused = getattr(conn, "sock", None) is not None
+        return conn
+
+
+class _WatchedHTTPSPool(HTTPSConnectionPool):
+    """_WatchedPool for https."""
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)
+        _taken.reused = getattr(conn, "sock", None) is not None
+        return conn
+
+
+_WATCHED_POOLS = {"http": _WatchedPool, "https": _WatchedHTTPSPool}
+
+
+def _no_answer(e: requests.RequestException) -> bool:
+    """Whether e is the connection failing before any byte of an answer:
+    urllib3's "Connection aborted." with an OS error that is no timeout
+    (the server closed the connection, http.client's RemoteDisconnected, or
+    reset it). urllib3 ignores a reset or closed connection while writing
+    and reads, so this is the reading of the answer's head failing."""
+    if not isinstance(e, requests.exceptions.ConnectionError) or isinstance(e, requests.exceptions.ConnectTimeout):
+        return False
+    reason = e.args[0] if e.args else None
+    if not isinstance(reason, urllib3.exceptions.ProtocolError) or len(reason.args) < 2:
+        return False
+    cause = reason.args[1]
+    return isinstance(cause, OSError) and not isinstance(cause, TimeoutError)
 
 
 def failure_kind(e: requests.RequestException) -> str:
@@ -109,6 +171,17 @@ class FulcrumAdapter(HTTPAdapter):
         )
         super().__init__(**adapter_options)
 
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        """HTTPAdapter's pool manager, with pools that note connection reuse."""
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        """HTTPAdapter's proxy manager, with pools that note connection reuse."""
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _WATCHED_POOLS
+        return manager
+
     @property
     def client_id(self) -> str:
         """The id sent as Fulcrum-Client; fixed for the adapter's life."""
@@ -139,6 +212,7 @@ class FulcrumAdapter(HTTPAdapter):
             has_header=request.headers.__contains__,
             replayable=body.replayable,
         )
+        again = replayable_on_new_connection(call)
         gen = run_call(self._state, call)
         last: requests.Response | None = None
         result: Any = None
@@ -155,12 +229,18 @@ class FulcrumAdapter(HTTPAdapter):
                         out.headers[name] = value
                     if op.rewritten:
                         out.headers.pop("Host", None)
-                    out.body = body.next()
-                    try:
-                        last = super().send(out, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
-                        result = _answer(last)
-                    except requests.RequestException as e:
-                        result = Failure(e, failure_kind(e))
+                    while True:
+                        out.body = body.next()
+                        _taken.reused = False
+                        try:
+                            last = super().send(out, stream=stream, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
+                            result = _answer(last)
+                        except requests.RequestException as e:
+                            if send_again_on_new_connection(again, _taken.reused, _no_answer(e)):
+                                log.debug("fulcrum: %s %s failed on a reused connection before any answer; sending it again: %s", out.method, op.url, e)
+                                continue
+                            result = Failure(e, failure_kind(e))
+                        break
                 elif isinstance(op, Peek):
                     assert last is not None
                     result = _peek(last, op.limit)
