@@ -260,7 +260,7 @@
     const div = g.diverged.get(r.id);
     q("st").replaceChildren(el("span", { class: "state state-" + r.state, text: r.state }),
       r.advisory && r.advisory !== "nominal" ? " " + r.advisory + (r.shed ? " (shed " + num(r.shed, 1) + ")" : "") : "",
-      div ? el("span", { class: "diverged", "data-position": String(div.position), text: divergedText(div) }) : null);
+      ...(div ? [el("span", { class: "diverged", "data-position": String(div.position), text: divergedText(div) })] : []));
     if (div) tr.dataset.diverged = String(div.position); else delete tr.dataset.diverged;
     if (r.weight !== undefined) q("w").textContent = num(r.weight, 2).replace(/\.?0+$/, "");
     q("load").textContent = num(r.load, 1);
@@ -534,7 +534,6 @@
       const cur = (g.status.replicas || []).find((x) => x.id === r.id);
       if (cur) { cur.state = r.state; renderReplica(g, cur); }
     }
-    divergedMembership(g, ev.data.replicas || []);
     for (const id of [...g.states.keys()]) {
       if (!seen.has(id)) {
         log("health", ev.group, "replica " + id + " left", ev.time);
@@ -542,6 +541,7 @@
         dropReplica(g, id);
       }
     }
+    divergedMembership(g, ev.data.replicas || []);
     if (unknown) {
       call("GET", "groups/" + encodeURIComponent(ev.group)).then((st) => setStatus(st), (e) => showError("reading group " + ev.group, e));
     }
