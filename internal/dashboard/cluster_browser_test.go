@@ -56,6 +56,7 @@ func TestDashboardClusterInBrowser(t *testing.T) {
 	lead.stop()
 	p.poll("the surviving instance leads, as the page shows", fact+`?.dataset.leader === "`+survivor.name+`" && `+fact+`.textContent.includes("(this instance), term ")`)
 	p.poll("the change is logged", `Array.from(document.querySelectorAll("#log li.k-leader")).some(li => li.textContent.includes("prime: led by `+survivor.name+` (term "))`)
+	p.screenshot("dashboard-cluster.png")
 }
 
 // uiCluster is the instances of a test's cluster.

@@ -55,7 +55,7 @@ func TestDashboardDivergenceInBrowser(t *testing.T) {
 	sec := `document.querySelector('section[data-group="counter"]')`
 	row := func(id string) string { return sec + `.querySelector('tr[data-replica="` + id + `"]')` }
 	p.poll("two replica rows", sec+` && `+sec+`.querySelectorAll("tr[data-replica]").length === 2`)
-	p.poll("a single node", `document.getElementById("cluster-mode").textContent.startsWith("Single node") && !`+sec+`.querySelector('[data-fact="leader"]')`)
+	p.poll("a single node", `document.getElementById("cluster-mode").textContent === "Single node" && document.querySelectorAll("#instances li").length === 0 && !`+sec+`.querySelector('[data-fact="leader"]')`)
 
 	// Position 1: the odd replica's reply differs from the first.
 	answered := call(ctx, t, st.Advertise, 1)
@@ -70,6 +70,8 @@ func TestDashboardDivergenceInBrowser(t *testing.T) {
 	p.poll("the other not", row(good.ID)+` && !`+row(good.ID)+`.querySelector(".diverged")`)
 	p.poll("applied positions and lag", row(good.ID)+`?.querySelector(".applied .pos")?.textContent === "`+fmt.Sprint(pos)+`" && `+
 		row(good.ID)+`.querySelector(".lag").textContent === "up to date" && `+row(odd.ID)+`?.querySelector(".lag")?.textContent === "1 behind"`)
+
+	p.screenshot("dashboard-diverged.png")
 
 	// Position 2 among three: the odd one is ejected.
 	third := scriptedReplica(t, b, "counter")

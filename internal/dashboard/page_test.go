@@ -2,6 +2,8 @@ package dashboard_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,4 +40,15 @@ func (p page) open(adminURL string) {
 	p.poll("the page asks for the token", `!document.getElementById("login").hidden && document.activeElement.id === "token"`)
 	p.run("give the token", chromedp.SendKeys("#token", adminToken+"\r"))
 	p.poll("the stream is live", `document.getElementById("conn").textContent.startsWith("live")`)
+}
+
+// screenshot saves the page as name in $FULCRUM_TEST_ARTIFACTS (else a
+// temporary directory).
+func (p page) screenshot(name string) {
+	p.t.Helper()
+	dir := os.Getenv("FULCRUM_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = p.t.TempDir()
+	}
+	screenshot(p.ctx, p.t, filepath.Join(dir, name))
 }

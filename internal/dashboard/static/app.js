@@ -313,7 +313,7 @@
     if (clustered()) {
       $("cluster-mode").replaceChildren("Cluster of " + n + " instance" + (n === 1 ? "" : "s") + "; this page talks to ", self || "?");
     } else {
-      $("cluster-mode").replaceChildren("Single node", self ? ": " : "", self);
+      $("cluster-mode").replaceChildren("Single node", ...(self ? [": ", self] : []));
     }
     $("instances").replaceChildren(...(clustered() ? cluster.instances || [] : []).map((i) =>
       el("li", { class: i.self ? "self" : "", "data-instance": i.name },
