@@ -12,7 +12,8 @@ import (
 
 // events streams a group's events as Server-Sent Events: first a "status"
 // event with the group's whole status, then one event per balancer event
-// ("step", "binding", "membership", "config", "alert", "divergence"), each
+// ("step", "binding", "membership", "config", "alert", "divergence",
+// "leader"), each
 // "id: <instance>-<seq>" from the balancer-wide sequence, "event: <type>" and
 // "data: <Event JSON>". Last-Event-ID resumes as on GET /v1/events
 // (allEvents), the status standing for the whole picture whenever events

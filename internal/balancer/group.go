@@ -85,6 +85,10 @@ type group struct {
 	// leadSince is when this instance last came to lead the group (zero
 	// while it does not; leadership.go). Guarded by mu.
 	leadSince time.Time
+	// shownLeader and shownTerm are the group's leader and its term as
+	// the last "leader" event told them (leaderevent.go).
+	shownLeader string
+	shownTerm   int64
 	// view is the load view the group's leader last pushed here, and
 	// viewTerm the highest term of a view seen (loadview.go). Guarded by
 	// mu.
@@ -715,6 +719,7 @@ func (g *group) stepLocked() {
 	now := g.b.now()
 	g.syncLeadershipLocked() // in case a change's notice is still on its way
 	r := g.roleLocked()
+	g.leaderEventLocked(r) // leaderevent.go
 	if g.health.tickLocked() {
 		g.membershipChangedLocked()
 		g.emitLocked("membership", g.membersEventLocked())

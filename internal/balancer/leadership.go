@@ -131,6 +131,7 @@ func (b *Balancer) LeadershipChanged(group string) {
 	}
 	g.mu.Lock()
 	g.syncLeadershipLocked()
+	g.leaderEventLocked(g.roleLocked())
 	g.mu.Unlock()
 }
 

@@ -24,7 +24,8 @@ type Event struct {
 	// "binding" (a planned move completed), "membership" (a replica
 	// joined, left or changed state), "config" (settings changed),
 	// "alert" (the strategy raised an alert; probe.go), "divergence",
-	// or "group-created" / "group-deleted" (on GET /v1/events only).
+	// "leader" (the group's leader as this instance knows it changed, in a
+	// cluster; leaderevent.go), or "group-created" / "group-deleted" (on GET /v1/events only).
 	Type  string    `json:"type"`
 	Group string    `json:"group"`
 	Time  time.Time `json:"time"`

@@ -49,12 +49,7 @@ const (
 // both), an API error shown in the API's words, no horizontal scrolling
 // at 360 px, and a screenshot as a test artifact.
 func TestDashboardInBrowser(t *testing.T) {
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is needed for the dashboard test (apt-get install chromium): %v", err)
-		}
-		t.Skipf("no %s (apt-get install chromium): %v", chromium, err)
-	}
+	needChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -175,6 +170,18 @@ func TestDashboardInBrowser(t *testing.T) {
 	poll("no horizontal scrolling at 360 px", `document.documentElement.scrollWidth <= 360 && `+row(reps[1].id)+`.getBoundingClientRect().width <= 360`)
 
 	screenshot(bctx, t, filepath.Join(dir, "dashboard-360px.png"))
+}
+
+// needChromium skips t without Debian's chromium, or fails it with
+// CI=true.
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium is needed for the dashboard test (apt-get install chromium): %v", err)
+		}
+		t.Skipf("no %s (apt-get install chromium): %v", chromium, err)
+	}
 }
 
 // screenshot saves the whole page as a PNG at path.
@@ -327,6 +334,25 @@ func (s *streams) seen() ([]http.Header, []string) {
 // "prime" (on-demand, least-loaded, fast reports and health checks).
 func startBalancer(t *testing.T) *adminAPI {
 	t.Helper()
+	a, b := serveBalancer(t, balancer.Options{})
+	_, _, err := b.PutGroup(protocol.Group{
+		Name: "prime", Protocol: protocol.ProtocolHTTP, FrontDoor: "127.0.0.1:0",
+		Binding: protocol.OnDemand, Strategy: "least-loaded",
+		ReportInterval: protocol.Duration(200 * time.Millisecond),
+		Health: protocol.Health{Path: "/healthz", Interval: protocol.Duration(100 * time.Millisecond),
+			Timeout: protocol.Duration(100 * time.Millisecond), Rise: 1, Fall: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// serveBalancer runs a single-node balancer named uiInstance with opts
+// (its store, logger, instance and admin address filled in) and its admin
+// API with the admin token, on a real socket, until the test ends.
+func serveBalancer(t *testing.T, opts balancer.Options) (*adminAPI, *balancer.Balancer) {
+	t.Helper()
 	st, err := boltstore.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +363,8 @@ func startBalancer(t *testing.T) *adminAPI {
 	}
 	a := &adminAPI{url: "http://" + ln.Addr().String(), hc: &http.Client{Timeout: 10 * time.Second}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := balancer.New(balancer.Options{Store: st, Logger: log, Instance: uiInstance, AdminURL: a.url, AdminAddr: ln.Addr().String()})
+	opts.Store, opts.Logger, opts.Instance, opts.AdminURL, opts.AdminAddr = st, log, uiInstance, a.url, ln.Addr().String()
+	b, err := balancer.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,17 +380,7 @@ func startBalancer(t *testing.T) *adminAPI {
 		_ = srv.Shutdown(ctx)
 		st.Close()
 	})
-	_, _, err = b.PutGroup(protocol.Group{
-		Name: "prime", Protocol: protocol.ProtocolHTTP, FrontDoor: "127.0.0.1:0",
-		Binding: protocol.OnDemand, Strategy: "least-loaded",
-		ReportInterval: protocol.Duration(200 * time.Millisecond),
-		Health: protocol.Health{Path: "/healthz", Interval: protocol.Duration(100 * time.Millisecond),
-			Timeout: protocol.Duration(100 * time.Millisecond), Rise: 1, Fall: 2},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return a, b
 }
 
 // do sends an admin request and decodes the answer into v (status 2xx) or

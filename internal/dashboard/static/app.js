@@ -12,7 +12,12 @@
   const api = new URL("../v1/", location.href);
 
   const $ = (id) => document.getElementById(id);
-  const groups = new Map(); // name -> {status, view, charts: Map, moves: [], advisories: Map}
+  const groups = new Map(); // name -> {status, view, charts: Map, moves: [], advisories: Map, diverged: Map}
+  // The cluster as GET /v1/cluster last told it, with the leaders kept
+  // up to date by "leader" events (terms: group -> the leader's term).
+  let cluster = { mode: "", instance: "", instances: [], leaders: {} };
+  const terms = new Map();
+  let clusterFresh = false; // read by start(): the stream's first status needs no second read
   // The id of the last event seen, "<instance>-<seq>", sent back verbatim
   // as Last-Event-ID: the balancer resumes after it, or starts with a
   // status when it cannot (too old, or another instance's).
@@ -132,7 +137,7 @@
   function groupView(name) {
     let g = groups.get(name);
     if (g) return g;
-    g = { status: null, charts: new Map(), moves: [], advisories: new Map(), states: new Map(), planned: new Map() };
+    g = { status: null, charts: new Map(), moves: [], advisories: new Map(), states: new Map(), planned: new Map(), diverged: new Map() };
     const id = "g-" + name.replace(/[^A-Za-z0-9_-]/g, "_");
     const facts = el("dl", { class: "facts" });
     const strategy = el("input", { name: "strategy", autocomplete: "off", spellcheck: "false" });
@@ -191,6 +196,8 @@
       point(g, r);
     }
     for (const id of [...g.charts.keys()]) if (!seen.has(id)) dropReplica(g, id);
+    reconcileDiverged(g);
+    renderLag(g);
   }
 
   function renderFacts(g) {
@@ -208,8 +215,13 @@
     if (st.queue_stats) facts.push(["Queue", st.queue_stats.waiting + " waiting, " + st.queue_stats.served + " served"]);
     if (st.blocked && st.blocked.length) facts.push(["Blocked", st.blocked.join(", ")]);
     if (st.warning) facts.push(["Warning", st.warning]);
+    const lead = leaderFact(st.name);
+    if (lead) facts.push(["Leader", lead]);
+    const gone = [...g.diverged].filter(([id]) => !(st.replicas || []).some((r) => r.id === id));
+    if (gone.length) facts.push(["Diverged", gone.map(([id, d]) => id + (d.address ? " (" + d.address + ")" : "") + " " + divergedText(d)).join("; ")]);
     g.view.facts.replaceChildren(...facts.map(([k, v]) =>
-      el("div", { "data-fact": k.toLowerCase().replace(/ /g, "-") }, el("dt", { text: k }), el("dd", { class: k === "Reference" || k === "Params" ? "mono" : "", text: v }))));
+      el("div", { "data-fact": k.toLowerCase().replace(/ /g, "-") }, el("dt", { text: k }),
+        v instanceof Node ? el("dd", {}, v) : el("dd", { class: k === "Reference" || k === "Params" ? "mono" : "", text: v }))));
     g.view.table.classList.toggle("replicated", st.binding === "replicated");
     for (const c of g.view.table.querySelectorAll(".applied")) c.hidden = st.binding !== "replicated";
   }
@@ -245,8 +257,11 @@
     if (r.address) q("addr").textContent = r.address;
     if (r.workers) q("workers").textContent = r.workers.reporting + " of " + r.workers.count + " workers reporting";
     tr.dataset.state = r.state;
+    const div = g.diverged.get(r.id);
     q("st").replaceChildren(el("span", { class: "state state-" + r.state, text: r.state }),
-      r.advisory && r.advisory !== "nominal" ? " " + r.advisory + (r.shed ? " (shed " + num(r.shed, 1) + ")" : "") : "");
+      r.advisory && r.advisory !== "nominal" ? " " + r.advisory + (r.shed ? " (shed " + num(r.shed, 1) + ")" : "") : "",
+      ...(div ? [el("span", { class: "diverged", "data-position": String(div.position), text: divergedText(div) })] : []));
+    if (div) tr.dataset.diverged = String(div.position); else delete tr.dataset.diverged;
     if (r.weight !== undefined) q("w").textContent = num(r.weight, 2).replace(/\.?0+$/, "");
     q("load").textContent = num(r.load, 1);
     if (r.inflight !== undefined) q("inf").textContent = String(r.inflight);
@@ -258,7 +273,8 @@
     }
     tr.querySelector('[data-action="drain"]').disabled = r.state === "draining";
     tr.querySelector('[data-action="activate"]').disabled = r.state === "active";
-    q("applied").textContent = r.applied ? String(r.applied) : "–";
+    if (!q("pos")) q("applied").append(el("span", { class: "pos" }), el("span", { class: "lag" }));
+    q("pos").textContent = r.applied ? String(r.applied) : "–";
     q("applied").hidden = g.status.binding !== "replicated";
     chartFor(g, r.id);
   }
@@ -270,6 +286,136 @@
     if (c) { c.plot.destroy(); c.box.remove(); g.charts.delete(id); }
     g.states.delete(id);
     g.advisories.delete(id);
+  }
+
+  // ---- cluster and leaders ----
+  async function loadCluster() {
+    const before = cluster.leaders;
+    try {
+      cluster = await call("GET", "cluster");
+    } catch (e) {
+      if (e.status !== 401) showError("reading the cluster", e);
+      return;
+    }
+    cluster.leaders = cluster.leaders || {};
+    // The answer has no terms: a term kept from a leader event stays only
+    // while the same instance leads.
+    for (const group of [...terms.keys()]) if (before[group] !== cluster.leaders[group]) terms.delete(group);
+    renderCluster();
+    for (const g of groups.values()) if (g.status) renderFacts(g);
+  }
+
+  const clustered = () => cluster.mode === "cluster";
+
+  function renderCluster() {
+    const n = (cluster.instances || []).length;
+    const self = cluster.instance ? el("strong", { class: "mono", text: cluster.instance }) : null;
+    if (clustered()) {
+      $("cluster-mode").replaceChildren("Cluster of " + n + " instance" + (n === 1 ? "" : "s") + "; this page talks to ", self || "?");
+    } else {
+      $("cluster-mode").replaceChildren("Single node", ...(self ? [": ", self] : []));
+    }
+    $("instances").replaceChildren(...(clustered() ? cluster.instances || [] : []).map((i) =>
+      el("li", { class: i.self ? "self" : "", "data-instance": i.name },
+        el("span", { class: "mono", text: i.name }),
+        i.self ? el("span", { class: "self-tag", text: "this page" }) : null,
+        el("span", { class: "ver", text: i.version || "" }),
+        el("span", { class: "admin mono", text: i.admin_url || "" }))));
+  }
+
+  // leaderFact is what the Leader fact of group shows: nothing on a
+  // single node; the leading instance (marked when it is the one the
+  // page talks to) and its term; or that there is none.
+  function leaderFact(group) {
+    if (!clustered()) return null;
+    const name = cluster.leaders[group];
+    if (!name) return el("span", { class: "no-leader", text: "none (between leaders)" });
+    const t = terms.get(group);
+    const self = name === cluster.instance;
+    return el("span", { class: self ? "leader-self" : "", "data-leader": name },
+      el("span", { class: "mono", text: name }), (self ? " (this instance)" : "") + (t ? ", term " + t : ""));
+  }
+
+  function onLeader(ev) {
+    const d = ev.data || {};
+    if (d.leader) cluster.leaders[ev.group] = d.leader; else delete cluster.leaders[ev.group];
+    if (d.term) terms.set(ev.group, d.term); else terms.delete(ev.group);
+    log("leader", ev.group, d.leader ? "led by " + d.leader + " (term " + d.term + ")" +
+      (ev.instance ? " as " + ev.instance + " sees it" : "") : "no leader (an election is under way)", ev.time);
+    const g = groups.get(ev.group);
+    if (g && g.status) renderFacts(g);
+  }
+
+  // ---- divergent replicas ----
+  function divergedText(d) {
+    return "diverged at " + d.position + (d.ejected ? ", ejected (address blocked)" : ", alert only (no majority)");
+  }
+
+  function onDivergence(g, ev) {
+    const d = ev.data;
+    log("health", ev.group, "replica " + d.replica + " diverged at position " + d.position + (d.ejected ? ", ejected" : ""), ev.time);
+    if (!g || !g.status) return;
+    const cur = (g.status.replicas || []).find((x) => x.id === d.replica);
+    g.diverged.set(d.replica, { position: d.position, ejected: !!d.ejected, address: cur ? cur.address : "", left: false });
+    if (cur) renderReplica(g, cur);
+    renderFacts(g);
+  }
+
+  // reconcileDiverged keeps the divergence marks that g's status still
+  // bears out: a replica ejected for divergence while its row is still
+  // leaving (not active again) or its address blocked; one only alerted
+  // while it is a replica. A mark of an address that registered again
+  // (re-admitted) goes.
+  function reconcileDiverged(g) {
+    const st = g.status;
+    const blocked = new Set(st.blocked || []);
+    for (const [id, d] of [...g.diverged]) {
+      const r = (st.replicas || []).find((x) => x.id === id);
+      const again = (st.replicas || []).some((x) => x.id !== id && d.address && x.address === d.address);
+      let keep;
+      if (again) keep = false;
+      else if (!d.ejected) keep = !!r;
+      else if (r) keep = r.state !== "active" || !d.left;
+      else keep = blocked.has(d.address);
+      if (r && r.state !== "active") d.left = true;
+      if (!r) d.left = true;
+      if (!keep) g.diverged.delete(id);
+      if (r) renderReplica(g, r);
+    }
+    renderFacts(g);
+  }
+
+  // divergedMembership follows the divergence marks through a membership
+  // event: an ejected replica leaving keeps its mark (its address is
+  // blocked); one that is active again after leaving (re-admitted), or a
+  // replica registered again at its address, clears it; a replica only
+  // alerted loses its mark when it leaves.
+  function divergedMembership(g, reps) {
+    for (const [id, d] of [...g.diverged]) {
+      const r = reps.find((x) => x.id === id);
+      const again = reps.some((x) => x.id !== id && d.address && x.address === d.address);
+      if (again || (!r && !d.ejected) || (r && r.state === "active" && d.left && d.ejected)) { g.diverged.delete(id); continue; }
+      if (!r || r.state !== "active") d.left = true;
+    }
+    for (const r of g.status.replicas || []) renderReplica(g, r);
+    renderFacts(g);
+  }
+
+  // renderLag shows, in a replicated group, how far each replica's
+  // applied position is behind the group's highest.
+  function renderLag(g) {
+    if (!g.status || g.status.binding !== "replicated") return;
+    const reps = g.status.replicas || [];
+    const top = Math.max(0, ...reps.map((r) => r.applied || 0));
+    for (const r of reps) {
+      const tr = g.view.tbody.querySelector('tr[data-replica="' + CSS.escape(r.id) + '"]');
+      const lag = tr && tr.querySelector(".applied .lag");
+      if (!lag) continue;
+      const behind = top - (r.applied || 0);
+      lag.dataset.lag = String(behind);
+      lag.textContent = !top ? "" : behind === 0 ? "up to date" : behind + " behind";
+      lag.classList.toggle("behind", behind > 0);
+    }
   }
 
   // ---- charts ----
@@ -329,6 +475,7 @@
     const g = ev.group ? groups.get(ev.group) : null;
     switch (type) {
       case "status": {
+        if (clusterFresh) clusterFresh = false; else loadCluster(); // a resync: the leaders may have changed unseen
         const names = new Set();
         for (const st of ev.data.groups || []) { names.add(st.name); setStatus(st); }
         for (const name of [...groups.keys()]) if (!names.has(name)) removeGroup(name);
@@ -362,9 +509,8 @@
       case "alert":
         log("alert", ev.group, (ev.data.strategy ? ev.data.strategy + ": " : "") + ev.data.message, ev.time);
         break;
-      case "divergence":
-        log("health", ev.group, "replica " + ev.data.replica + " diverged at position " + ev.data.position + (ev.data.ejected ? ", ejected" : ""), ev.time);
-        break;
+      case "divergence": onDivergence(g, ev); break;
+      case "leader": onLeader(ev); break;
       case "closed":
         setConn("the stream closed: " + ((ev.data && ev.data.reason) || "balancer shutting down"));
         break;
@@ -395,6 +541,7 @@
         dropReplica(g, id);
       }
     }
+    divergedMembership(g, ev.data.replicas || []);
     if (unknown) {
       call("GET", "groups/" + encodeURIComponent(ev.group)).then((st) => setStatus(st), (e) => showError("reading group " + ev.group, e));
     }
@@ -421,6 +568,7 @@
       renderReplica(g, cur);
       point(g, cur);
     }
+    renderLag(g);
     const moves = d.moves || [];
     const items = moves.map((m) => {
       const key = m.client + "|" + m.from + "|" + m.to;
@@ -571,6 +719,8 @@
       return;
     }
     $("forget").hidden = !token();
+    await loadCluster();
+    clusterFresh = true;
     follow();
   }
   start();
