@@ -32,19 +32,17 @@ from fulcrum_client.protocol import (
     HEADER_BINDING,
     HEADER_CLIENT,
     HEADER_GROUP,
+    HEADER_IDEMPOTENCY_KEY,
+    HEADER_POSITION,
     HEADER_REBIND,
     HEADER_REPLICA,
+    HEADER_SEQUENCE,
+    HEADER_SESSION,
     MAX_CLIENT_ID_LENGTH,
     REBIND_UNREACHABLE,
 )
 
 log = logging.getLogger("fulcrum_client")
-
-# Replicated groups' call identity (protocol/replication.go).
-HEADER_SESSION = "Fulcrum-Session"
-HEADER_SEQUENCE = "Fulcrum-Sequence"
-HEADER_IDEMPOTENCY_KEY = "Idempotency-Key"
-HEADER_POSITION = "Fulcrum-Position"
 
 DEFAULT_MAX_HOPS = 4
 """How many redirects and retries one call may take (Go DefaultMaxHops)."""

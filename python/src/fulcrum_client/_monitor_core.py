@@ -32,13 +32,12 @@ from fulcrum_client._advice import (
     same_advisory,
 )
 from fulcrum_client.protocol import MAX_CLIENT_ID_LENGTH, NOMINAL
-from fulcrum_client.wire import Advisory
+from fulcrum_client.wire import MAX_LOAD, Advisory
 
 HIST_BUCKETS = 4 * 36
 LATENCY_WEIGHT = 0.5
 IDLE_WINDOWS = 3
 MAX_CLIENTS = 65536
-MAX_LOAD = 1e12
 LATENCY_SAMPLES = 64
 MIN_BUCKET_SAMPLES = 4
 MIN_INTERVAL = 0.010

@@ -11,6 +11,11 @@ HEADER_REBIND = "Fulcrum-Rebind"
 HEADER_ADVISORY = "Fulcrum-Advisory"
 HEADER_PROBE = "Fulcrum-Probe"
 HEADER_COST = "Fulcrum-Cost"
+# Replicated groups' call identity (protocol/replication.go).
+HEADER_SESSION = "Fulcrum-Session"
+HEADER_SEQUENCE = "Fulcrum-Sequence"
+HEADER_POSITION = "Fulcrum-Position"
+HEADER_IDEMPOTENCY_KEY = "Idempotency-Key"
 
 REBIND_UNREACHABLE = "unreachable"
 MAX_CLIENT_ID_LENGTH = 128

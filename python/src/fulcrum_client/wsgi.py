@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from fulcrum_client.monitor import Call, Monitor
+from fulcrum_client.protocol import HEADER_REBIND
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
@@ -107,7 +108,7 @@ class WSGIMonitor:
         if call is None:
             start_response("307 Temporary Redirect", [
                 ("Location", rebind_location(mon.front_door, environ)),
-                ("Fulcrum-Rebind", "1"),
+                (HEADER_REBIND, "1"),
                 ("Cache-Control", "no-store"),
                 ("Content-Length", "0"),
             ])
