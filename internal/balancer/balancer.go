@@ -171,7 +171,13 @@ type Balancer struct {
 	declared map[string]protocol.Group
 	// adminMu serialises the writes of groups' settings (revision.go).
 	// Lock order: reloadMu before adminMu before mu.
-	adminMu  sync.Mutex
+	adminMu sync.Mutex
+	// followMu is held while a change of the store is applied: by the
+	// watch (follow.go) or by a lookup of a record unknown here
+	// (storedlookup.go), so that a lookup cannot bring back what the watch
+	// has just deleted. Lock order: followMu before adminMu; a caller
+	// holding adminMu or reloadMu never looks a record up.
+	followMu sync.Mutex
 	preMu    sync.Mutex
 	prebound map[string]prebound
 	// localDoors are the front doors this instance's config file declares
@@ -537,7 +543,21 @@ func constantEq(a, b string) bool {
 	return registry.TokenMatches(a, registry.HashToken(b))
 }
 
+// group returns the group of that name, looking it up in the store when
+// it is unknown here and the balancer follows the store (storedlookup.go).
+// Not for a caller that holds b.adminMu (localGroup).
 func (b *Balancer) group(name string) (*group, error) {
+	g, err := b.localGroup(name)
+	if err != nil {
+		if sg := b.storedGroup(name); sg != nil {
+			return sg, nil
+		}
+	}
+	return g, err
+}
+
+// localGroup returns the group of that name known here.
+func (b *Balancer) localGroup(name string) (*group, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	g := b.groups[name]
@@ -754,9 +774,12 @@ func (b *Balancer) PatchGroup(name string, p protocol.GroupPatch) (protocol.Grou
 // PatchGroupIf is PatchGroup if the group's revision satisfies m, and
 // fails with a *RevisionError otherwise (revision.go).
 func (b *Balancer) PatchGroupIf(name string, p protocol.GroupPatch, m Match) (protocol.GroupStatus, error) {
+	if _, err := b.group(name); err != nil { // created at another instance a moment ago?
+		return protocol.GroupStatus{}, err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
-	g, err := b.group(name)
+	g, err := b.localGroup(name)
 	if err != nil {
 		return protocol.GroupStatus{}, err
 	}
@@ -812,6 +835,9 @@ func (b *Balancer) DeleteGroup(name string) error {
 // DeleteGroupIf is DeleteGroup if the group's revision satisfies m, and
 // fails with a *RevisionError otherwise (revision.go).
 func (b *Balancer) DeleteGroupIf(name string, m Match) error {
+	if _, err := b.group(name); err != nil { // created at another instance a moment ago?
+		return err
+	}
 	b.adminMu.Lock()
 	defer b.adminMu.Unlock()
 	b.mu.RLock()
@@ -834,7 +860,7 @@ func (b *Balancer) deleteGroup(name string) error {
 // without, the group is deleted whatever its revision. Caller holds
 // b.adminMu.
 func (b *Balancer) deleteGroupLocked(name string, m Match) error {
-	if _, err := b.group(name); err != nil {
+	if _, err := b.localGroup(name); err != nil {
 		return err
 	}
 	if err := b.StoreUnreachable(); err != nil {

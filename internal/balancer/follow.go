@@ -68,9 +68,11 @@ func (b *Balancer) followWatch(ch <-chan store.WatchResponse, from int64) int64 
 				b.log.Warn("watch of the store ended; loading it again", "err", resp.Err)
 				return from
 			}
+			b.followMu.Lock()
 			for _, ev := range resp.Events {
 				b.applyEvent(ev)
 			}
+			b.followMu.Unlock()
 			from = resp.Rev
 		case <-b.resync:
 			b.log.Info("loading the store again after a write whose outcome is unknown")
@@ -120,6 +122,8 @@ func (b *Balancer) relist(ctx context.Context, from int64) int64 {
 // forgotten too, and comes back with its own event from the watch that
 // follows.
 func (b *Balancer) reconcile(snap groupstore.Snapshot) {
+	b.followMu.Lock()
+	defer b.followMu.Unlock()
 	groups := map[string]bool{}
 	for _, gs := range snap.Groups {
 		groups[gs.Name] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -188,8 +189,10 @@ func TestFollowRelistsAfterBrokenWatch(t *testing.T) {
 	if err := a.b.DeleteGroup("old"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.b.Group("new"); err == nil {
-		t.Fatal("B saw a change through a watch that delivers nothing")
+	for _, g := range b.b.Groups() { // Groups does not look names up in the store
+		if g.Name == "new" {
+			t.Fatal("B saw a change through a watch that delivers nothing")
+		}
 	}
 	close(bw.broken)
 	eventually(t, followWait, func() error {
@@ -214,4 +217,56 @@ func TestFollowRelistsAfterBrokenWatch(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// A group created and a replica registered at A a moment ago are not
+// "unknown" at B while B's watch has not brought them: B reads them from
+// the store before it answers so, and goes on. Here B's watch delivers
+// nothing at all, so every answer below comes from those reads.
+func TestFollowLooksUnknownRecordsUp(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t, envOptions{shared: true, follow: true})
+	bw := &brokenWatch{broken: make(chan struct{}), first: make(chan struct{})}
+	b := newEnv(t, envOptions{shared: true, follow: true, store: a.st, wrapStore: func(st store.Store) store.Store {
+		bw.Store = st
+		return bw
+	}})
+	<-bw.first
+
+	a.mustPutGroup(protocol.Group{Name: "fresh", FrontDoor: "127.0.0.1:0", Binding: protocol.PerRequest})
+	regA := a.mustRegister("fresh", "http://127.0.0.1:9")
+
+	// A registration at B of the group created at A.
+	regB, created, err := b.b.Register("fresh", protocol.Registration{Address: "http://127.0.0.1:10"})
+	if err != nil || !created {
+		t.Fatalf("register at B in the group created at A: created %v, %v; want created", created, err)
+	}
+	st, err := b.b.Group("fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.b.Ready() {
+		t.Error("B is not ready: the front door of the group it read from the store does not serve")
+	}
+	// The replica registered at A is read when named.
+	if err := b.b.Drain("fresh", regA.ID); err != nil {
+		t.Fatalf("drain at B of the replica registered at A: %v", err)
+	}
+	if s, err := replicaState(b.b, "fresh", regA.ID); err != nil || s != protocol.StateDraining {
+		t.Errorf("replica registered at A, drained at B: %q %v; want %s", s, err, protocol.StateDraining)
+	}
+	if !slices.ContainsFunc(st.Replicas, func(r protocol.ReplicaStatus) bool { return r.ID == regB.ID }) {
+		t.Errorf("status at B lacks the replica registered there: %+v", st.Replicas)
+	}
+
+	// What is not stored stays unknown.
+	if _, err := b.b.Group("absent"); !errors.Is(err, balancer.ErrUnknownGroup) {
+		t.Errorf("group stored nowhere: %v, want ErrUnknownGroup", err)
+	}
+	if _, err := b.b.Group("Not-A-Name"); !errors.Is(err, balancer.ErrUnknownGroup) {
+		t.Errorf("invalid group name: %v, want ErrUnknownGroup", err)
+	}
+	if err := b.b.Drain("fresh", "r-absent"); !errors.Is(err, balancer.ErrUnknownReplica) {
+		t.Errorf("replica stored nowhere: %v, want ErrUnknownReplica", err)
+	}
 }

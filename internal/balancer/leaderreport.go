@@ -55,6 +55,8 @@ func (b *Balancer) storedToken(token string) *member {
 		return nil
 	}
 	defer b.lookupMu.Unlock()
+	b.followMu.Lock() // storedlookup.go
+	defer b.followMu.Unlock()
 	hash := registry.HashToken(token)
 	ctx, cancel := context.WithTimeout(b.ctx, storedLookupTimeout)
 	defer cancel()

@@ -197,6 +197,9 @@ func (b *Balancer) member(groupName, id string) (*group, *member, error) {
 	m := g.members[id]
 	g.mu.Unlock()
 	if m == nil {
+		m = b.storedMember(g, id) // registered at another instance a moment ago? (storedlookup.go)
+	}
+	if m == nil {
 		return nil, nil, fmt.Errorf("%w %q in group %s", ErrUnknownReplica, id, groupName)
 	}
 	return g, m, nil

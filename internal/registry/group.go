@@ -30,6 +30,9 @@ const (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
+// ValidName tells whether name is a valid group name.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
+
 // WithDefaults returns g with every unset setting at its default. Params
 // are completed with the strategy's defaults.
 func WithDefaults(g protocol.Group) protocol.Group {
