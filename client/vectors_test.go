@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/client"
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 )
 
 // TestVectorsClient runs every case of protocol/testdata/client.json (the
@@ -32,33 +30,7 @@ import (
 // says, and every party must have seen exactly the requests it lists.
 func TestVectorsClient(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join("..", "protocol", "testdata", "client.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Kind    string            `json:"kind"`
-		Version int               `json:"version"`
-		Cases   []json.RawMessage `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil {
-		t.Fatal(err)
-	}
-	if file.Kind != "client" || file.Version != 1 || len(file.Cases) == 0 {
-		t.Fatalf("client.json: kind %q version %d with %d cases, want client version 1", file.Kind, file.Version, len(file.Cases))
-	}
-	names := map[string]bool{}
-	for i, raw := range file.Cases {
-		var tc clientCase
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&tc); err != nil {
-			t.Fatalf("client.json: cases[%d]: %v", i, err)
-		}
-		if tc.Name == "" || names[tc.Name] {
-			t.Fatalf("client.json: cases[%d]: name %q empty or repeated", i, tc.Name)
-		}
-		names[tc.Name] = true
+	for _, tc := range vectortest.Load[clientCase](t, "client") {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			tc.run(t)

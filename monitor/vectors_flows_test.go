@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -93,25 +92,7 @@ type flowParty struct {
 // seen exactly the requests it lists.
 func TestVectorsMonitorFlows(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join("..", "protocol", "testdata", "monitor_flows.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Kind    string            `json:"kind"`
-		Version int               `json:"version"`
-		Cases   []json.RawMessage `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil || file.Kind != "monitor_flows" || file.Version != 1 || len(file.Cases) == 0 {
-		t.Fatalf("monitor_flows.json: %v (kind %q, version %d, %d cases)", err, file.Kind, file.Version, len(file.Cases))
-	}
-	for _, raw := range file.Cases {
-		var tc flowCase
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&tc); err != nil {
-			t.Fatalf("monitor_flows.json: %s: %v", raw[:min(len(raw), 60)], err)
-		}
+	for _, tc := range vectortest.Load[flowCase](t, "monitor_flows") {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			runFlowCase(t, &tc)

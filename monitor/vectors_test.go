@@ -7,12 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 	"github.com/fulcrum-lb/fulcrum/monitor"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
@@ -26,20 +25,8 @@ import (
 // with Fulcrum-Rebind: 1.
 func TestVectorsAdvisoryBehaviour(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join("..", "protocol", "testdata", "advisories.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Kind    string            `json:"kind"`
-		Version int               `json:"version"`
-		Cases   []json.RawMessage `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil || file.Kind != "advisories" || file.Version != 1 {
-		t.Fatalf("advisories.json: %v (kind %q, version %d)", err, file.Kind, file.Version)
-	}
 	ran := 0
-	for _, raw := range file.Cases {
+	for _, raw := range vectortest.Cases(t, "advisories") {
 		var tc struct {
 			Name   string           `json:"name"`
 			Worker *protocol.Worker `json:"worker"`

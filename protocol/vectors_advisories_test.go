@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -39,7 +40,7 @@ type advisoryCase struct {
 func TestVectorsAdvisories(t *testing.T) {
 	t.Parallel()
 	decodes := 0
-	for _, tc := range loadVectors[advisoryCase](t, "advisories") {
+	for _, tc := range vectortest.Load[advisoryCase](t, "advisories") {
 		if tc.Body == nil {
 			if len(tc.Steps) == 0 || tc.Error != "" || tc.Advisory != nil {
 				t.Errorf("case %s: a behaviour case has steps and no body, error or advisory", tc.Name)

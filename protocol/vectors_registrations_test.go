@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -38,7 +39,7 @@ type registrationCase struct {
 func TestVectorsRegistrationAnswers(t *testing.T) {
 	t.Parallel()
 	answers := 0
-	for _, tc := range loadVectors[registrationCase](t, "registrations") {
+	for _, tc := range vectortest.Load[registrationCase](t, "registrations") {
 		if tc.Answer == nil {
 			if tc.Request == nil || tc.Status == 0 || tc.Group == nil || tc.Registered != nil {
 				t.Errorf("case %s: a request case has group, request and status, and no registered", tc.Name)

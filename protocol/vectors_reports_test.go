@@ -6,6 +6,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -31,7 +32,7 @@ type reportCase struct {
 // invalid one must fail with a *FieldError on the field given.
 func TestVectorsReports(t *testing.T) {
 	t.Parallel()
-	for _, tc := range loadVectors[reportCase](t, "reports") {
+	for _, tc := range vectortest.Load[reportCase](t, "reports") {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			if (tc.Error == "") == (tc.Report == nil) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -22,7 +23,7 @@ type workerSplitCase struct {
 // client id of testdata/worker_split.json.
 func TestVectorsWorkerSplit(t *testing.T) {
 	t.Parallel()
-	for _, tc := range loadVectors[workerSplitCase](t, "worker_split") {
+	for _, tc := range vectortest.Load[workerSplitCase](t, "worker_split") {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
 			id := tc.Client

@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/fulcrum-lb/fulcrum/internal/api"
 	"github.com/fulcrum-lb/fulcrum/internal/balancer"
+	"github.com/fulcrum-lb/fulcrum/internal/vectortest"
 )
 
 // TestVectorsRegistrations sends every request case of
@@ -20,21 +19,9 @@ import (
 // case's, and a join or replace must keep the id (and token) it names.
 func TestVectorsRegistrations(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile(filepath.Join("..", "..", "protocol", "testdata", "registrations.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
-		Kind    string            `json:"kind"`
-		Version int               `json:"version"`
-		Cases   []json.RawMessage `json:"cases"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil || file.Kind != "registrations" || file.Version != 1 {
-		t.Fatalf("registrations.json: %v (kind %q, version %d)", err, file.Kind, file.Version)
-	}
 	e := newEnv(t, api.Options{}, balancer.Options{})
 	ran := 0
-	for n, raw := range file.Cases {
+	for n, raw := range vectortest.Cases(t, "registrations") {
 		var tc struct {
 			Name        string         `json:"name"`
 			Group       map[string]any `json:"group"`
