@@ -11,19 +11,15 @@ have seen exactly the requests it lists."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import struct
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
 import pytest
 import requests
 import vectors
-from client_servers import Server, read_body
+from scripted import Party, Seen
 
 from fulcrum_client import AsyncBindingTransport, BindingTransport, FulcrumAdapter
 
@@ -38,127 +34,27 @@ EXPECT_KEYS = {"status", "body", "headers", "error"}
 BINDING_KEYS = {"group", "replica", "url"}
 
 
-def strict(obj: Any, allowed: set[str], where: str) -> dict[str, Any]:
-    assert isinstance(obj, dict), f"{where}: want an object, got {obj!r}"
-    unknown = sorted(set(obj) - allowed)
-    assert not unknown, f"{where}: unknown members {unknown}"
-    return obj
-
-
 def load_cases() -> list[dict[str, Any]]:
     """client.json's cases (the shared loader checks the file and each
     case's members), each nested object checked for unknown members too."""
     cases = vectors.load("client", CASE_KEYS)
     for i, c in enumerate(cases):
-        strict(c.get("options", {}), OPTION_KEYS, f"cases[{i}].options")
+        vectors.strict(c.get("options", {}), OPTION_KEYS, f"cases[{i}].options")
         for pname, p in c["parties"].items():
-            strict(p, PARTY_KEYS, f"cases[{i}].parties.{pname}")
+            vectors.strict(p, PARTY_KEYS, f"cases[{i}].parties.{pname}")
             for j, r in enumerate(p.get("responses", [])):
-                strict(r, RESPONSE_KEYS, f"cases[{i}].parties.{pname}.responses[{j}]")
+                vectors.strict(r, RESPONSE_KEYS, f"cases[{i}].parties.{pname}.responses[{j}]")
             for j, r in enumerate(p.get("requests", [])):
-                strict(r, REQUEST_KEYS, f"cases[{i}].parties.{pname}.requests[{j}]")
+                vectors.strict(r, REQUEST_KEYS, f"cases[{i}].parties.{pname}.requests[{j}]")
         for j, call in enumerate(c["calls"]):
-            strict(call, CALL_KEYS, f"cases[{i}].calls[{j}]")
-            strict(call["expect"], EXPECT_KEYS, f"cases[{i}].calls[{j}].expect")
+            vectors.strict(call, CALL_KEYS, f"cases[{i}].calls[{j}]")
+            vectors.strict(call["expect"], EXPECT_KEYS, f"cases[{i}].calls[{j}].expect")
             if call.get("binding_after") is not None:
-                strict(call["binding_after"], BINDING_KEYS, f"cases[{i}].calls[{j}].binding_after")
+                vectors.strict(call["binding_after"], BINDING_KEYS, f"cases[{i}].calls[{j}].binding_after")
     return cases
 
 
 CASES = load_cases()
-
-
-@dataclass
-class Seen:
-    method: str
-    target: str
-    headers: Any  # email.message.Message: get_all(name)
-    body: str
-
-
-@dataclass
-class Party:
-    """One scripted party of a case."""
-
-    name: str
-    spec: dict[str, Any]
-    url: str = ""
-    server: Server | None = None
-    seen: list[Seen] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def start(self, subst: Callable[[str], str]) -> None:
-        if self.spec.get("refused"):
-            assert not self.spec.get("responses") and not self.spec.get("requests"), (
-                f"party {self.name}: a refused party has no responses or requests"
-            )
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            self.url = f"http://127.0.0.1:{s.getsockname()[1]}"
-            s.close()  # a closed port: connections are refused
-            return
-        responses = self.spec.get("responses", [])
-
-        def handle(h: BaseHTTPRequestHandler) -> None:
-            body = read_body(h)
-            with self.lock:
-                n = len(self.seen)
-                self.seen.append(Seen(h.command, h.path, h.headers, body.decode()))
-            if n >= len(responses):
-                h.send_response(599)
-                h.send_header("Connection", "close")
-                h.send_header("Content-Length", "0")
-                h.end_headers()
-                return
-            r = responses[n]
-            if r.get("reset") or r.get("close_without_response"):
-                h.close_connection = True
-                if r.get("reset"):
-                    h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                else:
-                    h.connection.shutdown(socket.SHUT_RDWR)  # FIN, whatever the handler's streams still hold
-                h.connection.close()
-                return
-            text = r.get("body", "").encode()
-            h.send_response(r["status"])
-            for k, v in r.get("headers", {}).items():
-                h.send_header(k, subst(v))
-            if not r.get("keep_alive"):
-                h.send_header("Connection", "close")
-            h.send_header("Content-Length", str(len(text)))
-            h.end_headers()
-            h.wfile.write(text)
-
-        self.server = Server(handle)
-        self.url = self.server.url
-
-    def check(self, subst: Callable[[str], str]) -> list[str]:
-        errs: list[str] = []
-        want_all = self.spec.get("requests", [])
-        with self.lock:
-            seen = list(self.seen)
-        for i, got in enumerate(seen):
-            if i >= len(want_all):
-                errs.append(f"party {self.name}: unexpected request {i}: {got.method} {got.target}")
-                continue
-            want = want_all[i]
-            if (got.method, got.target) != (want["method"], subst(want["target"])):
-                errs.append(
-                    f"party {self.name}: request {i} is {got.method} {got.target}, want {want['method']} {subst(want['target'])}"
-                )
-            for k, v in want.get("headers", {}).items():
-                g = got.headers.get_all(k) or []
-                if g != [subst(v)]:
-                    errs.append(f"party {self.name}: request {i}: header {k} = {g!r}, want {subst(v)!r}")
-            for k in want.get("absent", []):
-                g = got.headers.get_all(k) or []
-                if g:
-                    errs.append(f"party {self.name}: request {i}: header {k} = {g!r}, want it absent")
-            if "body" in want and got.body != want["body"]:
-                errs.append(f"party {self.name}: request {i}: body {got.body!r}, want {want['body']!r}")
-        if len(seen) < len(want_all):
-            errs.append(f"party {self.name}: saw {len(seen)} requests, want {len(want_all)}")
-        return errs
 
 
 @dataclass
@@ -198,8 +94,10 @@ class Case:
         opts = spec.get("options", {})
         self.client_id = opts.get("client_id") or "vectors-client"
         self.parties = {name: Party(name, p) for name, p in sorted(spec["parties"].items())}
-        for p in self.parties.values():  # start every party first: scripts name each other's URLs
-            p.start(self.subst)
+        for p in self.parties.values():  # every party listens first: scripts name each other's URLs
+            p.listen()
+        for p in self.parties.values():
+            p.serve(self.subst)
         self.options: dict[str, Any] = {"client_id": self.client_id}
         doors = []
         for d in opts.get("front_doors", []):
@@ -219,8 +117,7 @@ class Case:
 
     def close(self) -> None:
         for p in self.parties.values():
-            if p.server is not None:
-                p.server.kill()
+            p.kill()
 
     def request_args(self, call: dict[str, Any]) -> tuple[str, str, dict[str, str], bytes | None]:
         body = call["body"].encode() if call.get("body") is not None else None
@@ -318,6 +215,12 @@ class Case:
         return errs
 
 
+def check_body(where: str, got: Seen, want: dict[str, Any]) -> list[str]:
+    if "body" in want and got.body.decode() != want["body"]:
+        return [f"{where}: body {got.body.decode()!r}, want {want['body']!r}"]
+    return []
+
+
 @pytest.mark.parametrize("client", ["sync", "async", "requests"])
 @pytest.mark.parametrize("spec", CASES, ids=vectors.ids(CASES))
 def test_vectors_client(spec: dict[str, Any], client: str) -> None:
@@ -327,5 +230,5 @@ def test_vectors_client(spec: dict[str, Any], client: str) -> None:
     finally:
         case.close()
     for p in case.parties.values():
-        errs += p.check(case.subst)
+        errs += p.check(case.subst, check_body)
     assert not errs, f"{spec['name']} ({spec.get('doc', '')}):\n  " + "\n  ".join(errs)

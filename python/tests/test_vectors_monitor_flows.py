@@ -11,17 +11,11 @@ exactly the requests it lists."""
 from __future__ import annotations
 
 import json
-import socket
-import struct
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 import vectors
-from client_servers import Server, read_body
+from scripted import Party, Seen
 
 from fulcrum_client._admin import APIError
 from fulcrum_client.monitor import Monitor, MonitorError
@@ -36,122 +30,33 @@ ADVISORY_KEYS = {"advisory", "term", "epoch"}
 GROUP, ADDRESS, FRONT = "g", "http://192.0.2.10:9001", "http://192.0.2.1:8000"
 
 
-def strict(obj: Any, allowed: set[str], where: str) -> dict[str, Any]:
-    assert isinstance(obj, dict), f"{where}: want an object, got {obj!r}"
-    unknown = sorted(set(obj) - allowed)
-    assert not unknown, f"{where}: unknown members {unknown}"
-    return obj
-
-
 def load_cases() -> list[dict[str, Any]]:
     cases = vectors.load("monitor_flows", CASE_KEYS)
     for c in cases:
         n = c["name"]
-        strict(c["monitor"], MONITOR_KEYS, f"{n}.monitor")
+        vectors.strict(c["monitor"], MONITOR_KEYS, f"{n}.monitor")
         for pname, p in c["parties"].items():
-            strict(p, PARTY_KEYS, f"{n}.parties.{pname}")
+            vectors.strict(p, PARTY_KEYS, f"{n}.parties.{pname}")
             for j, r in enumerate(p.get("responses", [])):
-                strict(r, RESPONSE_KEYS, f"{n}.parties.{pname}.responses[{j}]")
+                vectors.strict(r, RESPONSE_KEYS, f"{n}.parties.{pname}.responses[{j}]")
             for j, r in enumerate(p.get("requests", [])):
-                strict(r, REQUEST_KEYS, f"{n}.parties.{pname}.requests[{j}]")
+                vectors.strict(r, REQUEST_KEYS, f"{n}.parties.{pname}.requests[{j}]")
         for j, s in enumerate(c["steps"]):
-            strict(s, STEP_KEYS, f"{n}.steps[{j}]")
+            vectors.strict(s, STEP_KEYS, f"{n}.steps[{j}]")
             if "advisory" in s:
-                strict(s["advisory"], ADVISORY_KEYS, f"{n}.steps[{j}].advisory")
+                vectors.strict(s["advisory"], ADVISORY_KEYS, f"{n}.steps[{j}].advisory")
     return cases
 
 
 CASES = load_cases()
 
 
-@dataclass
-class Seen:
-    method: str
-    target: str
-    headers: Any  # email.message.Message: get_all(name)
-    body: bytes
-
-
-@dataclass
-class Party:
-    """One scripted admin server of a case."""
-
-    name: str
-    spec: dict[str, Any]
-    url: str = ""
-    server: Server | None = None
-    seen: list[Seen] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def listen(self) -> None:
-        if self.spec.get("refused"):
-            assert not self.spec.get("responses") and not self.spec.get("requests"), (
-                f"party {self.name}: a refused party has no responses or requests"
-            )
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            self.url = f"http://127.0.0.1:{s.getsockname()[1]}"
-            s.close()  # a closed port: connections are refused
-            return
-        self.server = Server(self._handle)
-        self.url = self.server.url
-
-    def serve(self, subst: Callable[[str], str]) -> None:
-        self._subst = subst
-
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
-        responses = self.spec.get("responses", [])
-        body = read_body(h)
-        with self.lock:
-            n = len(self.seen)
-            self.seen.append(Seen(h.command, h.path, h.headers, body))
-        if n >= len(responses):
-            h.send_response(599)
-            h.send_header("Connection", "close")
-            h.send_header("Content-Length", "0")
-            h.end_headers()
-            return
-        r = responses[n]
-        if r.get("reset"):
-            h.close_connection = True
-            h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            h.connection.close()
-            return
-        text = self._subst(r.get("body", "")).encode()
-        h.send_response(r["status"])
-        for k, v in r.get("headers", {}).items():
-            h.send_header(k, self._subst(v))
-        h.send_header("Connection", "close")
-        h.send_header("Content-Length", str(len(text)))
-        h.end_headers()
-        h.wfile.write(text)
-
-    def requests(self) -> list[Seen]:
-        with self.lock:
-            return list(self.seen)
-
-
 def check_requests(parties: dict[str, Party]) -> list[str]:
     errs: list[str] = []
-    for name, p in parties.items():
-        want_all = p.spec.get("requests", [])
-        seen = p.requests()
-        for i, got in enumerate(seen):
-            where = f"party {name}: request {i}"
-            if i >= len(want_all):
-                errs.append(f"party {name}: unexpected request {i}: {got.method} {got.target}")
-                continue
-            want = want_all[i]
-            if (got.method, got.target) != (want["method"], want["target"]):
-                errs.append(f"{where} is {got.method} {got.target}, want {want['method']} {want['target']}")
-            for k, v in want.get("headers", {}).items():
-                g = got.headers.get_all(k) or []
-                if g != [v]:
-                    errs.append(f"{where}: header {k} = {g!r}, want {v!r}")
-            for k in want.get("absent", []):
-                g = got.headers.get_all(k) or []
-                if g:
-                    errs.append(f"{where}: header {k} = {g!r}, want it absent")
+    for p in parties.values():
+
+        def check_body(where: str, got: Seen, want: dict[str, Any]) -> list[str]:
+            errs: list[str] = []
             if "json" in want:
                 try:
                     body = json.loads(got.body)
@@ -167,8 +72,9 @@ def check_requests(parties: dict[str, Party]) -> list[str]:
                 ob = other[ref["index"]].body if ref["index"] < len(other) else None
                 if got.body != ob:
                     errs.append(f"{where}: body {got.body!r}, want the body of {ref['party']}'s request {ref['index']} ({ob!r})")
-        if len(seen) < len(want_all):
-            errs.append(f"party {name}: saw {len(seen)} requests, want {len(want_all)}")
+            return errs
+
+        errs += p.check(lambda s: s, check_body)
     return errs
 
 
@@ -224,7 +130,7 @@ def run_step(mon: Monitor, i: int, step: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=vectors.ids(CASES))
 def test_vectors_monitor_flows(case: dict[str, Any]) -> None:
-    parties = {name: Party(name, spec) for name, spec in case["parties"].items()}
+    parties = {name: Party(name, spec, subst_body=True) for name, spec in case["parties"].items()}
     for p in parties.values():
         p.listen()
 
@@ -244,5 +150,4 @@ def test_vectors_monitor_flows(case: dict[str, Any]) -> None:
     finally:
         mon.close(timeout=2)
         for p in parties.values():
-            if p.server is not None:
-                p.server.kill()
+            p.kill()

@@ -30,6 +30,15 @@ def load(kind: str, keys: set[str]) -> list[dict[str, Any]]:
     return cases
 
 
+def strict(obj: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    """obj, which must be an object with no member outside allowed (so
+    that a misspelt expectation is not silently unchecked)."""
+    assert isinstance(obj, dict), f"{where}: want an object, got {obj!r}"
+    unknown = sorted(set(obj) - allowed)
+    assert not unknown, f"{where}: unknown members {unknown}"
+    return obj
+
+
 def build_body(case: dict[str, Any]) -> bytes:
     """A case's body: body, then expand, then pad_to (README.md)."""
     body: str = case["body"]
