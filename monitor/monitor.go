@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/loghist"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -108,7 +109,7 @@ type window struct {
 	calls     uint64
 	done      uint64
 	latencyNS uint64
-	hist      [histBuckets]uint64
+	hist      [loghist.Buckets]uint64
 }
 
 // latencyWeight is the weight of the newest window's mean latency in the

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fulcrum-lb/fulcrum/internal/loghist"
 	"github.com/fulcrum-lb/fulcrum/protocol"
 )
 
@@ -192,7 +193,7 @@ func (m *Monitor) closeWindowLocked(now time.Time) protocol.Report {
 	secs := elapsed.Seconds()
 	calls, done, lat := m.calls.Load(), m.done.Load(), m.latencyNS.Load()
 	dCalls, dDone, dLat := calls-m.win.calls, done-m.win.done, lat-m.win.latencyNS
-	var hist [histBuckets]uint64
+	var hist [loghist.Buckets]uint64
 	m.hist.load(&hist)
 	p50, p99, haveQuantiles := windowQuantiles(&hist, &m.win.hist)
 	m.win = window{start: now, calls: calls, done: done, latencyNS: lat, hist: hist}

@@ -1,10 +1,8 @@
 package balancer
 
 import (
-	"cmp"
 	"math"
 	"net"
-	"slices"
 	"time"
 
 	"github.com/fulcrum-lb/fulcrum/internal/strategy"
@@ -182,14 +180,5 @@ func connectionRates(load float64, total uint64, byClient map[string]uint64) []p
 			out = append(out, protocol.ClientRate{ID: c, Rate: load * float64(n) / float64(total)})
 		}
 	}
-	slices.SortFunc(out, func(a, b protocol.ClientRate) int {
-		if c := cmp.Compare(b.Rate, a.Rate); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
-	})
-	if len(out) > protocol.MaxReportClients {
-		out = out[:protocol.MaxReportClients]
-	}
-	return out
+	return busiest(out) // workercombine.go
 }

@@ -156,16 +156,19 @@ func mergeClients(reps []protocol.Report) []protocol.ClientRate {
 	for id, rate := range rates {
 		out = append(out, protocol.ClientRate{ID: id, Rate: math.Min(rate, protocol.MaxRate)})
 	}
-	slices.SortFunc(out, func(a, b protocol.ClientRate) int {
+	return busiest(out)
+}
+
+// busiest sorts rates busiest first (ties by id) and keeps the first
+// protocol.MaxReportClients.
+func busiest(rates []protocol.ClientRate) []protocol.ClientRate {
+	slices.SortFunc(rates, func(a, b protocol.ClientRate) int {
 		if c := cmp.Compare(b.Rate, a.Rate); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
-	if len(out) > protocol.MaxReportClients {
-		out = out[:protocol.MaxReportClients]
-	}
-	return out
+	return rates[:min(len(rates), protocol.MaxReportClients)]
 }
 
 // workerShed is one worker's part of a replica's shed when the advisory

@@ -1,9 +1,10 @@
 package frontdoor
 
 import (
-	"math/bits"
 	"sync/atomic"
 	"time"
+
+	"github.com/fulcrum-lb/fulcrum/internal/loghist"
 )
 
 // StatsWindow is how far back a CallWindow's figures reach: its rate and
@@ -14,9 +15,6 @@ const (
 	windowSeconds = int64(StatsWindow / time.Second)
 	// windowSlots holds the current second besides the whole ones.
 	windowSlots = windowSeconds + 1
-	// latencyBuckets are log-scale with four buckets per power of two of
-	// microseconds (bucketOf): within 12.5% of a latency, up to 2^36 µs.
-	latencyBuckets = 4 * 36
 )
 
 // CallWindow counts the calls a front door sent to one member and their
@@ -35,7 +33,7 @@ type CallWindow struct {
 type windowSlot struct {
 	sec   atomic.Int64 // the Unix second the slot counts
 	calls atomic.Uint32
-	lat   [latencyBuckets]atomic.Uint32
+	lat   [loghist.Buckets]atomic.Uint32
 }
 
 // Record counts one call that finished at now after latency; answered
@@ -53,7 +51,7 @@ func (w *CallWindow) Record(now time.Time, latency time.Duration, answered bool)
 	}
 	sl.calls.Add(1)
 	if answered {
-		sl.lat[bucketOf(latency)].Add(1)
+		sl.lat[loghist.Bucket(latency)].Add(1)
 	}
 }
 
@@ -83,7 +81,7 @@ func (w *CallWindow) Stats(now time.Time) WindowStats {
 	if span <= 0 {
 		return WindowStats{}
 	}
-	var hist [latencyBuckets]uint64
+	var hist [loghist.Buckets]uint64
 	var calls, answered uint64
 	for sec := s - span; sec < s; sec++ {
 		sl := &w.slots[slotOf(sec)]
@@ -99,50 +97,12 @@ func (w *CallWindow) Stats(now time.Time) WindowStats {
 	}
 	st := WindowStats{RPS: float64(calls) / float64(span), RPSKnown: true, Answered: answered}
 	if answered > 0 {
-		st.P50 = quantile(&hist, answered, 0.50)
-		st.P99 = quantile(&hist, answered, 0.99)
+		st.P50 = loghist.Quantile(&hist, answered, 0.50)
+		st.P99 = loghist.Quantile(&hist, answered, 0.99)
 	}
 	return st
 }
 
 func slotOf(sec int64) int64 {
 	return ((sec % windowSlots) + windowSlots) % windowSlots
-}
-
-// bucketOf is the histogram bucket of d: its microseconds x below 4 are
-// buckets 0–3; above, 4 buckets per power of two, split by the two bits
-// after the leading one.
-func bucketOf(d time.Duration) int {
-	x := uint64(max(d, 0) / time.Microsecond)
-	if x < 4 {
-		return int(x)
-	}
-	e := bits.Len64(x) - 1 // >= 2
-	sub := int(x>>(e-2)) & 3
-	return min(4*(e-1)+sub, latencyBuckets-1)
-}
-
-// bucketMid is the middle of bucket i's latencies.
-func bucketMid(i int) time.Duration {
-	if i < 4 {
-		return time.Duration(i)*time.Microsecond + time.Microsecond/2
-	}
-	e, sub := i/4+1, uint64(i%4)
-	lo, hi := (4+sub)<<(e-2), (5+sub)<<(e-2)
-	return time.Duration(lo+hi) * time.Microsecond / 2
-}
-
-// quantile is the q-quantile of the n latencies in hist: the middle of
-// the bucket holding the ceil(q*n)-th smallest.
-func quantile(hist *[latencyBuckets]uint64, n uint64, q float64) time.Duration {
-	rank := uint64(q*float64(n) + 0.999999)
-	rank = max(rank, 1)
-	var seen uint64
-	for i, c := range hist {
-		seen += c
-		if seen >= rank {
-			return bucketMid(i)
-		}
-	}
-	return bucketMid(latencyBuckets - 1)
 }

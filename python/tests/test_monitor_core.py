@@ -175,7 +175,7 @@ def test_worker_sends_back_only_the_clients_it_owns() -> None:
 
 
 def test_histogram_buckets_match_go() -> None:
-    # monitor/quantiles.go: one bucket per µs below 4, then four per power of two.
+    # internal/loghist (the Go monitor's): one bucket per µs below 4, then four per power of two.
     assert [hist_bucket(us * 1000) for us in (0, 3, 4, 5, 7, 8, 100, 1000)] == [0, 3, 4, 5, 7, 8, 22, 35]
     assert hist_mid_ms(22) == pytest.approx(0.104)
     assert hist_bucket(10**18) == 4 * 36 - 1
