@@ -32,10 +32,10 @@ type rigOpts struct {
 	// unreported: with agents, do not wait for their first load report
 	// (a long report interval).
 	unreported bool
-	// frontDoor is the group's front_door; default a free port picked
-	// here. Tests that read the bound address from the group's status
-	// use port 0, which no other test can take between the pick and the
-	// bind.
+	// frontDoor is the group's front_door; default 127.0.0.1:0 (the rig
+	// reads the bound address and references from the group's status): a
+	// port picked free here could be taken by another test before the
+	// balancer binds it.
 	frontDoor string
 }
 
@@ -73,7 +73,7 @@ func groupYAML(t *testing.T, o rigOpts) string {
 		o.report = "100ms"
 	}
 	if o.frontDoor == "" {
-		o.frontDoor = freeAddr(t)
+		o.frontDoor = "127.0.0.1:0"
 	}
 	y := fmt.Sprintf(`  - name: %s
     protocol: giop
